@@ -1,0 +1,224 @@
+"""The audit workflow: find sources, follow includes, classify, annotate, judge.
+
+Pure library code: no printing, no exit codes, no network, no database. The
+CLI renders the :class:`~govern.report.AuditReport` this returns.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+
+from packaging.version import InvalidVersion, Version
+
+from govern.config import Config
+from govern.errors import SourceNotFound
+from govern.exclusions.annotations import read_annotations
+from govern.exclusions.classify import classify
+from govern.exclusions.model import Annotation, Exclusion, Kind, exclusion_key
+from govern.policy.engine import evaluate
+from govern.policy.model import Policy
+from govern.report import AuditReport
+from govern.sources.discover import discover, source_format_for
+from govern.sources.model import Entry, Problem, Source, SourceFormat
+from govern.sources.pyproject import read_pyproject
+from govern.sources.requirements_txt import read_requirements
+
+_VERSION_WORD_RE = re.compile(r"(?<![\w.])v?(\d+(?:\.\d+)+(?:(?:a|b|rc|\.post|\.dev)\d+)?)(?![\w])")
+
+
+@dataclass(frozen=True, slots=True)
+class AuditOptions:
+    """Knobs of one audit run that do not come from configuration."""
+
+    today: date
+    allow_outside_root: bool = False
+    environ: Mapping[str, str] | None = None
+
+
+def _display(path: Path, root: Path) -> str:
+    try:
+        return path.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def _inside(path: Path, root: Path) -> bool:
+    try:
+        path.resolve().relative_to(root.resolve())
+    except ValueError:
+        return False
+    return True
+
+
+class _Loader:
+    """Reads sources once each, following ``-r``/``-c`` includes depth first."""
+
+    def __init__(self, root: Path, config: Config, options: AuditOptions) -> None:
+        self.root = root
+        self.config = config
+        self.options = options
+        self.sources: dict[Path, Source] = {}
+        self.problems: list[tuple[str, Problem]] = []
+        self.allow_outside = options.allow_outside_root or config.allow_includes_outside_root
+
+    def load(self, file: Path, fmt: SourceFormat, stack: tuple[Path, ...] = ()) -> None:
+        key = file.resolve()
+        if key in self.sources:
+            return
+        display = _display(file, self.root)
+        if fmt is SourceFormat.PYPROJECT:
+            source = read_pyproject(file, display_path=display)
+        else:
+            source = read_requirements(file, display_path=display, fmt=fmt,
+                                       environ=self.options.environ)
+        self.sources[key] = source
+        for include in source.includes:
+            if include.resolved is None or include.kind == "group":
+                continue
+            target = include.resolved
+            child_fmt = (SourceFormat.CONSTRAINTS if include.kind == "constraints"
+                         else SourceFormat.REQUIREMENTS)
+            if target.resolve() in (*stack, key):
+                chain = " -> ".join(_display(p, self.root) for p in (*stack, key, target.resolve()))
+                self.problems.append((display, Problem(
+                    "include-cycle", include.line, f"include cycle: {chain}",
+                    hint="remove one of the includes so that the chain ends")))
+                continue
+            if not self.allow_outside and not _inside(target, self.root):
+                self.problems.append((display, Problem(
+                    "include-outside-root", include.line,
+                    f"{include.target} is outside the audited directory; not followed",
+                    hint="audit a directory that contains it, or pass --allow-outside-root")))
+                continue
+            if not target.is_file():
+                self.problems.append((display, Problem(
+                    "include-not-found", include.line,
+                    f"{include.target} does not exist (looked for {_display(target, self.root)})",
+                    hint="includes are relative to the including file")))
+                continue
+            self.load(target, child_fmt, (*stack, key))
+
+
+def _repository(root: Path, config: Config) -> str:
+    """A stable name for the repository: configured, else git's origin, else empty."""
+    if config.repository:
+        return config.repository
+    git_config = root / ".git" / "config"
+    try:
+        text = git_config.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+    match = re.search(r'\[remote "origin"\][^\[]*?url\s*=\s*(\S+)', text)
+    if not match:
+        return ""
+    url = re.sub(r"^[a-z+]+://", "", match.group(1))
+    url = re.sub(r"^[^@/]*@", "", url)  # credentials and ssh users never enter a key
+    return url.replace(":", "/").removesuffix(".git")
+
+
+def _mentioned_versions(reason: str | None, spec_excludes: object) -> list[str]:
+    if not reason:
+        return []
+    found: list[str] = []
+    for raw in _VERSION_WORD_RE.findall(reason):
+        try:
+            version = Version(raw)
+        except InvalidVersion:
+            continue
+        if callable(spec_excludes) and spec_excludes(version) and raw not in found:
+            found.append(raw)
+    return found
+
+
+def _exclusions(source: Source, annotations: list[Annotation], repository: str) -> list[Exclusion]:
+    out: list[Exclusion] = []
+    for entry, annotation in zip(source.entries, annotations, strict=True):
+        out.extend(_entry_exclusions(source, entry, annotation, repository))
+    return out
+
+
+def _entry_exclusions(source: Source, entry: Entry, annotation: Annotation,
+                      repository: str) -> list[Exclusion]:
+    requirement = entry.requirement
+    if requirement is None or entry.name is None or not entry.constrainable:
+        return []
+    marker = str(requirement.marker) if requirement.marker is not None else None
+    out = []
+    for spec in sorted(requirement.specifier, key=str):
+        kinds = classify(spec)
+        if kinds is None:
+            continue
+        kind, sub_kind = kinds
+        clause = str(spec)
+        if annotation.bad_versions:
+            bad = annotation.bad_versions
+        elif kind is Kind.NOT_EQUAL:
+            bad = (spec.version,)
+        elif kind in (Kind.CAP, Kind.PIN):
+            bad = tuple(_mentioned_versions(
+                annotation.reason, lambda v, s=spec: not s.contains(v, prereleases=True)))
+        else:
+            bad = ()
+        out.append(Exclusion(
+            id=exclusion_key(repository, source.path, entry.name, marker, clause),
+            repository=repository, source=source.path, line=entry.line, column=entry.column,
+            package=entry.name, requirement=entry.text, marker=marker, clause=clause,
+            operator=spec.operator, version=spec.version, kind=kind, sub_kind=sub_kind,
+            group=entry.group, annotation=annotation, bad_versions=bad,
+        ))
+    return out
+
+
+def resolve_targets(paths: Sequence[Path], cwd: Path) -> tuple[Path, list[Path] | None]:
+    """The audit root and the files named directly (None: discover under the root)."""
+    if not paths:
+        return cwd, None
+    for path in paths:
+        if not path.exists():
+            raise SourceNotFound(f"{path} does not exist",
+                                 tip="Name a requirements file, a pyproject.toml or a directory.")
+    if len(paths) == 1 and paths[0].is_dir():
+        return paths[0], None
+    files: list[Path] = []
+    for path in paths:
+        files.extend(discover(path) if path.is_dir() else [path])
+    return cwd, files
+
+
+def audit(
+    paths: Sequence[Path],
+    *,
+    config: Config,
+    policy: Policy,
+    options: AuditOptions,
+    cwd: Path | None = None,
+) -> AuditReport:
+    """Audit ``paths`` (a directory, or files) under ``policy``."""
+    root, files = resolve_targets(paths, cwd or Path(os.getcwd()))
+    if files is None:
+        files = [root / p for p in discover(root, include=config.include, exclude=config.exclude)]
+    loader = _Loader(root, config, options)
+    for file in files:
+        loader.load(file, source_format_for(file))
+    sources = sorted(loader.sources.values(), key=lambda s: s.path)
+    repository = _repository(root, config)
+    settings = config.comments
+    exclusions: list[Exclusion] = []
+    problems = list(loader.problems)
+    for source in sources:
+        annotations = read_annotations(source, settings, config.annotations)
+        seen: set[tuple[int, str]] = set()
+        for annotation in annotations:
+            for problem in annotation.problems:
+                if (problem.line, problem.message) not in seen:
+                    seen.add((problem.line, problem.message))
+                    problems.append((source.path, problem))
+        exclusions.extend(_exclusions(source, annotations, repository))
+    findings = evaluate(policy, sources, exclusions, problems, today=options.today)
+    return AuditReport(root=root, sources=tuple(sources), exclusions=tuple(exclusions),
+                       findings=tuple(findings), policy=policy)

@@ -1,0 +1,71 @@
+"""The ``govern`` command line: the only code that prints or exits.
+
+Every command imports its stack lazily, so ``govern audit`` never loads the
+database, HTTP or web code. Errors cross one boundary (:func:`main`): one line,
+a ``Tip:``, exit code 2; the traceback only with ``--debug``.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+
+import typer
+
+from govern import __version__
+from govern.errors import GovernError
+
+app = typer.Typer(
+    name="govern",
+    help="Dependency-pin governance: every exclusion, its reason, and when it can go.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+
+@dataclass
+class _State:
+    """Process-wide CLI flags (reset by tests)."""
+
+    debug: bool = False
+
+
+STATE = _State()
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"govern {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    debug: bool = typer.Option(False, "--debug", help="Show tracebacks for errors."),
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                 help="Print the version and exit."),
+) -> None:
+    """govern: track exclusions, watch for fixes, verify, propose relaxations."""
+    STATE.debug = debug
+
+
+# Commands register themselves on ``app`` when imported.
+from govern.cli import audit as _audit  # noqa: E402,F401
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console-script entry point with the single error boundary."""
+    try:
+        app(args=argv, prog_name="govern")
+    except GovernError as exc:
+        if STATE.debug:
+            raise
+        print(f"govern: error: {exc.message}", file=sys.stderr)
+        if exc.tip:
+            print(f"Tip: {exc.tip}", file=sys.stderr)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        print("govern: interrupted", file=sys.stderr)
+        sys.exit(130)

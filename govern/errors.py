@@ -1,0 +1,41 @@
+"""The error tree of govern.
+
+Library code raises these; the CLI is the one boundary that turns them into a
+one-line message, a ``Tip:`` and exit code 2. Problems *in the audited files*
+are never errors: they are :class:`govern.policy.Finding` values.
+
+::
+
+    GovernError                  the run itself could not be done (exit 2)
+    ├── UsageError               a bad option or argument combination
+    ├── ConfigError              invalid [tool.govern] / .govern.toml
+    ├── PolicyError              a policy that cannot be loaded or is invalid
+    └── SourceNotFound           a path named by the user does not exist
+"""
+
+from __future__ import annotations
+
+
+class GovernError(Exception):
+    """Root of govern's errors: the requested run cannot be carried out."""
+
+    def __init__(self, message: str, *, tip: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.tip = tip
+
+
+class UsageError(GovernError):
+    """A command-line option or argument that cannot be honoured."""
+
+
+class ConfigError(GovernError):
+    """Configuration (``[tool.govern]`` or ``.govern.toml``) that is invalid."""
+
+
+class PolicyError(GovernError):
+    """A policy file that cannot be found, parsed or validated."""
+
+
+class SourceNotFound(GovernError):
+    """A path named on the command line does not exist."""

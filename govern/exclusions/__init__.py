@@ -1,0 +1,3 @@
+"""Exclusions: classification of clauses, annotations read from comments, relaxation."""
+
+from __future__ import annotations

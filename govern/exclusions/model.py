@@ -1,0 +1,87 @@
+"""Exclusion records and their annotations (frozen values)."""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+from dataclasses import dataclass, field
+from datetime import date
+
+from govern.sources.model import Problem
+
+
+class Kind(enum.StrEnum):
+    """How a clause keeps released versions out (DESIGN.md vocabulary)."""
+
+    NOT_EQUAL = "not-equal"
+    CAP = "cap"
+    PIN = "pin"
+    BAN = "ban"
+
+
+class SubKind(enum.StrEnum):
+    """A finer shape of a kind; ``sentinel`` caps are not debts."""
+
+    EXACT = "exact"  # !=V, ==V, <V
+    WILDCARD = "wildcard"  # !=V.*, ==V.*
+    INCLUSIVE = "inclusive"  # <=V
+    COMPATIBLE = "compatible"  # ~=V (its implied ceiling)
+    ARBITRARY = "arbitrary"  # ===V
+    SENTINEL = "sentinel"  # <9999: a cap that is no real ceiling
+    IMPOSSIBLE = "impossible"  # ==1000000000.0.0 or <0: nothing can satisfy it
+
+
+@dataclass(frozen=True, slots=True)
+class Link:
+    """A reference found in a reason: a URL, an issue, an advisory."""
+
+    kind: str  # url, github, launchpad, bug, ghsa, cve, issue
+    ref: str  # as written, e.g. "#123", "bug 1593641", "GHSA-93xj-8mrv-444m"
+    url: str | None = None
+
+    def __str__(self) -> str:
+        return self.url or self.ref
+
+
+@dataclass(frozen=True, slots=True)
+class Annotation:
+    """What is known about an exclusion, from comments and configuration."""
+
+    reason: str | None = None
+    links: tuple[Link, ...] = ()
+    bad_versions: tuple[str, ...] = ()
+    owner: str | None = None
+    review_by: date | None = None
+    verify: str | None = None
+    profiles: tuple[str, ...] = ()
+    suppress: frozenset[str] = frozenset()
+    problems: tuple[Problem, ...] = field(default=())
+
+
+def exclusion_key(repository: str, source: str, package: str, marker: str | None,
+                  clause: str) -> str:
+    """The stable id of an exclusion: line numbers move, keys do not."""
+    raw = "\x1f".join((repository, source, package, marker or "", clause))
+    return hashlib.sha256(raw.encode("utf-8")).hexdigest()[:16]
+
+
+@dataclass(frozen=True, slots=True)
+class Exclusion:
+    """One clause that keeps released versions out, with where it lives and why."""
+
+    id: str
+    repository: str
+    source: str
+    line: int
+    column: int
+    package: str  # canonical name; "python" for requires-python
+    requirement: str  # the requirement as written
+    marker: str | None
+    clause: str  # normalized, e.g. "!=14.1.0"
+    operator: str
+    version: str
+    kind: Kind
+    sub_kind: SubKind
+    group: str | None
+    annotation: Annotation
+    bad_versions: tuple[str, ...] = ()

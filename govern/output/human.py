@@ -1,0 +1,177 @@
+"""``govern audit`` for people: a report grouped by source, with carets under problems.
+
+For each source: a header (path, format, number of requirements), its exclusions one a
+line, then its findings as ``path:line:col: severity rule: message``, followed by the
+excerpt with a caret under the column and the hint. Findings (and exclusions) whose
+source is not among the report's sources (cross-file findings) come in a last group,
+then one summary line. Colour is raw ANSI escapes, only when asked for.
+
+Text taken from the audited files (requirements, reasons, excerpts) is printed with its
+control characters escaped, so that a file cannot drive the terminal.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable
+
+from govern.exclusions.model import Exclusion
+from govern.output import summary_line
+from govern.policy.model import Finding, Severity
+from govern.report import AuditReport
+from govern.sources.model import Source
+
+REASON_WIDTH = 100
+"""Reasons longer than this many characters are cut, with an ellipsis."""
+
+_RESET = "\x1b[0m"
+_BOLD = "\x1b[1m"
+_DIM = "\x1b[2m"
+_SEVERITY_COLOR = {
+    Severity.ERROR: "\x1b[31m",  # red
+    Severity.WARNING: "\x1b[33m",  # yellow
+    Severity.INFO: "\x1b[34m",  # blue
+    Severity.OFF: "",
+}
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_SPACE = re.compile(r"\s+")
+
+
+class _Style:
+    """Applies ANSI styles, or nothing when colour is off."""
+
+    def __init__(self, color: bool) -> None:
+        self.color = color
+
+    def _wrap(self, code: str, text: str) -> str:
+        return f"{code}{text}{_RESET}" if self.color and code else text
+
+    def bold(self, text: str) -> str:
+        return self._wrap(_BOLD, text)
+
+    def dim(self, text: str) -> str:
+        return self._wrap(_DIM, text)
+
+    def severity(self, severity: Severity, text: str) -> str:
+        return self._wrap(_SEVERITY_COLOR.get(severity, ""), text)
+
+
+def _clean(text: str) -> str:
+    """Escape control characters (tabs and newlines are left to the caller)."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def _one_line(text: str) -> str:
+    """Collapse all whitespace (newlines included) to single spaces."""
+    return _clean(_SPACE.sub(" ", text).strip())
+
+
+def _truncate(text: str, width: int = REASON_WIDTH) -> str:
+    return text if len(text) <= width else text[: width - 1].rstrip() + "…"
+
+
+def caret_line(excerpt: str, column: int) -> str:
+    """The line that puts a ``^`` under ``column`` (1-based) of ``excerpt`` as displayed.
+
+    Tabs in the excerpt are copied so that the caret lines up whatever the tab width;
+    wide (East Asian) characters take two cells, combining marks none.
+    """
+    pad: list[str] = []
+    for char in _clean(excerpt[: max(column - 1, 0)]):
+        if char == "\t":
+            pad.append("\t")
+        elif unicodedata.combining(char):
+            continue
+        elif unicodedata.east_asian_width(char) in ("W", "F"):
+            pad.append("  ")
+        else:
+            pad.append(" ")
+    if column - 1 > len(excerpt):  # a caret past the end of the excerpt
+        pad.append(" " * (column - 1 - len(excerpt)))
+    return "".join(pad) + "^"
+
+
+def _location(finding: Finding) -> str:
+    parts = [finding.source or "<config>"]
+    if finding.line > 0:
+        parts.append(str(finding.line))
+        if finding.column is not None:
+            parts.append(str(finding.column))
+    return ":".join(parts)
+
+
+def _finding_lines(finding: Finding, style: _Style) -> list[str]:
+    message = "\n    ".join(_clean(part) for part in finding.message.splitlines() or [""])
+    lines = [
+        f"{style.bold(_clean(_location(finding)))}: "
+        f"{style.severity(finding.severity, str(finding.severity))} {finding.rule}: {message}"
+    ]
+    if finding.excerpt and finding.column is not None:
+        excerpt_lines = finding.excerpt.splitlines()
+        excerpt = excerpt_lines[0] if excerpt_lines else ""
+        if excerpt.strip():
+            lines.append(f"    {_clean(excerpt)}")
+            lines.append(
+                f"    {style.severity(finding.severity, caret_line(excerpt, finding.column))}"
+            )
+    if finding.hint:
+        lines.append(f"  hint: {_one_line(finding.hint)}")
+    return lines
+
+
+def _exclusion_line(exclusion: Exclusion, style: _Style) -> str:
+    annotation = exclusion.annotation
+    reason = (
+        _truncate(_one_line(annotation.reason)) if annotation.reason else style.dim("(no reason)")
+    )
+    line = (
+        f"  {exclusion.line:>4}  {_one_line(exclusion.requirement)}"
+        f"  [{exclusion.kind}/{exclusion.sub_kind}]  {reason}"
+    )
+    if annotation.links:
+        line += "  " + " ".join(_one_line(str(link)) for link in annotation.links)
+    return line
+
+
+def _group(
+    header: str,
+    exclusions: Iterable[Exclusion],
+    findings: Iterable[Finding],
+    style: _Style,
+) -> list[str]:
+    lines = [header]
+    lines.extend(_exclusion_line(exclusion, style) for exclusion in exclusions)
+    for finding in findings:
+        lines.extend(_finding_lines(finding, style))
+    return lines
+
+
+def _header(source: Source, style: _Style) -> str:
+    count = len(source.entries)
+    noun = "requirement" if count == 1 else "requirements"
+    return f"{style.bold(_clean(source.path))} ({source.format}, {count} {noun})"
+
+
+def render(report: AuditReport, *, color: bool = False) -> str:
+    """Render ``report`` for a terminal; ANSI colour only when ``color`` is true."""
+    style = _Style(color)
+    known = {source.path for source in report.sources}
+    blocks: list[list[str]] = []
+    for source in report.sources:
+        blocks.append(
+            _group(
+                _header(source, style),
+                (e for e in report.exclusions if e.source == source.path),
+                (f for f in report.findings if f.source == source.path),
+                style,
+            )
+        )
+    stray_exclusions = [e for e in report.exclusions if e.source not in known]
+    stray_findings = [f for f in report.findings if f.source not in known]
+    if stray_exclusions or stray_findings:
+        blocks.append(
+            _group(style.bold("other locations"), stray_exclusions, stray_findings, style)
+        )
+    blocks.append([summary_line(report)])
+    return "\n\n".join("\n".join(block) for block in blocks) + "\n"

@@ -1,0 +1,93 @@
+"""``govern audit --format json``: the ``govern.audit/1`` contract of DESIGN.md.
+
+Fields of the contract are never renamed or removed; fields beyond it (``sub_kind``,
+``column``, ``group``, ``verify``, ``profiles`` on exclusions, ``column`` and ``hint`` on
+findings, ``policy`` and ``govern_version`` at the top) are additions. Output is
+deterministic: the report's order, ``indent=2``, no ASCII escaping, a final newline.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from govern import __version__
+from govern.exclusions.model import Exclusion
+from govern.policy.model import Finding
+from govern.report import AuditReport
+from govern.sources.model import Source
+
+SCHEMA = "govern.audit/1"
+"""The value of the top-level ``schema`` field."""
+
+
+def _source(source: Source) -> dict[str, Any]:
+    return {
+        "path": source.path,
+        "format": str(source.format),
+        "requirements": len(source.entries),
+    }
+
+
+def _exclusion(exclusion: Exclusion) -> dict[str, Any]:
+    annotation = exclusion.annotation
+    return {
+        "id": exclusion.id,
+        "package": exclusion.package,
+        "source": exclusion.source,
+        "line": exclusion.line,
+        "requirement": exclusion.requirement,
+        "marker": exclusion.marker,
+        "clause": exclusion.clause,
+        "kind": str(exclusion.kind),
+        "reason": annotation.reason,
+        "links": [str(link) for link in annotation.links],
+        "bad_versions": list(exclusion.bad_versions),
+        "owner": annotation.owner,
+        "review_by": annotation.review_by.isoformat() if annotation.review_by else None,
+        # Additions beyond the contract.
+        "sub_kind": str(exclusion.sub_kind),
+        "column": exclusion.column,
+        "group": exclusion.group,
+        "verify": annotation.verify,
+        "profiles": list(annotation.profiles),
+    }
+
+
+def _finding(finding: Finding) -> dict[str, Any]:
+    return {
+        "rule": finding.rule,
+        "severity": str(finding.severity),
+        "source": finding.source,
+        "line": finding.line,
+        "package": finding.package,
+        "exclusion": finding.exclusion,
+        "message": finding.message,
+        # Additions beyond the contract.
+        "column": finding.column,
+        "hint": finding.hint,
+    }
+
+
+def to_document(report: AuditReport) -> dict[str, Any]:
+    """The audit as a JSON-ready ``dict`` (what :func:`render` serializes)."""
+    return {
+        "schema": SCHEMA,
+        "govern_version": __version__,
+        "policy": report.policy.name,
+        "sources": [_source(source) for source in report.sources],
+        "exclusions": [_exclusion(exclusion) for exclusion in report.exclusions],
+        "findings": [_finding(finding) for finding in report.findings],
+        "summary": {
+            "sources": len(report.sources),
+            "requirements": report.requirement_count,
+            "exclusions": len(report.exclusions),
+            "findings": report.severity_counts(),
+        },
+    }
+
+
+def render(report: AuditReport, *, color: bool = False) -> str:
+    """Render ``report`` as ``govern.audit/1`` JSON (``color`` is ignored)."""
+    del color
+    return json.dumps(to_document(report), indent=2, ensure_ascii=False) + "\n"

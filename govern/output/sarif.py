@@ -1,0 +1,138 @@
+"""``govern audit --format sarif``: SARIF 2.1.0 for code-scanning tools.
+
+Shapes follow the OASIS standard,
+https://docs.oasis-open.org/sarif/sarif/v2.1.0/sarif-v2.1.0.html (sarifLog, run,
+toolComponent, reportingDescriptor, result, physicalLocation, region, partialFingerprints),
+and the subset GitHub code scanning reads,
+https://docs.github.com/en/code-security/code-scanning/integrating-with-code-scanning/sarif-support-for-code-scanning.
+
+One run; ``tool.driver.rules`` lists every rule a result uses (sorted by id) and each
+result points at it by ``ruleId`` and ``ruleIndex``. Paths are relative to ``%SRCROOT%``
+(the audited directory). Columns count Unicode code points (``columnKind``), as Python
+strings do. A finding about an exclusion carries the exclusion's stable id as the
+``governExclusion/v1`` partial fingerprint, so an alert follows the line when it moves.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import quote
+
+from govern import __version__
+from govern.policy.model import Finding, Rule, Severity
+from govern.report import AuditReport
+
+SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
+"""The ``$schema`` of the log."""
+
+INFORMATION_URI = "https://github.com/govern-dev/govern"
+"""The tool's home page (``tool.driver.informationUri``)."""
+
+SRCROOT = "%SRCROOT%"
+"""The ``uriBaseId`` that artifact locations are relative to."""
+
+FINGERPRINT = "governExclusion/v1"
+"""The ``partialFingerprints`` key holding an exclusion's stable id."""
+
+LEVELS: Mapping[Severity, str] = {
+    Severity.ERROR: "error",
+    Severity.WARNING: "warning",
+    Severity.INFO: "note",
+    Severity.OFF: "none",
+}
+"""SARIF ``level`` for each severity (§3.27.10)."""
+
+_RULES_MODULE = "govern.policy.rules"
+
+
+def _known_rules() -> Mapping[str, Any]:
+    """``govern.policy.rules.RULES`` when that module exists, else nothing."""
+    try:
+        module = importlib.import_module(_RULES_MODULE)
+    except ModuleNotFoundError as error:
+        if error.name != _RULES_MODULE:
+            raise
+        return {}
+    rules = getattr(module, "RULES", None)
+    return rules if isinstance(rules, Mapping) else {}
+
+
+def _descriptor(rule_id: str, known: Mapping[str, Any], report: AuditReport) -> dict[str, Any]:
+    """The reportingDescriptor (§3.49) of ``rule_id``."""
+    rule = known.get(rule_id)
+    if isinstance(rule, Rule):
+        descriptor: dict[str, Any] = {
+            "id": rule_id,
+            "shortDescription": {"text": rule.summary or rule_id},
+            "defaultConfiguration": {"level": LEVELS[rule.severity]},
+        }
+        if rule.fix:
+            descriptor["help"] = {"text": rule.fix}
+        return descriptor
+    # Unknown to the rule table (parse-error, or the table does not exist yet): the id
+    # describes itself and the policy of this run gives the level.
+    severity = report.policy.severity(rule_id)
+    if severity is Severity.OFF:
+        severity = next(f.severity for f in report.findings if f.rule == rule_id)
+    return {
+        "id": rule_id,
+        "shortDescription": {"text": rule_id},
+        "defaultConfiguration": {"level": LEVELS[severity]},
+    }
+
+
+def _result(finding: Finding, rule_index: int) -> dict[str, Any]:
+    """The result (§3.27) of one finding."""
+    text = finding.message
+    if finding.hint:
+        text = f"{text} Hint: {finding.hint}"
+    result: dict[str, Any] = {
+        "ruleId": finding.rule,
+        "ruleIndex": rule_index,
+        "level": LEVELS[finding.severity],
+        "message": {"text": text},
+    }
+    if finding.source:
+        physical: dict[str, Any] = {
+            "artifactLocation": {"uri": quote(finding.source, safe="/"), "uriBaseId": SRCROOT}
+        }
+        if finding.line > 0:
+            region: dict[str, Any] = {"startLine": finding.line}
+            if finding.column is not None and finding.column > 0:
+                region["startColumn"] = finding.column
+            physical["region"] = region
+        result["locations"] = [{"physicalLocation": physical}]
+    if finding.exclusion:
+        result["partialFingerprints"] = {FINGERPRINT: finding.exclusion}
+    return result
+
+
+def to_log(report: AuditReport) -> dict[str, Any]:
+    """The SARIF log (§3.13) of ``report`` as a JSON-ready ``dict``."""
+    known = _known_rules()
+    rule_ids = sorted({finding.rule for finding in report.findings})
+    index = {rule_id: i for i, rule_id in enumerate(rule_ids)}
+    run: dict[str, Any] = {
+        "tool": {
+            "driver": {
+                "name": "govern",
+                "version": __version__,
+                "informationUri": INFORMATION_URI,
+                "rules": [_descriptor(rule_id, known, report) for rule_id in rule_ids],
+            }
+        },
+        "columnKind": "unicodeCodePoints",
+        "results": [_result(finding, index[finding.rule]) for finding in report.findings],
+    }
+    if report.root.is_absolute():
+        run["originalUriBaseIds"] = {SRCROOT: {"uri": report.root.as_uri().rstrip("/") + "/"}}
+    return {"$schema": SCHEMA_URI, "version": "2.1.0", "runs": [run]}
+
+
+def render(report: AuditReport, *, color: bool = False) -> str:
+    """Render ``report`` as a SARIF 2.1.0 log (``color`` is ignored)."""
+    del color
+    return json.dumps(to_log(report), indent=2, ensure_ascii=False) + "\n"

@@ -1,0 +1,225 @@
+"""Run the rules of a policy over sources and exclusions, producing findings."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Sequence
+from datetime import date
+
+from packaging.specifiers import InvalidSpecifier, Specifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+from govern.exclusions.annotations import parse_structured
+from govern.exclusions.links import LinkContext
+from govern.exclusions.model import Exclusion, Kind, SubKind
+from govern.policy.model import Finding, Policy, Severity
+from govern.policy.rules import RULES
+from govern.sources.model import Problem, Source
+
+
+def _line_suppressions(source: Source, line: int) -> frozenset[str]:
+    """Rules suppressed by a ``# govern: ignore=...`` comment on ``line`` itself."""
+    physical = source.line(line)
+    comment = (physical.comment or "").strip() if physical else ""
+    if not comment.startswith("govern:"):
+        return frozenset()
+    values, _ = parse_structured(comment[len("govern:"):], line, LinkContext())
+    return frozenset(values.get("ignore", ()))
+
+
+def _suppressed(rule: str, suppress: frozenset[str]) -> bool:
+    return rule in suppress or "all" in suppress
+
+
+class _Emitter:
+    """Collects findings, applying the policy's severity and suppressions."""
+
+    def __init__(self, policy: Policy) -> None:
+        self.policy = policy
+        self.findings: list[Finding] = []
+
+    def problem(self, source: str, problem: Problem, suppress: frozenset[str]) -> None:
+        self.emit(problem.rule, source, problem.line, problem.message, suppress,
+                  column=problem.column, excerpt=problem.excerpt, hint=problem.hint,
+                  package=problem.package)
+
+    def exclusion(self, rule: str, exc: Exclusion, message: str, hint: str | None = None) -> None:
+        self.emit(rule, exc.source, exc.line, message, exc.annotation.suppress,
+                  package=exc.package, exclusion=exc.id, column=exc.column,
+                  hint=hint or RULES[rule].fix)
+
+    def emit(self, rule: str, source: str, line: int, message: str, suppress: frozenset[str],
+             **extra: object) -> None:
+        severity = self.policy.severity(rule)
+        if severity is Severity.OFF or _suppressed(rule, suppress):
+            return
+        self.findings.append(Finding(rule=rule, severity=severity, source=source, line=line,
+                                     message=message, **extra))  # type: ignore[arg-type]
+
+
+def _kinds(policy: Policy, rule: str, default: Sequence[str]) -> set[str]:
+    return set(policy.option(rule, "kinds", list(default)))
+
+
+def _probes(specs: Iterable[Specifier]) -> list[Version]:
+    """Versions around every bound in ``specs``: enough to compare clause sets."""
+    found: set[Version] = {Version("0.dev0"), Version("999999")}
+    for spec in specs:
+        try:
+            v = Version(spec.version.removesuffix(".*"))
+        except InvalidVersion:
+            continue
+        release = v.release
+        found.update({
+            v,
+            Version(f"{v.base_version}.dev0"),
+            Version(f"{v.base_version}.post1"),
+            Version(".".join(map(str, (*release, 1)))),
+            Version(".".join(map(str, (*release[:-1], release[-1] + 1)))),
+            Version(f"{release[0] + 1}"),
+        })
+    return sorted(found)
+
+
+def _redundant(clause: Specifier, others: list[Specifier]) -> bool:
+    """True when ``others`` already keep out every version ``clause`` keeps out."""
+    if not others:
+        return False
+    rest = SpecifierSet(",".join(str(s) for s in others))
+    if clause.operator == "!=" and not clause.version.endswith(".*"):
+        return not rest.contains(clause.version, prereleases=True)
+    return all(
+        clause.contains(v, prereleases=True)
+        for v in _probes([clause, *others])
+        if rest.contains(v, prereleases=True)
+    )
+
+
+def _exclusion_rules(emit: _Emitter, policy: Policy, exclusions: Sequence[Exclusion],
+                     sources: dict[str, Source], today: date) -> None:
+    missing_reason = _kinds(policy, "missing-reason", ("not-equal", "cap"))
+    missing_link = _kinds(policy, "missing-link", ("cap",))
+    missing_review = _kinds(policy, "missing-review-by", ("cap",))
+    library_groups = tuple(policy.option("cap-in-library", "groups", [
+        "project.dependencies", "project.optional-dependencies", "project.requires-python",
+    ]))
+    for exc in exclusions:
+        ann = exc.annotation
+        debt = exc.sub_kind is not SubKind.SENTINEL
+        label = f"{exc.package} {exc.clause}"
+        if exc.kind is Kind.BAN:
+            emit.exclusion("ban", exc, f"{exc.package} is banned ({exc.clause}): "
+                           "no release can satisfy it")
+        if exc.sub_kind is SubKind.SENTINEL:
+            emit.exclusion("sentinel", exc, f"{label} is a sentinel bound, not a real cap")
+        if debt and ann.reason is None and str(exc.kind) in missing_reason:
+            emit.exclusion("missing-reason", exc, f"{label} ({exc.kind}) has no reason")
+        if debt and not ann.links and str(exc.kind) in missing_link:
+            emit.exclusion("missing-link", exc, f"{label} ({exc.kind}) links no issue or advisory")
+        if debt and ann.review_by is None and str(exc.kind) in missing_review:
+            emit.exclusion("missing-review-by", exc, f"{label} ({exc.kind}) has no review date")
+        if ann.review_by is not None and ann.review_by < today:
+            days = (today - ann.review_by).days
+            emit.exclusion("review-overdue", exc,
+                           f"{label}: review was due {ann.review_by.isoformat()} ({days} days ago)")
+        if exc.kind is Kind.NOT_EQUAL and exc.sub_kind is SubKind.EXACT:
+            _partial(emit, exc)
+        if (debt and exc.kind in (Kind.CAP, Kind.PIN) and exc.group
+                and exc.group.startswith(library_groups)):
+            emit.exclusion("cap-in-library", exc,
+                           f"{label} caps a runtime dependency of a library ({exc.group})")
+    _redundancy(emit, exclusions, sources)
+    _consistency(emit, exclusions)
+
+
+def _partial(emit: _Emitter, exc: Exclusion) -> None:
+    try:
+        version = Version(exc.version)
+    except InvalidVersion:
+        return
+    if len(version.release) >= 3 or version.pre or version.post or version.dev or version.local:
+        return
+    full = ".".join(map(str, (*version.release, *([0] * (3 - len(version.release))))))
+    nxt = ".".join(map(str, (*version.release, *([0] * (2 - len(version.release))), 1)))
+    emit.exclusion(
+        "partial-version-exclusion", exc,
+        f"{exc.package} {exc.clause} keeps out only {full}; {nxt} still passes",
+        hint=f"write !={exc.version}.* to exclude the whole {exc.version} series, "
+             f"or !={full} if only that release is bad",
+    )
+
+
+def _redundancy(emit: _Emitter, exclusions: Sequence[Exclusion],
+                sources: dict[str, Source]) -> None:
+    by_line: dict[tuple[str, int], list[Exclusion]] = defaultdict(list)
+    for exc in exclusions:
+        by_line[(exc.source, exc.line)].append(exc)
+    for (path, line), group in by_line.items():
+        source = sources.get(path)
+        entry = next((e for e in source.entries if e.line == line), None) if source else None
+        if entry is None or entry.requirement is None:
+            continue
+        specs = list(entry.requirement.specifier)
+        for exc in group:
+            try:
+                clause = Specifier(exc.clause)
+            except InvalidSpecifier:
+                continue
+            others = [s for s in specs if str(s) != exc.clause]
+            if _redundant(clause, others):
+                emit.exclusion("redundant-exclusion", exc,
+                               f"{exc.package} {exc.clause} is already excluded by "
+                               f"{','.join(str(s) for s in others)}")
+
+
+def _consistency(emit: _Emitter, exclusions: Sequence[Exclusion]) -> None:
+    clauses: dict[tuple[str, str | None], dict[tuple[str, int], list[str]]] = defaultdict(
+        lambda: defaultdict(list))
+    firsts: dict[tuple[str, int], Exclusion] = {}
+    for exc in exclusions:
+        if exc.sub_kind is SubKind.SENTINEL:
+            continue
+        clauses[(exc.package, exc.marker)][(exc.source, exc.line)].append(exc.clause)
+        firsts.setdefault((exc.source, exc.line), exc)
+    for (package, _marker), places in clauses.items():
+        shapes = {tuple(sorted(c)) for c in places.values()}
+        if len(places) < 2 or len(shapes) < 2:
+            continue
+        described = "; ".join(f"{','.join(c)} in {src}:{ln}" for (src, ln), c in sorted(places.items()))
+        for place in sorted(places):
+            emit.exclusion("inconsistent-exclusions", firsts[place],
+                           f"{package} is excluded differently across sources: {described}")
+
+
+def evaluate(
+    policy: Policy,
+    sources: Sequence[Source],
+    exclusions: Sequence[Exclusion],
+    extra_problems: Iterable[tuple[str, Problem]] = (),
+    *,
+    today: date,
+) -> list[Finding]:
+    """All findings of ``policy`` over an audit, sorted by source, line and rule."""
+    emit = _Emitter(policy)
+    by_path = {source.path: source for source in sources}
+    for source in sources:
+        for problem in source.problems:
+            emit.problem(source.path, problem, _line_suppressions(source, problem.line))
+        for entry in source.entries:
+            if not entry.constrainable:
+                emit.emit("unconstrainable", source.path, entry.line,
+                          f"{entry.text} cannot be bounded by a version",
+                          _line_suppressions(source, entry.line), package=entry.name,
+                          column=entry.column)
+    for path, problem in extra_problems:
+        source = by_path.get(path)
+        emit.problem(path, problem,
+                     _line_suppressions(source, problem.line) if source else frozenset())
+    _exclusion_rules(emit, policy, exclusions, by_path, today)
+    return sorted(emit.findings, key=lambda f: (f.source, f.line, f.column or 0, f.rule,
+                                                f.message))
+
+
+def iter_rule_ids() -> Iterator[str]:
+    """Every rule id, for documentation and ``govern rules``."""
+    yield from sorted(RULES)

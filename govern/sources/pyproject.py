@@ -1,0 +1,804 @@
+"""Read the requirements declared in a ``pyproject.toml``.
+
+The file is parsed with :mod:`tomllib`, which knows the values but not where they
+are. A small position scanner walks the raw text alongside it and records, for
+every key path, where its value starts; each requirement string found by
+``tomllib`` is then matched with the scanned string at the same path, so every
+entry carries its physical line and column. When a string cannot be matched (an
+unusual layout the scanner did not follow), the entry falls back to the line of
+its key. The reader never raises on bad content: everything wrong with the file
+becomes a :class:`~govern.sources.model.Problem`.
+
+Entries are read from ``[project] dependencies``, ``[project]
+optional-dependencies``, ``[dependency-groups]`` (PEP 735), ``[build-system]
+requires`` and ``[project] requires-python`` (as an entry named ``python``).
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.utils import canonicalize_name
+
+from govern.sources.model import (
+    Entry,
+    Include,
+    Line,
+    LineKind,
+    Problem,
+    Source,
+    SourceFormat,
+)
+
+__all__ = ["read_pyproject"]
+
+PARSE_ERROR = "parse-error"
+INCLUDE_CYCLE = "include-cycle"
+EQUALS_HINT = "did you mean ==?"
+
+# A key path into the TOML document: table keys and array indices.
+_KeyPath = tuple[str | int, ...]
+
+_TOML_POSITION = re.compile(r"\(at line (\d+), column (\d+)\)\s*$")
+_TOML_END = re.compile(r"\(at end of document\)\s*$")
+_BARE_KEY_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+_SCALAR_STOP = frozenset(",]}#\n\r")
+
+
+# --------------------------------------------------------------------------
+# The position scanner
+# --------------------------------------------------------------------------
+
+
+class _ScanError(Exception):
+    """The scanner met text it does not follow; it keeps what it found so far."""
+
+
+@dataclass(slots=True)
+class _Loc:
+    """Where one value sits in the raw text (all offsets are string indices).
+
+    For strings ``start``/``end`` delimit the content between the quotes; for
+    other values ``start`` is the first character of the value. ``key_start``
+    is where the key of a key/value pair starts (for array items and table
+    headers it equals ``start``).
+    """
+
+    kind: str  # "string", "array", "table", "header" or "scalar"
+    start: int
+    end: int
+    key_start: int
+    raw: str = ""
+    multiline: bool = False
+    literal: bool = False
+
+
+@dataclass(slots=True)
+class _Scan:
+    """What the scanner learnt about the raw text."""
+
+    locs: dict[_KeyPath, _Loc] = field(default_factory=dict)
+    comments: list[int] = field(default_factory=list)  # offsets of comment '#'
+    multiline: list[tuple[int, int]] = field(default_factory=list)  # string spans
+
+
+class _Scanner:
+    """A forgiving TOML walker that records value positions by key path.
+
+    It is run only on text that :mod:`tomllib` accepted, so it does not validate
+    anything; on text it cannot follow it raises :class:`_ScanError` and the
+    caller keeps the positions recorded up to that point.
+    """
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.n = len(text)
+        self.pos = 0
+        self.result = _Scan()
+        self.aot_counts: dict[_KeyPath, int] = {}
+
+    # -- low level ---------------------------------------------------------
+
+    def _peek(self) -> str:
+        return self.text[self.pos] if self.pos < self.n else ""
+
+    def _skip_spaces(self) -> None:
+        while self.pos < self.n and self.text[self.pos] in " \t":
+            self.pos += 1
+
+    def _skip_comment(self) -> None:
+        if self._peek() == "#":
+            self.result.comments.append(self.pos)
+            end = self.text.find("\n", self.pos)
+            self.pos = self.n if end < 0 else end
+
+    def _skip_blank(self) -> None:
+        """Skip whitespace, newlines and comments."""
+        while self.pos < self.n:
+            ch = self.text[self.pos]
+            if ch in " \t\r\n":
+                self.pos += 1
+            elif ch == "#":
+                self._skip_comment()
+            else:
+                return
+
+    def _string(self) -> tuple[int, int, bool, bool]:
+        """Consume a string; return content start, content end, multiline, literal."""
+        quote = self.text[self.pos]
+        literal = quote == "'"
+        multi = self.text.startswith(quote * 3, self.pos)
+        delim = quote * 3 if multi else quote
+        opening = self.pos
+        start = self.pos + len(delim)
+        i = start
+        while i < self.n:
+            ch = self.text[i]
+            if ch == "\\" and not literal:
+                i += 2
+                continue
+            if self.text.startswith(delim, i):
+                end = i
+                if multi:
+                    # Up to two quotes right before the closing delimiter are content.
+                    while end - i < 2 and self.text.startswith(delim, end + 1):
+                        end += 1
+                self.pos = end + len(delim)
+                if multi:
+                    self.result.multiline.append((opening, self.pos))
+                return start, end, multi, literal
+            if ch == "\n" and not multi:
+                break
+            i += 1
+        raise _ScanError("unterminated string")
+
+    def _key(self) -> list[str]:
+        keys: list[str] = []
+        while True:
+            self._skip_spaces()
+            ch = self._peek()
+            if ch in ("'", '"'):
+                start, end, multi, literal = self._string()
+                keys.append(_decode_string(self.text[start:end], multi=multi, literal=literal))
+            else:
+                begin = self.pos
+                while self.pos < self.n and self.text[self.pos] in _BARE_KEY_CHARS:
+                    self.pos += 1
+                if self.pos == begin:
+                    raise _ScanError("expected a key")
+                keys.append(self.text[begin : self.pos])
+            self._skip_spaces()
+            if self._peek() != ".":
+                return keys
+            self.pos += 1
+
+    # -- structure ---------------------------------------------------------
+
+    def scan(self) -> _Scan:
+        """Walk the whole text; stop quietly at the first thing not understood."""
+        table: _KeyPath = ()
+        try:
+            while True:
+                self._skip_blank()
+                if self.pos >= self.n:
+                    break
+                if self._peek() == "[":
+                    table = self._header()
+                else:
+                    self._key_value(table)
+        except (_ScanError, IndexError, ValueError, RecursionError, tomllib.TOMLDecodeError):
+            pass
+        return self.result
+
+    def _header(self) -> _KeyPath:
+        start = self.pos
+        array = self.text.startswith("[[", self.pos)
+        self.pos += 2 if array else 1
+        keys = self._key()
+        closing = "]]" if array else "]"
+        if not self.text.startswith(closing, self.pos):
+            raise _ScanError("unterminated table header")
+        self.pos += len(closing)
+        path: _KeyPath = ()
+        for index, key in enumerate(keys):
+            path = (*path, key)
+            if array and index == len(keys) - 1:
+                count = self.aot_counts.get(path, 0)
+                self.aot_counts[path] = count + 1
+                path = (*path, count)
+            elif path in self.aot_counts:
+                path = (*path, self.aot_counts[path] - 1)
+        self.result.locs[path] = _Loc("header", start, self.pos, start)
+        return path
+
+    def _key_value(self, table: _KeyPath) -> None:
+        key_start = self.pos
+        keys = self._key()
+        if self._peek() != "=":
+            raise _ScanError("expected '='")
+        self.pos += 1
+        self._skip_spaces()
+        self._value((*table, *keys), key_start)
+
+    def _value(self, path: _KeyPath, key_start: int) -> None:
+        ch = self._peek()
+        start = self.pos
+        if ch in ("'", '"'):
+            begin, end, multi, literal = self._string()
+            raw = self.text[begin:end]
+            self.result.locs[path] = _Loc("string", begin, end, key_start, raw, multi, literal)
+        elif ch == "[":
+            self.result.locs[path] = _Loc("array", start, start, key_start)
+            self.pos += 1
+            index = 0
+            while True:
+                self._skip_blank()
+                if self._peek() == "]":
+                    self.pos += 1
+                    break
+                self._value((*path, index), self.pos)
+                index += 1
+                self._skip_blank()
+                if self._peek() == ",":
+                    self.pos += 1
+                elif self._peek() != "]":
+                    raise _ScanError("expected ',' or ']'")
+        elif ch == "{":
+            self.result.locs[path] = _Loc("table", start, start, key_start)
+            self.pos += 1
+            while True:
+                self._skip_blank()
+                if self._peek() == "}":
+                    self.pos += 1
+                    break
+                self._key_value(path)
+                self._skip_blank()
+                if self._peek() == ",":
+                    self.pos += 1
+                elif self._peek() != "}":
+                    raise _ScanError("expected ',' or '}'")
+        else:
+            while self.pos < self.n and self.text[self.pos] not in _SCALAR_STOP:
+                self.pos += 1
+            if self.pos == start:
+                raise _ScanError("expected a value")
+            self.result.locs[path] = _Loc("scalar", start, self.pos, key_start)
+
+
+def _decode_string(raw: str, *, multi: bool, literal: bool) -> str:
+    """The value of a TOML string given its raw content (between the quotes)."""
+    if literal and not multi:
+        return raw
+    if not literal and not multi and "\\" not in raw:
+        return raw
+    quote = ("'" if literal else '"') * (3 if multi else 1)
+    value = tomllib.loads(f"v = {quote}{raw}{quote}")["v"]
+    if not isinstance(value, str):  # pragma: no cover - tomllib returned a string
+        raise _ScanError("not a string")
+    return value
+
+
+# --------------------------------------------------------------------------
+# Building the source
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Pos:
+    """A resolved position: where a value starts and ends, and whether it is exact."""
+
+    line: int
+    column: int
+    end_line: int | None
+    exact: bool  # the raw text equals the value: offsets inside it map to columns
+
+
+class _Builder:
+    """Collects entries, includes and problems for one parsed pyproject."""
+
+    def __init__(self, text: str, lines: list[str], scan: _Scan) -> None:
+        self.text = text
+        self.lines = lines
+        self.scan = scan
+        self.line_starts = _line_starts(text)
+        self.entries: list[Entry] = []
+        self.includes: list[Include] = []
+        self.problems: list[Problem] = []
+
+    # -- positions ---------------------------------------------------------
+
+    def _line_col(self, offset: int) -> tuple[int, int]:
+        line = bisect.bisect_right(self.line_starts, offset)
+        return line, offset - self.line_starts[line - 1] + 1
+
+    def _key_pos(self, path: _KeyPath) -> _Pos:
+        """The position of the key holding ``path`` (or of its nearest ancestor)."""
+        for size in range(len(path), 0, -1):
+            loc = self.scan.locs.get(path[:size])
+            if loc is not None:
+                line, column = self._line_col(loc.key_start)
+                return _Pos(line, column, None, exact=False)
+        return _Pos(1, 1, None, exact=False)
+
+    def _value_pos(self, path: _KeyPath) -> _Pos:
+        """The position where the value at ``path`` starts, whatever its type."""
+        loc = self.scan.locs.get(path)
+        if loc is None:
+            return self._key_pos(path)
+        line, column = self._line_col(loc.start)
+        return _Pos(line, column, None, exact=False)
+
+    def _string_pos(self, path: _KeyPath, value: str) -> _Pos:
+        """The position of the string ``value`` at ``path`` (first character inside quotes)."""
+        loc = self.scan.locs.get(path)
+        if loc is not None and loc.kind == "string":
+            try:
+                decoded = _decode_string(loc.raw, multi=loc.multiline, literal=loc.literal)
+            except (_ScanError, tomllib.TOMLDecodeError, ValueError):
+                decoded = None
+            if decoded == value:
+                line, column = self._line_col(loc.start)
+                end_line, _ = self._line_col(loc.end)
+                exact = loc.raw == value and "\n" not in value
+                return _Pos(line, column, end_line, exact)
+        # Not found where expected: point at the key that holds the array.
+        return self._key_pos(path[:-1] if path and isinstance(path[-1], int) else path)
+
+    def _line_text(self, line: int) -> str | None:
+        return self.lines[line - 1] if 1 <= line <= len(self.lines) else None
+
+    # -- problems ----------------------------------------------------------
+
+    def _problem_at(
+        self, pos: _Pos, message: str, *, rule: str = PARSE_ERROR, hint: str | None = None
+    ) -> None:
+        self.problems.append(
+            Problem(
+                rule=rule,
+                line=pos.line,
+                message=message,
+                column=pos.column,
+                excerpt=self._line_text(pos.line),
+                hint=hint,
+            )
+        )
+
+    def _wrong_type(self, path: _KeyPath, expected: str, value: object) -> None:
+        self._problem_at(
+            self._value_pos(path),
+            f"{_dotted(path)} must be {expected}, not {_toml_type(value)}",
+        )
+
+    # -- entries -----------------------------------------------------------
+
+    def _requirement(self, path: _KeyPath, value: str, group: str) -> None:
+        pos = self._string_pos(path, value)
+        try:
+            requirement = Requirement(value)
+        except InvalidRequirement as exc:
+            offset = _error_offset(exc)
+            column = pos.column + offset if pos.exact and offset <= len(value) else pos.column
+            self.problems.append(
+                Problem(
+                    rule=PARSE_ERROR,
+                    line=pos.line,
+                    message=_first_line(exc, "invalid requirement"),
+                    column=column,
+                    excerpt=value,
+                    hint=_hint(value),
+                )
+            )
+            return
+        self.entries.append(
+            Entry(
+                line=pos.line,
+                column=pos.column,
+                text=value,
+                requirement=requirement,
+                name=canonicalize_name(requirement.name),
+                constrainable=requirement.url is None,
+                group=group,
+                end_line=pos.end_line,
+            )
+        )
+
+    def _requirement_array(self, path: _KeyPath, value: object, group: str) -> None:
+        if not isinstance(value, list):
+            self._wrong_type(path, "an array of requirement strings", value)
+            return
+        for index, item in enumerate(value):
+            item_path = (*path, index)
+            if isinstance(item, str):
+                self._requirement(item_path, item, group)
+            else:
+                self._wrong_type(item_path, "a requirement string", item)
+
+    def _requires_python(self, value: object) -> None:
+        path: _KeyPath = ("project", "requires-python")
+        if not isinstance(value, str):
+            self._wrong_type(path, "a string", value)
+            return
+        pos = self._string_pos(path, value)
+        try:
+            SpecifierSet(value)
+            requirement = Requirement("python" + value)
+        except (InvalidSpecifier, InvalidRequirement) as exc:
+            self.problems.append(
+                Problem(
+                    rule=PARSE_ERROR,
+                    line=pos.line,
+                    message=f"invalid requires-python: {_first_line(exc, 'invalid specifier')}",
+                    column=pos.column,
+                    excerpt=value,
+                    hint=_hint(value),
+                )
+            )
+            return
+        self.entries.append(
+            Entry(
+                line=pos.line,
+                column=pos.column,
+                text=value,
+                requirement=requirement,
+                name="python",
+                group="project.requires-python",
+                end_line=pos.end_line,
+            )
+        )
+
+    def collect(self, data: dict[str, Any]) -> None:
+        """Read every requirement-bearing table of the parsed document."""
+        project = data.get("project")
+        if project is not None:
+            if isinstance(project, dict):
+                self._project(project)
+            else:
+                self._wrong_type(("project",), "a table", project)
+        build = data.get("build-system")
+        if build is not None:
+            if isinstance(build, dict):
+                if "requires" in build:
+                    path: _KeyPath = ("build-system", "requires")
+                    self._requirement_array(path, build["requires"], "build-system.requires")
+            else:
+                self._wrong_type(("build-system",), "a table", build)
+        groups = data.get("dependency-groups")
+        if groups is not None:
+            if isinstance(groups, dict):
+                self._dependency_groups(groups)
+            else:
+                self._wrong_type(("dependency-groups",), "a table", groups)
+
+    def _project(self, project: dict[str, Any]) -> None:
+        if "requires-python" in project:
+            self._requires_python(project["requires-python"])
+        if "dependencies" in project:
+            path: _KeyPath = ("project", "dependencies")
+            self._requirement_array(path, project["dependencies"], "project.dependencies")
+        optional = project.get("optional-dependencies")
+        if optional is None:
+            return
+        if not isinstance(optional, dict):
+            self._wrong_type(("project", "optional-dependencies"), "a table", optional)
+            return
+        for extra, value in optional.items():
+            group = f"project.optional-dependencies.{extra}"
+            self._requirement_array(("project", "optional-dependencies", extra), value, group)
+
+    def _dependency_groups(self, groups: dict[str, Any]) -> None:
+        known: dict[str, str] = {}  # normalized name -> name as written
+        for name in groups:
+            normalized = canonicalize_name(name)
+            if normalized in known:
+                self._problem_at(
+                    self._key_pos(("dependency-groups", name)),
+                    f"dependency group {name!r} duplicates {known[normalized]!r} "
+                    "(group names are compared normalized)",
+                )
+            else:
+                known[normalized] = name
+        # normalized group -> [(normalized target, target as written, item path)]
+        edges: dict[str, list[tuple[str, str, _KeyPath]]] = {k: [] for k in known}
+        for name, items in groups.items():
+            path: _KeyPath = ("dependency-groups", name)
+            if not isinstance(items, list):
+                self._wrong_type(path, "an array", items)
+                continue
+            for index, item in enumerate(items):
+                item_path = (*path, index)
+                if isinstance(item, str):
+                    self._requirement(item_path, item, f"dependency-groups.{name}")
+                    continue
+                target = item.get("include-group") if isinstance(item, dict) else None
+                if not isinstance(item, dict) or len(item) != 1 or not isinstance(target, str):
+                    self._wrong_type(
+                        item_path, 'a requirement string or {include-group = "name"}', item
+                    )
+                    continue
+                pos = self._value_pos(item_path)
+                self.includes.append(Include(line=pos.line, kind="group", target=target))
+                edges.setdefault(canonicalize_name(name), []).append(
+                    (canonicalize_name(target), target, item_path)
+                )
+        self._check_includes(known, edges)
+
+    def _include_target_pos(self, item_path: _KeyPath, target: str) -> _Pos:
+        pos = self._string_pos((*item_path, "include-group"), target)
+        return pos if pos.end_line is not None else self._value_pos(item_path)
+
+    def _check_includes(
+        self, known: dict[str, str], edges: dict[str, list[tuple[str, str, _KeyPath]]]
+    ) -> None:
+        for group, targets in edges.items():
+            for normalized, target, item_path in targets:
+                if normalized not in known:
+                    available = ", ".join(sorted(known.values())) or "none"
+                    self._problem_at(
+                        self._include_target_pos(item_path, target),
+                        f"dependency group {known[group]!r} includes unknown group {target!r}",
+                        hint=f"defined groups: {available}",
+                    )
+        # Depth-first search in file order; every back edge closes one cycle.
+        state: dict[str, int] = {}  # 1: on the current path, 2: done
+        for root in edges:
+            if root in state:
+                continue
+            state[root] = 1
+            trail = [root]
+            stack = [iter(edges[root])]
+            while stack:
+                step = next(stack[-1], None)
+                if step is None:
+                    state[trail.pop()] = 2
+                    stack.pop()
+                    continue
+                normalized, target, item_path = step
+                if normalized not in known:
+                    continue
+                seen = state.get(normalized)
+                if seen is None:
+                    state[normalized] = 1
+                    trail.append(normalized)
+                    stack.append(iter(edges.get(normalized, [])))
+                elif seen == 1:
+                    cycle = [*trail[trail.index(normalized) :], normalized]
+                    shown = " -> ".join(known[g] for g in cycle)
+                    self._problem_at(
+                        self._include_target_pos(item_path, target),
+                        f"dependency group {known[trail[-1]]!r} includes {target!r}, "
+                        f"which includes it back: {shown}",
+                        rule=INCLUDE_CYCLE,
+                    )
+
+    # -- result ------------------------------------------------------------
+
+    def source(self, file: Path, display_path: str) -> Source:
+        """The finished :class:`Source`, entries in file order with the line table."""
+        entries = tuple(sorted(self.entries, key=lambda e: (e.line, e.column)))
+        return Source(
+            path=display_path,
+            file=file,
+            format=SourceFormat.PYPROJECT,
+            entries=entries,
+            lines=self._line_table(entries),
+            includes=tuple(sorted(self.includes, key=lambda i: i.line)),
+            problems=tuple(sorted(self.problems, key=lambda p: (p.line, p.column or 0))),
+        )
+
+    def _line_table(self, entries: tuple[Entry, ...]) -> tuple[Line, ...]:
+        count = len(self.lines)
+        comment_at: dict[int, int] = {}  # line -> offset of its comment '#'
+        for offset in self.scan.comments:
+            line, _ = self._line_col(offset)
+            comment_at.setdefault(line, offset)
+        in_string: set[int] = set()  # lines inside (after the first line of) a multi-line string
+        for opening, closing in self.scan.multiline:
+            first, _ = self._line_col(opening)
+            last, _ = self._line_col(max(closing - 1, opening))
+            in_string.update(range(first + 1, last + 1))
+        entry_at: dict[int, int] = {}
+        continuation: dict[int, int] = {}
+        for index, entry in enumerate(entries):
+            entry_at.setdefault(entry.line, index)
+            for number in range(entry.line + 1, (entry.end_line or entry.line) + 1):
+                continuation.setdefault(number, index)
+
+        table: list[Line] = []
+        for number in range(1, count + 1):
+            text = self.lines[number - 1]
+            comment = None
+            if number in comment_at:
+                comment = _comment_text(self.text, comment_at[number])
+            if number in continuation:
+                table.append(Line(number, LineKind.CONTINUATION, entry=continuation[number]))
+            elif number in entry_at:
+                table.append(Line(number, LineKind.ENTRY, comment=comment, entry=entry_at[number]))
+            elif number in in_string:
+                table.append(Line(number, LineKind.OTHER))
+            elif not text.strip():
+                table.append(Line(number, LineKind.BLANK))
+            elif text.lstrip().startswith("#"):
+                table.append(Line(number, LineKind.COMMENT, comment=_strip_comment(text)))
+            else:
+                table.append(Line(number, LineKind.OTHER))
+        return tuple(table)
+
+
+# --------------------------------------------------------------------------
+# Helpers
+# --------------------------------------------------------------------------
+
+
+def _line_starts(text: str) -> list[int]:
+    starts = [0]
+    index = text.find("\n")
+    while index >= 0:
+        starts.append(index + 1)
+        index = text.find("\n", index + 1)
+    return starts
+
+
+def _physical_lines(text: str) -> list[str]:
+    """The file's physical lines (``\\n`` or ``\\r\\n`` separated, without the newline)."""
+    if not text:
+        return []
+    parts = text.split("\n")
+    if text.endswith("\n"):
+        parts.pop()
+    return [part.removesuffix("\r") for part in parts]
+
+
+def _strip_comment(line: str) -> str:
+    """The text of a comment-only line: after the first ``#``, one leading space removed."""
+    return _comment_body(line[line.index("#") + 1 :])
+
+
+def _comment_text(text: str, offset: int) -> str:
+    end = text.find("\n", offset)
+    return _comment_body(text[offset + 1 : len(text) if end < 0 else end])
+
+
+def _comment_body(body: str) -> str:
+    return body.removeprefix(" ").rstrip()
+
+
+def _simple_lines(lines: list[str]) -> tuple[Line, ...]:
+    """A line table for a file that could not be parsed: blank, comment or other."""
+    table: list[Line] = []
+    for number, text in enumerate(lines, start=1):
+        if not text.strip():
+            table.append(Line(number, LineKind.BLANK))
+        elif text.lstrip().startswith("#"):
+            table.append(Line(number, LineKind.COMMENT, comment=_strip_comment(text)))
+        else:
+            table.append(Line(number, LineKind.OTHER))
+    return tuple(table)
+
+
+def _dotted(path: _KeyPath) -> str:
+    shown = ""
+    for part in path:
+        shown += f"[{part}]" if isinstance(part, int) else (f".{part}" if shown else part)
+    return shown
+
+
+def _toml_type(value: object) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "a table"
+    return "a date or time"
+
+
+def _error_offset(exc: InvalidRequirement) -> int:
+    """The 0-based offset of the offending character, from packaging's parser error."""
+    span = getattr(exc.__cause__, "span", None)
+    if isinstance(span, tuple) and span and isinstance(span[0], int) and span[0] >= 0:
+        return span[0]
+    return 0
+
+
+def _first_line(exc: Exception, default: str) -> str:
+    lines = str(exc).splitlines()
+    return lines[0].strip() if lines and lines[0].strip() else default
+
+
+def _hint(value: str) -> str | None:
+    """A hint for a requirement that did not parse, when the mistake is recognisable."""
+    for index, char in enumerate(value):
+        if char != "=":
+            continue
+        before = value[index - 1] if index > 0 else ""
+        after = value[index + 1] if index + 1 < len(value) else ""
+        if (before and before in "=!<>~") or after == "=":
+            continue
+        return EQUALS_HINT
+    return None
+
+
+def _toml_error_position(exc: Exception, text: str, lines: list[str]) -> tuple[int, int]:
+    message = str(exc)
+    match = _TOML_POSITION.search(message)
+    if match:
+        return int(match.group(1)), int(match.group(2))
+    if _TOML_END.search(message) and lines:
+        return len(lines), len(lines[-1]) + 1
+    return 1, 1
+
+
+def _toml_error_message(exc: Exception) -> str:
+    message = str(exc)
+    message = _TOML_POSITION.sub("", _TOML_END.sub("", message)).strip()
+    return f"invalid TOML: {message}" if message else "invalid TOML"
+
+
+def read_pyproject(file: Path, *, display_path: str) -> Source:
+    """Read ``file`` (a ``pyproject.toml``) into a :class:`Source` with positions.
+
+    ``display_path`` is how the file is shown and keyed (relative, POSIX).
+    Never raises on bad content: an unreadable file, invalid UTF-8, invalid
+    TOML, wrongly typed tables and unparsable requirements are reported as
+    ``parse-error`` problems, cycles between PEP 735 groups as
+    ``include-cycle`` problems.
+    """
+
+    def failed(problem: Problem, lines: list[str]) -> Source:
+        return Source(
+            path=display_path,
+            file=file,
+            format=SourceFormat.PYPROJECT,
+            lines=_simple_lines(lines),
+            problems=(problem,),
+        )
+
+    try:
+        raw = file.read_bytes()
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        return failed(Problem(PARSE_ERROR, 1, f"cannot read the file: {reason}"), [])
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        lines = _physical_lines(raw.decode("utf-8", errors="replace"))
+        line = raw.count(b"\n", 0, exc.start) + 1
+        line_start = raw.rfind(b"\n", 0, exc.start) + 1
+        column = len(raw[line_start : exc.start].decode("utf-8", errors="replace")) + 1
+        problem = Problem(
+            PARSE_ERROR,
+            line,
+            f"the file is not valid UTF-8 (byte 0x{raw[exc.start]:02x})",
+            column=column,
+            excerpt=lines[line - 1] if line <= len(lines) else None,
+            hint="save the file as UTF-8",
+        )
+        return failed(problem, lines)
+    text = text.removeprefix("\ufeff")
+    lines = _physical_lines(text)
+    try:
+        data = tomllib.loads(text)
+    except (tomllib.TOMLDecodeError, ValueError, RecursionError) as exc:
+        line, column = _toml_error_position(exc, text, lines)
+        problem = Problem(
+            PARSE_ERROR,
+            line,
+            _toml_error_message(exc),
+            column=column,
+            excerpt=lines[line - 1] if 1 <= line <= len(lines) else None,
+        )
+        return failed(problem, lines)
+    builder = _Builder(text, lines, _Scanner(text).scan())
+    builder.collect(data)
+    return builder.source(file, display_path)

@@ -1,0 +1,450 @@
+"""pip requirements and constraints files, read by pip's own rules.
+
+This mirrors ``pip._internal.req.req_file``: backslash continuations are joined
+first (the logical line is numbered by its first physical line), then comments
+are removed (``#`` at the start of a line or after whitespace: ``#egg=`` and
+``#sha256=`` inside URLs are not comments), then ``${VAR}`` is expanded, then
+the line is split into a requirement and options at the first token starting
+with ``-``. Everything pip rejects becomes a :class:`Problem` with a column and
+a hint; nothing raises.
+"""
+
+from __future__ import annotations
+
+import codecs
+import os
+import re
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+
+from govern.sources.model import (
+    Entry,
+    Include,
+    Line,
+    LineKind,
+    OptionLine,
+    Problem,
+    Source,
+    SourceFormat,
+)
+
+# pip's own expressions (req_file.py): a comment starts at the line start or
+# after whitespace; only upper-case ${NAME} is expanded (POSIX names).
+_COMMENT_RE = re.compile(r"(^|\s+)#.*$")
+_ENV_VAR_RE = re.compile(r"\$\{([A-Z0-9_]+)\}")
+_ARCHIVE_SUFFIXES = (".whl", ".zip", ".tar.gz", ".tgz", ".tar.bz2", ".tbz", ".tar.xz", ".tar")
+_STRONG_HASHES = ("sha256", "sha384", "sha512")
+
+
+@dataclass(frozen=True, slots=True)
+class _Option:
+    """One pip option accepted in a requirements file."""
+
+    names: tuple[str, ...]
+    takes_value: bool
+    on_requirement: bool = False  # allowed after a requirement (per-requirement option)
+
+
+_OPTIONS = (
+    _Option(("-i", "--index-url"), True),
+    _Option(("--extra-index-url",), True),
+    _Option(("--no-index",), False),
+    _Option(("-c", "--constraint"), True),
+    _Option(("-r", "--requirement"), True),
+    _Option(("-e", "--editable"), True),
+    _Option(("-f", "--find-links"), True),
+    _Option(("--no-binary",), True),
+    _Option(("--only-binary",), True),
+    _Option(("--prefer-binary",), False),
+    _Option(("--require-hashes",), False),
+    _Option(("--pre",), False),
+    _Option(("--trusted-host",), True),
+    _Option(("--use-feature",), True),
+    _Option(("--hash",), True, on_requirement=True),
+    _Option(("--config-settings",), True, on_requirement=True),
+    _Option(("--global-option",), True, on_requirement=True),
+)
+_BY_NAME = {name: opt for opt in _OPTIONS for name in opt.names}
+_LONG_NAMES = sorted(name for name in _BY_NAME if name.startswith("--"))
+
+
+class _OptionError(ValueError):
+    """An option pip's parser would reject (optparse's ``no such option``)."""
+
+
+def decode(data: bytes) -> tuple[str, str | None]:
+    """Decode a requirements file as pip does: a BOM wins, then UTF-8.
+
+    Returns the text and, when the file is not valid UTF-8, a warning message
+    (the text is then decoded as Latin-1 so that no byte is lost).
+    """
+    for bom, encoding in (
+        (codecs.BOM_UTF8, "utf-8"),
+        (codecs.BOM_UTF32_LE, "utf-32-le"),
+        (codecs.BOM_UTF32_BE, "utf-32-be"),
+        (codecs.BOM_UTF16_LE, "utf-16-le"),
+        (codecs.BOM_UTF16_BE, "utf-16-be"),
+    ):
+        if data.startswith(bom):
+            return data[len(bom) :].decode(encoding, errors="replace"), None
+    try:
+        return data.decode("utf-8"), None
+    except UnicodeDecodeError as exc:
+        return data.decode("latin-1"), f"not valid UTF-8 (byte {exc.start}); read as Latin-1"
+
+
+def _join_lines(physical: list[str]) -> list[tuple[int, int, str]]:
+    """Join backslash continuations: (first line, last line, logical text).
+
+    A comment line ends a continuation, exactly as in pip's ``join_lines``.
+    """
+    out: list[tuple[int, int, str]] = []
+    pending: list[str] = []
+    first = 0
+    for number, text in enumerate(physical, start=1):
+        is_comment = _COMMENT_RE.match(text) is not None
+        if not text.endswith("\\") or is_comment:
+            if is_comment:
+                text = " " + text
+            if pending:
+                pending.append(text)
+                out.append((first, number, "".join(pending)))
+                pending = []
+            else:
+                out.append((number, number, text))
+        else:
+            if not pending:
+                first = number
+            pending.append(text.strip("\\"))
+    if pending:
+        out.append((first, len(physical), "".join(pending)))
+    return out
+
+
+def _split_comment(text: str) -> tuple[str, str | None]:
+    """Split a logical line into its content and its comment (without ``#``)."""
+    match = _COMMENT_RE.search(text)
+    if match is None:
+        return text, None
+    comment = text[match.end(1) :].lstrip()[1:]
+    return text[: match.start()], comment.strip()
+
+
+def _expand(text: str, environ: Mapping[str, str]) -> tuple[str, bool]:
+    """Expand ``${NAME}`` from ``environ`` (unset or empty names stay as written)."""
+    changed = False
+
+    def sub(match: re.Match[str]) -> str:
+        nonlocal changed
+        value = environ.get(match.group(1))
+        if not value:
+            return match.group(0)
+        changed = True
+        return value
+
+    return _ENV_VAR_RE.sub(sub, text), changed
+
+
+def _break_args_options(line: str) -> tuple[str, str]:
+    """pip's ``break_args_options``: the requirement ends at the first ``-`` token."""
+    tokens = line.split(" ")
+    args: list[str] = []
+    for index, token in enumerate(tokens):
+        if token.startswith("-"):
+            return " ".join(args), " ".join(tokens[index:])
+        args.append(token)
+    return " ".join(args), ""
+
+
+def _lookup(token: str) -> tuple[_Option, str, str | None]:
+    """Resolve one option token to (option, canonical name, attached value)."""
+    if token.startswith("--"):
+        name, eq, value = token.partition("=")
+        if name not in _BY_NAME:
+            # optparse accepts any unambiguous prefix of a long option.
+            matches = [n for n in _LONG_NAMES if n.startswith(name)]
+            if len(matches) != 1:
+                raise _OptionError(
+                    f"no such option: {name}"
+                    if not matches
+                    else f"ambiguous option: {name} ({', '.join(matches)}?)"
+                )
+            name = matches[0]
+        opt = _BY_NAME[name]
+        return opt, opt.names[-1], (value if eq else None)
+    short, rest = token[:2], token[2:]
+    if short not in _BY_NAME:
+        raise _OptionError(f"no such option: {short}")
+    opt = _BY_NAME[short]
+    return opt, opt.names[-1], (rest or None)
+
+
+def _parse_options(options: str) -> list[tuple[str, str | None]]:
+    """Parse an option string as pip's optparse parser would."""
+    try:
+        tokens = shlex.split(options)
+    except ValueError as exc:
+        raise _OptionError(str(exc)) from exc
+    parsed: list[tuple[str, str | None]] = []
+    i = 0
+    while i < len(tokens):
+        token = tokens[i]
+        i += 1
+        if not token.startswith("-") or token == "-":
+            raise _OptionError(f"unexpected argument {token!r} after the options")
+        opt, name, value = _lookup(token)
+        if opt.takes_value and value is None:
+            if i >= len(tokens):
+                raise _OptionError(f"{name} option requires an argument")
+            value = tokens[i]
+            i += 1
+        elif not opt.takes_value and value is not None:
+            raise _OptionError(f"{name} option does not take a value")
+        parsed.append((name, value))
+    return parsed
+
+
+def _looks_like_url(text: str) -> bool:
+    return "://" in text or text.startswith("file:")
+
+
+def _looks_like_path(text: str) -> bool:
+    # pip's _looks_like_path plus archive names (pip also checks the disk).
+    return (
+        os.sep in text
+        or (os.altsep is not None and os.altsep in text)
+        or text.startswith(".")
+        or text.endswith(_ARCHIVE_SUFFIXES)
+    )
+
+
+def _name_from_location(location: str) -> str | None:
+    """The project name of a URL or path: ``#egg=name`` or a wheel filename."""
+    egg = re.search(r"[#&]egg=([A-Za-z0-9][A-Za-z0-9._-]*)", location)
+    if egg:
+        return canonicalize_name(egg.group(1))
+    basename = location.split("#", 1)[0].split("?", 1)[0].rstrip("/").rsplit("/", 1)[-1]
+    if basename.endswith(".whl"):
+        try:
+            return str(parse_wheel_filename(basename)[0])
+        except InvalidWheelFilename:
+            return None
+    return None
+
+
+def _requirement_hint(text: str, column: int) -> str | None:
+    """Advice for the requirement mistakes pip users make most."""
+    stripped = re.sub(r"(===|==|!=|<=|>=|~=)", "", text)
+    if "=" in stripped.split(";", 1)[0]:
+        return "did you mean ==? A version pin is written name==1.0"
+    rest = text[column:].strip()
+    if rest and " " in text.strip():
+        try:
+            Requirement(rest)
+        except InvalidRequirement:
+            return None
+        return "two requirements on one line? pip reads one requirement per line"
+    return None
+
+
+def _parse_requirement(text: str) -> tuple[Requirement | None, tuple[int, str] | None]:
+    """Parse with packaging; on failure return (offset of the bad text, message)."""
+    try:
+        return Requirement(text), None
+    except InvalidRequirement as exc:
+        cause = exc.__cause__
+        span = getattr(cause, "span", None)
+        message = getattr(cause, "message", None) or str(exc).splitlines()[0]
+        offset = span[0] if isinstance(span, tuple) else 0
+        return None, (int(offset), str(message))
+
+
+class _Reader:
+    """State for reading one file; produces a :class:`Source`."""
+
+    def __init__(self, file: Path, display_path: str, fmt: SourceFormat, environ: Mapping[str, str]):
+        self.file = file
+        self.display_path = display_path
+        self.format = fmt
+        self.environ = environ
+        self.entries: list[Entry] = []
+        self.options: list[OptionLine] = []
+        self.includes: list[Include] = []
+        self.problems: list[Problem] = []
+        self.lines: list[Line] = []
+
+    def problem(
+        self,
+        line: int,
+        message: str,
+        *,
+        rule: str = "parse-error",
+        column: int | None = None,
+        excerpt: str | None = None,
+        hint: str | None = None,
+    ) -> None:
+        self.problems.append(Problem(rule, line, message, column, excerpt, hint))
+
+    def read(self, text: str) -> Source:
+        physical = text.splitlines()
+        self.lines = [Line(n, LineKind.BLANK) for n in range(1, len(physical) + 1)]
+        for first, last, logical in _join_lines(physical):
+            self._logical(first, last, logical)
+        return Source(
+            path=self.display_path,
+            file=self.file,
+            format=self.format,
+            entries=tuple(self.entries),
+            lines=tuple(self.lines),
+            options=tuple(self.options),
+            includes=tuple(self.includes),
+            problems=tuple(self.problems),
+        )
+
+    def _mark(self, first: int, last: int, kind: LineKind, comment: str | None,
+              entry: int | None = None) -> None:
+        self.lines[first - 1] = Line(first, kind, comment, entry)
+        cont = LineKind.CONTINUATION if kind is LineKind.ENTRY else kind
+        for number in range(first + 1, last + 1):
+            self.lines[number - 1] = Line(number, cont, None, entry)
+
+    def _logical(self, first: int, last: int, logical: str) -> None:
+        content, comment = _split_comment(logical)
+        body = content.strip()
+        if not body:
+            kind = LineKind.COMMENT if comment is not None else LineKind.BLANK
+            self._mark(first, last, kind, comment)
+            return
+        column = len(content) - len(content.lstrip()) + 1
+        expanded, changed = _expand(body, self.environ)
+        args, opts = _break_args_options(expanded)
+        raw_args, _ = _break_args_options(body)
+        try:
+            parsed = _parse_options(opts) if opts else []
+        except _OptionError as exc:
+            self._mark(first, last, LineKind.OTHER, comment)
+            where = body.find(opts.split(" ", 1)[0]) if not changed else 0
+            self.problem(first, f"pip rejects this line: {exc}", column=column + max(where, 0),
+                         excerpt=body, hint=_option_hint(str(exc)))
+            return
+        if not args:
+            self._option_line(first, last, comment, parsed, column, body)
+            return
+        self._requirement_line(first, last, comment, args, raw_args, parsed, column, body, changed)
+
+    def _option_line(self, first: int, last: int, comment: str | None,
+                     parsed: list[tuple[str, str | None]], column: int, body: str) -> None:
+        entry_index: int | None = None
+        for name, value in parsed:
+            if name in ("--hash", "--config-settings", "--global-option"):
+                self.problem(first, f"{name} must follow a requirement on the same line",
+                             column=column, excerpt=body)
+            elif name in ("--requirement", "--constraint"):
+                self._include(first, name, value or "")
+            elif name == "--editable":
+                entry_index = self._unconstrainable(first, last, column, value or "", editable=True)
+            else:
+                self.options.append(OptionLine(first, name, value))
+        if entry_index is not None:
+            self._mark(first, last, LineKind.ENTRY, comment, entry_index)
+        else:
+            self._mark(first, last, LineKind.OPTION, comment)
+
+    def _include(self, line: int, name: str, target: str) -> None:
+        kind = "requirements" if name == "--requirement" else "constraints"
+        expanded, _ = _expand(target, self.environ)
+        if _looks_like_url(expanded) and not expanded.startswith("file:"):
+            self.includes.append(Include(line, kind, target, None))
+            self.problem(line, f"remote include {target} is not followed", rule="include-remote")
+            return
+        local = expanded.removeprefix("file://").removeprefix("file:")
+        self.includes.append(Include(line, kind, target, self.file.parent / local))
+
+    def _unconstrainable(self, first: int, last: int, column: int, location: str,
+                         *, editable: bool) -> int:
+        self.entries.append(Entry(
+            line=first, column=column, text=location, requirement=None,
+            name=_name_from_location(location), constrainable=False, editable=editable,
+            end_line=last,
+        ))
+        return len(self.entries) - 1
+
+    def _requirement_line(self, first: int, last: int, comment: str | None, args: str,
+                          raw_args: str, parsed: list[tuple[str, str | None]], column: int,
+                          body: str, changed: bool) -> None:
+        hashes: list[str] = []
+        for name, value in parsed:
+            if name == "--hash":
+                algo, sep, digest = (value or "").partition(":")
+                if not sep or not digest:
+                    self.problem(first, "--hash must be a hash name and a value, "
+                                 "like --hash=sha256:abcde", column=column, excerpt=body)
+                elif algo not in _STRONG_HASHES:
+                    self.problem(first, f"unsupported hash algorithm {algo!r}",
+                                 column=column, excerpt=body,
+                                 hint=f"pip allows {', '.join(_STRONG_HASHES)}")
+                else:
+                    hashes.append(value or "")
+            elif name not in ("--config-settings", "--global-option"):
+                self.problem(first, f"pip ignores {name} after a requirement; "
+                             "put it on a line of its own", column=column, excerpt=body)
+        location = args.split(" ; ", 1)[0].split("; ", 1)[0].strip()
+        if "@" not in args.split(";", 1)[0] and (
+            _looks_like_url(location) or _looks_like_path(location)
+        ):
+            index = self._unconstrainable(first, last, column, raw_args, editable=False)
+            self._mark(first, last, LineKind.ENTRY, comment, index)
+            return
+        requirement, error = _parse_requirement(args)
+        if requirement is None:
+            offset, message = error or (0, "invalid requirement")
+            self._mark(first, last, LineKind.OTHER, comment)
+            self.problem(
+                first, message, column=column + (0 if changed else offset),
+                excerpt=raw_args, hint=None if changed else _requirement_hint(args, offset),
+            )
+            return
+        self.entries.append(Entry(
+            line=first, column=column, text=raw_args, requirement=requirement,
+            name=canonicalize_name(requirement.name),
+            constrainable=requirement.url is None, hashes=tuple(hashes), end_line=last,
+        ))
+        self._mark(first, last, LineKind.ENTRY, comment, len(self.entries) - 1)
+
+
+def _option_hint(message: str) -> str | None:
+    if message.startswith("no such option"):
+        return ("requirements files accept -r, -c, -e, -i, --extra-index-url, -f, --pre, "
+                "--no-binary, --only-binary, --trusted-host and, after a requirement, --hash")
+    return None
+
+
+def read_requirements(
+    file: Path,
+    *,
+    display_path: str,
+    fmt: SourceFormat = SourceFormat.REQUIREMENTS,
+    environ: Mapping[str, str] | None = None,
+) -> Source:
+    """Read one pip requirements or constraints file (includes are recorded, not followed)."""
+    reader = _Reader(file, display_path, fmt, os.environ if environ is None else environ)
+    try:
+        data = file.read_bytes()
+    except OSError as exc:
+        reader.problem(1, f"cannot read {display_path}: {exc.strerror or exc}",
+                       rule="include-not-found")
+        return reader.read("")
+    text, warning = decode(data)
+    source = reader.read(text)
+    if warning is not None:
+        source = Source(
+            path=source.path, file=source.file, format=source.format, entries=source.entries,
+            lines=source.lines, options=source.options, includes=source.includes,
+            problems=(Problem("parse-error", 1, warning), *source.problems),
+        )
+    return source
