@@ -204,7 +204,9 @@ def audit(
         files = [root / p for p in discover(root, include=config.include, exclude=config.exclude)]
     loader = _Loader(root, config, options)
     for file in files:
-        loader.load(file, source_format_for(file))
+        # A file named directly is read whatever its name: *.toml is a pyproject.
+        fmt = SourceFormat.PYPROJECT if file.suffix == ".toml" else source_format_for(file)
+        loader.load(file, fmt)
     sources = sorted(loader.sources.values(), key=lambda s: s.path)
     repository = _repository(root, config)
     settings = config.comments

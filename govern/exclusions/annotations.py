@@ -53,6 +53,7 @@ _LICENCE_WORDS = {
     "python", "software", "foundation", "new", "simplified", "modified", "font",
 }
 _LICENCE_MARKERS = {"license", "licence", "licensed", "domain", "osi-approved"}
+_SENTENCE_WORDS = {"a", "an", "the", "this", "that", "is", "are", "was", "we", "it", "to", "be"}
 _WORD_RE = re.compile(r"[a-z0-9][a-z0-9._-]*")
 
 
@@ -105,7 +106,11 @@ def _is_label(lines: Sequence[str]) -> bool:
     lowered = text.lower()
     if any(word in lowered for word in _REASON_WORDS) or find_links(text):
         return False
-    return len(text.split()) <= 6 and not re.search(r"[.:;,!?=<>]", text)
+    words = lowered.split()
+    if re.search(r"[.:;,!?=<>/]", text) or len(words) > 6:
+        return False
+    # Headings are noun phrases; a sentence ("This overrides a built-in package") is not one.
+    return len(words) <= 4 or not set(words) & _SENTENCE_WORDS
 
 
 def _commented_requirement(text: str) -> bool:

@@ -215,7 +215,10 @@ class _Scanner:
                 path = (*path, count)
             elif path in self.aot_counts:
                 path = (*path, self.aot_counts[path] - 1)
-        self.result.locs[path] = _Loc("header", start, self.pos, start)
+        loc = _Loc("header", start, self.pos, start)
+        self.result.locs[path] = loc
+        if array:  # so that "project is not a table" can point at [[project]]
+            self.result.locs.setdefault(path[:-1], loc)
         return path
 
     def _key_value(self, table: _KeyPath) -> None:

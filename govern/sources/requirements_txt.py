@@ -321,6 +321,7 @@ class _Reader:
             self._mark(first, last, kind, comment)
             return
         column = len(content) - len(content.lstrip()) + 1
+        shown = content.rstrip()  # the excerpt a caret points into: columns index it
         expanded, changed = _expand(body, self.environ)
         args, opts = _break_args_options(expanded)
         raw_args, _ = _break_args_options(body)
@@ -330,12 +331,13 @@ class _Reader:
             self._mark(first, last, LineKind.OTHER, comment)
             where = body.find(opts.split(" ", 1)[0]) if not changed else 0
             self.problem(first, f"pip rejects this line: {exc}", column=column + max(where, 0),
-                         excerpt=body, hint=_option_hint(str(exc)))
+                         excerpt=shown, hint=_option_hint(str(exc)))
             return
         if not args:
-            self._option_line(first, last, comment, parsed, column, body)
+            self._option_line(first, last, comment, parsed, column, shown)
             return
-        self._requirement_line(first, last, comment, args, raw_args, parsed, column, body, changed)
+        self._requirement_line(first, last, comment, args, raw_args, parsed, column, shown,
+                               changed)
 
     def _option_line(self, first: int, last: int, comment: str | None,
                      parsed: list[tuple[str, str | None]], column: int, body: str) -> None:
@@ -406,7 +408,7 @@ class _Reader:
             self._mark(first, last, LineKind.OTHER, comment)
             self.problem(
                 first, message, column=column + (0 if changed else offset),
-                excerpt=raw_args, hint=None if changed else _requirement_hint(args, offset),
+                excerpt=body, hint=None if changed else _requirement_hint(args, offset),
             )
             return
         self.entries.append(Entry(

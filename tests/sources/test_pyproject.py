@@ -13,7 +13,9 @@ from packaging.version import Version
 from govern.sources.model import Entry, Include, LineKind, Source, SourceFormat
 from govern.sources.pyproject import read_pyproject
 
-AIRFLOW = Path(__file__).resolve().parent.parent / "data" / "airflow" / "airflow-core__pyproject.toml"
+AIRFLOW = (
+    Path(__file__).resolve().parent.parent / "data" / "airflow" / "airflow-core__pyproject.toml"
+)
 
 
 def write(tmp_path: Path, text: str, *, dedent: bool = True) -> Source:
@@ -536,7 +538,7 @@ def test_invalid_requires_python(tmp_path: Path) -> None:
         ('dependency-groups = "x"\n', 1, "dependency-groups must be a table"),
         ("[dependency-groups]\ndev = true\n", 2, "not a boolean"),
         ('[dependency-groups]\ndev = [{name = "x"}]\n', 2, "include-group"),
-        ('[dependency-groups]\ndev = [{include-group = 1}]\n', 2, "include-group"),
+        ("[dependency-groups]\ndev = [{include-group = 1}]\n", 2, "include-group"),
         ("[project]\ndependencies = [1979-05-27]\n", 2, "a date or time"),
     ],
 )
@@ -644,7 +646,7 @@ def _never_raises(tmp_path: Path, data: bytes) -> None:
 
 
 @_SETTINGS
-@given(text=st.text(st.characters(blacklist_categories=("Cs",))))
+@given(text=st.text(st.characters(exclude_categories=["Cs"])))
 def test_arbitrary_text_never_raises(tmp_path: Path, text: str) -> None:
     _never_raises(tmp_path, text.encode("utf-8"))
 
@@ -664,7 +666,7 @@ def test_arbitrary_bytes_never_raise(tmp_path: Path, data: bytes) -> None:
 _NAMES = st.sampled_from(["alpha", "beta-two", "Gamma_3", "d.e"])
 _SPECS = st.sampled_from(["", ">=1", "==2.0", "!=1.5,<3", " >= 1 , < 2", "[x]>=1"])
 _QUOTES = st.sampled_from(['"', "'", '"""', "'''"])
-_GAPS = st.sampled_from(["", " ", "\n", "\n    ", "  # note, with ] and \" in it\n  "])
+_GAPS = st.sampled_from(["", " ", "\n", "\n    ", '  # note, with ] and " in it\n  '])
 
 
 @_SETTINGS
