@@ -201,7 +201,7 @@ def audit(
     """Audit ``paths`` (a directory, or files) under ``policy``."""
     root, files = resolve_targets(paths, cwd or Path(os.getcwd()))
     if files is None:
-        files = [root / p for p in discover(root, include=config.include, exclude=config.exclude)]
+        files = discover(root, include=config.include, exclude=config.exclude)
     loader = _Loader(root, config, options)
     for file in files:
         # A file named directly is read whatever its name: *.toml is a pyproject.
