@@ -393,7 +393,7 @@ def corpus_section(work: Path, rounds: int) -> None:
         raise RuntimeError(f"the import check did not report:\n{checked.stderr[-2000:]}")
     heavy: list[str] = json.loads(found[-1][len(marker) :])
     by_importtime = sorted({name.partition(".")[0] for _, _, _, name in rows} & set(HEAVY_MODULES))
-    print(f"heavy imports ({', '.join(HEAVY_MODULES)}):")
+    print(f"watched for heavy imports: {', '.join(HEAVY_MODULES)}")
     print(f"heavy imports: {', '.join(heavy) if heavy else 'none'}  {verdict(not heavy)}")
     if by_importtime != heavy:
         print(f"  (importtime saw: {', '.join(by_importtime) or 'none'})")
