@@ -74,32 +74,59 @@ class _Loader:
         if fmt is SourceFormat.PYPROJECT:
             source = read_pyproject(file, display_path=display)
         else:
-            source = read_requirements(file, display_path=display, fmt=fmt,
-                                       environ=self.options.environ)
+            source = read_requirements(
+                file, display_path=display, fmt=fmt, environ=self.options.environ
+            )
         self.sources[key] = source
         for include in source.includes:
             if include.resolved is None or include.kind == "group":
                 continue
             target = include.resolved
-            child_fmt = (SourceFormat.CONSTRAINTS if include.kind == "constraints"
-                         else SourceFormat.REQUIREMENTS)
+            child_fmt = (
+                SourceFormat.CONSTRAINTS
+                if include.kind == "constraints"
+                else SourceFormat.REQUIREMENTS
+            )
             if target.resolve() in (*stack, key):
                 chain = " -> ".join(_display(p, self.root) for p in (*stack, key, target.resolve()))
-                self.problems.append((display, Problem(
-                    "include-cycle", include.line, f"include cycle: {chain}",
-                    hint="remove one of the includes so that the chain ends")))
+                self.problems.append(
+                    (
+                        display,
+                        Problem(
+                            "include-cycle",
+                            include.line,
+                            f"include cycle: {chain}",
+                            hint="remove one of the includes so that the chain ends",
+                        ),
+                    )
+                )
                 continue
             if not self.allow_outside and not _inside(target, self.root):
-                self.problems.append((display, Problem(
-                    "include-outside-root", include.line,
-                    f"{include.target} is outside the audited directory; not followed",
-                    hint="audit a directory that contains it, or pass --allow-outside-root")))
+                self.problems.append(
+                    (
+                        display,
+                        Problem(
+                            "include-outside-root",
+                            include.line,
+                            f"{include.target} is outside the audited directory; not followed",
+                            hint="audit a directory that contains it, or pass --allow-outside-root",
+                        ),
+                    )
+                )
                 continue
             if not target.is_file():
-                self.problems.append((display, Problem(
-                    "include-not-found", include.line,
-                    f"{include.target} does not exist (looked for {_display(target, self.root)})",
-                    hint="includes are relative to the including file")))
+                self.problems.append(
+                    (
+                        display,
+                        Problem(
+                            "include-not-found",
+                            include.line,
+                            f"{include.target} does not exist "
+                            f"(looked for {_display(target, self.root)})",
+                            hint="includes are relative to the including file",
+                        ),
+                    )
+                )
                 continue
             self.load(target, child_fmt, (*stack, key))
 
@@ -142,8 +169,9 @@ def _exclusions(source: Source, annotations: list[Annotation], repository: str) 
     return out
 
 
-def _entry_exclusions(source: Source, entry: Entry, annotation: Annotation,
-                      repository: str) -> list[Exclusion]:
+def _entry_exclusions(
+    source: Source, entry: Entry, annotation: Annotation, repository: str
+) -> list[Exclusion]:
     requirement = entry.requirement
     if requirement is None or entry.name is None or not entry.constrainable:
         return []
@@ -160,17 +188,33 @@ def _entry_exclusions(source: Source, entry: Entry, annotation: Annotation,
         elif kind is Kind.NOT_EQUAL:
             bad = (spec.version,)
         elif kind in (Kind.CAP, Kind.PIN):
-            bad = tuple(_mentioned_versions(
-                annotation.reason, lambda v, s=spec: not s.contains(v, prereleases=True)))
+            bad = tuple(
+                _mentioned_versions(
+                    annotation.reason, lambda v, s=spec: not s.contains(v, prereleases=True)
+                )
+            )
         else:
             bad = ()
-        out.append(Exclusion(
-            id=exclusion_key(repository, source.path, entry.name, marker, clause),
-            repository=repository, source=source.path, line=entry.line, column=entry.column,
-            package=entry.name, requirement=entry.text, marker=marker, clause=clause,
-            operator=spec.operator, version=spec.version, kind=kind, sub_kind=sub_kind,
-            group=entry.group, annotation=annotation, bad_versions=bad,
-        ))
+        out.append(
+            Exclusion(
+                id=exclusion_key(repository, source.path, entry.name, marker, clause),
+                repository=repository,
+                source=source.path,
+                line=entry.line,
+                column=entry.column,
+                package=entry.name,
+                requirement=entry.text,
+                marker=marker,
+                clause=clause,
+                operator=spec.operator,
+                version=spec.version,
+                kind=kind,
+                sub_kind=sub_kind,
+                group=entry.group,
+                annotation=annotation,
+                bad_versions=bad,
+            )
+        )
     return out
 
 
@@ -180,8 +224,10 @@ def resolve_targets(paths: Sequence[Path], cwd: Path) -> tuple[Path, list[Path] 
         return cwd, None
     for path in paths:
         if not path.exists():
-            raise SourceNotFound(f"{path} does not exist",
-                                 tip="Name a requirements file, a pyproject.toml or a directory.")
+            raise SourceNotFound(
+                f"{path} does not exist",
+                tip="Name a requirements file, a pyproject.toml or a directory.",
+            )
     if len(paths) == 1 and paths[0].is_dir():
         return paths[0], None
     files: list[Path] = []
@@ -222,5 +268,10 @@ def audit(
                     problems.append((source.path, problem))
         exclusions.extend(_exclusions(source, annotations, repository))
     findings = evaluate(policy, sources, exclusions, problems, today=options.today)
-    return AuditReport(root=root, sources=tuple(sources), exclusions=tuple(exclusions),
-                       findings=tuple(findings), policy=policy)
+    return AuditReport(
+        root=root,
+        sources=tuple(sources),
+        exclusions=tuple(exclusions),
+        findings=tuple(findings),
+        policy=policy,
+    )

@@ -17,12 +17,32 @@ from govern.exclusions.annotations import CommentSettings, ConfigAnnotation
 from govern.exclusions.links import LinkContext
 
 _KEYS = {
-    "policy", "include", "exclude", "repository", "forge", "bug-url", "comment-style",
-    "comment-scope", "inline-comments", "allow-includes-outside-root", "fail-on", "annotations",
+    "policy",
+    "include",
+    "exclude",
+    "repository",
+    "forge",
+    "bug-url",
+    "comment-style",
+    "comment-scope",
+    "inline-comments",
+    "allow-includes-outside-root",
+    "fail-on",
+    "annotations",
 }
 _ANNOTATION_KEYS = {
-    "package", "source", "clause", "reason", "links", "issue", "bad", "owner", "review-by",
-    "verify", "profiles", "ignore",
+    "package",
+    "source",
+    "clause",
+    "reason",
+    "links",
+    "issue",
+    "bad",
+    "owner",
+    "review-by",
+    "verify",
+    "profiles",
+    "ignore",
 }
 _CHOICES = {
     "comment-style": ("above", "below"),
@@ -70,18 +90,27 @@ def _strings(value: Any, key: str, where: str) -> tuple[str, ...]:
 
 def _annotation(item: Any, where: str) -> ConfigAnnotation:
     if not isinstance(item, dict) or not isinstance(item.get("package"), str):
-        raise ConfigError(f"{where}: each [[annotations]] entry needs package = \"name\"",
-                          tip="See the README section 'Annotations for generated files'.")
+        raise ConfigError(
+            f'{where}: each [[annotations]] entry needs package = "name"',
+            tip="See the README section 'Annotations for generated files'.",
+        )
     unknown = set(item) - _ANNOTATION_KEYS
     if unknown:
-        raise ConfigError(f"{where}: unknown annotation key(s) {', '.join(sorted(unknown))}",
-                          tip=f"Known keys: {', '.join(sorted(_ANNOTATION_KEYS))}.")
+        raise ConfigError(
+            f"{where}: unknown annotation key(s) {', '.join(sorted(unknown))}",
+            tip=f"Known keys: {', '.join(sorted(_ANNOTATION_KEYS))}.",
+        )
     fields: dict[str, Any] = {}
     for key in ("reason", "owner", "verify"):
         if key in item:
             fields[key] = str(item[key])
-    for key, target in (("links", "links"), ("issue", "links"), ("bad", "bad"),
-                        ("profiles", "profiles"), ("ignore", "ignore")):
+    for key, target in (
+        ("links", "links"),
+        ("issue", "links"),
+        ("bad", "bad"),
+        ("profiles", "profiles"),
+        ("ignore", "ignore"),
+    ):
         if key in item:
             fields.setdefault(target, ())
             fields[target] = (*fields[target], *_strings(item[key], key, where))
@@ -113,7 +142,9 @@ def parse_config(table: dict[str, Any], path: Path) -> Config:
             raise ConfigError(f"{where}: {key} must be one of {', '.join(choices)}")
     annotations = table.get("annotations", [])
     if not isinstance(annotations, list):
-        raise ConfigError(f"{where}: annotations must be an array of tables ([[tool.govern.annotations]])")
+        raise ConfigError(
+            f"{where}: annotations must be an array of tables ([[tool.govern.annotations]])"
+        )
     return Config(
         path=path,
         policy=table.get("policy"),

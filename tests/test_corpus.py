@@ -23,8 +23,13 @@ TODAY = date(2026, 12, 2)
 
 def run(path: Path, policy: str = "default") -> AuditReport:
     """Audit one file (named directly) with a shipped policy."""
-    return audit([path], config=Config(), policy=load_policy(policy),
-                 options=AuditOptions(today=TODAY), cwd=path.parent)
+    return audit(
+        [path],
+        config=Config(),
+        policy=load_policy(policy),
+        options=AuditOptions(today=TODAY),
+        cwd=path.parent,
+    )
 
 
 def by_package(report: AuditReport, package: str) -> list[Exclusion]:
@@ -95,7 +100,9 @@ def test_openstack_note_blocks_are_attached(data: Path) -> None:
     assert len(utils) == 3
     assert all("bug 1812922" in (e.annotation.reason or "") for e in utils)
     gabbi = by_package(report, "gabbi")
-    assert "https://github.com/cdent/gabbi/issues/309" in [str(x) for x in gabbi[0].annotation.links]
+    assert "https://github.com/cdent/gabbi/issues/309" in [
+        str(x) for x in gabbi[0].annotation.links
+    ]
     # The NOTE(anilvenkata) block explains Yappi only, not the lines after it.
     (zeroconf,) = [s for s in report.sources[0].entries if s.name == "zeroconf"]
     assert zeroconf.requirement is not None
@@ -122,8 +129,11 @@ def test_openstack_licence_tags_are_never_reasons(data: Path) -> None:
 
 def test_licence_tag_detection_on_every_openstack_inline_comment(data: Path) -> None:
     text = (data / "openstack" / "global-requirements.txt").read_text(encoding="utf-8")
-    inline = [line.split("  #", 1)[1].strip() for line in text.splitlines()
-              if "  #" in line and not line.startswith("#")]
+    inline = [
+        line.split("  #", 1)[1].strip()
+        for line in text.splitlines()
+        if "  #" in line and not line.startswith("#")
+    ]
     assert len(inline) > 300
     not_tags = [c for c in inline if not is_licence_tag(c)]
     assert not_tags == []
@@ -134,9 +144,18 @@ def test_licence_tag_detection_on_every_openstack_inline_comment(data: Path) -> 
 def test_home_assistant_bans_and_group_reasons(data: Path) -> None:
     report = run(data / "home-assistant" / "homeassistant__package_constraints.txt")
     bans = [e for e in report.exclusions if e.kind is Kind.BAN]
-    assert sorted(e.package for e in bans) == sorted([
-        "pycrypto", "cchardet", "enum34", "typing", "uuid", "pysnmplib", "get-mac", "poetry",
-    ])
+    assert sorted(e.package for e in bans) == sorted(
+        [
+            "pycrypto",
+            "cchardet",
+            "enum34",
+            "typing",
+            "uuid",
+            "pysnmplib",
+            "get-mac",
+            "poetry",
+        ]
+    )
     assert all(e.clause == "==1000000000.0.0" for e in bans)
     assert {f.package for f in report.findings if f.rule == "ban"} == {e.package for e in bans}
     # One comment covers a group of lines below it.
@@ -157,8 +176,9 @@ def test_airflow_requires_python_and_sentinel(tmp_path: Path, data: Path) -> Non
     project = tmp_path / "airflow-core"
     project.mkdir()
     shutil.copy(data / "airflow" / "airflow-core__pyproject.toml", project / "pyproject.toml")
-    report = audit([project], config=Config(), policy=load_policy("default"),
-                   options=AuditOptions(today=TODAY))
+    report = audit(
+        [project], config=Config(), policy=load_policy("default"), options=AuditOptions(today=TODAY)
+    )
     (python,) = by_package(report, "python")
     assert python.clause == "!=3.14"
     assert python.group == "project.requires-python"
@@ -175,26 +195,35 @@ def test_airflow_requires_python_and_sentinel(tmp_path: Path, data: Path) -> Non
     ]
 
 
-def test_vllm_cuda_follows_include_and_reports_inconsistent_torch(tmp_path: Path,
-                                                                  data: Path) -> None:
+def test_vllm_cuda_follows_include_and_reports_inconsistent_torch(
+    tmp_path: Path, data: Path
+) -> None:
     req = tmp_path / "requirements"
     (req / "test").mkdir(parents=True)
     shutil.copy(data / "vllm" / "requirements__cuda.txt", req / "cuda.txt")
     shutil.copy(data / "vllm" / "requirements__common.txt", req / "common.txt")
     shutil.copy(data / "vllm" / "requirements__test__cuda.in", req / "test" / "cuda.in")
     shutil.copy(data / "vllm" / "requirements__kv_connectors.txt", req / "kv_connectors.txt")
-    report = audit([tmp_path], config=Config(), policy=load_policy("default"),
-                   options=AuditOptions(today=TODAY))
+    report = audit(
+        [tmp_path],
+        config=Config(),
+        policy=load_policy("default"),
+        options=AuditOptions(today=TODAY),
+    )
     assert [s.path for s in report.sources] == [
-        "requirements/common.txt", "requirements/cuda.txt", "requirements/kv_connectors.txt",
+        "requirements/common.txt",
+        "requirements/cuda.txt",
+        "requirements/kv_connectors.txt",
         "requirements/test/cuda.in",
     ]
     cuda = next(s for s in report.sources if s.path == "requirements/cuda.txt")
     assert [o.name for o in cuda.options] == ["--extra-index-url"]
-    torch = [f for f in report.findings
-             if f.rule == "inconsistent-exclusions" and f.package == "torch"]
+    torch = [
+        f for f in report.findings if f.rule == "inconsistent-exclusions" and f.package == "torch"
+    ]
     assert {f.source for f in torch} == {"requirements/cuda.txt", "requirements/test/cuda.in"}
-    assert "==2.13.0" in torch[0].message and "==2.11.0" in torch[0].message
+    assert "==2.13.0" in torch[0].message
+    assert "==2.11.0" in torch[0].message
     assert not [f for f in report.findings if f.severity == "error"]
 
 

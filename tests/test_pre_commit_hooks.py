@@ -36,20 +36,28 @@ def test_hooks_run_govern_audit_on_the_whole_repository() -> None:
 
 @pytest.mark.parametrize(
     ("path", "matched"),
-    [("requirements.txt", True), ("requirements/cuda.txt", True), ("requirements-dev.in", True),
-     ("sub/pyproject.toml", True), ("constraints.txt", True), ("README.md", False),
-     ("docs/notes.txt", False)],
+    [
+        ("requirements.txt", True),
+        ("requirements/cuda.txt", True),
+        ("requirements-dev.in", True),
+        ("sub/pyproject.toml", True),
+        ("constraints.txt", True),
+        ("README.md", False),
+        ("docs/notes.txt", False),
+    ],
 )
 def test_hook_file_pattern(path: str, matched: bool) -> None:
     pattern = re.compile(_hooks()[0]["files"])
     assert bool(pattern.search(path)) is matched
 
 
-def test_hook_entry_is_a_valid_command(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_hook_entry_is_a_valid_command(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "requirements.txt").write_text("# 2.0 broke us, o/r#1\nfoo<2  "
-                                               "# govern: review-by=2030-01-01\n")
+    (tmp_path / "requirements.txt").write_text(
+        "# 2.0 broke us, o/r#1\nfoo<2  # govern: review-by=2030-01-01\n"
+    )
     for hook in _hooks():
         with pytest.raises(SystemExit) as exited:
             main(shlex.split(hook["entry"])[1:])

@@ -7,6 +7,7 @@ import os
 import sys
 from datetime import date
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
@@ -26,25 +27,43 @@ class FailOn(enum.StrEnum):
 
 @app.command()
 def audit(
-    paths: list[Path] = typer.Argument(  # noqa: B008 - typer declares options this way
-        None, help="A directory to discover sources in, or files to read (any name).",
-        show_default=False,
-    ),
-    fmt: OutputFormat = typer.Option(OutputFormat.HUMAN, "--format", "-f",
-                                     help="Output format."),
-    policy: str | None = typer.Option(None, "--policy", "-p",
-                                      help="default, strict, library, or a policy file."),
-    fail_on: FailOn | None = typer.Option(None, "--fail-on",
-                                          help="Exit 1 on findings at or above this severity "
-                                               "(default: the policy's, usually error)."),
-    config_file: Path | None = typer.Option(None, "--config",
-                                            help="A .govern.toml to use instead of the root's."),
-    allow_outside_root: bool = typer.Option(False, "--allow-outside-root",
-                                            help="Follow -r/-c includes outside the root."),
-    as_of: str | None = typer.Option(None, "--as-of",
-                                     help="Judge review dates as of this day (YYYY-MM-DD)."),
-    output: Path | None = typer.Option(None, "--output", "-o",
-                                       help="Write the report to a file instead of stdout."),
+    paths: Annotated[
+        list[Path] | None,
+        typer.Argument(
+            help="A directory to discover sources in, or files to read (any name).",
+            show_default=False,
+        ),
+    ] = None,
+    fmt: Annotated[
+        OutputFormat, typer.Option("--format", "-f", help="Output format.")
+    ] = OutputFormat.HUMAN,
+    policy: Annotated[
+        str | None,
+        typer.Option("--policy", "-p", help="default, strict, library, or a policy file."),
+    ] = None,
+    fail_on: Annotated[
+        FailOn | None,
+        typer.Option(
+            "--fail-on",
+            help="Exit 1 on findings at or above this severity (default: the policy's).",
+        ),
+    ] = None,
+    config_file: Annotated[
+        Path | None,
+        typer.Option("--config", help="A .govern.toml to use instead of the root's."),
+    ] = None,
+    allow_outside_root: Annotated[
+        bool,
+        typer.Option("--allow-outside-root", help="Follow -r/-c includes outside the root."),
+    ] = False,
+    as_of: Annotated[
+        str | None,
+        typer.Option("--as-of", help="Judge review dates as of this day (YYYY-MM-DD)."),
+    ] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", help="Write the report to a file instead of stdout."),
+    ] = None,
 ) -> None:
     """Audit requirement files and pyproject.toml: exclusions, reasons, findings.
 
@@ -61,13 +80,14 @@ def audit(
     try:
         today = date.fromisoformat(as_of) if as_of else date.today()
     except ValueError:
-        raise UsageError(f"--as-of {as_of!r} is not a date", tip="Write it as YYYY-MM-DD.") from None
+        raise UsageError(
+            f"--as-of {as_of!r} is not a date", tip="Write it as YYYY-MM-DD."
+        ) from None
     cwd = Path.cwd()
     root, _ = resolve_targets(paths or [], cwd)
     config = load_config(root, config_file)
     policy_base = config.path.parent if config.path else cwd
-    chosen = load_policy(policy or config.policy or "default",
-                         base=cwd if policy else policy_base)
+    chosen = load_policy(policy or config.policy or "default", base=cwd if policy else policy_base)
     report = run_audit(
         paths or [],
         config=config,

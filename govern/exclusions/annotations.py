@@ -34,23 +34,89 @@ from govern.exclusions.model import Annotation, Link
 from govern.sources.model import LineKind, Problem, Source
 
 _KEYS = {
-    "reason", "issue", "issues", "link", "links", "bad", "review-by", "owner", "verify",
-    "profile", "profiles", "ignore",
+    "reason",
+    "issue",
+    "issues",
+    "link",
+    "links",
+    "bad",
+    "review-by",
+    "owner",
+    "verify",
+    "profile",
+    "profiles",
+    "ignore",
 }
 _REASON_WORDS = (
-    "because", "due", "until", "break", "broke", "bug", "fix", "requir", "need", "ensure",
-    "avoid", "block", "cap", "pin", "exclud", "incompatib", "issue", "regress", "vulnerab",
-    "cve", "see ", "workaround", "hang", "crash", "fail", "support", "compat", "prevent",
-    "deprecat", "leak", "wait", "must", "only", "not ", "don't", "do not", "since",
+    "because",
+    "due",
+    "until",
+    "break",
+    "broke",
+    "bug",
+    "fix",
+    "requir",
+    "need",
+    "ensure",
+    "avoid",
+    "block",
+    "cap",
+    "pin",
+    "exclud",
+    "incompatib",
+    "issue",
+    "regress",
+    "vulnerab",
+    "cve",
+    "see ",
+    "workaround",
+    "hang",
+    "crash",
+    "fail",
+    "support",
+    "compat",
+    "prevent",
+    "deprecat",
+    "leak",
+    "wait",
+    "must",
+    "only",
+    "not ",
+    "don't",
+    "do not",
+    "since",
 )
 _LICENCE_TOKEN_RE = re.compile(
     r"^(?:apache|bsd|mit|lgpl|gpl|agpl|mpl|epl|cddl|zpl|psf|isc|cc0|unlicense|wtfpl|zlib)"
     r"[\w.+-]*$"
 )
 _LICENCE_WORDS = {
-    "license", "licence", "licensed", "dual", "clause", "osi-approved", "open", "source",
-    "public", "domain", "pil", "sil", "ofl", "version", "prior", "and", "or", "the", "+",
-    "python", "software", "foundation", "new", "simplified", "modified", "font",
+    "license",
+    "licence",
+    "licensed",
+    "dual",
+    "clause",
+    "osi-approved",
+    "open",
+    "source",
+    "public",
+    "domain",
+    "pil",
+    "sil",
+    "ofl",
+    "version",
+    "prior",
+    "and",
+    "or",
+    "the",
+    "+",
+    "python",
+    "software",
+    "foundation",
+    "new",
+    "simplified",
+    "modified",
+    "font",
 }
 _LICENCE_MARKERS = {"license", "licence", "licensed", "domain", "osi-approved"}
 _SENTENCE_WORDS = {"a", "an", "the", "this", "that", "is", "are", "was", "we", "it", "to", "be"}
@@ -145,14 +211,22 @@ class _Draft:
     structured: list[tuple[str, int]] = field(default_factory=list)  # (text, line)
 
 
-def parse_structured(text: str, line: int, links: LinkContext) -> tuple[dict[str, Any], list[Problem]]:
+def parse_structured(
+    text: str, line: int, links: LinkContext
+) -> tuple[dict[str, Any], list[Problem]]:
     """Parse ``govern: key=value ...`` (the text after ``govern:``)."""
     values: dict[str, Any] = {}
     problems: list[Problem] = []
 
     def bad(message: str) -> None:
-        problems.append(Problem("invalid-annotation", line, message,
-                                hint='write it as # govern: key=value key="a value"'))
+        problems.append(
+            Problem(
+                "invalid-annotation",
+                line,
+                message,
+                hint='write it as # govern: key=value key="a value"',
+            )
+        )
 
     try:
         tokens = shlex.split(text, comments=False)
@@ -204,9 +278,9 @@ def _structured_text(comment: str) -> tuple[str, str] | None:
     """('above'|'below', rest) when a comment is in the structured form."""
     stripped = comment.strip()
     if stripped.startswith("^govern:"):
-        return "below", stripped[len("^govern:"):]
+        return "below", stripped[len("^govern:") :]
     if stripped.startswith("govern:"):
-        return "above", stripped[len("govern:"):]
+        return "above", stripped[len("govern:") :]
     return None
 
 
@@ -254,7 +328,9 @@ def _embedded(source: Source, first: int) -> bool:
     """
     line = source.line(first - 1)
     return line is not None and line.kind in (
-        LineKind.ENTRY, LineKind.CONTINUATION, LineKind.OPTION
+        LineKind.ENTRY,
+        LineKind.CONTINUATION,
+        LineKind.OPTION,
     )
 
 
@@ -294,8 +370,9 @@ def read_annotations(
     return annotations
 
 
-def _attach_run(source: Source, settings: CommentSettings, drafts: list[_Draft],
-                first: int, last: int) -> None:
+def _attach_run(
+    source: Source, settings: CommentSettings, drafts: list[_Draft], first: int, last: int
+) -> None:
     above_of = _entry_before(source, first)
     texts: list[tuple[int, str]] = []
     for number in range(first, last + 1):
@@ -315,7 +392,7 @@ def _attach_run(source: Source, settings: CommentSettings, drafts: list[_Draft],
     # A commented-out requirement keeps the lines above it as its own reason.
     for position, (_, text) in enumerate(texts):
         if _commented_requirement(text):
-            texts = texts[position + 1:]
+            texts = texts[position + 1 :]
             break
     members = _entries_after(source, last)
     if not members:
@@ -332,13 +409,15 @@ def _attach_run(source: Source, settings: CommentSettings, drafts: list[_Draft],
         )
 
 
-def _covered(source: Source, settings: CommentSettings, members: list[int], text: str,
-             embedded: bool) -> list[int]:
+def _covered(
+    source: Source, settings: CommentSettings, members: list[int], text: str, embedded: bool
+) -> list[int]:
     """Which entries of the run below a comment block the block explains."""
     if settings.scope == "line":
         return members[:1]
     mentioned = [
-        i for i, m in enumerate(members)
+        i
+        for i, m in enumerate(members)
         if (name := source.entries[m].name) is not None and _mentions(text, name)
     ]
     if not embedded:
@@ -348,9 +427,7 @@ def _covered(source: Source, settings: CommentSettings, members: list[int], text
     count = 1
     first_clauses = _clauses(source, members[0])
     while (
-        count < len(members)
-        and first_clauses
-        and _clauses(source, members[count]) == first_clauses
+        count < len(members) and first_clauses and _clauses(source, members[count]) == first_clauses
     ):
         count += 1
     if mentioned:
@@ -393,9 +470,14 @@ def _freeze(draft: _Draft, links: LinkContext) -> Annotation:
     )
 
 
-def _apply_config(annotation: Annotation, name: str | None, path: str,
-                  config: Sequence[ConfigAnnotation], links: LinkContext) -> Annotation:
-    from govern.sources.discover import glob_match  # noqa: PLC0415 - keep the reader light
+def _apply_config(
+    annotation: Annotation,
+    name: str | None,
+    path: str,
+    config: Sequence[ConfigAnnotation],
+    links: LinkContext,
+) -> Annotation:
+    from govern.sources.discover import glob_match
 
     for item in config:
         if name is None or canonicalize_name(item.package) != name:
@@ -404,8 +486,9 @@ def _apply_config(annotation: Annotation, name: str | None, path: str,
             continue
         f = item.fields
         extra_links = tuple(
-            link for value in f.get("links", ()) for link in (find_links(str(value), links)
-                                                             or (Link("url", str(value)),))
+            link
+            for value in f.get("links", ())
+            for link in (find_links(str(value), links) or (Link("url", str(value)),))
         )
         merged = {str(x): x for x in (*annotation.links, *extra_links)}
         annotation = replace(

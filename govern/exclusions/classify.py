@@ -32,8 +32,8 @@ def _is_sentinel(version: Version) -> bool:
     major = str(version.release[0])
     if version.release[0] >= _BAN_MAJOR:
         return True
-    return len(major) >= _SENTINEL_MIN_DIGITS and set(major) == {"9"} and not any(
-        version.release[1:]
+    return (
+        len(major) >= _SENTINEL_MIN_DIGITS and set(major) == {"9"} and not any(version.release[1:])
     )
 
 
@@ -57,9 +57,15 @@ def classify(spec: Specifier) -> tuple[Kind, SubKind] | None:
             return Kind.BAN, SubKind.IMPOSSIBLE
         return Kind.PIN, SubKind.EXACT
     # "<" or "<="
-    if op == "<" and version is not None and not any(version.release) and version.epoch == 0:
-        if version.pre is None and version.dev is None:
-            return Kind.BAN, SubKind.IMPOSSIBLE  # <0: forbidden
+    if (
+        op == "<"
+        and version is not None
+        and not any(version.release)
+        and version.epoch == 0
+        and version.pre is None
+        and version.dev is None
+    ):
+        return Kind.BAN, SubKind.IMPOSSIBLE  # <0: forbidden
     if version is not None and _is_sentinel(version):
         return Kind.CAP, SubKind.SENTINEL
     return Kind.CAP, SubKind.INCLUSIVE if op == "<=" else SubKind.EXACT

@@ -49,7 +49,9 @@ def find_links(text: str, context: LinkContext | None = None) -> tuple[Link, ...
     def take(match: re.Match[str], link: Link) -> None:
         nonlocal masked
         found.append((match.start(), link))
-        masked = masked[: match.start()] + " " * (match.end() - match.start()) + masked[match.end():]
+        masked = (
+            masked[: match.start()] + " " * (match.end() - match.start()) + masked[match.end() :]
+        )
 
     for m in list(_URL_RE.finditer(masked)):
         url = m.group(0).rstrip(".,;:!?)]}")
@@ -68,12 +70,12 @@ def find_links(text: str, context: LinkContext | None = None) -> tuple[Link, ...
         take(m, Link("launchpad", m.group(0), f"https://bugs.launchpad.net/bugs/{number}"))
     for m in list(_BUG_RE.finditer(masked)):
         number = m.group(1)
-        url = ctx.bug_url.format(id=number) if ctx.bug_url else None
-        take(m, Link("bug", f"bug {number}", url))
+        bug_url = ctx.bug_url.format(id=number) if ctx.bug_url else None
+        take(m, Link("bug", f"bug {number}", bug_url))
     for m in list(_HASH_RE.finditer(masked)):
         number = m.group(1)
-        url = f"{ctx.forge.rstrip('/')}/issues/{number}" if ctx.forge else None
-        take(m, Link("issue", f"#{number}", url))
+        issue_url = f"{ctx.forge.rstrip('/')}/issues/{number}" if ctx.forge else None
+        take(m, Link("issue", f"#{number}", issue_url))
     seen: set[str] = set()
     links: list[Link] = []
     for _, link in sorted(found, key=lambda item: item[0]):

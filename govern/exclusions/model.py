@@ -58,8 +58,9 @@ class Annotation:
     problems: tuple[Problem, ...] = field(default=())
 
 
-def exclusion_key(repository: str, source: str, package: str, marker: str | None,
-                  clause: str) -> str:
+def exclusion_key(
+    repository: str, source: str, package: str, marker: str | None, clause: str
+) -> str:
     """The stable id of an exclusion: line numbers move, keys do not."""
     raw = "\x1f".join((repository, source, package, marker or "", clause))
     return hashlib.sha256(raw.encode("utf-8")).hexdigest()[:16]

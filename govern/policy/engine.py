@@ -23,7 +23,7 @@ def _line_suppressions(source: Source, line: int) -> frozenset[str]:
     comment = (physical.comment or "").strip() if physical else ""
     if not comment.startswith("govern:"):
         return frozenset()
-    values, _ = parse_structured(comment[len("govern:"):], line, LinkContext())
+    values, _ = parse_structured(comment[len("govern:") :], line, LinkContext())
     return frozenset(values.get("ignore", ()))
 
 
@@ -39,22 +39,53 @@ class _Emitter:
         self.findings: list[Finding] = []
 
     def problem(self, source: str, problem: Problem, suppress: frozenset[str]) -> None:
-        self.emit(problem.rule, source, problem.line, problem.message, suppress,
-                  column=problem.column, excerpt=problem.excerpt, hint=problem.hint,
-                  package=problem.package)
+        self.emit(
+            problem.rule,
+            source,
+            problem.line,
+            problem.message,
+            suppress,
+            column=problem.column,
+            excerpt=problem.excerpt,
+            hint=problem.hint,
+            package=problem.package,
+        )
 
     def exclusion(self, rule: str, exc: Exclusion, message: str, hint: str | None = None) -> None:
-        self.emit(rule, exc.source, exc.line, message, exc.annotation.suppress,
-                  package=exc.package, exclusion=exc.id, column=exc.column,
-                  hint=hint or RULES[rule].fix)
+        self.emit(
+            rule,
+            exc.source,
+            exc.line,
+            message,
+            exc.annotation.suppress,
+            package=exc.package,
+            exclusion=exc.id,
+            column=exc.column,
+            hint=hint or RULES[rule].fix,
+        )
 
-    def emit(self, rule: str, source: str, line: int, message: str, suppress: frozenset[str],
-             **extra: object) -> None:
+    def emit(
+        self,
+        rule: str,
+        source: str,
+        line: int,
+        message: str,
+        suppress: frozenset[str],
+        *,
+        package: str | None = None,
+        exclusion: str | None = None,
+        column: int | None = None,
+        excerpt: str | None = None,
+        hint: str | None = None,
+    ) -> None:
         severity = self.policy.severity(rule)
         if severity is Severity.OFF or _suppressed(rule, suppress):
             return
-        self.findings.append(Finding(rule=rule, severity=severity, source=source, line=line,
-                                     message=message, **extra))  # type: ignore[arg-type]
+        self.findings.append(
+            Finding(
+                rule, severity, source, line, message, package, exclusion, column, excerpt, hint
+            )
+        )
 
 
 def _kinds(policy: Policy, rule: str, default: Sequence[str]) -> set[str]:
@@ -70,14 +101,16 @@ def _probes(specs: Iterable[Specifier]) -> list[Version]:
         except InvalidVersion:
             continue
         release = v.release
-        found.update({
-            v,
-            Version(f"{v.base_version}.dev0"),
-            Version(f"{v.base_version}.post1"),
-            Version(".".join(map(str, (*release, 1)))),
-            Version(".".join(map(str, (*release[:-1], release[-1] + 1)))),
-            Version(f"{release[0] + 1}"),
-        })
+        found.update(
+            {
+                v,
+                Version(f"{v.base_version}.dev0"),
+                Version(f"{v.base_version}.post1"),
+                Version(".".join(map(str, (*release, 1)))),
+                Version(".".join(map(str, (*release[:-1], release[-1] + 1)))),
+                Version(f"{release[0] + 1}"),
+            }
+        )
     return sorted(found)
 
 
@@ -95,21 +128,35 @@ def _redundant(clause: Specifier, others: list[Specifier]) -> bool:
     )
 
 
-def _exclusion_rules(emit: _Emitter, policy: Policy, exclusions: Sequence[Exclusion],
-                     sources: dict[str, Source], today: date) -> None:
+def _exclusion_rules(
+    emit: _Emitter,
+    policy: Policy,
+    exclusions: Sequence[Exclusion],
+    sources: dict[str, Source],
+    today: date,
+) -> None:
     missing_reason = _kinds(policy, "missing-reason", ("not-equal", "cap"))
     missing_link = _kinds(policy, "missing-link", ("cap",))
     missing_review = _kinds(policy, "missing-review-by", ("cap",))
-    library_groups = tuple(policy.option("cap-in-library", "groups", [
-        "project.dependencies", "project.optional-dependencies", "project.requires-python",
-    ]))
+    library_groups = tuple(
+        policy.option(
+            "cap-in-library",
+            "groups",
+            [
+                "project.dependencies",
+                "project.optional-dependencies",
+                "project.requires-python",
+            ],
+        )
+    )
     for exc in exclusions:
         ann = exc.annotation
         debt = exc.sub_kind is not SubKind.SENTINEL
         label = f"{exc.package} {exc.clause}"
         if exc.kind is Kind.BAN:
-            emit.exclusion("ban", exc, f"{exc.package} is banned ({exc.clause}): "
-                           "no release can satisfy it")
+            emit.exclusion(
+                "ban", exc, f"{exc.package} is banned ({exc.clause}): no release can satisfy it"
+            )
         if exc.sub_kind is SubKind.SENTINEL:
             emit.exclusion("sentinel", exc, f"{label} is a sentinel bound, not a real cap")
         if debt and ann.reason is None and str(exc.kind) in missing_reason:
@@ -120,14 +167,24 @@ def _exclusion_rules(emit: _Emitter, policy: Policy, exclusions: Sequence[Exclus
             emit.exclusion("missing-review-by", exc, f"{label} ({exc.kind}) has no review date")
         if ann.review_by is not None and ann.review_by < today:
             days = (today - ann.review_by).days
-            emit.exclusion("review-overdue", exc,
-                           f"{label}: review was due {ann.review_by.isoformat()} ({days} days ago)")
+            emit.exclusion(
+                "review-overdue",
+                exc,
+                f"{label}: review was due {ann.review_by.isoformat()} ({days} days ago)",
+            )
         if exc.kind is Kind.NOT_EQUAL and exc.sub_kind is SubKind.EXACT:
             _partial(emit, exc)
-        if (debt and exc.kind in (Kind.CAP, Kind.PIN) and exc.group
-                and exc.group.startswith(library_groups)):
-            emit.exclusion("cap-in-library", exc,
-                           f"{label} caps a runtime dependency of a library ({exc.group})")
+        if (
+            debt
+            and exc.kind in (Kind.CAP, Kind.PIN)
+            and exc.group
+            and exc.group.startswith(library_groups)
+        ):
+            emit.exclusion(
+                "cap-in-library",
+                exc,
+                f"{label} caps a runtime dependency of a library ({exc.group})",
+            )
     _redundancy(emit, exclusions, sources)
     _consistency(emit, exclusions)
 
@@ -142,15 +199,17 @@ def _partial(emit: _Emitter, exc: Exclusion) -> None:
     full = ".".join(map(str, (*version.release, *([0] * (3 - len(version.release))))))
     nxt = ".".join(map(str, (*version.release, *([0] * (2 - len(version.release))), 1)))
     emit.exclusion(
-        "partial-version-exclusion", exc,
+        "partial-version-exclusion",
+        exc,
         f"{exc.package} {exc.clause} keeps out only {full}; {nxt} still passes",
         hint=f"write !={exc.version}.* to exclude the whole {exc.version} series, "
-             f"or !={full} if only that release is bad",
+        f"or !={full} if only that release is bad",
     )
 
 
-def _redundancy(emit: _Emitter, exclusions: Sequence[Exclusion],
-                sources: dict[str, Source]) -> None:
+def _redundancy(
+    emit: _Emitter, exclusions: Sequence[Exclusion], sources: dict[str, Source]
+) -> None:
     by_line: dict[tuple[str, int], list[Exclusion]] = defaultdict(list)
     for exc in exclusions:
         by_line[(exc.source, exc.line)].append(exc)
@@ -167,14 +226,18 @@ def _redundancy(emit: _Emitter, exclusions: Sequence[Exclusion],
                 continue
             others = [s for s in specs if str(s) != exc.clause]
             if _redundant(clause, others):
-                emit.exclusion("redundant-exclusion", exc,
-                               f"{exc.package} {exc.clause} is already excluded by "
-                               f"{','.join(str(s) for s in others)}")
+                emit.exclusion(
+                    "redundant-exclusion",
+                    exc,
+                    f"{exc.package} {exc.clause} is already excluded by "
+                    f"{','.join(str(s) for s in others)}",
+                )
 
 
 def _consistency(emit: _Emitter, exclusions: Sequence[Exclusion]) -> None:
     clauses: dict[tuple[str, str | None], dict[tuple[str, int], list[str]]] = defaultdict(
-        lambda: defaultdict(list))
+        lambda: defaultdict(list)
+    )
     firsts: dict[tuple[str, int], Exclusion] = {}
     for exc in exclusions:
         if exc.sub_kind is SubKind.SENTINEL:
@@ -185,10 +248,15 @@ def _consistency(emit: _Emitter, exclusions: Sequence[Exclusion]) -> None:
         shapes = {tuple(sorted(c)) for c in places.values()}
         if len(places) < 2 or len(shapes) < 2:
             continue
-        described = "; ".join(f"{','.join(c)} in {src}:{ln}" for (src, ln), c in sorted(places.items()))
+        described = "; ".join(
+            f"{','.join(c)} in {src}:{ln}" for (src, ln), c in sorted(places.items())
+        )
         for place in sorted(places):
-            emit.exclusion("inconsistent-exclusions", firsts[place],
-                           f"{package} is excluded differently across sources: {described}")
+            emit.exclusion(
+                "inconsistent-exclusions",
+                firsts[place],
+                f"{package} is excluded differently across sources: {described}",
+            )
 
 
 def evaluate(
@@ -207,17 +275,22 @@ def evaluate(
             emit.problem(source.path, problem, _line_suppressions(source, problem.line))
         for entry in source.entries:
             if not entry.constrainable:
-                emit.emit("unconstrainable", source.path, entry.line,
-                          f"{entry.text} cannot be bounded by a version",
-                          _line_suppressions(source, entry.line), package=entry.name,
-                          column=entry.column)
+                emit.emit(
+                    "unconstrainable",
+                    source.path,
+                    entry.line,
+                    f"{entry.text} cannot be bounded by a version",
+                    _line_suppressions(source, entry.line),
+                    package=entry.name,
+                    column=entry.column,
+                )
     for path, problem in extra_problems:
-        source = by_path.get(path)
-        emit.problem(path, problem,
-                     _line_suppressions(source, problem.line) if source else frozenset())
+        owner = by_path.get(path)
+        emit.problem(
+            path, problem, _line_suppressions(owner, problem.line) if owner else frozenset()
+        )
     _exclusion_rules(emit, policy, exclusions, by_path, today)
-    return sorted(emit.findings, key=lambda f: (f.source, f.line, f.column or 0, f.rule,
-                                                f.message))
+    return sorted(emit.findings, key=lambda f: (f.source, f.line, f.column or 0, f.rule, f.message))
 
 
 def iter_rule_ids() -> Iterator[str]:

@@ -68,8 +68,9 @@ def _rule_settings(rule: str, value: object, where: str) -> RuleSettings:
         return RuleSettings(_severity(value, f"{where}: {rule}"))
     if isinstance(value, dict) and "severity" in value:
         options = {k: v for k, v in value.items() if k != "severity"}
-        return RuleSettings(_severity(value["severity"], f"{where}: {rule}"),
-                            MappingProxyType(options))
+        return RuleSettings(
+            _severity(value["severity"], f"{where}: {rule}"), MappingProxyType(options)
+        )
     raise PolicyError(
         f"{where}: rule {rule!r} must be a severity or a table with a severity",
         tip='Write  missing-reason = "warning"  or  missing-reason = { severity = "error" }.',
@@ -86,9 +87,13 @@ def load_policy(spec: str, *, base: Path | None = None, _seen: tuple[Path, ...] 
     where = f"policy {path.name}"
     unknown = set(data) - {"name", "description", "extends", "fail-on", "rules"}
     if unknown:
-        raise PolicyError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}",
-                          tip="Policy keys are name, description, extends, fail-on and rules.")
-    rules: dict[str, RuleSettings] = {rid: RuleSettings(rule.severity) for rid, rule in RULES.items()}
+        raise PolicyError(
+            f"{where}: unknown key(s) {', '.join(sorted(unknown))}",
+            tip="Policy keys are name, description, extends, fail-on and rules.",
+        )
+    rules: dict[str, RuleSettings] = {
+        rid: RuleSettings(rule.severity) for rid, rule in RULES.items()
+    }
     fail_on = Severity.ERROR
     if "extends" in data:
         parent = load_policy(str(data["extends"]), base=path.parent, _seen=(*_seen, path))

@@ -195,7 +195,7 @@ def _parse_options(options: str) -> list[tuple[str, str | None]]:
     while i < len(tokens):
         token = tokens[i]
         i += 1
-        if not token.startswith("-") or token == "-":
+        if not token.startswith("-") or token == "-":  # noqa: S105 - an option token
             raise _OptionError(f"unexpected argument {token!r} after the options")
         opt, name, value = _lookup(token)
         if opt.takes_value and value is None:
@@ -267,7 +267,9 @@ def _parse_requirement(text: str) -> tuple[Requirement | None, tuple[int, str] |
 class _Reader:
     """State for reading one file; produces a :class:`Source`."""
 
-    def __init__(self, file: Path, display_path: str, fmt: SourceFormat, environ: Mapping[str, str]):
+    def __init__(
+        self, file: Path, display_path: str, fmt: SourceFormat, environ: Mapping[str, str]
+    ):
         self.file = file
         self.display_path = display_path
         self.format = fmt
@@ -306,8 +308,9 @@ class _Reader:
             problems=tuple(self.problems),
         )
 
-    def _mark(self, first: int, last: int, kind: LineKind, comment: str | None,
-              entry: int | None = None) -> None:
+    def _mark(
+        self, first: int, last: int, kind: LineKind, comment: str | None, entry: int | None = None
+    ) -> None:
         self.lines[first - 1] = Line(first, kind, comment, entry)
         cont = LineKind.CONTINUATION if kind is LineKind.ENTRY else kind
         for number in range(first + 1, last + 1):
@@ -330,22 +333,37 @@ class _Reader:
         except _OptionError as exc:
             self._mark(first, last, LineKind.OTHER, comment)
             where = body.find(opts.split(" ", 1)[0]) if not changed else 0
-            self.problem(first, f"pip rejects this line: {exc}", column=column + max(where, 0),
-                         excerpt=shown, hint=_option_hint(str(exc)))
+            self.problem(
+                first,
+                f"pip rejects this line: {exc}",
+                column=column + max(where, 0),
+                excerpt=shown,
+                hint=_option_hint(str(exc)),
+            )
             return
         if not args:
             self._option_line(first, last, comment, parsed, column, shown)
             return
-        self._requirement_line(first, last, comment, args, raw_args, parsed, column, shown,
-                               changed)
+        self._requirement_line(first, last, comment, args, raw_args, parsed, column, shown, changed)
 
-    def _option_line(self, first: int, last: int, comment: str | None,
-                     parsed: list[tuple[str, str | None]], column: int, body: str) -> None:
+    def _option_line(
+        self,
+        first: int,
+        last: int,
+        comment: str | None,
+        parsed: list[tuple[str, str | None]],
+        column: int,
+        body: str,
+    ) -> None:
         entry_index: int | None = None
         for name, value in parsed:
             if name in ("--hash", "--config-settings", "--global-option"):
-                self.problem(first, f"{name} must follow a requirement on the same line",
-                             column=column, excerpt=body)
+                self.problem(
+                    first,
+                    f"{name} must follow a requirement on the same line",
+                    column=column,
+                    excerpt=body,
+                )
             elif name in ("--requirement", "--constraint"):
                 self._include(first, name, value or "")
             elif name == "--editable":
@@ -367,34 +385,63 @@ class _Reader:
         local = expanded.removeprefix("file://").removeprefix("file:")
         self.includes.append(Include(line, kind, target, self.file.parent / local))
 
-    def _unconstrainable(self, first: int, last: int, column: int, location: str,
-                         *, editable: bool) -> int:
-        self.entries.append(Entry(
-            line=first, column=column, text=location, requirement=None,
-            name=_name_from_location(location), constrainable=False, editable=editable,
-            end_line=last,
-        ))
+    def _unconstrainable(
+        self, first: int, last: int, column: int, location: str, *, editable: bool
+    ) -> int:
+        self.entries.append(
+            Entry(
+                line=first,
+                column=column,
+                text=location,
+                requirement=None,
+                name=_name_from_location(location),
+                constrainable=False,
+                editable=editable,
+                end_line=last,
+            )
+        )
         return len(self.entries) - 1
 
-    def _requirement_line(self, first: int, last: int, comment: str | None, args: str,
-                          raw_args: str, parsed: list[tuple[str, str | None]], column: int,
-                          body: str, changed: bool) -> None:
+    def _requirement_line(
+        self,
+        first: int,
+        last: int,
+        comment: str | None,
+        args: str,
+        raw_args: str,
+        parsed: list[tuple[str, str | None]],
+        column: int,
+        body: str,
+        changed: bool,
+    ) -> None:
         hashes: list[str] = []
         for name, value in parsed:
             if name == "--hash":
                 algo, sep, digest = (value or "").partition(":")
                 if not sep or not digest:
-                    self.problem(first, "--hash must be a hash name and a value, "
-                                 "like --hash=sha256:abcde", column=column, excerpt=body)
+                    self.problem(
+                        first,
+                        "--hash must be a hash name and a value, like --hash=sha256:abcde",
+                        column=column,
+                        excerpt=body,
+                    )
                 elif algo not in _STRONG_HASHES:
-                    self.problem(first, f"unsupported hash algorithm {algo!r}",
-                                 column=column, excerpt=body,
-                                 hint=f"pip allows {', '.join(_STRONG_HASHES)}")
+                    self.problem(
+                        first,
+                        f"unsupported hash algorithm {algo!r}",
+                        column=column,
+                        excerpt=body,
+                        hint=f"pip allows {', '.join(_STRONG_HASHES)}",
+                    )
                 else:
                     hashes.append(value or "")
             elif name not in ("--config-settings", "--global-option"):
-                self.problem(first, f"pip ignores {name} after a requirement; "
-                             "put it on a line of its own", column=column, excerpt=body)
+                self.problem(
+                    first,
+                    f"pip ignores {name} after a requirement; put it on a line of its own",
+                    column=column,
+                    excerpt=body,
+                )
         location = args.split(" ; ", 1)[0].split("; ", 1)[0].strip()
         if "@" not in args.split(";", 1)[0] and (
             _looks_like_url(location) or _looks_like_path(location)
@@ -407,22 +454,34 @@ class _Reader:
             offset, message = error or (0, "invalid requirement")
             self._mark(first, last, LineKind.OTHER, comment)
             self.problem(
-                first, message, column=column + (0 if changed else offset),
-                excerpt=body, hint=None if changed else _requirement_hint(args, offset),
+                first,
+                message,
+                column=column + (0 if changed else offset),
+                excerpt=body,
+                hint=None if changed else _requirement_hint(args, offset),
             )
             return
-        self.entries.append(Entry(
-            line=first, column=column, text=raw_args, requirement=requirement,
-            name=canonicalize_name(requirement.name),
-            constrainable=requirement.url is None, hashes=tuple(hashes), end_line=last,
-        ))
+        self.entries.append(
+            Entry(
+                line=first,
+                column=column,
+                text=raw_args,
+                requirement=requirement,
+                name=canonicalize_name(requirement.name),
+                constrainable=requirement.url is None,
+                hashes=tuple(hashes),
+                end_line=last,
+            )
+        )
         self._mark(first, last, LineKind.ENTRY, comment, len(self.entries) - 1)
 
 
 def _option_hint(message: str) -> str | None:
     if message.startswith("no such option"):
-        return ("requirements files accept -r, -c, -e, -i, --extra-index-url, -f, --pre, "
-                "--no-binary, --only-binary, --trusted-host and, after a requirement, --hash")
+        return (
+            "requirements files accept -r, -c, -e, -i, --extra-index-url, -f, --pre, "
+            "--no-binary, --only-binary, --trusted-host and, after a requirement, --hash"
+        )
     return None
 
 
@@ -438,15 +497,21 @@ def read_requirements(
     try:
         data = file.read_bytes()
     except OSError as exc:
-        reader.problem(1, f"cannot read {display_path}: {exc.strerror or exc}",
-                       rule="include-not-found")
+        reader.problem(
+            1, f"cannot read {display_path}: {exc.strerror or exc}", rule="include-not-found"
+        )
         return reader.read("")
     text, warning = decode(data)
     source = reader.read(text)
     if warning is not None:
         source = Source(
-            path=source.path, file=source.file, format=source.format, entries=source.entries,
-            lines=source.lines, options=source.options, includes=source.includes,
+            path=source.path,
+            file=source.file,
+            format=source.format,
+            entries=source.entries,
+            lines=source.lines,
+            options=source.options,
+            includes=source.includes,
             problems=(Problem("parse-error", 1, warning), *source.problems),
         )
     return source

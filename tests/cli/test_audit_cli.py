@@ -43,8 +43,9 @@ def repo(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def test_exit_0_when_nothing_at_the_fail_level(repo: Path,
-                                               capsys: pytest.CaptureFixture[str]) -> None:
+def test_exit_0_when_nothing_at_the_fail_level(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     code, out, _ = run_cli(["audit"], capsys)
     assert code == 0
     assert "cupy-cuda13x < 14.1.0" in out
@@ -77,21 +78,25 @@ def test_exit_1_on_parse_error(repo: Path, capsys: pytest.CaptureFixture[str]) -
         (["audit", "--as-of", "someday"], "is not a date", "Tip: Write it as YYYY-MM-DD"),
     ],
 )
-def test_exit_2_with_one_line_and_a_tip(repo: Path, capsys: pytest.CaptureFixture[str],
-                                        argv: list[str], message: str, tip: str) -> None:
+def test_exit_2_with_one_line_and_a_tip(
+    repo: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str, tip: str
+) -> None:
     code, out, err = run_cli(argv, capsys)
     assert code == 2
     assert out == ""
     lines = err.splitlines()
-    assert lines[0].startswith("govern: error: ") and message in lines[0]
+    assert lines[0].startswith("govern: error: ")
+    assert message in lines[0]
     assert lines[1].startswith(tip)
     assert "Traceback" not in err
 
 
-def test_exit_2_on_invalid_config_and_unknown_option(repo: Path,
-                                                     capsys: pytest.CaptureFixture[str]) -> None:
-    (repo / "pyproject.toml").write_text('[tool.govern]\npolicy = "strict"\ncolour = 1\n',
-                                         encoding="utf-8")
+def test_exit_2_on_invalid_config_and_unknown_option(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (repo / "pyproject.toml").write_text(
+        '[tool.govern]\npolicy = "strict"\ncolour = 1\n', encoding="utf-8"
+    )
     code, _, err = run_cli(["audit"], capsys)
     assert code == 2
     assert "unknown [tool.govern] key(s) colour" in err
@@ -100,12 +105,15 @@ def test_exit_2_on_invalid_config_and_unknown_option(repo: Path,
     assert "No such option" in err
 
 
-def test_config_chooses_policy_and_annotations(repo: Path,
-                                               capsys: pytest.CaptureFixture[str]) -> None:
+def test_config_chooses_policy_and_annotations(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     (repo / "pyproject.toml").write_text(
         '[tool.govern]\npolicy = "strict"\nfail-on = "never"\n'
         '[[tool.govern.annotations]]\npackage = "attrs"\nreason = "25.2.0 broke slots"\n'
-        'issue = "python-attrs/attrs#1400"\nreview-by = 2027-01-31\n', encoding="utf-8")
+        'issue = "python-attrs/attrs#1400"\nreview-by = 2027-01-31\n',
+        encoding="utf-8",
+    )
     code, out, _ = run_cli(["audit", "--format", "json"], capsys)
     assert code == 0
     doc = json.loads(out)
@@ -121,21 +129,42 @@ def test_json_contract(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 0
     doc = json.loads(out)
     assert doc["schema"] == "govern.audit/1"
-    assert doc["sources"] == [{"path": "requirements.txt", "format": "requirements",
-                               "requirements": 3}]
+    assert doc["sources"] == [
+        {"path": "requirements.txt", "format": "requirements", "requirements": 3}
+    ]
     (cupy,) = [e for e in doc["exclusions"] if e["package"] == "cupy-cuda13x"]
-    for key in ("id", "package", "source", "line", "requirement", "marker", "clause", "kind",
-                "reason", "links", "bad_versions", "owner", "review_by"):
+    for key in (
+        "id",
+        "package",
+        "source",
+        "line",
+        "requirement",
+        "marker",
+        "clause",
+        "kind",
+        "reason",
+        "links",
+        "bad_versions",
+        "owner",
+        "review_by",
+    ):
         assert key in cupy
     assert (cupy["source"], cupy["line"], cupy["clause"], cupy["kind"]) == (
-        "requirements.txt", 4, "<14.1.0", "cap")
+        "requirements.txt",
+        4,
+        "<14.1.0",
+        "cap",
+    )
     assert cupy["bad_versions"] == ["14.1.0"]
     (finding,) = doc["findings"]
-    assert set(finding) >= {"rule", "severity", "source", "line", "package", "exclusion",
-                            "message"}
+    assert set(finding) >= {"rule", "severity", "source", "line", "package", "exclusion", "message"}
     assert finding["exclusion"] in {e["id"] for e in doc["exclusions"]}
-    assert doc["summary"] == {"sources": 1, "requirements": 3, "exclusions": 2,
-                              "findings": {"error": 0, "warning": 1, "info": 0}}
+    assert doc["summary"] == {
+        "sources": 1,
+        "requirements": 3,
+        "exclusions": 2,
+        "findings": {"error": 0, "warning": 1, "info": 0},
+    }
 
 
 @pytest.mark.parametrize("fmt", ["sarif", "github", "markdown"])
@@ -147,27 +176,41 @@ def test_other_formats(repo: Path, capsys: pytest.CaptureFixture[str], fmt: str)
         assert log["version"] == "2.1.0"
         assert log["runs"][0]["results"][0]["ruleId"] == "missing-reason"
     elif fmt == "github":
-        assert out.startswith("::warning file=requirements.txt,line=5,col=1,title=govern "
-                              "missing-reason::attrs !=25.2.0")
+        assert out.startswith(
+            "::warning file=requirements.txt,line=5,col=1,title=govern "
+            "missing-reason::attrs !=25.2.0"
+        )
     else:
         assert "| warning |" in out
 
 
 def test_output_file(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run_cli(["audit", "-f", "json", "-o", "report.json"], capsys)
-    assert code == 0 and out == ""
+    assert code == 0
+    assert out == ""
     assert json.loads((repo / "report.json").read_text())["schema"] == "govern.audit/1"
 
 
 def test_no_colour_when_not_a_terminal_or_no_color(repo: Path) -> None:
     env = {**os.environ, "FORCE_COLOR": "", "NO_COLOR": "1"}
-    done = subprocess.run([sys.executable, "-m", "govern", "audit"], cwd=repo, env=env,
-                          capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "govern", "audit"],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert done.returncode == 0
     assert "\x1b[" not in done.stdout
-    forced = subprocess.run([sys.executable, "-m", "govern", "audit"], cwd=repo,
-                            env={**os.environ, "FORCE_COLOR": "1"}, capture_output=True,
-                            text=True, check=False)
+    forced = subprocess.run(
+        [sys.executable, "-m", "govern", "audit"],
+        cwd=repo,
+        env={**os.environ, "FORCE_COLOR": "1"},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert "\x1b[" in forced.stdout
 
 
@@ -184,29 +227,59 @@ def test_audit_imports_no_database_http_or_web_code(repo: Path) -> None:
         " 'platformdirs'})\n"
         "print('HEAVY', heavy, file=sys.stderr)\n"
     )
-    done = subprocess.run([sys.executable, "-c", probe], cwd=repo, capture_output=True,
-                          text=True, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", probe], cwd=repo, capture_output=True, text=True, check=True
+    )
     assert "HEAVY []" in done.stderr
 
 
 def test_python_dash_m_and_version(repo: Path) -> None:
-    done = subprocess.run([sys.executable, "-m", "govern", "--version"], capture_output=True,
-                          text=True, check=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "govern", "--version"], capture_output=True, text=True, check=True
+    )
     assert done.stdout.startswith("govern ")
 
 
-@settings(max_examples=150, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.text(alphabet=st.characters(codec="utf-8"), max_size=300)
-       | st.lists(st.sampled_from([
-           "foo>=1", "!=1.0", "-r x.txt", "\\", "# c", "pkg=1.0", "-e .", "--hash=sha256:ab",
-           "${VAR}", "[", "@", ";", " ", "\n", "===1", "<0", "~=1", "==1.*",
-       ]), max_size=30).map("".join))
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    st.text(alphabet=st.characters(codec="utf-8"), max_size=300)
+    | st.lists(
+        st.sampled_from(
+            [
+                "foo>=1",
+                "!=1.0",
+                "-r x.txt",
+                "\\",
+                "# c",
+                "pkg=1.0",
+                "-e .",
+                "--hash=sha256:ab",
+                "${VAR}",
+                "[",
+                "@",
+                ";",
+                " ",
+                "\n",
+                "===1",
+                "<0",
+                "~=1",
+                "==1.*",
+            ]
+        ),
+        max_size=30,
+    ).map("".join)
+)
 def test_arbitrary_text_never_raises_out_of_audit(tmp_path: Path, text: str) -> None:
     (tmp_path / "requirements.txt").write_text(text, encoding="utf-8", errors="surrogatepass")
     (tmp_path / "pyproject.toml").write_text(text, encoding="utf-8", errors="surrogatepass")
-    report = audit([tmp_path], config=Config(), policy=load_policy("strict"),
-                   options=AuditOptions(today=date(2026, 12, 2)))
+    report = audit(
+        [tmp_path],
+        config=Config(),
+        policy=load_policy("strict"),
+        options=AuditOptions(today=date(2026, 12, 2)),
+    )
     for fmt in OutputFormat:
         assert isinstance(render(report, fmt), str)
     assert all(f.line >= 1 for f in report.findings)

@@ -18,20 +18,31 @@ from govern.exclusions.model import Annotation
 from govern.sources.requirements_txt import read_requirements
 
 
-def annotate(tmp_path: Path, text: str, settings: CommentSettings | None = None,
-             config: tuple[ConfigAnnotation, ...] = ()) -> dict[str, Annotation]:
+def annotate(
+    tmp_path: Path,
+    text: str,
+    settings: CommentSettings | None = None,
+    config: tuple[ConfigAnnotation, ...] = (),
+) -> dict[str, Annotation]:
     path = tmp_path / "requirements.txt"
     path.write_text(text, encoding="utf-8")
     source = read_requirements(path, display_path="requirements.txt", environ={})
     annotations = read_annotations(source, settings, config)
-    return {e.text.split()[0].split("<")[0].split("!")[0].split("=")[0]: a
-            for e, a in zip(source.entries, annotations, strict=True)}
+    return {
+        e.text.split()[0].split("<")[0].split("!")[0].split("=")[0]: a
+        for e, a in zip(source.entries, annotations, strict=True)
+    }
 
 
 def test_block_above_and_inline_comment_are_joined(tmp_path: Path) -> None:
-    got = annotate(tmp_path, "# CuPy 14.1.0 imports pytest.\n# Only 14.1.0 is out.\n"
-                             "cupy!=14.1.0  # see cupy/cupy#9963\n")
-    assert got["cupy"].reason == "CuPy 14.1.0 imports pytest. Only 14.1.0 is out.; see cupy/cupy#9963"
+    got = annotate(
+        tmp_path,
+        "# CuPy 14.1.0 imports pytest.\n# Only 14.1.0 is out.\n"
+        "cupy!=14.1.0  # see cupy/cupy#9963\n",
+    )
+    assert (
+        got["cupy"].reason == "CuPy 14.1.0 imports pytest. Only 14.1.0 is out.; see cupy/cupy#9963"
+    )
     assert [str(x) for x in got["cupy"].links] == ["https://github.com/cupy/cupy/issues/9963"]
 
 
@@ -52,22 +63,29 @@ def test_paragraph_block_covers_the_run_below(tmp_path: Path) -> None:
 
 
 def test_block_inside_a_list_covers_its_line_and_identical_clauses(tmp_path: Path) -> None:
-    got = annotate(tmp_path, "a>=1\n# Capped until bug 123 is fixed\nboto3<1.36\nbotocore<1.36\n"
-                             "zeroconf!=1\n")
+    got = annotate(
+        tmp_path, "a>=1\n# Capped until bug 123 is fixed\nboto3<1.36\nbotocore<1.36\nzeroconf!=1\n"
+    )
     assert got["boto3"].reason == got["botocore"].reason
     assert got["zeroconf"].reason is None
 
 
 def test_block_that_names_packages_covers_up_to_the_last_named(tmp_path: Path) -> None:
-    got = annotate(tmp_path, "a>=1\n# flashinfer-cubin is not on the index\n"
-                             "flashinfer-python==1\nflashinfer-cubin==1.1\ntilelang==2\n")
+    got = annotate(
+        tmp_path,
+        "a>=1\n# flashinfer-cubin is not on the index\n"
+        "flashinfer-python==1\nflashinfer-cubin==1.1\ntilelang==2\n",
+    )
     assert got["flashinfer-cubin"].reason is not None
     assert got["tilelang"].reason is None
 
 
 def test_scope_line_limits_a_block_to_one_line(tmp_path: Path) -> None:
-    got = annotate(tmp_path, "# pinned together for the wheel builder.\ngrpcio==1\ngrpcio-status==1\n",
-                   CommentSettings(scope="line"))
+    got = annotate(
+        tmp_path,
+        "# pinned together for the wheel builder.\ngrpcio==1\ngrpcio-status==1\n",
+        CommentSettings(scope="line"),
+    )
     assert got["grpcio"].reason is not None
     assert got["grpcio-status"].reason is None
 
@@ -78,7 +96,7 @@ def test_commented_out_requirement_keeps_its_reason(tmp_path: Path) -> None:
 
 
 def test_comment_below_counts_only_when_structured_or_configured(tmp_path: Path) -> None:
-    text = "foo<2\n# below the line, free text\n\nbar<3\n# ^govern: reason=\"why bar\" bad=3.0\n"
+    text = 'foo<2\n# below the line, free text\n\nbar<3\n# ^govern: reason="why bar" bad=3.0\n'
     got = annotate(tmp_path, text)
     assert got["foo"].reason is None
     assert got["bar"].reason == "why bar"
@@ -88,11 +106,14 @@ def test_comment_below_counts_only_when_structured_or_configured(tmp_path: Path)
 
 
 def test_structured_form(tmp_path: Path) -> None:
-    got = annotate(tmp_path, '# govern: reason="CuPy 14.1.0 breaks" issue=cupy/cupy#9963,#12\n'
-                             "# govern: bad=14.1.0 review-by=2027-01-31 owner=@runtime "
-                             'verify="pytest -k cupy" profiles=cuda13 ignore=missing-link\n'
-                             "cupy<14.1.0\n", CommentSettings(links=LinkContext(
-                                 forge="https://github.com/vllm-project/vllm")))
+    got = annotate(
+        tmp_path,
+        '# govern: reason="CuPy 14.1.0 breaks" issue=cupy/cupy#9963,#12\n'
+        "# govern: bad=14.1.0 review-by=2027-01-31 owner=@runtime "
+        'verify="pytest -k cupy" profiles=cuda13 ignore=missing-link\n'
+        "cupy<14.1.0\n",
+        CommentSettings(links=LinkContext(forge="https://github.com/vllm-project/vllm")),
+    )
     ann = got["cupy"]
     assert ann.reason == "CuPy 14.1.0 breaks"
     assert [str(x) for x in ann.links] == [
@@ -117,8 +138,9 @@ def test_structured_form(tmp_path: Path) -> None:
         ('reason="unterminated', "cannot read"),
     ],
 )
-def test_invalid_structured_annotations_are_problems(tmp_path: Path, comment: str,
-                                                     message: str) -> None:
+def test_invalid_structured_annotations_are_problems(
+    tmp_path: Path, comment: str, message: str
+) -> None:
     got = annotate(tmp_path, f"foo<2  # govern: {comment}\n")
     (problem,) = got["foo"].problems
     assert problem.rule == "invalid-annotation"
@@ -127,10 +149,14 @@ def test_invalid_structured_annotations_are_problems(tmp_path: Path, comment: st
 
 
 def test_configured_annotations_for_generated_files(tmp_path: Path) -> None:
-    config = (ConfigAnnotation(package="PyCrypto", source="*.txt",
-                               fields={"reason": "replaced by pycryptodome",
-                                       "links": ("https://example.org/1",)}),
-              ConfigAnnotation(package="other", fields={"reason": "nope"}))
+    config = (
+        ConfigAnnotation(
+            package="PyCrypto",
+            source="*.txt",
+            fields={"reason": "replaced by pycryptodome", "links": ("https://example.org/1",)},
+        ),
+        ConfigAnnotation(package="other", fields={"reason": "nope"}),
+    )
     got = annotate(tmp_path, "pycrypto==1000000000.0.0\n", config=config)
     assert got["pycrypto"].reason == "replaced by pycryptodome"
     assert [str(x) for x in got["pycrypto"].links] == ["https://example.org/1"]
@@ -155,8 +181,10 @@ def test_find_links(text: str, expected: list[str]) -> None:
 
 
 def test_hash_refs_resolve_against_the_forge_and_bugs_against_the_tracker() -> None:
-    ctx = LinkContext(forge="https://github.com/home-assistant/core",
-                      bug_url="https://bugs.launchpad.net/bugs/{id}")
+    ctx = LinkContext(
+        forge="https://github.com/home-assistant/core",
+        bug_url="https://bugs.launchpad.net/bugs/{id}",
+    )
     assert [str(x) for x in find_links("(#119223) bug 1593641", ctx)] == [
         "https://github.com/home-assistant/core/issues/119223",
         "https://bugs.launchpad.net/bugs/1593641",
@@ -164,14 +192,24 @@ def test_hash_refs_resolve_against_the_forge_and_bugs_against_the_tracker() -> N
 
 
 @pytest.mark.parametrize(
-    "text", ["Apache-2.0", "BSD License (3 clause)", "LGPLv2.1+", "license: MIT",
-             "http://www.dnspython.org/LICENSE", "OSI-Approved Open Source, Public Domain",
-             "Apache-2.0 (+ dual licensed GPL2)", "SIL OPEN FONT LICENSE Version 1.1"])
+    "text",
+    [
+        "Apache-2.0",
+        "BSD License (3 clause)",
+        "LGPLv2.1+",
+        "license: MIT",
+        "http://www.dnspython.org/LICENSE",
+        "OSI-Approved Open Source, Public Domain",
+        "Apache-2.0 (+ dual licensed GPL2)",
+        "SIL OPEN FONT LICENSE Version 1.1",
+    ],
+)
 def test_licence_tags(text: str) -> None:
     assert is_licence_tag(text)
 
 
 @pytest.mark.parametrize(
-    "text", ["Required for disaggregated prefill", "MIT broke this in 2.0", "see #12", ""])
+    "text", ["Required for disaggregated prefill", "MIT broke this in 2.0", "see #12", ""]
+)
 def test_not_licence_tags(text: str) -> None:
     assert not is_licence_tag(text)

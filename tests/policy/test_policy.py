@@ -17,11 +17,20 @@ from govern.policy.rules import RULES
 TODAY = date(2026, 12, 2)
 
 
-def findings(tmp_path: Path, text: str, policy: str = "default",
-             name: str = "requirements.txt", **options: bool) -> list[Finding]:
+def findings(
+    tmp_path: Path,
+    text: str,
+    policy: str = "default",
+    name: str = "requirements.txt",
+    allow_outside_root: bool = False,
+) -> list[Finding]:
     (tmp_path / name).write_text(text, encoding="utf-8")
-    report = audit([tmp_path], config=Config(), policy=load_policy(policy, base=tmp_path),
-                   options=AuditOptions(today=TODAY, **options))
+    report = audit(
+        [tmp_path],
+        config=Config(),
+        policy=load_policy(policy, base=tmp_path),
+        options=AuditOptions(today=TODAY, allow_outside_root=allow_outside_root),
+    )
     return list(report.findings)
 
 
@@ -39,7 +48,10 @@ def test_shipped_policies_cover_every_rule() -> None:
 
 def test_missing_reason_by_kind(tmp_path: Path) -> None:
     found = findings(tmp_path, "a!=1.0.0\nb<2\nc==1.0\n")
-    assert [(f.rule, f.package) for f in found] == [("missing-reason", "a"), ("missing-reason", "b")]
+    assert [(f.rule, f.package) for f in found] == [
+        ("missing-reason", "a"),
+        ("missing-reason", "b"),
+    ]
     assert all(f.severity is Severity.WARNING for f in found)
 
 
@@ -47,8 +59,11 @@ def test_strict_requires_link_and_review_date_on_caps(tmp_path: Path) -> None:
     found = findings(tmp_path, "# broken by 2.0\nb<2\n", policy="strict")
     assert sorted(rules_of(found)) == ["missing-link", "missing-review-by"]
     assert all(f.severity is Severity.ERROR for f in found)
-    ok = findings(tmp_path, "# broken by 2.0, see o/r#1\nb<2  # govern: review-by=2027-06-01\n",
-                  policy="strict")
+    ok = findings(
+        tmp_path,
+        "# broken by 2.0, see o/r#1\nb<2  # govern: review-by=2027-06-01\n",
+        policy="strict",
+    )
     assert ok == []
 
 
@@ -60,11 +75,14 @@ def test_review_overdue(tmp_path: Path) -> None:
 
 
 def test_partial_version_exclusion(tmp_path: Path) -> None:
-    found = findings(tmp_path, "# 3.14 broke us.\nfoo!=3.14\n# 3.14.0 broke us.\nbar!=3.14.0,!=2.*\n")
+    found = findings(
+        tmp_path, "# 3.14 broke us.\nfoo!=3.14\n# 3.14.0 broke us.\nbar!=3.14.0,!=2.*\n"
+    )
     (partial,) = found
     assert partial.rule == "partial-version-exclusion"
     assert partial.package == "foo"
-    assert partial.hint is not None and "!=3.14.*" in partial.hint
+    assert partial.hint is not None
+    assert "!=3.14.*" in partial.hint
 
 
 @pytest.mark.parametrize(
@@ -80,8 +98,11 @@ def test_partial_version_exclusion(tmp_path: Path) -> None:
     ],
 )
 def test_redundant_exclusion(tmp_path: Path, requirement: str, redundant: str | None) -> None:
-    found = [f for f in findings(tmp_path, f"# reason\n{requirement}\n")
-             if f.rule == "redundant-exclusion"]
+    found = [
+        f
+        for f in findings(tmp_path, f"# reason\n{requirement}\n")
+        if f.rule == "redundant-exclusion"
+    ]
     if redundant is None:
         assert found == []
     else:
@@ -96,12 +117,18 @@ def test_cap_in_library(tmp_path: Path) -> None:
         '[project.optional-dependencies]\nfast = ["orjson<4"]\n'
         '[dependency-groups]\ndev = ["pytest<9"]\n'
     )
-    found = [f for f in findings(tmp_path, pyproject, policy="library", name="pyproject.toml")
-             if f.rule == "cap-in-library"]
+    found = [
+        f
+        for f in findings(tmp_path, pyproject, policy="library", name="pyproject.toml")
+        if f.rule == "cap-in-library"
+    ]
     assert sorted(f.package or "" for f in found) == ["httpx", "orjson", "python"]
     assert all(f.severity is Severity.ERROR for f in found)
-    assert not [f for f in findings(tmp_path, pyproject, name="pyproject.toml")
-                if f.rule == "cap-in-library"]
+    assert not [
+        f
+        for f in findings(tmp_path, pyproject, name="pyproject.toml")
+        if f.rule == "cap-in-library"
+    ]
 
 
 def test_inline_suppression(tmp_path: Path) -> None:
@@ -116,27 +143,35 @@ def test_inline_suppression(tmp_path: Path) -> None:
 def test_includes_cycles_missing_and_outside_root(tmp_path: Path) -> None:
     project = tmp_path / "project"
     project.mkdir()
-    (project / "requirements.txt").write_text("-r requirements-dev.txt\n-r gone.txt\n"
-                                              "-r ../outside.txt\n", encoding="utf-8")
+    (project / "requirements.txt").write_text(
+        "-r requirements-dev.txt\n-r gone.txt\n-r ../outside.txt\n", encoding="utf-8"
+    )
     (project / "requirements-dev.txt").write_text("-r requirements.txt\n", encoding="utf-8")
     (tmp_path / "outside.txt").write_text("x<1\n", encoding="utf-8")
-    report = audit([project], config=Config(), policy=load_policy("default"),
-                   options=AuditOptions(today=TODAY))
+    report = audit(
+        [project], config=Config(), policy=load_policy("default"), options=AuditOptions(today=TODAY)
+    )
     got = {(f.rule, f.source, f.line) for f in report.findings}
     assert ("include-not-found", "requirements.txt", 2) in got
     assert ("include-outside-root", "requirements.txt", 3) in got
     cycles = [f for f in report.findings if f.rule == "include-cycle"]
     assert len(cycles) == 1
     assert "requirements-dev.txt -> requirements.txt" in cycles[0].message
-    allowed = audit([project], config=Config(), policy=load_policy("default"),
-                    options=AuditOptions(today=TODAY, allow_outside_root=True))
+    allowed = audit(
+        [project],
+        config=Config(),
+        policy=load_policy("default"),
+        options=AuditOptions(today=TODAY, allow_outside_root=True),
+    )
     assert "x" in {e.package for e in allowed.exclusions}
 
 
 def test_custom_policy_extends_and_overrides(tmp_path: Path) -> None:
     (tmp_path / "team.toml").write_text(
         'name = "team"\nextends = "strict"\nfail-on = "warning"\n'
-        '[rules]\nmissing-link = "off"\nsentinel = { severity = "warning" }\n', encoding="utf-8")
+        '[rules]\nmissing-link = "off"\nsentinel = { severity = "warning" }\n',
+        encoding="utf-8",
+    )
     policy = load_policy("team.toml", base=tmp_path)
     assert policy.severity("missing-link") is Severity.OFF
     assert policy.severity("missing-review-by") is Severity.ERROR  # from strict
@@ -149,7 +184,7 @@ def test_custom_policy_extends_and_overrides(tmp_path: Path) -> None:
     [
         ('[rules]\nmissing-reasons = "error"\n', "Did you mean 'missing-reason'?"),
         ('[rules]\nmissing-reason = "loud"\n', "not one of error, warning, info, off"),
-        ('[rules]\nmissing-reason = 3\n', "must be a severity or a table"),
+        ("[rules]\nmissing-reason = 3\n", "must be a severity or a table"),
         ('colour = "red"\n', "Policy keys are"),
         ("[rules\n", "Fix the TOML syntax."),
         ('extends = "p.toml"\n', "extends itself"),
