@@ -450,32 +450,34 @@ def _version(rng: random.Random) -> str:
     return f"{rng.randint(0, 30)}.{rng.randint(0, 20)}.{rng.randint(0, 9)}"
 
 
+# (weight, template): roughly the corpus's mix, where ~40% of requirements carry an
+# exclusion clause (!=, <, <=, ==, ~=) and the rest are floors or bare names.
+_SPECIFIERS: tuple[tuple[int, str], ...] = (
+    (40, ">={lo}"),
+    (10, ""),
+    (10, ">={lo},<{hi}"),
+    (8, "!={bad}"),
+    (5, ">={lo},!={bad},<{hi}"),
+    (8, "=={bad}"),
+    (6, "~={bad}"),
+    (4, "<{hi}"),
+    (3, ">={lo},!={bad},!={bad2},!={bad3},!={lo}.*"),  # a long != list with a wildcard
+    (3, " >= {lo} , < {hi}"),  # spaces around operators
+    (3, ">={lo}rc1"),  # a pre-release floor
+)
+_SPECIFIER_TEMPLATES = tuple(template for _, template in _SPECIFIERS)
+_SPECIFIER_WEIGHTS = tuple(weight for weight, _ in _SPECIFIERS)
+
+
 def _specifier(rng: random.Random) -> str:
-    lo = f"{rng.randint(0, 9)}.{rng.randint(0, 9)}"
-    hi = f"{rng.randint(10, 20)}.0"
-    bad = _version(rng)
-    roll = rng.random()
-    if roll < 0.25:
-        return f">={lo}"
-    if roll < 0.40:
-        return f">={lo},<{hi}"
-    if roll < 0.50:
-        return f"!={bad}"
-    if roll < 0.60:
-        return f">={lo},!={bad},<{hi}"
-    if roll < 0.70:
-        return f"=={bad}"
-    if roll < 0.78:
-        return f"~={bad}"
-    if roll < 0.83:
-        return f"<{hi}"
-    if roll < 0.87:
-        return f">={lo},!={bad},!={_version(rng)},!={_version(rng)},!={lo}.*"
-    if roll < 0.90:
-        return f" >= {lo} , < {hi}"  # spaces around operators
-    if roll < 0.93:
-        return f">={lo}rc1"
-    return ""
+    (template,) = rng.choices(_SPECIFIER_TEMPLATES, weights=_SPECIFIER_WEIGHTS)
+    return template.format(
+        lo=f"{rng.randint(0, 9)}.{rng.randint(0, 9)}",
+        hi=f"{rng.randint(10, 20)}.0",
+        bad=_version(rng),
+        bad2=_version(rng),
+        bad3=_version(rng),
+    )
 
 
 def _requirement(rng: random.Random, name: str, marker: str | None) -> str:
@@ -535,7 +537,14 @@ def generate_tree(root: Path, size: int, seed: int) -> Tree:
 class ScaleResult:
     tree: Tree
     run: ChildRun
-    counted: int | None
+    counted: int | None  # requirements in govern's JSON summary
+    exclusions: int | None
+    findings: int | None
+    report_mb: float  # size of the JSON report
+
+
+def _count(value: int | None) -> str:
+    return "-" if value is None else f"{value:,}"
 
 
 def scale_section(work: Path, sizes: Sequence[int], seed: int, timeout: float) -> None:
@@ -557,9 +566,14 @@ def scale_section(work: Path, sizes: Sequence[int], seed: int, timeout: float) -
         # Warm the OS cache, and check the report, with an untimed run.
         out = work / f"scale-{size}.json"
         warm = run_measured(argv, work, out, timeout)
-        counted: int | None = None
+        counted = exclusions = findings = None
+        report_mb = 0.0
         if warm.exit_code == 0:
-            counted = int(json.loads(out.read_text("utf-8"))["summary"]["requirements"])
+            report_mb = out.stat().st_size / 2**20
+            summary = json.loads(out.read_text("utf-8"))["summary"]
+            counted = int(summary["requirements"])
+            exclusions = int(summary["exclusions"])
+            findings = sum(int(count) for count in summary["findings"].values())
         out.unlink(missing_ok=True)
         run = run_measured(argv, work, None, timeout) if warm.exit_code == 0 else warm
         if run.exit_code != 0:
@@ -567,21 +581,22 @@ def scale_section(work: Path, sizes: Sequence[int], seed: int, timeout: float) -
             print(f"  govern audit FAILED ({why}):\n{run.stderr[-2000:]}")
         elif counted != tree.requirements:
             print(f"  note: govern counted {counted} requirements, {tree.requirements} generated")
-        results.append(ScaleResult(tree, run, counted))
+        results.append(ScaleResult(tree, run, counted, exclusions, findings, report_mb))
 
     print()
     print(
-        f"{'requirements':>12} {'files':>6} {'govern count':>12} {'wall s':>8} "
-        f"{'peak MB':>8} {'us/req':>8}  status"
+        f"{'requirements':>12} {'files':>6} {'exclusions':>10} {'findings':>9} {'json MB':>8} "
+        f"{'wall s':>8} {'peak MB':>8} {'us/req':>8}  status"
     )
     for result in results:
         tree, run = result.tree, result.run
         status = "ok" if run.exit_code == 0 else ("timeout" if run.timed_out else "failed")
         print(
-            f"{tree.requirements:>12,} {tree.files:>6} "
-            f"{result.counted if result.counted is not None else '-':>12} {run.wall:>8.2f} "
+            f"{tree.requirements:>12,} {tree.files:>6} {_count(result.exclusions):>10} "
+            f"{_count(result.findings):>9} {result.report_mb:>8.1f} {run.wall:>8.2f} "
             f"{run.max_rss_kib / 1024:>8.1f} {run.wall / tree.requirements * 1e6:>8.1f}  {status}"
         )
+    print("(peak MB: the child's ru_maxrss from os.wait4, in MiB; us/req: wall / requirements)")
 
     ok = [result for result in results if result.run.exit_code == 0]
     if len(ok) >= 2:

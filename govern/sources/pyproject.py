@@ -36,12 +36,12 @@ from govern.sources.model import (
     Source,
     SourceFormat,
 )
+from govern.sources.pep508 import parse_requirement, requirement_hint
 
 __all__ = ["read_pyproject"]
 
 PARSE_ERROR = "parse-error"
 INCLUDE_CYCLE = "include-cycle"
-EQUALS_HINT = "did you mean ==?"
 
 # A key path into the TOML document: table keys and array indices.
 _KeyPath = tuple[str | int, ...]
@@ -383,19 +383,19 @@ class _Builder:
 
     def _requirement(self, path: _KeyPath, value: str, group: str) -> None:
         pos = self._string_pos(path, value)
-        try:
-            requirement = Requirement(value)
-        except InvalidRequirement as exc:
-            offset = _error_offset(exc)
-            column = pos.column + offset if pos.exact and offset <= len(value) else pos.column
+        requirement, error = parse_requirement(value)
+        if requirement is None:
+            offset, message = error or (0, "invalid requirement")
+            column = pos.column + offset if pos.exact else pos.column
             self.problems.append(
                 Problem(
                     rule=PARSE_ERROR,
                     line=pos.line,
-                    message=_first_line(exc, "invalid requirement"),
+                    message=message,
                     column=column,
-                    excerpt=value,
-                    hint=_hint(value),
+                    # The whole physical line: the caret's column indexes into it.
+                    excerpt=self._line_text(pos.line),
+                    hint=requirement_hint(value, offset),
                 )
             )
             return
@@ -439,8 +439,8 @@ class _Builder:
                     line=pos.line,
                     message=f"invalid requires-python: {_first_line(exc, 'invalid specifier')}",
                     column=pos.column,
-                    excerpt=value,
-                    hint=_hint(value),
+                    excerpt=self._line_text(pos.line),
+                    hint=requirement_hint(value, 0),
                 )
             )
             return
@@ -706,30 +706,9 @@ def _toml_type(value: object) -> str:
     return "a date or time"
 
 
-def _error_offset(exc: InvalidRequirement) -> int:
-    """The 0-based offset of the offending character, from packaging's parser error."""
-    span = getattr(exc.__cause__, "span", None)
-    if isinstance(span, tuple) and span and isinstance(span[0], int) and span[0] >= 0:
-        return span[0]
-    return 0
-
-
 def _first_line(exc: Exception, default: str) -> str:
     lines = str(exc).splitlines()
     return lines[0].strip() if lines and lines[0].strip() else default
-
-
-def _hint(value: str) -> str | None:
-    """A hint for a requirement that did not parse, when the mistake is recognisable."""
-    for index, char in enumerate(value):
-        if char != "=":
-            continue
-        before = value[index - 1] if index > 0 else ""
-        after = value[index + 1] if index + 1 < len(value) else ""
-        if (before and before in "=!<>~") or after == "=":
-            continue
-        return EQUALS_HINT
-    return None
 
 
 def _toml_error_position(exc: Exception, text: str, lines: list[str]) -> tuple[int, int]:

@@ -19,7 +19,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
 from govern.sources.model import (
@@ -32,11 +31,15 @@ from govern.sources.model import (
     Source,
     SourceFormat,
 )
+from govern.sources.pep508 import parse_requirement, requirement_hint
 
 # pip's own expressions (req_file.py): a comment starts at the line start or
 # after whitespace; only upper-case ${NAME} is expanded (POSIX names).
 _COMMENT_RE = re.compile(r"(^|\s+)#.*$")
 _ENV_VAR_RE = re.compile(r"\$\{([A-Z0-9_]+)\}")
+_CODING_RE = re.compile(rb"coding[:=]\s*([-\w.]+)")
+_SCHEME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://|^file:")
+_USERINFO_RE = re.compile(r"(://)[^/@\s]+@")
 _ARCHIVE_SUFFIXES = (".whl", ".zip", ".tar.gz", ".tgz", ".tar.bz2", ".tbz", ".tar.xz", ".tar")
 _STRONG_HASHES = ("sha256", "sha384", "sha512")
 
@@ -51,7 +54,7 @@ class _Option:
 
 
 _OPTIONS = (
-    _Option(("-i", "--index-url"), True),
+    _Option(("-i", "--pypi-url", "--index-url"), True),
     _Option(("--extra-index-url",), True),
     _Option(("--no-index",), False),
     _Option(("-c", "--constraint"), True),
@@ -66,7 +69,7 @@ _OPTIONS = (
     _Option(("--trusted-host",), True),
     _Option(("--use-feature",), True),
     _Option(("--hash",), True, on_requirement=True),
-    _Option(("--config-settings",), True, on_requirement=True),
+    _Option(("-C", "--config-settings"), True, on_requirement=True),
     _Option(("--global-option",), True, on_requirement=True),
 )
 _BY_NAME = {name: opt for opt in _OPTIONS for name in opt.names}
@@ -92,10 +95,21 @@ def decode(data: bytes) -> tuple[str, str | None]:
     ):
         if data.startswith(bom):
             return data[len(bom) :].decode(encoding, errors="replace"), None
+    # pip's auto_decode honours a PEP 263 coding line in the first two lines.
+    for line in data.split(b"\n", 2)[:2]:
+        match = _CODING_RE.search(line)
+        if match and line.lstrip().startswith(b"#"):
+            try:
+                return data.decode(match.group(1).decode("ascii")), None
+            except (LookupError, UnicodeDecodeError):
+                break
     try:
         return data.decode("utf-8"), None
     except UnicodeDecodeError as exc:
-        return data.decode("latin-1"), f"not valid UTF-8 (byte {exc.start}); read as Latin-1"
+        line_number = data.count(b"\n", 0, exc.start) + 1
+        return data.decode("latin-1"), (
+            f"not valid UTF-8 (line {line_number}, byte {exc.start}); read as Latin-1"
+        )
 
 
 def _join_lines(physical: list[str]) -> list[tuple[int, int, str]]:
@@ -196,7 +210,7 @@ def _parse_options(options: str) -> list[tuple[str, str | None]]:
         token = tokens[i]
         i += 1
         if not token.startswith("-") or token == "-":  # noqa: S105 - an option token
-            raise _OptionError(f"unexpected argument {token!r} after the options")
+            continue  # optparse hands leftover arguments back; pip ignores them
         opt, name, value = _lookup(token)
         if opt.takes_value and value is None:
             if i >= len(tokens):
@@ -209,18 +223,34 @@ def _parse_options(options: str) -> list[tuple[str, str | None]]:
     return parsed
 
 
+def redact(text: str) -> str:
+    """Hide credentials in URLs (``https://user:token@host`` -> ``https://***@host``)."""
+    return _USERINFO_RE.sub(r"\1***@", text)
+
+
 def _looks_like_url(text: str) -> bool:
-    return "://" in text or text.startswith("file:")
+    return _SCHEME_RE.match(text) is not None
 
 
 def _looks_like_path(text: str) -> bool:
-    # pip's _looks_like_path plus archive names (pip also checks the disk).
+    # pip's _looks_like_path, plus archive names (pip also checks the disk).
     return (
         os.sep in text
         or (os.altsep is not None and os.altsep in text)
         or text.startswith(".")
         or text.endswith(_ARCHIVE_SUFFIXES)
     )
+
+
+def _is_location(location: str) -> bool:
+    """A URL or a path rather than a PEP 508 requirement (pip's parse_req_from_line)."""
+    if _looks_like_url(location):
+        return True
+    if not _looks_like_path(location):
+        return False
+    # "name @ url" is a requirement: pip checks the part before "@" the same way.
+    before, at, _ = location.partition("@")
+    return not at or _looks_like_path(before.strip())
 
 
 def _name_from_location(location: str) -> str | None:
@@ -235,33 +265,6 @@ def _name_from_location(location: str) -> str | None:
         except InvalidWheelFilename:
             return None
     return None
-
-
-def _requirement_hint(text: str, column: int) -> str | None:
-    """Advice for the requirement mistakes pip users make most."""
-    stripped = re.sub(r"(===|==|!=|<=|>=|~=)", "", text)
-    if "=" in stripped.split(";", 1)[0]:
-        return "did you mean ==? A version pin is written name==1.0"
-    rest = text[column:].strip()
-    if rest and " " in text.strip():
-        try:
-            Requirement(rest)
-        except InvalidRequirement:
-            return None
-        return "two requirements on one line? pip reads one requirement per line"
-    return None
-
-
-def _parse_requirement(text: str) -> tuple[Requirement | None, tuple[int, str] | None]:
-    """Parse with packaging; on failure return (offset of the bad text, message)."""
-    try:
-        return Requirement(text), None
-    except InvalidRequirement as exc:
-        cause = exc.__cause__
-        span = getattr(cause, "span", None)
-        message = getattr(cause, "message", None) or str(exc).splitlines()[0]
-        offset = span[0] if isinstance(span, tuple) else 0
-        return None, (int(offset), str(message))
 
 
 class _Reader:
@@ -325,26 +328,36 @@ class _Reader:
             return
         column = len(content) - len(content.lstrip()) + 1
         shown = content.rstrip()  # the excerpt a caret points into: columns index it
-        expanded, changed = _expand(body, self.environ)
-        args, opts = _break_args_options(expanded)
-        raw_args, _ = _break_args_options(body)
+        # Options are parsed on the text as written so that ${TOKEN} values never
+        # reach an entry, a message or an include; they are expanded where used.
+        raw_args, opts = _break_args_options(body)
         try:
             parsed = _parse_options(opts) if opts else []
         except _OptionError as exc:
             self._mark(first, last, LineKind.OTHER, comment)
-            where = body.find(opts.split(" ", 1)[0]) if not changed else 0
+            where = body.find(opts.split(" ", 1)[0])
             self.problem(
                 first,
-                f"pip rejects this line: {exc}",
+                redact(f"pip rejects this line: {exc}"),
                 column=column + max(where, 0),
                 excerpt=shown,
                 hint=_option_hint(str(exc)),
             )
             return
-        if not args:
+        raw_args = raw_args.strip()
+        if not raw_args:
+            editables = [value or "" for name, value in parsed if name == "--editable"]
+            if editables:
+                # pip takes the first -e of a line as its requirement and ignores the rest.
+                index = self._unconstrainable(first, last, column, editables[0], editable=True)
+                self._mark(first, last, LineKind.ENTRY, comment, index)
+                return
             self._option_line(first, last, comment, parsed, column, shown)
             return
-        self._requirement_line(first, last, comment, args, raw_args, parsed, column, shown, changed)
+        options_column = column + body.find(opts) if opts else column
+        self._requirement_line(
+            first, last, comment, raw_args, parsed, column, shown, options_column
+        )
 
     def _option_line(
         self,
@@ -355,7 +368,6 @@ class _Reader:
         column: int,
         body: str,
     ) -> None:
-        entry_index: int | None = None
         for name, value in parsed:
             if name in ("--hash", "--config-settings", "--global-option"):
                 self.problem(
@@ -366,21 +378,18 @@ class _Reader:
                 )
             elif name in ("--requirement", "--constraint"):
                 self._include(first, name, value or "")
-            elif name == "--editable":
-                entry_index = self._unconstrainable(first, last, column, value or "", editable=True)
             else:
                 self.options.append(OptionLine(first, name, value))
-        if entry_index is not None:
-            self._mark(first, last, LineKind.ENTRY, comment, entry_index)
-        else:
-            self._mark(first, last, LineKind.OPTION, comment)
+        self._mark(first, last, LineKind.OPTION, comment)
 
     def _include(self, line: int, name: str, target: str) -> None:
         kind = "requirements" if name == "--requirement" else "constraints"
         expanded, _ = _expand(target, self.environ)
         if _looks_like_url(expanded) and not expanded.startswith("file:"):
             self.includes.append(Include(line, kind, target, None))
-            self.problem(line, f"remote include {target} is not followed", rule="include-remote")
+            self.problem(
+                line, f"remote include {redact(target)} is not followed", rule="include-remote"
+            )
             return
         local = expanded.removeprefix("file://").removeprefix("file:")
         self.includes.append(Include(line, kind, target, self.file.parent / local))
@@ -407,13 +416,13 @@ class _Reader:
         first: int,
         last: int,
         comment: str | None,
-        args: str,
         raw_args: str,
         parsed: list[tuple[str, str | None]],
         column: int,
         body: str,
-        changed: bool,
+        options_column: int,
     ) -> None:
+        args, changed = _expand(raw_args, self.environ)
         hashes: list[str] = []
         for name, value in parsed:
             if name == "--hash":
@@ -439,17 +448,15 @@ class _Reader:
                 self.problem(
                     first,
                     f"pip ignores {name} after a requirement; put it on a line of its own",
-                    column=column,
+                    column=options_column,
                     excerpt=body,
                 )
         location = args.split(" ; ", 1)[0].split("; ", 1)[0].strip()
-        if "@" not in args.split(";", 1)[0] and (
-            _looks_like_url(location) or _looks_like_path(location)
-        ):
+        if _is_location(location):
             index = self._unconstrainable(first, last, column, raw_args, editable=False)
             self._mark(first, last, LineKind.ENTRY, comment, index)
             return
-        requirement, error = _parse_requirement(args)
+        requirement, error = parse_requirement(args)
         if requirement is None:
             offset, message = error or (0, "invalid requirement")
             self._mark(first, last, LineKind.OTHER, comment)
@@ -458,7 +465,7 @@ class _Reader:
                 message,
                 column=column + (0 if changed else offset),
                 excerpt=body,
-                hint=None if changed else _requirement_hint(args, offset),
+                hint=None if changed else requirement_hint(args, offset),
             )
             return
         self.entries.append(
