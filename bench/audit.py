@@ -450,20 +450,21 @@ def _version(rng: random.Random) -> str:
     return f"{rng.randint(0, 30)}.{rng.randint(0, 20)}.{rng.randint(0, 9)}"
 
 
-# (weight, template): roughly the corpus's mix, where ~40% of requirements carry an
-# exclusion clause (!=, <, <=, ==, ~=) and the rest are floors or bare names.
+# (weight, template): close to the corpus's density, where a third of the requirements
+# carry an exclusion clause (!=, <, ==, ~=), ~0.4 clauses per requirement, and the rest are
+# floors or bare names.
 _SPECIFIERS: tuple[tuple[int, str], ...] = (
-    (40, ">={lo}"),
-    (10, ""),
-    (10, ">={lo},<{hi}"),
-    (8, "!={bad}"),
-    (5, ">={lo},!={bad},<{hi}"),
-    (8, "=={bad}"),
-    (6, "~={bad}"),
-    (4, "<{hi}"),
-    (3, ">={lo},!={bad},!={bad2},!={bad3},!={lo}.*"),  # a long != list with a wildcard
+    (50, ">={lo}"),
+    (12, ""),
+    (7, ">={lo},<{hi}"),
+    (5, "!={bad}"),
+    (3, ">={lo},!={bad},<{hi}"),
+    (7, "=={bad}"),
+    (4, "~={bad}"),
+    (3, "<{hi}"),
+    (2, ">={lo},!={bad},!={bad2},!={bad3},!={lo}.*"),  # a long != list with a wildcard
     (3, " >= {lo} , < {hi}"),  # spaces around operators
-    (3, ">={lo}rc1"),  # a pre-release floor
+    (4, ">={lo}rc1"),  # a pre-release floor
 )
 _SPECIFIER_TEMPLATES = tuple(template for _, template in _SPECIFIERS)
 _SPECIFIER_WEIGHTS = tuple(weight for weight, _ in _SPECIFIERS)

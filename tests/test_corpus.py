@@ -37,7 +37,7 @@ def by_package(report: AuditReport, package: str) -> list[Exclusion]:
 
 
 def test_vllm_kv_connectors_cupy_is_one_not_equal_with_its_reason(data: Path) -> None:
-    report = run(data / "vllm" / "requirements__kv_connectors.txt")
+    report = run(data / "vllm" / "requirements" / "kv_connectors.txt")
     cupy = by_package(report, "cupy-cuda13x")
     assert len(cupy) == 1
     (exc,) = cupy
@@ -50,7 +50,7 @@ def test_vllm_kv_connectors_cupy_is_one_not_equal_with_its_reason(data: Path) ->
 
 
 def test_vllm_after_pr43530_is_one_cap_verified_for_runtime_images(data: Path) -> None:
-    report = run(data / "vllm" / "history__kv_connectors.txt@pr43530-reconstructed")
+    report = run(data / "vllm" / "history" / "kv_connectors.txt@pr43530-reconstructed")
     (exc,) = by_package(report, "cupy-cuda13x")
     assert exc.kind is Kind.CAP
     assert exc.clause == "<14.1.0"
@@ -61,7 +61,7 @@ def test_vllm_after_pr43530_is_one_cap_verified_for_runtime_images(data: Path) -
 
 
 def test_vllm_before_cupy_has_no_cupy(data: Path) -> None:
-    report = run(data / "vllm" / "history__kv_connectors.txt@4742f9e6")
+    report = run(data / "vllm" / "history" / "kv_connectors.txt@4742f9e6")
     assert by_package(report, "cupy-cuda13x") == []
 
 
@@ -195,17 +195,9 @@ def test_airflow_requires_python_and_sentinel(tmp_path: Path, data: Path) -> Non
     ]
 
 
-def test_vllm_cuda_follows_include_and_reports_inconsistent_torch(
-    tmp_path: Path, data: Path
-) -> None:
-    req = tmp_path / "requirements"
-    (req / "test").mkdir(parents=True)
-    shutil.copy(data / "vllm" / "requirements__cuda.txt", req / "cuda.txt")
-    shutil.copy(data / "vllm" / "requirements__common.txt", req / "common.txt")
-    shutil.copy(data / "vllm" / "requirements__test__cuda.in", req / "test" / "cuda.in")
-    shutil.copy(data / "vllm" / "requirements__kv_connectors.txt", req / "kv_connectors.txt")
+def test_vllm_checkout_follows_include_and_reports_inconsistent_torch(data: Path) -> None:
     report = audit(
-        [tmp_path],
+        [data / "vllm"],
         config=Config(),
         policy=load_policy("default"),
         options=AuditOptions(today=TODAY),
@@ -217,6 +209,7 @@ def test_vllm_cuda_follows_include_and_reports_inconsistent_torch(
         "requirements/test/cuda.in",
     ]
     cuda = next(s for s in report.sources if s.path == "requirements/cuda.txt")
+    assert [i.target for i in cuda.includes] == ["common.txt"]
     assert [o.name for o in cuda.options] == ["--extra-index-url"]
     torch = [
         f for f in report.findings if f.rule == "inconsistent-exclusions" and f.package == "torch"

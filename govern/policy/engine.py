@@ -15,6 +15,7 @@ from govern.exclusions.model import Exclusion, Kind, SubKind
 from govern.policy.model import Finding, Policy, Severity
 from govern.policy.rules import RULES
 from govern.sources.model import Problem, Source
+from govern.sources.requirements_txt import redact
 
 
 def _line_suppressions(source: Source, line: int) -> frozenset[str]:
@@ -279,7 +280,7 @@ def evaluate(
                     "unconstrainable",
                     source.path,
                     entry.line,
-                    f"{entry.text} cannot be bounded by a version",
+                    f"{redact(entry.text)} cannot be bounded by a version",
                     _line_suppressions(source, entry.line),
                     package=entry.name,
                     column=entry.column,
