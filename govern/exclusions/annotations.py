@@ -195,11 +195,9 @@ def _commented_requirement(text: str) -> bool:
     return bool(req.specifier) or req.url is not None
 
 
-def _mentions(text: str, name: str) -> bool:
-    for word in _WORD_RE.findall(text.lower()):
-        if canonicalize_name(word.strip("._-")) == name:
-            return True
-    return False
+def _mentioned_names(text: str) -> set[str]:
+    """The canonical forms of every word of ``text`` (to spot package names in it)."""
+    return {canonicalize_name(word.strip("._-")) for word in _WORD_RE.findall(text.lower())}
 
 
 @dataclass
@@ -209,6 +207,17 @@ class _Draft:
     block: list[str] = field(default_factory=list)
     inline: str | None = None
     structured: list[tuple[str, int]] = field(default_factory=list)  # (text, line)
+
+
+class _Drafts(dict[int, _Draft]):
+    """Drafts by entry index, created on first use."""
+
+    def __missing__(self, index: int) -> _Draft:
+        draft = self[index] = _Draft()
+        return draft
+
+
+_EMPTY = Annotation()
 
 
 def parse_structured(
@@ -346,7 +355,7 @@ def read_annotations(
 ) -> list[Annotation]:
     """One annotation per entry of ``source`` (same order as ``source.entries``)."""
     settings = settings or CommentSettings()
-    drafts = [_Draft() for _ in source.entries]
+    drafts = _Drafts()
     for index, entry in enumerate(source.entries):
         line = source.line(entry.line)
         comment = line.comment if line is not None and line.entry == index else None
@@ -361,7 +370,11 @@ def read_annotations(
             drafts[index].inline = comment.strip() or None
     for first, last in _comment_runs(source):
         _attach_run(source, settings, drafts, first, last)
-    annotations = [_freeze(d, settings.links) for d in drafts]
+    # Most lines carry nothing: they share one empty annotation.
+    annotations = [
+        _freeze(drafts[i], settings.links) if i in drafts else _EMPTY
+        for i in range(len(source.entries))
+    ]
     if config:
         annotations = [
             _apply_config(a, e.name, source.path, config, settings.links)
@@ -371,7 +384,7 @@ def read_annotations(
 
 
 def _attach_run(
-    source: Source, settings: CommentSettings, drafts: list[_Draft], first: int, last: int
+    source: Source, settings: CommentSettings, drafts: _Drafts, first: int, last: int
 ) -> None:
     above_of = _entry_before(source, first)
     texts: list[tuple[int, str]] = []
@@ -415,11 +428,8 @@ def _covered(
     """Which entries of the run below a comment block the block explains."""
     if settings.scope == "line":
         return members[:1]
-    mentioned = [
-        i
-        for i, m in enumerate(members)
-        if (name := source.entries[m].name) is not None and _mentions(text, name)
-    ]
+    names = _mentioned_names(text) if text else set()
+    mentioned = [i for i, m in enumerate(members) if source.entries[m].name in names]
     if not embedded:
         return members[: mentioned[-1] + 1] if mentioned else members
     # Inside a list: the first line, the lines after it with the very same

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import date
 
-from packaging.specifiers import InvalidSpecifier, Specifier, SpecifierSet
+from packaging.specifiers import Specifier
 from packaging.version import InvalidVersion, Version
 
 from govern.exclusions.annotations import parse_structured
@@ -93,40 +94,45 @@ def _kinds(policy: Policy, rule: str, default: Sequence[str]) -> set[str]:
     return set(policy.option(rule, "kinds", list(default)))
 
 
-def _probes(specs: Iterable[Specifier]) -> list[Version]:
-    """Versions around every bound in ``specs``: enough to compare clause sets."""
-    found: set[Version] = {Version("0.dev0"), Version("999999")}
-    for spec in specs:
-        try:
-            v = Version(spec.version.removesuffix(".*"))
-        except InvalidVersion:
-            continue
-        release = v.release
-        found.update(
-            {
-                v,
-                Version(f"{v.base_version}.dev0"),
-                Version(f"{v.base_version}.post1"),
-                Version(".".join(map(str, (*release, 1)))),
-                Version(".".join(map(str, (*release[:-1], release[-1] + 1)))),
-                Version(f"{release[0] + 1}"),
-            }
-        )
-    return sorted(found)
+@functools.lru_cache(maxsize=4096)
+def _probes_around(version: str) -> tuple[Version, ...]:
+    """Versions at and around one bound: enough to compare clause sets."""
+    try:
+        v = Version(version.removesuffix(".*"))
+    except InvalidVersion:
+        return ()
+    release = v.release
+    return (
+        v,
+        Version(f"{v.base_version}.dev0"),
+        Version(f"{v.base_version}.post1"),
+        Version(".".join(map(str, (*release, 1)))),
+        Version(".".join(map(str, (*release[:-1], release[-1] + 1)))),
+        Version(f"{release[0] + 1}"),
+    )
+
+
+_EDGES = (Version("0.dev0"), Version("999999"))
+# Clauses that bound versions from above: only these can make a cap redundant.
+_UPPER = frozenset({"<", "<=", "==", "===", "~="})
+
+
+def _admits(specs: Iterable[Specifier], version: Version | str) -> bool:
+    return all(spec.contains(version, prereleases=True) for spec in specs)
 
 
 def _redundant(clause: Specifier, others: list[Specifier]) -> bool:
     """True when ``others`` already keep out every version ``clause`` keeps out."""
     if not others:
         return False
-    rest = SpecifierSet(",".join(str(s) for s in others))
     if clause.operator == "!=" and not clause.version.endswith(".*"):
-        return not rest.contains(clause.version, prereleases=True)
-    return all(
-        clause.contains(v, prereleases=True)
-        for v in _probes([clause, *others])
-        if rest.contains(v, prereleases=True)
-    )
+        return not _admits(others, clause.version)
+    if clause.operator in _UPPER and not any(o.operator in _UPPER for o in others):
+        return False  # floors and != never keep out everything above a ceiling
+    probes = {*_EDGES}
+    for spec in (clause, *others):
+        probes.update(_probes_around(spec.version))
+    return all(clause.contains(v, prereleases=True) for v in probes if _admits(others, v))
 
 
 def _exclusion_rules(
@@ -214,18 +220,21 @@ def _redundancy(
     by_line: dict[tuple[str, int], list[Exclusion]] = defaultdict(list)
     for exc in exclusions:
         by_line[(exc.source, exc.line)].append(exc)
-    for (path, line), group in by_line.items():
-        source = sources.get(path)
-        entry = next((e for e in source.entries if e.line == line), None) if source else None
+    entries = {
+        (source.path, entry.line): entry for source in sources.values() for entry in source.entries
+    }
+    for place, group in by_line.items():
+        entry = entries.get(place)
         if entry is None or entry.requirement is None:
             continue
         specs = list(entry.requirement.specifier)
+        if len(specs) < 2:
+            continue  # a lone clause cannot be made redundant by others
         for exc in group:
-            try:
-                clause = Specifier(exc.clause)
-            except InvalidSpecifier:
+            clause = next((s for s in specs if str(s) == exc.clause), None)
+            if clause is None:
                 continue
-            others = [s for s in specs if str(s) != exc.clause]
+            others = [s for s in specs if s is not clause]
             if _redundant(clause, others):
                 emit.exclusion(
                     "redundant-exclusion",

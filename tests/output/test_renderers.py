@@ -351,12 +351,16 @@ def test_json_summary_has_every_severity_when_empty() -> None:
     assert doc["findings"] == []
 
 
-def test_json_is_deterministic_and_pretty(report: AuditReport) -> None:
+def test_json_is_deterministic_and_one_record_per_line(report: AuditReport) -> None:
     text = json_report.render(report)
     assert text == json_report.render(report)
     assert text.endswith("}\n")
-    assert text.startswith('{\n  "schema": "govern.audit/1"')
+    assert text.startswith('{\n"schema": "govern.audit/1",\n')
     assert json.loads(text) == json_report.to_document(report)
+    lines = text.splitlines()
+    for exclusion in report.exclusions:
+        (line,) = [x for x in lines if f'"id": "{exclusion.id}"' in x]
+        assert json.loads(line.rstrip(","))["id"] == exclusion.id
 
 
 # --- SARIF ----------------------------------------------------------------------------
