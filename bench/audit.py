@@ -50,6 +50,7 @@ the end unless ``--keep`` is given.
 from __future__ import annotations
 
 import argparse
+import compileall
 import contextlib
 import itertools
 import json
@@ -687,6 +688,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"rounds {rounds}, sizes {', '.join(f'{size:,}' for size in sizes)}, seed {args.seed}")
     print(f"work dir: {work}{' (kept)' if args.keep else ' (removed at the end; --keep keeps)'}")
     print(f"cpus: {os.cpu_count()}, load average: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    # An installed wheel has its bytecode compiled by pip, as packaging's has; an
+    # editable checkout run with PYTHONDONTWRITEBYTECODE=1 would recompile govern
+    # from source on every start (~60 ms). Compile it once so both sides compare alike.
+    import govern
+
+    compileall.compile_dir(Path(govern.__file__).parent, quiet=1)
+    print(f"bytecode: compiled {Path(govern.__file__).parent} (as pip does on install)")
     print()
     try:
         corpus_section(work, rounds)

@@ -73,7 +73,7 @@ def audit(
     from govern.audit import AuditOptions, resolve_targets
     from govern.audit import audit as run_audit
     from govern.config import load_config
-    from govern.output import render, use_color
+    from govern.output import use_color, write
     from govern.policy.loader import load_policy
     from govern.policy.model import Severity
 
@@ -102,8 +102,9 @@ def audit(
     else:
         level = chosen.fail_on
     if output is not None:
-        output.write_text(render(report, fmt), encoding="utf-8")
+        with output.open("w", encoding="utf-8") as stream:
+            write(report, fmt, stream)
     else:
         color = fmt is OutputFormat.HUMAN and use_color(sys.stdout, os.environ)
-        sys.stdout.write(render(report, fmt, color=color))
+        write(report, fmt, sys.stdout, color=color)
     raise typer.Exit(1 if report.failed(level) else 0)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, TextIO
 if TYPE_CHECKING:
     from govern.report import AuditReport
 
-__all__ = ["OutputFormat", "render", "summary_line", "use_color"]
+__all__ = ["OutputFormat", "render", "summary_line", "use_color", "write"]
 
 
 class OutputFormat(enum.StrEnum):
@@ -53,6 +53,21 @@ def render(report: AuditReport, fmt: OutputFormat | str, *, color: bool = False)
     from govern.output import markdown
 
     return markdown.render(report)
+
+
+def write(report: AuditReport, fmt: OutputFormat, stream: TextIO, *, color: bool = False) -> None:
+    """Write ``report`` to ``stream``; JSON is streamed record by record.
+
+    A 100,000-requirement audit is 30 MB of JSON: streaming keeps neither the whole
+    document nor the whole string in memory.
+    """
+    if fmt is OutputFormat.JSON:
+        from govern.output import json_report
+
+        for chunk in json_report.iter_render(report):
+            stream.write(chunk)
+        return
+    stream.write(render(report, fmt, color=color))
 
 
 def use_color(stream: TextIO, environ: Mapping[str, str]) -> bool:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import tomllib
 from pathlib import Path
 from types import MappingProxyType
@@ -59,6 +58,8 @@ def _read(path: Path) -> dict[str, Any]:
 
 def _rule_settings(rule: str, value: object, where: str) -> RuleSettings:
     if rule not in RULES:
+        import difflib
+
         close = difflib.get_close_matches(rule, RULES, n=1)
         raise PolicyError(
             f"{where}: unknown rule {rule!r}",

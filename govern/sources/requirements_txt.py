@@ -151,6 +151,8 @@ def _split_comment(text: str) -> tuple[str, str | None]:
 
 def _expand(text: str, environ: Mapping[str, str]) -> tuple[str, bool]:
     """Expand ``${NAME}`` from ``environ`` (unset or empty names stay as written)."""
+    if "${" not in text:
+        return text, False
     changed = False
 
     def sub(match: re.Match[str]) -> str:
@@ -315,6 +317,8 @@ class _Reader:
         self, first: int, last: int, kind: LineKind, comment: str | None, entry: int | None = None
     ) -> None:
         self.lines[first - 1] = Line(first, kind, comment, entry)
+        if last == first:
+            return
         cont = LineKind.CONTINUATION if kind is LineKind.ENTRY else kind
         for number in range(first + 1, last + 1):
             self.lines[number - 1] = Line(number, cont, None, entry)
