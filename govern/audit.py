@@ -25,7 +25,6 @@ from govern.policy.model import Policy
 from govern.report import AuditReport
 from govern.sources.discover import discover, source_format_for
 from govern.sources.model import Entry, Problem, Source, SourceFormat
-from govern.sources.pyproject import read_pyproject
 from govern.sources.requirements_txt import read_requirements
 
 _VERSION_WORD_RE = re.compile(r"(?<![\w.])v?(\d+(?:\.\d+)+(?:(?:a|b|rc|\.post|\.dev)\d+)?)(?![\w])")
@@ -72,6 +71,9 @@ class _Loader:
             return
         display = _display(file, self.root)
         if fmt is SourceFormat.PYPROJECT:
+            # Imported here: a tree of requirements files never pays for this reader.
+            from govern.sources.pyproject import read_pyproject
+
             source = read_pyproject(file, display_path=display)
         else:
             source = read_requirements(
@@ -175,12 +177,17 @@ def _entry_exclusions(
     requirement = entry.requirement
     if requirement is None or entry.name is None or not entry.constrainable:
         return []
-    marker = str(requirement.marker) if requirement.marker is not None else None
-    out = []
-    for spec in sorted(requirement.specifier, key=str):
+    specs = list(requirement.specifier)
+    if len(specs) > 1:
+        specs.sort(key=str)
+    out: list[Exclusion] = []
+    marker: str | None = None
+    for spec in specs:
         kinds = classify(spec)
         if kinds is None:
             continue
+        if marker is None and requirement.marker is not None:
+            marker = str(requirement.marker)  # only needed once a clause is an exclusion
         kind, sub_kind = kinds
         clause = str(spec)
         if annotation.bad_versions:
@@ -246,6 +253,18 @@ def audit(
 ) -> AuditReport:
     """Audit ``paths`` (a directory, or files) under ``policy``."""
     root, files = resolve_targets(paths, cwd or Path(os.getcwd()))
+    return audit_targets(root, files, config=config, policy=policy, options=options)
+
+
+def audit_targets(
+    root: Path,
+    files: list[Path] | None,
+    *,
+    config: Config,
+    policy: Policy,
+    options: AuditOptions,
+) -> AuditReport:
+    """Audit ``files`` (None: discover them under ``root``), as :func:`resolve_targets` gives."""
     if files is None:
         files = discover(root, include=config.include, exclude=config.exclude)
     loader = _Loader(root, config, options)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,18 +17,23 @@ _ENV = ("NO_COLOR", "FORCE_COLOR", "GOVERN_DATABASE_URL", "PIP_INDEX_URL", "PIP_
 
 @pytest.fixture(autouse=True)
 def _restore_process_state() -> Iterator[None]:
-    """Reset the CLI flags, the environment and the working directory after each test."""
+    """Reset the CLI flags, the collector, the environment and the cwd after each test."""
     from govern.cli import STATE
 
     saved_env = {name: os.environ.get(name) for name in _ENV}
     saved_cwd = os.getcwd()
     saved_debug = STATE.debug
+    saved_gc = gc.isenabled()
     try:
         for name in _ENV:
             os.environ.pop(name, None)
         yield
     finally:
         STATE.debug = saved_debug
+        if saved_gc:
+            gc.enable()
+        else:
+            gc.disable()
         os.chdir(saved_cwd)
         for name, value in saved_env.items():
             if value is None:

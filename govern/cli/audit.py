@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import enum
+import gc
 import os
 import sys
+from collections.abc import Iterator
 from datetime import date
 from pathlib import Path
 from typing import Annotated
@@ -23,6 +26,25 @@ class FailOn(enum.StrEnum):
     WARNING = "warning"
     INFO = "info"
     NEVER = "never"
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while the audit builds and prints its report.
+
+    An audit allocates millions of long-lived objects that form no cycles; the
+    collector would walk them again and again as they pile up (a quarter of the wall
+    time of a 100,000-requirement audit). Reference counting still frees temporaries.
+    Done here, in the process's owner, not in the library: a daemon or a web worker
+    running audits in threads keeps its collector.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 @app.command()
@@ -70,8 +92,7 @@ def audit(
     Exit codes: 0 nothing at or above the fail level, 1 findings at or above it,
     2 the audit could not be run.
     """
-    from govern.audit import AuditOptions, resolve_targets
-    from govern.audit import audit as run_audit
+    from govern.audit import AuditOptions, audit_targets, resolve_targets
     from govern.config import load_config
     from govern.output import use_color, write
     from govern.policy.loader import load_policy
@@ -84,27 +105,24 @@ def audit(
             f"--as-of {as_of!r} is not a date", tip="Write it as YYYY-MM-DD."
         ) from None
     cwd = Path.cwd()
-    root, _ = resolve_targets(paths or [], cwd)
+    root, files = resolve_targets(paths or [], cwd)
     config = load_config(root, config_file)
     policy_base = config.path.parent if config.path else cwd
     chosen = load_policy(policy or config.policy or "default", base=cwd if policy else policy_base)
-    report = run_audit(
-        paths or [],
-        config=config,
-        policy=chosen,
-        options=AuditOptions(today=today, allow_outside_root=allow_outside_root),
-        cwd=cwd,
-    )
+    options = AuditOptions(today=today, allow_outside_root=allow_outside_root)
+    with _collector_paused():
+        report = audit_targets(root, files, config=config, policy=chosen, options=options)
     if fail_on is not None:
         level = Severity.OFF if fail_on is FailOn.NEVER else Severity(fail_on.value)
     elif config.fail_on:
         level = Severity.OFF if config.fail_on == "never" else Severity(config.fail_on)
     else:
         level = chosen.fail_on
-    if output is not None:
-        with output.open("w", encoding="utf-8") as stream:
-            write(report, fmt, stream)
-    else:
-        color = fmt is OutputFormat.HUMAN and use_color(sys.stdout, os.environ)
-        write(report, fmt, sys.stdout, color=color)
+    with _collector_paused():
+        if output is not None:
+            with output.open("w", encoding="utf-8") as stream:
+                write(report, fmt, stream)
+        else:
+            color = fmt is OutputFormat.HUMAN and use_color(sys.stdout, os.environ)
+            write(report, fmt, sys.stdout, color=color)
     raise typer.Exit(1 if report.failed(level) else 0)

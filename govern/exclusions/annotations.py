@@ -19,7 +19,6 @@ line directly below the requirement.
 from __future__ import annotations
 
 import re
-import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date
@@ -32,6 +31,7 @@ from packaging.version import InvalidVersion, Version
 from govern.exclusions.links import LinkContext, find_links
 from govern.exclusions.model import Annotation, Link
 from govern.sources.model import LineKind, Problem, Source
+from govern.sources.requirements_txt import shell_split
 
 _KEYS = {
     "reason",
@@ -121,6 +121,8 @@ _LICENCE_WORDS = {
 _LICENCE_MARKERS = {"license", "licence", "licensed", "domain", "osi-approved"}
 _SENTENCE_WORDS = {"a", "an", "the", "this", "that", "is", "are", "was", "we", "it", "to", "be"}
 _WORD_RE = re.compile(r"[a-z0-9][a-z0-9._-]*")
+# A requirement has a specifier (an operator) or a URL ("name @ url") only with one of these.
+_SPECIFIER_OR_URL_CHARS = "<>=!~@"
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,6 +184,8 @@ def _is_label(lines: Sequence[str]) -> bool:
 def _commented_requirement(text: str) -> bool:
     """A requirement that was commented out (``# foo<2``): it keeps its own reason."""
     body = re.split(r"\s#", text, maxsplit=1)[0].strip()
+    if not any(char in body for char in _SPECIFIER_OR_URL_CHARS):
+        return False  # it would need a specifier or a URL to count: skip parsing prose
     if not body or " " in body.replace(" ;", ";").replace("; ", ";").strip():
         # allow spaces only around operators: "foo >= 1.0"
         compact = re.sub(r"\s*([<>=!~;,]+)\s*", r"\1", body)
@@ -200,13 +204,19 @@ def _mentioned_names(text: str) -> set[str]:
     return {canonicalize_name(word.strip("._-")) for word in _WORD_RE.findall(text.lower())}
 
 
-@dataclass
 class _Draft:
-    """Annotation fields gathered for one entry before they are frozen."""
+    """Annotation fields gathered for one entry before they are frozen.
 
-    block: list[str] = field(default_factory=list)
-    inline: str | None = None
-    structured: list[tuple[str, int]] = field(default_factory=list)  # (text, line)
+    A plain class, not a dataclass: it is private scratch state, and creating a
+    dataclass costs ~1 ms of every start-up.
+    """
+
+    __slots__ = ("block", "inline", "structured")
+
+    def __init__(self) -> None:
+        self.block: list[str] = []
+        self.inline: str | None = None
+        self.structured: list[tuple[str, int]] = []  # (text, line)
 
 
 class _Drafts(dict[int, _Draft]):
@@ -238,7 +248,7 @@ def parse_structured(
         )
 
     try:
-        tokens = shlex.split(text, comments=False)
+        tokens = shell_split(text)  # shlex.split(text, comments=False), faster
     except ValueError as exc:
         bad(f"cannot read the govern annotation: {exc}")
         return values, problems
@@ -312,7 +322,9 @@ def _comment_runs(source: Source) -> list[tuple[int, int]]:
 def _entries_after(source: Source, last: int) -> list[int]:
     """Entries in the run of requirement lines directly after line ``last``."""
     found: list[int] = []
-    for line in source.lines[last:]:
+    lines = source.lines
+    for number in range(last, len(lines)):  # no slice: that would copy the rest of the file
+        line = lines[number]
         if line.kind in (LineKind.ENTRY, LineKind.CONTINUATION):
             if line.entry is not None and line.entry not in found:
                 found.append(line.entry)
@@ -356,11 +368,16 @@ def read_annotations(
     """One annotation per entry of ``source`` (same order as ``source.entries``)."""
     settings = settings or CommentSettings()
     drafts = _Drafts()
-    for index, entry in enumerate(source.entries):
-        line = source.line(entry.line)
-        comment = line.comment if line is not None and line.entry == index else None
-        if comment is None:
+    entries = source.entries
+    # The comment on an entry's own (first) line. Walking the lines finds the few
+    # that have one without looking up every entry's line.
+    for line in source.lines:
+        comment, index = line.comment, line.entry
+        if comment is None or index is None:
             continue
+        if not 0 <= index < len(entries) or entries[index].line != line.number:
+            continue
+        entry = entries[index]
         structured = _structured_text(comment)
         if structured is not None:
             drafts[index].structured.append((structured[1], entry.line))
@@ -370,11 +387,16 @@ def read_annotations(
             drafts[index].inline = comment.strip() or None
     for first, last in _comment_runs(source):
         _attach_run(source, settings, drafts, first, last)
-    # Most lines carry nothing: they share one empty annotation.
-    annotations = [
-        _freeze(drafts[i], settings.links) if i in drafts else _EMPTY
-        for i in range(len(source.entries))
-    ]
+    # Most lines carry nothing: they share one empty annotation. A block that covers
+    # a run of lines gives each the same draft: it is frozen once and shared.
+    frozen: dict[tuple[tuple[str, ...], str | None, tuple[tuple[str, int], ...]], Annotation] = {}
+    annotations = [_EMPTY] * len(entries)
+    for i, draft in drafts.items():
+        key = (tuple(draft.block), draft.inline, tuple(draft.structured))
+        annotation = frozen.get(key)
+        if annotation is None:
+            annotation = frozen[key] = _freeze(draft, settings.links)
+        annotations[i] = annotation
     if config:
         annotations = [
             _apply_config(a, e.name, source.path, config, settings.links)
@@ -387,39 +409,39 @@ def _attach_run(
     source: Source, settings: CommentSettings, drafts: _Drafts, first: int, last: int
 ) -> None:
     above_of = _entry_before(source, first)
-    texts: list[tuple[int, str]] = []
+    # (line, comment, its structured form): each comment is looked at once.
+    texts: list[tuple[int, str, tuple[str, str] | None]] = []
+    lines = source.lines
     for number in range(first, last + 1):
-        comment = (source.lines[number - 1].comment or "").strip()
+        comment = (lines[number - 1].comment or "").strip()
         structured = _structured_text(comment)
         if structured is not None and structured[0] == "below":
             if above_of is not None:
                 drafts[above_of].structured.append((structured[1], number))
             continue
-        texts.append((number, comment))
+        texts.append((number, comment, structured))
     if settings.style == "below":
         if above_of is not None:
-            free = [t for _, t in texts if t and not t.startswith("#")]
+            free = [t for _, t, _ in texts if t and not t.startswith("#")]
             if free and not _is_label(free):
                 drafts[above_of].block.extend(free)
         return
+    members = _entries_after(source, last)
+    if not members:
+        return  # (checked first: a block with nothing below it needs no more reading)
     # A commented-out requirement keeps the lines above it as its own reason.
-    for position, (_, text) in enumerate(texts):
+    for position, (_, text, _) in enumerate(texts):
         if _commented_requirement(text):
             texts = texts[position + 1 :]
             break
-    members = _entries_after(source, last)
-    if not members:
-        return
-    structured_lines = [(t, n) for n, t in texts if _structured_text(t)]
-    free = [t for _, t in texts if t and not t.startswith("#") and not _structured_text(t)]
+    structured_lines = [(s[1], n) for n, _, s in texts if s is not None]
+    free = [t for _, t, s in texts if t and not t.startswith("#") and s is None]
     if free and _is_label(free):
         free = []
     members = _covered(source, settings, members, " ".join(free), _embedded(source, first))
     for member in members:
         drafts[member].block.extend(free)
-        drafts[member].structured.extend(
-            (s[1], n) for t, n in structured_lines if (s := _structured_text(t))
-        )
+        drafts[member].structured.extend(structured_lines)
 
 
 def _covered(

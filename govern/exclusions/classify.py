@@ -7,6 +7,8 @@ are not exclusions. Everything else is, and ``keeps_out`` agrees with
 
 from __future__ import annotations
 
+import functools
+
 from packaging.specifiers import Specifier
 from packaging.version import InvalidVersion, Version
 
@@ -39,7 +41,16 @@ def _is_sentinel(version: Version) -> bool:
 
 def classify(spec: Specifier) -> tuple[Kind, SubKind] | None:
     """The kind and sub-kind of one clause, or None for a floor."""
-    op, raw = spec.operator, spec.version
+    op = spec.operator
+    if op in (">=", ">"):
+        return None  # the most common clause: answered before any version is parsed
+    return _classify(op, spec.version)
+
+
+# A pure function of the clause's two strings; the same clauses recur across a
+# repository's files (and one audit reads thousands of them).
+@functools.lru_cache(maxsize=4096)
+def _classify(op: str, raw: str) -> tuple[Kind, SubKind] | None:
     version = _release(raw)
     wildcard = raw.endswith(".*")
     if op == "!=":

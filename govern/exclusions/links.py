@@ -53,29 +53,41 @@ def find_links(text: str, context: LinkContext | None = None) -> tuple[Link, ...
             masked[: match.start()] + " " * (match.end() - match.start()) + masked[match.end() :]
         )
 
-    for m in list(_URL_RE.finditer(masked)):
-        url = m.group(0).rstrip(".,;:!?)]}")
-        take(m, Link(_url_kind(url), url, url))
-    for m in list(_GHSA_RE.finditer(masked)):
-        ghsa = "GHSA" + m.group(0)[4:].lower()
-        take(m, Link("ghsa", ghsa, f"{ctx.forge_host}/advisories/{ghsa}"))
-    for m in list(_CVE_RE.finditer(masked)):
-        cve = m.group(0).upper()
-        take(m, Link("cve", cve, f"https://www.cve.org/CVERecord?id={cve}"))
-    for m in list(_REPO_ISSUE_RE.finditer(masked)):
-        repo, number = m.group(1), m.group(2)
-        take(m, Link("issue", f"{repo}#{number}", f"{ctx.forge_host}/{repo}/issues/{number}"))
-    for m in list(_LP_RE.finditer(masked)):
-        number = m.group(1)
-        take(m, Link("launchpad", m.group(0), f"https://bugs.launchpad.net/bugs/{number}"))
-    for m in list(_BUG_RE.finditer(masked)):
-        number = m.group(1)
-        bug_url = ctx.bug_url.format(id=number) if ctx.bug_url else None
-        take(m, Link("bug", f"bug {number}", bug_url))
-    for m in list(_HASH_RE.finditer(masked)):
-        number = m.group(1)
-        issue_url = f"{ctx.forge.rstrip('/')}/issues/{number}" if ctx.forge else None
-        take(m, Link("issue", f"#{number}", issue_url))
+    # Most text has no link at all: each expression runs only when the text has
+    # the literal it cannot match without ("http", "ghsa", "cve-", "#", "ug").
+    # casefold, not lower: IGNORECASE also matches "S" with the long s "\u017f".
+    folded = text.casefold()
+    if "http" in text:
+        for m in list(_URL_RE.finditer(masked)):
+            url = m.group(0).rstrip(".,;:!?)]}")
+            take(m, Link(_url_kind(url), url, url))
+    if "ghsa" in folded:
+        for m in list(_GHSA_RE.finditer(masked)):
+            ghsa = "GHSA" + m.group(0)[4:].lower()
+            take(m, Link("ghsa", ghsa, f"{ctx.forge_host}/advisories/{ghsa}"))
+    if "cve-" in folded:
+        for m in list(_CVE_RE.finditer(masked)):
+            cve = m.group(0).upper()
+            take(m, Link("cve", cve, f"https://www.cve.org/CVERecord?id={cve}"))
+    if "#" in text:
+        for m in list(_REPO_ISSUE_RE.finditer(masked)):
+            repo, number = m.group(1), m.group(2)
+            take(m, Link("issue", f"{repo}#{number}", f"{ctx.forge_host}/{repo}/issues/{number}"))
+        for m in list(_LP_RE.finditer(masked)):
+            number = m.group(1)
+            take(m, Link("launchpad", m.group(0), f"https://bugs.launchpad.net/bugs/{number}"))
+    if "ug" in text:
+        for m in list(_BUG_RE.finditer(masked)):
+            number = m.group(1)
+            bug_url = ctx.bug_url.format(id=number) if ctx.bug_url else None
+            take(m, Link("bug", f"bug {number}", bug_url))
+    if "#" in text:
+        for m in list(_HASH_RE.finditer(masked)):
+            number = m.group(1)
+            issue_url = f"{ctx.forge.rstrip('/')}/issues/{number}" if ctx.forge else None
+            take(m, Link("issue", f"#{number}", issue_url))
+    if not found:
+        return ()
     seen: set[str] = set()
     links: list[Link] = []
     for _, link in sorted(found, key=lambda item: item[0]):

@@ -128,5 +128,9 @@ def iter_render(report: AuditReport) -> Iterator[str]:
         yield ",\n" if index < len(sections) - 1 else "\n}\n"
 
 
+# One encoder for every record: json.dumps with options builds a new one per call.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, check_circular=False)  # records are trees
+
+
 def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False)
+    return _ENCODER.encode(value)  # json.dumps(value, ensure_ascii=False)

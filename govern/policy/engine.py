@@ -121,18 +121,32 @@ def _admits(specs: Iterable[Specifier], version: Version | str) -> bool:
     return all(spec.contains(version, prereleases=True) for spec in specs)
 
 
+@functools.lru_cache(maxsize=4096)
+def _parsed(version: str) -> Version | str:
+    """``version`` parsed once (left as written when packaging cannot parse it)."""
+    try:
+        return Version(version)
+    except InvalidVersion:
+        return version  # contains() judges the raw string itself
+
+
 def _redundant(clause: Specifier, others: list[Specifier]) -> bool:
     """True when ``others`` already keep out every version ``clause`` keeps out."""
     if not others:
         return False
     if clause.operator == "!=" and not clause.version.endswith(".*"):
-        return not _admits(others, clause.version)
+        # One parse for all the others, unless one compares raw strings (===).
+        raw = clause.version
+        item = raw if any(o.operator == "===" for o in others) else _parsed(raw)
+        return not _admits(others, item)
     if clause.operator in _UPPER and not any(o.operator in _UPPER for o in others):
         return False  # floors and != never keep out everything above a ceiling
     probes = {*_EDGES}
     for spec in (clause, *others):
         probes.update(_probes_around(spec.version))
-    return all(clause.contains(v, prereleases=True) for v in probes if _admits(others, v))
+    # Redundant unless some probe is kept out by the clause alone. Asking the one
+    # clause first leaves the (several) others for the few probes it keeps out.
+    return not any(not clause.contains(v, prereleases=True) and _admits(others, v) for v in probes)
 
 
 def _exclusion_rules(
@@ -197,9 +211,8 @@ def _exclusion_rules(
 
 
 def _partial(emit: _Emitter, exc: Exclusion) -> None:
-    try:
-        version = Version(exc.version)
-    except InvalidVersion:
+    version = _parsed(exc.version)
+    if not isinstance(version, Version):
         return
     if len(version.release) >= 3 or version.pre or version.post or version.dev or version.local:
         return

@@ -14,7 +14,6 @@ from __future__ import annotations
 import codecs
 import os
 import re
-import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +39,11 @@ _ENV_VAR_RE = re.compile(r"\$\{([A-Z0-9_]+)\}")
 _CODING_RE = re.compile(rb"coding[:=]\s*([-\w.]+)")
 _SCHEME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://|^file:")
 _USERINFO_RE = re.compile(r"(://)[^/@\s]+@")
+# shlex.split's words when the text has no backslash: runs of plain characters,
+# "double-quoted" and 'single-quoted' strings, separated by shlex's whitespace.
+_SHELL_WORD_RE = re.compile(r"""(?:[^ \t\r\n'"\\]|"[^"\\]*"|'[^']*')+""")
+_SHELL_QUOTED_RE = re.compile(r""""([^"]*)"|'([^']*)'""")
+_SHELL_SPACE = " \t\r\n"
 _ARCHIVE_SUFFIXES = (".whl", ".zip", ".tar.gz", ".tgz", ".tar.bz2", ".tbz", ".tar.xz", ".tar")
 _STRONG_HASHES = ("sha256", "sha384", "sha512")
 
@@ -121,7 +125,13 @@ def _join_lines(physical: list[str]) -> list[tuple[int, int, str]]:
     pending: list[str] = []
     first = 0
     for number, text in enumerate(physical, start=1):
-        is_comment = _COMMENT_RE.match(text) is not None
+        if not pending and not text.endswith("\\"):
+            # The usual line: nothing to join. (A comment line would get a space
+            # prepended below; outside a continuation that changes nothing.)
+            out.append((number, number, text))
+            continue
+        # _COMMENT_RE.match: "#" at the start, or after leading whitespace.
+        is_comment = text.lstrip().startswith("#")
         if not text.endswith("\\") or is_comment:
             if is_comment:
                 text = " " + text
@@ -142,6 +152,8 @@ def _join_lines(physical: list[str]) -> list[tuple[int, int, str]]:
 
 def _split_comment(text: str) -> tuple[str, str | None]:
     """Split a logical line into its content and its comment (without ``#``)."""
+    if "#" not in text:
+        return text, None
     match = _COMMENT_RE.search(text)
     if match is None:
         return text, None
@@ -168,6 +180,8 @@ def _expand(text: str, environ: Mapping[str, str]) -> tuple[str, bool]:
 
 def _break_args_options(line: str) -> tuple[str, str]:
     """pip's ``break_args_options``: the requirement ends at the first ``-`` token."""
+    if " -" not in line and not line.startswith("-"):
+        return line, ""  # no token starts with "-" (tokens are split on single spaces)
     tokens = line.split(" ")
     args: list[str] = []
     for index, token in enumerate(tokens):
@@ -175,6 +189,36 @@ def _break_args_options(line: str) -> tuple[str, str]:
             return " ".join(args), " ".join(tokens[index:])
         args.append(token)
     return " ".join(args), ""
+
+
+def shell_split(text: str) -> list[str]:
+    """``shlex.split(text)`` (POSIX rules, no comments), without shlex's slow path.
+
+    shlex reads one character at a time in Python; the usual text (no backslash,
+    balanced quotes) is split here with two expressions instead. Anything else,
+    errors included, is left to shlex itself.
+    """
+    if "\\" not in text:
+        words: list[str] = []
+        end = 0
+        for match in _SHELL_WORD_RE.finditer(text):
+            if text[end : match.start()].strip(_SHELL_SPACE):
+                break  # an unmatched quote: shlex raises
+            word = match.group()
+            if '"' in word or "'" in word:
+                word = _SHELL_QUOTED_RE.sub(_unquote, word)
+            words.append(word)
+            end = match.end()
+        else:
+            if not text[end:].strip(_SHELL_SPACE):
+                return words
+    import shlex  # only for the rare text the fast path leaves
+
+    return shlex.split(text)
+
+
+def _unquote(match: re.Match[str]) -> str:
+    return match.group(match.lastindex or 0)
 
 
 def _lookup(token: str) -> tuple[_Option, str, str | None]:
@@ -203,7 +247,7 @@ def _lookup(token: str) -> tuple[_Option, str, str | None]:
 def _parse_options(options: str) -> list[tuple[str, str | None]]:
     """Parse an option string as pip's optparse parser would."""
     try:
-        tokens = shlex.split(options)
+        tokens = shell_split(options)
     except ValueError as exc:
         raise _OptionError(str(exc)) from exc
     parsed: list[tuple[str, str | None]] = []
@@ -231,7 +275,7 @@ def redact(text: str) -> str:
 
 
 def _looks_like_url(text: str) -> bool:
-    return _SCHEME_RE.match(text) is not None
+    return ":" in text and _SCHEME_RE.match(text) is not None
 
 
 def _looks_like_path(text: str) -> bool:
@@ -299,7 +343,9 @@ class _Reader:
 
     def read(self, text: str) -> Source:
         physical = text.splitlines()
-        self.lines = [Line(n, LineKind.BLANK) for n in range(1, len(physical) + 1)]
+        # Every physical line belongs to exactly one logical line, and each logical
+        # line is marked once, in order: _mark appends rather than overwrites.
+        self.lines = []
         for first, last, logical in _join_lines(physical):
             self._logical(first, last, logical)
         return Source(
@@ -316,12 +362,12 @@ class _Reader:
     def _mark(
         self, first: int, last: int, kind: LineKind, comment: str | None, entry: int | None = None
     ) -> None:
-        self.lines[first - 1] = Line(first, kind, comment, entry)
+        self.lines.append(Line(first, kind, comment, entry))
         if last == first:
             return
         cont = LineKind.CONTINUATION if kind is LineKind.ENTRY else kind
         for number in range(first + 1, last + 1):
-            self.lines[number - 1] = Line(number, cont, None, entry)
+            self.lines.append(Line(number, cont, None, entry))
 
     def _logical(self, first: int, last: int, logical: str) -> None:
         content, comment = _split_comment(logical)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import subprocess
@@ -50,6 +51,17 @@ def test_exit_0_when_nothing_at_the_fail_level(
     assert code == 0
     assert "cupy-cuda13x < 14.1.0" in out
     assert "missing-reason" in out  # a warning, below the default fail level
+
+
+def test_the_collector_is_back_on_after_an_audit(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert gc.isenabled()
+    code, _, _ = run_cli(["audit", "-f", "json"], capsys)
+    assert code == 0
+    assert gc.isenabled()
+    run_cli(["audit", "missing.txt"], capsys)  # an error path too
+    assert gc.isenabled()
 
 
 def test_exit_1_with_fail_on_warning(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
