@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from datetime import date
 
 from packaging.specifiers import Specifier
@@ -314,8 +314,3 @@ def evaluate(
         )
     _exclusion_rules(emit, policy, exclusions, by_path, today)
     return sorted(emit.findings, key=lambda f: (f.source, f.line, f.column or 0, f.rule, f.message))
-
-
-def iter_rule_ids() -> Iterator[str]:
-    """Every rule id, for documentation and ``govern rules``."""
-    yield from sorted(RULES)

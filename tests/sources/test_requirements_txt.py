@@ -44,7 +44,7 @@ from govern.sources.model import (
     Source,
     SourceFormat,
 )
-from govern.sources.requirements_txt import decode, read_requirements
+from govern.sources.requirements_txt import decode, read_requirements, redact
 
 SHA_A = "sha256:" + "a" * 64
 SHA_B = "sha256:" + "b" * 64
@@ -858,3 +858,16 @@ def test_arbitrary_bytes_never_raise(data: bytes) -> None:
         path.write_bytes(data)
         source = read_requirements(path, display_path="requirements.txt", environ={})
     check_positions(source, len(decode(data)[0].splitlines()))
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("https://user:tok3n@host/simple", "https://***@host/simple"),
+        ("git+https://tok3n@host/r.git#egg=x", "git+https://***@host/r.git#egg=x"),
+        ("https://host/simple", "https://host/simple"),
+        ("pkg @ https://host/p.whl", "pkg @ https://host/p.whl"),
+    ],
+)
+def test_redact_hides_url_credentials(text: str, shown: str) -> None:
+    assert redact(text) == shown
