@@ -295,3 +295,20 @@ def test_arbitrary_text_never_raises_out_of_audit(tmp_path: Path, text: str) -> 
     for fmt in OutputFormat:
         assert isinstance(render(report, fmt), str)
     assert all(f.line >= 1 for f in report.findings)
+
+
+def test_rules_lists_every_rule_with_the_policy_severity(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from govern.policy.rules import RULES
+
+    code, out, _ = run_cli(["rules", "--policy", "strict"], capsys)
+    assert code == 0
+    assert out.startswith("policy strict:")
+    for rule in RULES:
+        assert f"\n{rule} " in out
+    (line,) = [x for x in out.splitlines() if x.startswith("missing-review-by ")]
+    assert " error " in line
+    code, out, _ = run_cli(["rules"], capsys)
+    (line,) = [x for x in out.splitlines() if x.startswith("missing-review-by ")]
+    assert " off " in line
