@@ -188,7 +188,8 @@ def _commented_requirement(text: str) -> bool:
         return False  # it would need a specifier or a URL to count: skip parsing prose
     if not body or " " in body.replace(" ;", ";").replace("; ", ";").strip():
         # allow spaces only around operators: "foo >= 1.0"
-        compact = re.sub(r"\s*([<>=!~;,]+)\s*", r"\1", body)
+        # Whitespace runs collapsed first: the expression then stays linear.
+        compact = re.sub(r"\s*([<>=!~;,]+)\s*", r"\1", " ".join(body.split()))
         if " " in compact:
             return False
         body = compact

@@ -32,9 +32,10 @@ from govern.sources.model import (
 )
 from govern.sources.pep508 import parse_requirement, requirement_hint
 
-# pip's own expressions (req_file.py): a comment starts at the line start or
-# after whitespace; only upper-case ${NAME} is expanded (POSIX names).
-_COMMENT_RE = re.compile(r"(^|\s+)#.*$")
+# pip's rules (req_file.py): a comment starts at the line start or after
+# whitespace (pip's COMMENT_RE, "(^|\s+)#.*$", found here without a regex: that
+# expression backtracks quadratically over a long run of spaces); only
+# upper-case ${NAME} is expanded (POSIX names).
 _ENV_VAR_RE = re.compile(r"\$\{([A-Z0-9_]+)\}")
 _CODING_RE = re.compile(rb"coding[:=]\s*([-\w.]+)")
 _SCHEME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://|^file:")
@@ -130,7 +131,7 @@ def _join_lines(physical: list[str]) -> list[tuple[int, int, str]]:
             # prepended below; outside a continuation that changes nothing.)
             out.append((number, number, text))
             continue
-        # _COMMENT_RE.match: "#" at the start, or after leading whitespace.
+        # pip: a comment line has "#" at the start, or after leading whitespace.
         is_comment = text.lstrip().startswith("#")
         if not text.endswith("\\") or is_comment:
             if is_comment:
@@ -152,13 +153,12 @@ def _join_lines(physical: list[str]) -> list[tuple[int, int, str]]:
 
 def _split_comment(text: str) -> tuple[str, str | None]:
     """Split a logical line into its content and its comment (without ``#``)."""
-    if "#" not in text:
-        return text, None
-    match = _COMMENT_RE.search(text)
-    if match is None:
-        return text, None
-    comment = text[match.end(1) :].lstrip()[1:]
-    return text[: match.start()], comment.strip()
+    index = text.find("#")
+    while index != -1:
+        if index == 0 or text[index - 1].isspace():
+            return text[:index].rstrip(), text[index + 1 :].strip()
+        index = text.find("#", index + 1)
+    return text, None
 
 
 def _expand(text: str, environ: Mapping[str, str]) -> tuple[str, bool]:
