@@ -39,16 +39,24 @@ class AuditOptions:
     environ: Mapping[str, str] | None = None
 
 
+def _resolve(path: Path) -> Path:
+    """``path.resolve()`` that survives symlink loops (they are reported, not raised)."""
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):  # RuntimeError: "Symlink loop from ..." on 3.11/3.12
+        return path.absolute()
+
+
 def _display(path: Path, root: Path) -> str:
     try:
-        return path.resolve().relative_to(root.resolve()).as_posix()
+        return _resolve(path).relative_to(_resolve(root)).as_posix()
     except ValueError:
         return path.as_posix()
 
 
 def _inside(path: Path, root: Path) -> bool:
     try:
-        path.resolve().relative_to(root.resolve())
+        _resolve(path).relative_to(_resolve(root))
     except ValueError:
         return False
     return True
@@ -66,7 +74,7 @@ class _Loader:
         self.allow_outside = options.allow_outside_root or config.allow_includes_outside_root
 
     def load(self, file: Path, fmt: SourceFormat, stack: tuple[Path, ...] = ()) -> None:
-        key = file.resolve()
+        key = _resolve(file)
         if key in self.sources:
             return
         display = _display(file, self.root)
@@ -89,8 +97,9 @@ class _Loader:
                 if include.kind == "constraints"
                 else SourceFormat.REQUIREMENTS
             )
-            if target.resolve() in (*stack, key):
-                chain = " -> ".join(_display(p, self.root) for p in (*stack, key, target.resolve()))
+            resolved = _resolve(target)
+            if resolved in (*stack, key):
+                chain = " -> ".join(_display(p, self.root) for p in (*stack, key, resolved))
                 self.problems.append(
                     (
                         display,
@@ -123,7 +132,7 @@ class _Loader:
                         Problem(
                             "include-not-found",
                             include.line,
-                            f"{include.target} does not exist "
+                            f"{include.target} {_missing(target)} "
                             f"(looked for {_display(target, self.root)})",
                             hint="includes are relative to the including file",
                         ),
@@ -131,6 +140,15 @@ class _Loader:
                 )
                 continue
             self.load(target, child_fmt, (*stack, key))
+
+
+def _missing(target: Path) -> str:
+    """Why an include target cannot be read, in a few words."""
+    if target.is_dir():
+        return "is a directory, not a requirements file"
+    if target.is_symlink():
+        return "is a broken or looping symlink"
+    return "does not exist"
 
 
 def _repository(root: Path, config: Config) -> str:

@@ -75,3 +75,12 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         print("govern: interrupted", file=sys.stderr)
         sys.exit(130)
+    except Exception as exc:  # the boundary: a bug must not look like exit 1 (findings)
+        if STATE.debug:
+            raise
+        print(f"govern: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        print(
+            "Tip: this is a bug in govern; rerun with --debug for the traceback and report it.",
+            file=sys.stderr,
+        )
+        sys.exit(2)

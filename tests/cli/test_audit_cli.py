@@ -312,3 +312,22 @@ def test_rules_lists_every_rule_with_the_policy_severity(
     code, out, _ = run_cli(["rules"], capsys)
     (line,) = [x for x in out.splitlines() if x.startswith("missing-review-by ")]
     assert " off " in line
+
+
+def test_an_internal_error_exits_2_with_a_tip(
+    repo: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import govern.audit
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(govern.audit, "audit_targets", broken)
+    code, _, err = run_cli(["audit"], capsys)
+    assert code == 2
+    assert err.splitlines() == [
+        "govern: internal error: RuntimeError: boom",
+        "Tip: this is a bug in govern; rerun with --debug for the traceback and report it.",
+    ]
+    with pytest.raises(RuntimeError, match="boom"):
+        main(["--debug", "audit"])

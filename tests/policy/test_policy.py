@@ -200,3 +200,12 @@ def test_invalid_policies(tmp_path: Path, text: str, message: str) -> None:
 def test_unknown_policy_name() -> None:
     with pytest.raises(PolicyError, match="neither a shipped policy nor a file"):
         load_policy("lenient")
+
+
+def test_include_of_a_directory_or_a_symlink_loop_is_a_finding(tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "loop.txt").symlink_to(tmp_path / "loop.txt")
+    found = findings(tmp_path, "-r sub\n-c loop.txt\n")
+    messages = {(f.rule, f.line): f.message for f in found}
+    assert messages[("include-not-found", 1)].startswith("sub is a directory")
+    assert messages[("include-not-found", 2)].startswith("loop.txt is a broken or looping symlink")
