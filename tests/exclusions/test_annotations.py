@@ -6,6 +6,8 @@ from datetime import date
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from govern.exclusions.annotations import (
     CommentSettings,
@@ -213,3 +215,54 @@ def test_licence_tags(text: str) -> None:
 )
 def test_not_licence_tags(text: str) -> None:
     assert not is_licence_tag(text)
+
+
+_PIECES = [
+    "# govern:",
+    "# ^govern:",
+    "reason=",
+    '"',
+    "'",
+    "bad=",
+    "1.0",
+    "review-by=",
+    "2027-01-31",
+    "issue=",
+    "o/r#1",
+    "#12",
+    "ignore",
+    "=",
+    ",",
+    " ",
+    "\n",
+    "foo<2",
+    "bar!=1.0",
+    "## h",
+    "# NOTE(x): y",
+    "\\",
+    "owner=@t",
+    "verify=",
+    "profiles=a,b",
+    "GHSA-",
+    "CVE-2026-1",
+    "https://h/x",
+    "bug 123",
+    "Apache-2.0",
+    "\t",
+    "é",
+]
+
+
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(st.lists(st.sampled_from(_PIECES), max_size=40).map("".join))
+def test_arbitrary_comments_never_raise(tmp_path: Path, text: str) -> None:
+    for settings_ in (
+        CommentSettings(),
+        CommentSettings(style="below", scope="line", inline="reason"),
+    ):
+        got = annotate(tmp_path, text, settings_)
+        for annotation in got.values():
+            assert all(p.rule == "invalid-annotation" for p in annotation.problems)
+            assert annotation.reason is None or annotation.reason.strip() == annotation.reason
