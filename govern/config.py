@@ -12,6 +12,8 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+from packaging.specifiers import InvalidSpecifier, Specifier
+
 from govern.errors import ConfigError
 from govern.exclusions.annotations import CommentSettings, ConfigAnnotation
 from govern.exclusions.links import LinkContext
@@ -120,10 +122,19 @@ def _annotation(item: Any, where: str) -> ConfigAnnotation:
             fields["review_by"] = value if isinstance(value, date) else date.fromisoformat(value)
         except (TypeError, ValueError):
             raise ConfigError(f"{where}: review-by {value!r} is not a date (YYYY-MM-DD)") from None
+    clause = item.get("clause")
+    if clause is not None:
+        try:
+            clause = str(Specifier(str(clause)))  # normalized as exclusion clauses are
+        except InvalidSpecifier:
+            raise ConfigError(
+                f"{where}: annotation clause {clause!r} is not a version clause",
+                tip='Write it as in the requirement, e.g. clause = "<14.1.0".',
+            ) from None
     return ConfigAnnotation(
         package=item["package"],
         source=item.get("source"),
-        clause=item.get("clause"),
+        clause=clause,
         fields=fields,
     )
 

@@ -30,7 +30,7 @@ from packaging.version import InvalidVersion, Version
 
 from govern.exclusions.links import LinkContext, find_links
 from govern.exclusions.model import Annotation, Link
-from govern.sources.model import LineKind, Problem, Source
+from govern.sources.model import Entry, LineKind, Problem, Source
 from govern.sources.requirements_txt import shell_split
 
 _KEYS = {
@@ -400,7 +400,7 @@ def read_annotations(
         annotations[i] = annotation
     if config:
         annotations = [
-            _apply_config(a, e.name, source.path, config, settings.links)
+            _apply_config(a, e, source.path, config, settings.links)
             for a, e in zip(annotations, source.entries, strict=True)
         ]
     return annotations
@@ -505,7 +505,7 @@ def _freeze(draft: _Draft, links: LinkContext) -> Annotation:
 
 def _apply_config(
     annotation: Annotation,
-    name: str | None,
+    entry: Entry,
     path: str,
     config: Sequence[ConfigAnnotation],
     links: LinkContext,
@@ -513,9 +513,14 @@ def _apply_config(
     from govern.sources.discover import glob_match
 
     for item in config:
-        if name is None or canonicalize_name(item.package) != name:
+        if entry.name is None or canonicalize_name(item.package) != entry.name:
             continue
         if item.source is not None and not glob_match(item.source, path):
+            continue
+        if item.clause is not None and (
+            entry.requirement is None
+            or item.clause not in {str(spec) for spec in entry.requirement.specifier}
+        ):
             continue
         f = item.fields
         extra_links = tuple(

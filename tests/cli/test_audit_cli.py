@@ -331,3 +331,15 @@ def test_an_internal_error_exits_2_with_a_tip(
     ]
     with pytest.raises(RuntimeError, match="boom"):
         main(["--debug", "audit"])
+
+
+def test_config_annotation_with_an_invalid_clause_is_exit_2(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (repo / ".govern.toml").write_text(
+        '[[annotations]]\npackage = "cupy"\nclause = "below 14"\nreason = "x"\n',
+        encoding="utf-8",
+    )
+    code, _, err = run_cli(["audit"], capsys)
+    assert code == 2
+    assert "is not a version clause" in err

@@ -266,3 +266,13 @@ def test_arbitrary_comments_never_raise(tmp_path: Path, text: str) -> None:
         for annotation in got.values():
             assert all(p.rule == "invalid-annotation" for p in annotation.problems)
             assert annotation.reason is None or annotation.reason.strip() == annotation.reason
+
+
+def test_configured_annotation_scoped_to_a_clause(tmp_path: Path) -> None:
+    config = (
+        ConfigAnnotation(package="cupy", clause="<14.1.0", fields={"reason": "14.1.0 broke"}),
+    )
+    got = annotate(tmp_path, "cupy<14.1.0\n", config=config)
+    assert got["cupy"].reason == "14.1.0 broke"
+    other = annotate(tmp_path, "cupy!=14.1.0\n", config=config)
+    assert other["cupy"].reason is None
