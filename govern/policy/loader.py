@@ -56,6 +56,36 @@ def _read(path: Path) -> dict[str, Any]:
         raise PolicyError(f"cannot read policy {path}: {exc.strerror}") from None
 
 
+_KINDS = ("not-equal", "cap", "pin", "ban")
+# The options each rule reads (govern.policy.engine), with the values they accept.
+_OPTIONS: dict[str, dict[str, tuple[str, ...] | None]] = {
+    "missing-reason": {"kinds": _KINDS},
+    "missing-link": {"kinds": _KINDS},
+    "missing-review-by": {"kinds": _KINDS},
+    "cap-in-library": {"groups": None},  # any pyproject group prefix
+}
+
+
+def _check_options(rule: str, options: dict[str, Any], where: str) -> None:
+    """Reject options a rule does not read, and values it does not know."""
+    known = _OPTIONS.get(rule, {})
+    for name, value in options.items():
+        if name not in known:
+            raise PolicyError(
+                f"{where}: rule {rule!r} has no option {name!r}",
+                tip=f"Options of {rule}: {', '.join(known) or 'none'}.",
+            )
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise PolicyError(f"{where}: {rule}.{name} must be a list of strings")
+        allowed = known[name]
+        bad = [v for v in value if allowed is not None and v not in allowed]
+        if bad:
+            raise PolicyError(
+                f"{where}: {rule}.{name} has unknown value(s) {', '.join(bad)}",
+                tip=f"Use some of: {', '.join(allowed or ())}.",
+            )
+
+
 def _rule_settings(rule: str, value: object, where: str) -> RuleSettings:
     if rule not in RULES:
         import difflib
@@ -69,6 +99,7 @@ def _rule_settings(rule: str, value: object, where: str) -> RuleSettings:
         return RuleSettings(_severity(value, f"{where}: {rule}"))
     if isinstance(value, dict) and "severity" in value:
         options = {k: v for k, v in value.items() if k != "severity"}
+        _check_options(rule, options, where)
         return RuleSettings(
             _severity(value["severity"], f"{where}: {rule}"), MappingProxyType(options)
         )

@@ -188,6 +188,15 @@ def test_custom_policy_extends_and_overrides(tmp_path: Path) -> None:
         ('colour = "red"\n', "Policy keys are"),
         ("[rules\n", "Fix the TOML syntax."),
         ('extends = "p.toml"\n', "extends itself"),
+        (
+            '[rules]\nmissing-reason = { severity = "error", kinds = ["caps"] }\n',
+            "unknown value(s) caps",
+        ),
+        ('[rules]\nban = { severity = "info", kinds = ["cap"] }\n', "has no option 'kinds'"),
+        (
+            '[rules]\nmissing-link = { severity = "info", kinds = "cap" }\n',
+            "must be a list of strings",
+        ),
     ],
 )
 def test_invalid_policies(tmp_path: Path, text: str, message: str) -> None:
