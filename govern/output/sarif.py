@@ -28,7 +28,6 @@ from govern.report import AuditReport
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 """The ``$schema`` of the log."""
 
-INFORMATION_URI = "https://github.com/govern-dev/govern"
 """The tool's home page (``tool.driver.informationUri``)."""
 
 SRCROOT = "%SRCROOT%"
@@ -120,7 +119,6 @@ def to_log(report: AuditReport) -> dict[str, Any]:
             "driver": {
                 "name": "govern",
                 "version": __version__,
-                "informationUri": INFORMATION_URI,
                 "rules": [_descriptor(rule_id, known, report) for rule_id in rule_ids],
             }
         },
