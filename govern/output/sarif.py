@@ -28,8 +28,6 @@ from govern.report import AuditReport
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 """The ``$schema`` of the log."""
 
-"""The tool's home page (``tool.driver.informationUri``)."""
-
 SRCROOT = "%SRCROOT%"
 """The ``uriBaseId`` that artifact locations are relative to."""
 

@@ -375,7 +375,7 @@ def test_sarif_structure(report: AuditReport) -> None:
     driver = run["tool"]["driver"]
     assert driver["name"] == "govern"
     assert isinstance(driver["version"], str)
-    assert driver["informationUri"].startswith("https://")
+    assert "informationUri" not in driver  # optional in SARIF; govern has no home page yet
     rule_ids = [rule["id"] for rule in driver["rules"]]
     for rule in driver["rules"]:
         assert rule["shortDescription"]["text"]
