@@ -71,7 +71,9 @@ from pathlib import Path
 from typing import IO
 
 BENCH_DIR = Path(__file__).resolve().parent
-CORPUS = Path("/work/shared/corpus")
+# The corpus as committed under tests/data (byte-for-byte copies of shared/corpus, with
+# their provenance), so that the benchmark runs from any clone.
+CORPUS = BENCH_DIR.parent / "tests" / "data"
 
 RATIO_TARGET = 2.0
 SCALE_TARGET_SIZE = 100_000
@@ -92,17 +94,17 @@ HEAVY_MODULES = (
 # corpus file -> where it goes in the work tree (names discovery finds; vLLM's cuda.txt says
 # "-r common.txt", so common.txt keeps its basename and sits in the same directory).
 CORPUS_LAYOUT: tuple[tuple[str, str], ...] = (
-    ("vllm-project__vllm/requirements__common.txt", "requirements/common.txt"),
-    ("vllm-project__vllm/requirements__cuda.txt", "requirements/vllm-cuda.txt"),
-    ("vllm-project__vllm/requirements__kv_connectors.txt", "requirements/vllm-kv-connectors.txt"),
-    ("vllm-project__vllm/requirements__test__cuda.in", "requirements/vllm-test-cuda.in"),
-    ("openstack__requirements/global-requirements.txt", "requirements/openstack-global.txt"),
-    ("openstack__requirements/denylist.txt", "requirements/openstack-denylist.txt"),
+    ("vllm/requirements/common.txt", "requirements/common.txt"),
+    ("vllm/requirements/cuda.txt", "requirements/vllm-cuda.txt"),
+    ("vllm/requirements/kv_connectors.txt", "requirements/vllm-kv-connectors.txt"),
+    ("vllm/requirements/test/cuda.in", "requirements/vllm-test-cuda.in"),
+    ("openstack/global-requirements.txt", "requirements/openstack-global.txt"),
+    ("openstack/denylist.txt", "requirements/openstack-denylist.txt"),
     (
-        "home-assistant__core/homeassistant__package_constraints.txt",
+        "home-assistant/homeassistant__package_constraints.txt",
         "requirements/constraints-home-assistant.txt",
     ),
-    ("apache__airflow/airflow-core__pyproject.toml", "airflow-core/pyproject.toml"),
+    ("airflow/airflow-core__pyproject.toml", "airflow-core/pyproject.toml"),
 )
 
 BASELINE_SCRIPT = '''\

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
+from packaging.specifiers import Specifier
 from packaging.version import InvalidVersion, Version
 
 from govern.config import Config
@@ -23,7 +24,7 @@ from govern.exclusions.model import Annotation, Exclusion, Kind, exclusion_key
 from govern.policy.engine import evaluate
 from govern.policy.model import Policy
 from govern.report import AuditReport
-from govern.sources.discover import discover, source_format_for
+from govern.sources.discover import discover, glob_match, source_format_for
 from govern.sources.model import Entry, Problem, Source, SourceFormat
 from govern.sources.requirements_txt import read_requirements
 
@@ -65,13 +66,37 @@ def _inside(path: Path, root: Path) -> bool:
 class _Loader:
     """Reads sources once each, following ``-r``/``-c`` includes depth first."""
 
-    def __init__(self, root: Path, config: Config, options: AuditOptions) -> None:
+    def __init__(
+        self,
+        root: Path,
+        config: Config,
+        options: AuditOptions,
+        extra_roots: Sequence[Path] = (),
+    ) -> None:
         self.root = root
-        self.config = config
+        self.roots = [root, *extra_roots]
         self.options = options
         self.sources: dict[Path, Source] = {}
         self.problems: list[tuple[str, Problem]] = []
         self.allow_outside = options.allow_outside_root or config.allow_includes_outside_root
+
+    def inside(self, path: Path) -> bool:
+        """Whether ``path`` (links resolved) lies under the root or a named file's folder."""
+        return any(_inside(path, root) for root in self.roots)
+
+    def refuse(self, file: Path) -> None:
+        """Record a discovered file that leads outside the audited directory."""
+        self.problems.append(
+            (
+                _display(file, self.root),
+                Problem(
+                    "include-outside-root",
+                    1,
+                    f"{file.name} is a link to a file outside the audited directory; not read",
+                    hint="replace the link by the file, or pass --allow-outside-root",
+                ),
+            )
+        )
 
     def load(self, file: Path, fmt: SourceFormat, stack: tuple[Path, ...] = ()) -> None:
         key = _resolve(file)
@@ -112,7 +137,7 @@ class _Loader:
                     )
                 )
                 continue
-            if not self.allow_outside and not _inside(target, self.root):
+            if not self.allow_outside and not self.inside(target):
                 self.problems.append(
                     (
                         display,
@@ -132,8 +157,12 @@ class _Loader:
                         Problem(
                             "include-not-found",
                             include.line,
-                            f"{include.target} {_missing(target)} "
-                            f"(looked for {_display(target, self.root)})",
+                            f"{include.target} {_missing(target)}"
+                            + (
+                                ""  # the expanded path could show a ${VAR}'s value
+                                if "${" in include.target
+                                else f" (looked for {_display(target, self.root)})"
+                            ),
                             hint="includes are relative to the including file",
                         ),
                     )
@@ -168,18 +197,37 @@ def _repository(root: Path, config: Config) -> str:
     return url.replace(":", "/").removesuffix(".git")
 
 
-def _mentioned_versions(reason: str | None, spec_excludes: object) -> list[str]:
+def _names_version(reason: str | None, version: str) -> bool:
+    """Whether ``reason`` names ``version`` (PEP 440 equality: 14.1 names 14.1.0)."""
     if not reason:
-        return []
-    found: list[str] = []
+        return False
+    try:
+        wanted = Version(version)
+    except InvalidVersion:
+        return False
     for raw in _VERSION_WORD_RE.findall(reason):
         try:
-            version = Version(raw)
+            if Version(raw) == wanted:
+                return True
         except InvalidVersion:
             continue
-        if callable(spec_excludes) and spec_excludes(version) and raw not in found:
-            found.append(raw)
-    return found
+    return False
+
+
+def _bad_versions(kind: Kind, spec: Specifier, annotation: Annotation) -> tuple[str, ...]:
+    """Known-bad versions: the annotation's ``bad=``, else what the clause itself names.
+
+    ``!=V`` names V. A cap ``<V`` names V only when its reason does too (vLLM's
+    "CuPy 14.1.0 imports pytest ... Use <14.1.0"): other versions in a reason are
+    as often the fix ("wait for 2.1") as the breakage, so none is guessed.
+    """
+    if annotation.bad_versions:
+        return annotation.bad_versions
+    if kind is Kind.NOT_EQUAL:
+        return (spec.version,)
+    if spec.operator == "<" and _names_version(annotation.reason, spec.version):
+        return (spec.version,)
+    return ()
 
 
 def _exclusions(source: Source, annotations: list[Annotation], repository: str) -> list[Exclusion]:
@@ -208,21 +256,12 @@ def _entry_exclusions(
             marker = str(requirement.marker)  # only needed once a clause is an exclusion
         kind, sub_kind = kinds
         clause = str(spec)
-        if annotation.bad_versions:
-            bad = annotation.bad_versions
-        elif kind is Kind.NOT_EQUAL:
-            bad = (spec.version,)
-        elif kind in (Kind.CAP, Kind.PIN):
-            bad = tuple(
-                _mentioned_versions(
-                    annotation.reason, lambda v, s=spec: not s.contains(v, prereleases=True)
-                )
-            )
-        else:
-            bad = ()
+        bad = _bad_versions(kind, spec, annotation)
         out.append(
             Exclusion(
-                id=exclusion_key(repository, source.path, entry.name, marker, clause),
+                id=exclusion_key(
+                    repository, source.path, entry.name, marker, clause, group=entry.group
+                ),
                 repository=repository,
                 source=source.path,
                 line=entry.line,
@@ -244,7 +283,12 @@ def _entry_exclusions(
 
 
 def resolve_targets(paths: Sequence[Path], cwd: Path) -> tuple[Path, list[Path] | None]:
-    """The audit root and the files named directly (None: discover under the root)."""
+    """The audit root, and the paths named (None: discover everything under the root).
+
+    One directory is the root. Otherwise the root is the working directory, and the
+    paths named (files, read whatever their name, and directories, discovered with
+    the configuration's globs) are returned for :func:`audit_targets`.
+    """
     if not paths:
         return cwd, None
     for path in paths:
@@ -255,10 +299,7 @@ def resolve_targets(paths: Sequence[Path], cwd: Path) -> tuple[Path, list[Path] 
             )
     if len(paths) == 1 and paths[0].is_dir():
         return paths[0], None
-    files: list[Path] = []
-    for path in paths:
-        files.extend(discover(path) if path.is_dir() else [path])
-    return cwd, files
+    return cwd, list(paths)
 
 
 def audit(
@@ -282,11 +323,30 @@ def audit_targets(
     policy: Policy,
     options: AuditOptions,
 ) -> AuditReport:
-    """Audit ``files`` (None: discover them under ``root``), as :func:`resolve_targets` gives."""
+    """Audit the paths :func:`resolve_targets` gives (None: discover under ``root``)."""
+    named = [p for p in files or () if not p.is_dir()]
     if files is None:
-        files = discover(root, include=config.include, exclude=config.exclude)
-    loader = _Loader(root, config, options)
-    for file in files:
+        discovered = discover(root, include=config.include, exclude=config.exclude)
+    else:
+        # Directories named beside others: the exclude globs still apply, relative to
+        # the root (the working directory) like every path govern shows.
+        discovered = [
+            file
+            for directory in files
+            if directory.is_dir()
+            for file in discover(directory)
+            if not any(glob_match(g, _display(file, root)) for g in config.exclude)
+        ]
+    # A file named on the command line may include its siblings wherever it lives.
+    loader = _Loader(root, config, options, extra_roots=[p.parent for p in named])
+    for file in discovered:
+        if not loader.allow_outside and not loader.inside(file):
+            # A symlink that leads out of the tree (to /proc/self/environ, say) is not
+            # read: its content would be echoed into CI logs.
+            loader.refuse(file)
+            continue
+        loader.load(file, source_format_for(file))
+    for file in named:
         # A file named directly is read whatever its name: *.toml is a pyproject.
         fmt = SourceFormat.PYPROJECT if file.suffix == ".toml" else source_format_for(file)
         loader.load(file, fmt)

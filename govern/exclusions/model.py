@@ -59,10 +59,21 @@ class Annotation:
 
 
 def exclusion_key(
-    repository: str, source: str, package: str, marker: str | None, clause: str
+    repository: str,
+    source: str,
+    package: str,
+    marker: str | None,
+    clause: str,
+    *,
+    group: str | None = None,
 ) -> str:
-    """The stable id of an exclusion: line numbers move, keys do not."""
-    raw = "\x1f".join((repository, source, package, marker or "", clause))
+    """The stable id of an exclusion: line numbers move, keys do not.
+
+    ``group`` (a pyproject table: two extras may cap the same package) takes part
+    only when set, so requirements-file keys are exactly DESIGN.md's.
+    """
+    parts = (repository, source, package, marker or "", clause, *([group] if group else []))
+    raw = "\x1f".join(parts)
     return hashlib.sha256(raw.encode("utf-8")).hexdigest()[:16]
 
 

@@ -45,10 +45,10 @@ class _Emitter:
             problem.rule,
             source,
             problem.line,
-            problem.message,
+            redact(problem.message),  # whichever reader made it, no credentials leave
             suppress,
             column=problem.column,
-            excerpt=problem.excerpt,
+            excerpt=problem.excerpt and redact(problem.excerpt),
             hint=problem.hint,
             package=problem.package,
         )
@@ -230,11 +230,14 @@ def _partial(emit: _Emitter, exc: Exclusion) -> None:
 def _redundancy(
     emit: _Emitter, exclusions: Sequence[Exclusion], sources: dict[str, Source]
 ) -> None:
-    by_line: dict[tuple[str, int], list[Exclusion]] = defaultdict(list)
+    # An entry is (source, line, column): a pyproject line can hold several.
+    by_line: dict[tuple[str, int, int], list[Exclusion]] = defaultdict(list)
     for exc in exclusions:
-        by_line[(exc.source, exc.line)].append(exc)
+        by_line[(exc.source, exc.line, exc.column)].append(exc)
     entries = {
-        (source.path, entry.line): entry for source in sources.values() for entry in source.entries
+        (source.path, entry.line, entry.column): entry
+        for source in sources.values()
+        for entry in source.entries
     }
     for place, group in by_line.items():
         entry = entries.get(place)
@@ -258,26 +261,28 @@ def _redundancy(
 
 
 def _consistency(emit: _Emitter, exclusions: Sequence[Exclusion]) -> None:
-    clauses: dict[tuple[str, str | None], dict[tuple[str, int], list[str]]] = defaultdict(
+    # Places are entries, (source, line, column): a pyproject line can hold several.
+    clauses: dict[tuple[str, str | None], dict[tuple[str, int, int], list[str]]] = defaultdict(
         lambda: defaultdict(list)
     )
-    firsts: dict[tuple[str, int], Exclusion] = {}
+    firsts: dict[tuple[str, str, int, int], Exclusion] = {}
     for exc in exclusions:
         if exc.sub_kind is SubKind.SENTINEL:
             continue
-        clauses[(exc.package, exc.marker)][(exc.source, exc.line)].append(exc.clause)
-        firsts.setdefault((exc.source, exc.line), exc)
+        place = (exc.source, exc.line, exc.column)
+        clauses[(exc.package, exc.marker)][place].append(exc.clause)
+        firsts.setdefault((exc.package, *place), exc)
     for (package, _marker), places in clauses.items():
         shapes = {tuple(sorted(c)) for c in places.values()}
         if len(places) < 2 or len(shapes) < 2:
             continue
         described = "; ".join(
-            f"{','.join(c)} in {src}:{ln}" for (src, ln), c in sorted(places.items())
+            f"{','.join(c)} in {src}:{ln}" for (src, ln, _), c in sorted(places.items())
         )
         for place in sorted(places):
             emit.exclusion(
                 "inconsistent-exclusions",
-                firsts[place],
+                firsts[(package, *place)],
                 f"{package} is excluded differently across sources: {described}",
             )
 

@@ -39,7 +39,8 @@ from govern.sources.pep508 import parse_requirement, requirement_hint
 _ENV_VAR_RE = re.compile(r"\$\{([A-Z0-9_]+)\}")
 _CODING_RE = re.compile(rb"coding[:=]\s*([-\w.]+)")
 _SCHEME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://|^file:")
-_USERINFO_RE = re.compile(r"(://)[^/@\s]+@")
+# userinfo runs to the last "@" before the host's path ("u:p@ss@host" is one userinfo).
+_USERINFO_RE = re.compile(r"(://)[^/?#\s]*@")
 # shlex.split's words when the text has no backslash: runs of plain characters,
 # "double-quoted" and 'single-quoted' strings, separated by shlex's whitespace.
 _SHELL_WORD_RE = re.compile(r"""(?:[^ \t\r\n'"\\]|"[^"\\]*"|'[^']*')+""")
@@ -339,7 +340,10 @@ class _Reader:
         excerpt: str | None = None,
         hint: str | None = None,
     ) -> None:
-        self.problems.append(Problem(rule, line, message, column, excerpt, hint))
+        # Every message and excerpt passes here: credentials in URLs never leave.
+        self.problems.append(
+            Problem(rule, line, redact(message), column, excerpt and redact(excerpt), hint)
+        )
 
     def read(self, text: str) -> Source:
         physical = text.splitlines()
