@@ -156,19 +156,19 @@ def _header(source: Source, style: _Style) -> str:
 def render(report: AuditReport, *, color: bool = False) -> str:
     """Render ``report`` for a terminal; ANSI colour only when ``color`` is true."""
     style = _Style(color)
-    known = {source.path for source in report.sources}
-    blocks: list[list[str]] = []
-    for source in report.sources:
-        blocks.append(
-            _group(
-                _header(source, style),
-                (e for e in report.exclusions if e.source == source.path),
-                (f for f in report.findings if f.source == source.path),
-                style,
-            )
-        )
-    stray_exclusions = [e for e in report.exclusions if e.source not in known]
-    stray_findings = [f for f in report.findings if f.source not in known]
+    # Grouped once: a scan per source would be quadratic on a large tree.
+    exclusions: dict[str, list[Exclusion]] = {s.path: [] for s in report.sources}
+    findings: dict[str, list[Finding]] = {s.path: [] for s in report.sources}
+    stray_exclusions: list[Exclusion] = []
+    stray_findings: list[Finding] = []
+    for exclusion in report.exclusions:
+        exclusions.get(exclusion.source, stray_exclusions).append(exclusion)
+    for finding in report.findings:
+        findings.get(finding.source, stray_findings).append(finding)
+    blocks: list[list[str]] = [
+        _group(_header(s, style), exclusions[s.path], findings[s.path], style)
+        for s in report.sources
+    ]
     if stray_exclusions or stray_findings:
         blocks.append(
             _group(style.bold("other locations"), stray_exclusions, stray_findings, style)
