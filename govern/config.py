@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import tomllib
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, datetime
 from pathlib import Path
+from string import Formatter
 from typing import Any
 
 from packaging.specifiers import InvalidSpecifier, Specifier
@@ -50,6 +51,7 @@ _CHOICES = {
     "comment-style": ("above", "below"),
     "comment-scope": ("group", "line"),
     "inline-comments": ("auto", "reason", "ignore"),
+    "fail-on": ("error", "warning", "info", "never"),
 }
 
 
@@ -82,12 +84,133 @@ class Config:
         )
 
 
+def _names(keys: set[str]) -> str:
+    """Key names for a one-line message (odd ones quoted, so no newline gets through)."""
+    return ", ".join(
+        k if k.isprintable() and k.strip() == k and k else repr(k) for k in sorted(keys)
+    )
+
+
 def _strings(value: Any, key: str, where: str) -> tuple[str, ...]:
     if isinstance(value, str):
         return (value,)
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return tuple(value)
-    raise ConfigError(f"{where}: {key} must be a string or a list of strings")
+    raise ConfigError(
+        f"{where}: {key} must be a string or a list of strings, not {_show(value)}",
+        tip=f'Write it as {key} = ["..."].',
+    )
+
+
+def _kind(value: Any) -> str:
+    """The TOML name of a parsed value's type, for messages."""
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, datetime):
+        return "a date-time"
+    if isinstance(value, date):
+        return "a date"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "a table"
+    return f"a {type(value).__name__}"
+
+
+def _show(value: Any) -> str:
+    """A value for a one-line message: strings quoted, dates as written, else the type."""
+    if isinstance(value, str):
+        return repr(value) if len(value) <= 80 else repr(value[:77] + "...")
+    if isinstance(value, date):  # also datetime
+        return value.isoformat()
+    if isinstance(value, list) and value:
+        bad = next((v for v in value if not isinstance(v, str)), value[0])
+        return f"an array holding {_kind(bad)}"
+    return _kind(value)
+
+
+def _string(table: dict[str, Any], key: str, where: str, prefix: str = "") -> str | None:
+    """``table[key]`` if it is a string, ``None`` if absent; anything else is an error."""
+    if key not in table:
+        return None
+    value = table[key]
+    if not isinstance(value, str):
+        raise ConfigError(
+            f"{where}: {prefix}{key} must be a string, not {_show(value)}",
+            tip=f'Quote the value: {key} = "...".',
+        )
+    return value
+
+
+def _choice(table: dict[str, Any], key: str, where: str) -> str | None:
+    choices = _CHOICES[key]
+    value = table.get(key)
+    if key in table and (not isinstance(value, str) or value not in choices):
+        raise ConfigError(
+            f"{where}: {key} must be one of {', '.join(choices)}, not {_show(value)}",
+            tip=f'Write it as a string, e.g. {key} = "{choices[0]}".',
+        )
+    return value
+
+
+def _forge(table: dict[str, Any], where: str) -> str | None:
+    value = _string(table, "forge", where)
+    if value is not None and not value.startswith(("http://", "https://")):
+        raise ConfigError(
+            f"{where}: forge {_show(value)} is not an http:// or https:// URL",
+            tip='Write the project URL, e.g. forge = "https://github.com/owner/repo".',
+        )
+    return value
+
+
+def _bug_url(table: dict[str, Any], where: str) -> str | None:
+    value = _string(table, "bug-url", where)
+    if value is None:
+        return None
+    tip = 'Write it with an {id} placeholder, e.g. bug-url = "https://bugs.example.org/{id}".'
+    if "{id}" not in value:
+        raise ConfigError(f"{where}: bug-url {_show(value)} has no {{id}} placeholder", tip=tip)
+    try:
+        # Only plain {id} fields: no {other}, {0}, {id.attr}, {id[0]}, {id!r} or {id:>999999}.
+        fields = [f[1:] for f in Formatter().parse(value) if f[1] is not None]
+        if any(f != ("id", "", None) for f in fields):
+            raise ValueError(value)
+        substituted = value.format(id="1") != value.format(id="2")
+    except (KeyError, IndexError, ValueError, AttributeError, TypeError):
+        raise ConfigError(
+            f"{where}: bug-url {_show(value)} is not a valid template"
+            " (only {id} may be in braces; write a literal brace as {{ or }})",
+            tip=tip,
+        ) from None
+    if not substituted:
+        raise ConfigError(f"{where}: bug-url {_show(value)} has no {{id}} placeholder", tip=tip)
+    return value
+
+
+def _bool(table: dict[str, Any], key: str, where: str) -> bool:
+    value = table.get(key, False)
+    if not isinstance(value, bool):
+        raise ConfigError(
+            f"{where}: {key} must be true or false, not {_show(value)}",
+            tip=f"Write a TOML boolean without quotes: {key} = true.",
+        )
+    return value
+
+
+def _review_by(value: Any, where: str) -> date:
+    if isinstance(value, date) and not isinstance(value, datetime):
+        return value
+    if isinstance(value, str):
+        try:
+            return date.fromisoformat(value)
+        except ValueError:
+            pass
+    raise ConfigError(
+        f"{where}: annotation review-by {_show(value)} is not a date (YYYY-MM-DD)",
+        tip="Write a date without a time, e.g. review-by = 2027-01-31.",
+    )
 
 
 def _annotation(item: Any, where: str) -> ConfigAnnotation:
@@ -99,13 +222,14 @@ def _annotation(item: Any, where: str) -> ConfigAnnotation:
     unknown = set(item) - _ANNOTATION_KEYS
     if unknown:
         raise ConfigError(
-            f"{where}: unknown annotation key(s) {', '.join(sorted(unknown))}",
+            f"{where}: unknown annotation key(s) {_names(unknown)}",
             tip=f"Known keys: {', '.join(sorted(_ANNOTATION_KEYS))}.",
         )
     fields: dict[str, Any] = {}
     for key in ("reason", "owner", "verify"):
-        if key in item:
-            fields[key] = str(item[key])
+        value = _string(item, key, where, prefix="annotation ")
+        if value is not None:
+            fields[key] = value
     for key, target in (
         ("links", "links"),
         ("issue", "links"),
@@ -117,23 +241,20 @@ def _annotation(item: Any, where: str) -> ConfigAnnotation:
             fields.setdefault(target, ())
             fields[target] = (*fields[target], *_strings(item[key], key, where))
     if "review-by" in item:
-        value = item["review-by"]
-        try:
-            fields["review_by"] = value if isinstance(value, date) else date.fromisoformat(value)
-        except (TypeError, ValueError):
-            raise ConfigError(f"{where}: review-by {value!r} is not a date (YYYY-MM-DD)") from None
-    clause = item.get("clause")
+        fields["review_by"] = _review_by(item["review-by"], where)
+    source = _string(item, "source", where, prefix="annotation ")
+    clause = _string(item, "clause", where, prefix="annotation ")
     if clause is not None:
         try:
-            clause = str(Specifier(str(clause)))  # normalized as exclusion clauses are
+            clause = str(Specifier(clause))  # normalized as exclusion clauses are
         except InvalidSpecifier:
             raise ConfigError(
-                f"{where}: annotation clause {clause!r} is not a version clause",
+                f"{where}: annotation clause {_show(clause)} is not a version clause",
                 tip='Write it as in the requirement, e.g. clause = "<14.1.0".',
             ) from None
     return ConfigAnnotation(
         package=item["package"],
-        source=item.get("source"),
+        source=source,
         clause=clause,
         fields=fields,
     )
@@ -145,30 +266,28 @@ def parse_config(table: dict[str, Any], path: Path) -> Config:
     unknown = set(table) - _KEYS
     if unknown:
         raise ConfigError(
-            f"{where}: unknown [tool.govern] key(s) {', '.join(sorted(unknown))}",
+            f"{where}: unknown [tool.govern] key(s) {_names(unknown)}",
             tip=f"Known keys: {', '.join(sorted(_KEYS))}.",
         )
-    for key, choices in _CHOICES.items():
-        if key in table and table[key] not in choices:
-            raise ConfigError(f"{where}: {key} must be one of {', '.join(choices)}")
     annotations = table.get("annotations", [])
     if not isinstance(annotations, list):
         raise ConfigError(
-            f"{where}: annotations must be an array of tables ([[tool.govern.annotations]])"
+            f"{where}: annotations must be an array of tables ([[tool.govern.annotations]])",
+            tip="See the README section 'Annotations for generated files'.",
         )
     return Config(
         path=path,
-        policy=table.get("policy"),
+        policy=_string(table, "policy", where),
         include=_strings(table.get("include", []), "include", where),
         exclude=_strings(table.get("exclude", []), "exclude", where),
-        repository=table.get("repository"),
-        forge=table.get("forge"),
-        bug_url=table.get("bug-url"),
-        comment_style=table.get("comment-style", "above"),
-        comment_scope=table.get("comment-scope", "group"),
-        inline_comments=table.get("inline-comments", "auto"),
-        allow_includes_outside_root=bool(table.get("allow-includes-outside-root", False)),
-        fail_on=table.get("fail-on"),
+        repository=_string(table, "repository", where),
+        forge=_forge(table, where),
+        bug_url=_bug_url(table, where),
+        comment_style=_choice(table, "comment-style", where) or "above",
+        comment_scope=_choice(table, "comment-scope", where) or "group",
+        inline_comments=_choice(table, "inline-comments", where) or "auto",
+        allow_includes_outside_root=_bool(table, "allow-includes-outside-root", where),
+        fail_on=_choice(table, "fail-on", where),
         annotations=tuple(_annotation(a, where) for a in annotations),
     )
 
@@ -179,7 +298,10 @@ def load_config(root: Path, explicit: Path | None = None) -> Config:
     for path in candidates:
         if path is None or not path.is_file():
             if explicit is not None:
-                raise ConfigError(f"config file {explicit} does not exist")
+                raise ConfigError(
+                    f"config file {explicit} does not exist",
+                    tip="Name an existing .govern.toml, or leave out --config.",
+                )
             continue
         try:
             with path.open("rb") as handle:
@@ -189,13 +311,37 @@ def load_config(root: Path, explicit: Path | None = None) -> Config:
                 # A broken pyproject.toml is a finding of the audit, not a config error.
                 return Config()
             raise ConfigError(f"{path}: {exc}", tip="Fix the TOML syntax.") from None
+        except OSError as exc:
+            raise ConfigError(
+                f"cannot read {path}: {exc.strerror or exc}",
+                tip="Check that the file is readable.",
+            ) from None
+        tool = data.get("tool")
         if path.name == "pyproject.toml":
-            table = data.get("tool", {}).get("govern")
+            if not isinstance(tool, dict):
+                if tool is None or explicit is None:
+                    # No [tool] table, or one the audit reports: no govern settings here.
+                    continue
+                raise ConfigError(
+                    f"{path}: tool must be a table, not {_kind(tool)}",
+                    tip="Write the settings under a [tool.govern] header.",
+                )
+            table = tool.get("govern")
             if table is None:
                 continue
+        elif tool is None:
+            table = data
+        elif not isinstance(tool, dict):
+            raise ConfigError(
+                f"{path}: tool must be a table, not {_kind(tool)}",
+                tip="Put the settings at the top level, or under [tool.govern].",
+            )
         else:
-            table = data.get("tool", {}).get("govern", data)
+            table = tool.get("govern", data)
         if not isinstance(table, dict):
-            raise ConfigError(f"{path}: [tool.govern] must be a table")
+            raise ConfigError(
+                f"{path}: [tool.govern] must be a table, not {_kind(table)}",
+                tip="Write the settings under a [tool.govern] header.",
+            )
         return parse_config(table, path)
     return Config()

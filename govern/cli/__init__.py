@@ -80,7 +80,8 @@ def main(argv: list[str] | None = None) -> None:
             raise
         print(f"govern: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
         print(
-            "Tip: this is a bug in govern; rerun with --debug for the traceback and report it.",
+            "Tip: this is a bug in govern; rerun as `govern --debug ...` for the traceback"
+            " and report it.",
             file=sys.stderr,
         )
         sys.exit(2)

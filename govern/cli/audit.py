@@ -109,19 +109,25 @@ def audit(
     config = load_config(root, config_file)
     policy_base = config.path.parent if config.path else cwd
     chosen = load_policy(policy or config.policy or "default", base=cwd if policy else policy_base)
-    options = AuditOptions(today=today, allow_outside_root=allow_outside_root)
-    with _collector_paused():
-        report = audit_targets(root, files, config=config, policy=chosen, options=options)
     if fail_on is not None:
         level = Severity.OFF if fail_on is FailOn.NEVER else Severity(fail_on.value)
-    elif config.fail_on:
+    elif config.fail_on:  # validated by load_config: error, warning, info or never
         level = Severity.OFF if config.fail_on == "never" else Severity(config.fail_on)
     else:
         level = chosen.fail_on
+    options = AuditOptions(today=today, allow_outside_root=allow_outside_root)
+    with _collector_paused():
+        report = audit_targets(root, files, config=config, policy=chosen, options=options)
     with _collector_paused():
         if output is not None:
-            with output.open("w", encoding="utf-8") as stream:
-                write(report, fmt, stream)
+            try:
+                with output.open("w", encoding="utf-8") as stream:
+                    write(report, fmt, stream)
+            except OSError as exc:
+                raise UsageError(
+                    f"cannot write --output {output}: {exc.strerror or exc}",
+                    tip="Check that the directory exists and is writable.",
+                ) from None
         else:
             color = fmt is OutputFormat.HUMAN and use_color(sys.stdout, os.environ)
             write(report, fmt, sys.stdout, color=color)

@@ -38,9 +38,13 @@ def _locate(spec: str, base: Path) -> Path:
     path = Path(spec)
     if not path.is_absolute():
         path = base / path
-    if not path.is_file():
+    try:
+        found = path.is_file()
+    except OSError:  # a name too long to be a path, say
+        found = False
+    if not found:
         raise PolicyError(
-            f"policy {spec!r} is neither a shipped policy nor a file",
+            f"policy {spec[:80]!r} is neither a shipped policy nor a file",
             tip=f"Use one of {', '.join(_BUILTIN)}, or the path of a policy TOML file.",
         )
     return path

@@ -203,22 +203,55 @@ def test_output_file(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert json.loads((repo / "report.json").read_text())["schema"] == "govern.audit/1"
 
 
-def test_no_colour_when_not_a_terminal_or_no_color(repo: Path) -> None:
-    env = {**os.environ, "FORCE_COLOR": "", "NO_COLOR": "1"}
-    done = subprocess.run(
+def _on_a_terminal(repo: Path, env: dict[str, str]) -> str:
+    """Run ``govern audit`` with its stdout on a pseudo-terminal; return what it wrote."""
+    import pty
+
+    master, slave = pty.openpty()
+    try:
+        subprocess.run(
+            [sys.executable, "-m", "govern", "audit"],
+            cwd=repo,
+            env=env,
+            stdout=slave,
+            stderr=subprocess.DEVNULL,
+            check=False,
+            timeout=120,
+        )
+    finally:
+        os.close(slave)
+    chunks: list[bytes] = []
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: the terminal is closed and drained
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(master)
+    return b"".join(chunks).decode()
+
+
+def test_colour_only_on_a_terminal_and_never_with_no_color(repo: Path) -> None:
+    base = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR")}
+    base["TERM"] = "xterm"
+    assert "\x1b[" in _on_a_terminal(repo, base)
+    assert "\x1b[" not in _on_a_terminal(repo, {**base, "NO_COLOR": "1"})
+    piped = subprocess.run(
         [sys.executable, "-m", "govern", "audit"],
         cwd=repo,
-        env=env,
+        env=base,
         capture_output=True,
         text=True,
         check=False,
     )
-    assert done.returncode == 0
-    assert "\x1b[" not in done.stdout
+    assert piped.returncode == 0
+    assert "\x1b[" not in piped.stdout
     forced = subprocess.run(
         [sys.executable, "-m", "govern", "audit"],
         cwd=repo,
-        env={**os.environ, "FORCE_COLOR": "1"},
+        env={**base, "FORCE_COLOR": "1"},
         capture_output=True,
         text=True,
         check=False,
@@ -327,7 +360,8 @@ def test_an_internal_error_exits_2_with_a_tip(
     assert code == 2
     assert err.splitlines() == [
         "govern: internal error: RuntimeError: boom",
-        "Tip: this is a bug in govern; rerun with --debug for the traceback and report it.",
+        "Tip: this is a bug in govern; rerun as `govern --debug ...` for the traceback"
+        " and report it.",
     ]
     with pytest.raises(RuntimeError, match="boom"):
         main(["--debug", "audit"])
@@ -343,3 +377,22 @@ def test_config_annotation_with_an_invalid_clause_is_exit_2(
     code, _, err = run_cli(["audit"], capsys)
     assert code == 2
     assert "is not a version clause" in err
+
+
+@pytest.mark.parametrize("target", ["missing-dir/x.json", "."])
+def test_an_unwritable_output_is_exit_2_with_a_tip(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    target: str,
+) -> None:
+    (tmp_path / "requirements.txt").write_text(CUPY, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_cli(["audit", "-f", "json", "-o", target], capsys)
+    assert code == 2
+    assert out == ""
+    lines = err.splitlines()
+    assert len(lines) == 2
+    assert lines[0].startswith("govern: error: cannot write --output ")
+    assert lines[1] == "Tip: Check that the directory exists and is writable."
+    assert "internal error" not in err
