@@ -355,8 +355,13 @@ def audit_targets(
     settings = config.comments
     exclusions: list[Exclusion] = []
     problems = list(loader.problems)
+    suppressed: dict[tuple[str, int], frozenset[str]] = {}
     for source in sources:
         annotations = read_annotations(source, settings, config.annotations)
+        for entry, annotation in zip(source.entries, annotations, strict=True):
+            if annotation.suppress:
+                key = (source.path, entry.line)
+                suppressed[key] = suppressed.get(key, frozenset()) | annotation.suppress
         seen: set[tuple[int, str]] = set()
         for annotation in annotations:
             for problem in annotation.problems:
@@ -364,7 +369,9 @@ def audit_targets(
                     seen.add((problem.line, problem.message))
                     problems.append((source.path, problem))
         exclusions.extend(_exclusions(source, annotations, repository))
-    findings = evaluate(policy, sources, exclusions, problems, today=options.today)
+    findings = evaluate(
+        policy, sources, exclusions, problems, today=options.today, suppressed=suppressed
+    )
     return AuditReport(
         root=root,
         sources=tuple(sources),

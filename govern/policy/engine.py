@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import date
 
 from packaging.specifiers import Specifier
@@ -19,7 +19,7 @@ from govern.sources.model import Problem, Source
 from govern.sources.requirements_txt import redact
 
 
-def _line_suppressions(source: Source, line: int) -> frozenset[str]:
+def _comment_suppressions(source: Source, line: int) -> frozenset[str]:
     """Rules suppressed by a ``# govern: ignore=...`` comment on ``line`` itself."""
     physical = source.line(line)
     comment = (physical.comment or "").strip() if physical else ""
@@ -294,10 +294,21 @@ def evaluate(
     extra_problems: Iterable[tuple[str, Problem]] = (),
     *,
     today: date,
+    suppressed: Mapping[tuple[str, int], frozenset[str]] | None = None,
 ) -> list[Finding]:
-    """All findings of ``policy`` over an audit, sorted by source, line and rule."""
+    """All findings of ``policy`` over an audit, sorted by source, line and rule.
+
+    ``suppressed`` maps (source, line) to the rules an entry's annotation ignores
+    (``# govern: ignore=...`` on the line or in the block above it); a line that is
+    no entry (a parse error) can still ignore a rule in its own comment.
+    """
     emit = _Emitter(policy)
     by_path = {source.path: source for source in sources}
+    by_entry = suppressed or {}
+
+    def _line_suppressions(source: Source, line: int) -> frozenset[str]:
+        return _comment_suppressions(source, line) | by_entry.get((source.path, line), frozenset())
+
     for source in sources:
         for problem in source.problems:
             emit.problem(source.path, problem, _line_suppressions(source, problem.line))

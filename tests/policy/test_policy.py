@@ -218,3 +218,8 @@ def test_include_of_a_directory_or_a_symlink_loop_is_a_finding(tmp_path: Path) -
     messages = {(f.rule, f.line): f.message for f in found}
     assert messages[("include-not-found", 1)].startswith("sub is a directory")
     assert messages[("include-not-found", 2)].startswith("loop.txt is a broken or looping symlink")
+
+
+def test_a_block_above_can_suppress_an_entry_rule(tmp_path: Path) -> None:
+    assert rules_of(findings(tmp_path, "-e .\n")) == ["unconstrainable"]
+    assert findings(tmp_path, "# govern: ignore=unconstrainable\n-e .\n") == []
