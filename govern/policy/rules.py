@@ -20,6 +20,12 @@ RULES: dict[str, Rule] = {
             "Fix the line as the hint says; pip would refuse the file.",
         ),
         Rule(
+            "ignored-option",
+            _W,
+            "An option after a requirement that pip silently ignores (foo>=1 --pre)",
+            "Put the option on a line of its own, or drop it.",
+        ),
+        Rule(
             "include-cycle",
             _E,
             "Requirement files or dependency groups that include each other",

@@ -502,6 +502,7 @@ class _Reader:
                 self.problem(
                     first,
                     f"pip ignores {name} after a requirement; put it on a line of its own",
+                    rule="ignored-option",  # pip accepts the line: not a parse error
                     column=options_column,
                     excerpt=body,
                 )

@@ -681,7 +681,7 @@ def test_global_option_after_a_requirement_is_ignored_by_pip(tmp_path: Path) -> 
     # pip keeps the requirement and silently drops --index-url: govern says so.
     source = read(tmp_path, "foo>=1 --index-url https://x/simple\n")
     problem = only_problem(source)
-    assert (problem.rule, problem.line, problem.column) == ("parse-error", 1, 8)
+    assert (problem.rule, problem.line, problem.column) == ("ignored-option", 1, 8)
     assert problem.message == (
         "pip ignores --index-url after a requirement; put it on a line of its own"
     )
