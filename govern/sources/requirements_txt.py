@@ -85,6 +85,10 @@ _LONG_NAMES = sorted(name for name in _BY_NAME if name.startswith("--"))
 class _OptionError(ValueError):
     """An option pip's parser would reject (optparse's ``no such option``)."""
 
+    def __init__(self, message: str, token: str | None = None) -> None:
+        super().__init__(message)
+        self.token = token  # the offending option, for the caret
+
 
 def decode(data: bytes) -> tuple[str, str | None]:
     """Decode a requirements file as pip does: a BOM wins, then UTF-8.
@@ -233,14 +237,15 @@ def _lookup(token: str) -> tuple[_Option, str, str | None]:
                 raise _OptionError(
                     f"no such option: {name}"
                     if not matches
-                    else f"ambiguous option: {name} ({', '.join(matches)}?)"
+                    else f"ambiguous option: {name} ({', '.join(matches)}?)",
+                    token,
                 )
             name = matches[0]
         opt = _BY_NAME[name]
         return opt, opt.names[-1], (value if eq else None)
     short, rest = token[:2], token[2:]
     if short not in _BY_NAME:
-        raise _OptionError(f"no such option: {short}")
+        raise _OptionError(f"no such option: {short}", token)
     opt = _BY_NAME[short]
     return opt, opt.names[-1], (rest or None)
 
@@ -261,11 +266,11 @@ def _parse_options(options: str) -> list[tuple[str, str | None]]:
         opt, name, value = _lookup(token)
         if opt.takes_value and value is None:
             if i >= len(tokens):
-                raise _OptionError(f"{name} option requires an argument")
+                raise _OptionError(f"{name} option requires an argument", token)
             value = tokens[i]
             i += 1
         elif not opt.takes_value and value is not None:
-            raise _OptionError(f"{name} option does not take a value")
+            raise _OptionError(f"{name} option does not take a value", token)
         parsed.append((name, value))
     return parsed
 
@@ -389,7 +394,8 @@ class _Reader:
             parsed = _parse_options(opts) if opts else []
         except _OptionError as exc:
             self._mark(first, last, LineKind.OTHER, comment)
-            where = body.find(opts.split(" ", 1)[0])
+            # The caret goes under the offending option (its first occurrence as a word).
+            where = body.find(exc.token or opts.split(" ", 1)[0], len(raw_args))
             self.problem(
                 first,
                 redact(f"pip rejects this line: {exc}"),
