@@ -180,13 +180,36 @@ def _missing(target: Path) -> str:
     return "does not exist"
 
 
+def _git_config(root: Path) -> Path | None:
+    """The git config of the repository at ``root``, worktrees and submodules included."""
+    dot_git = root / ".git"
+    if dot_git.is_dir():
+        return dot_git / "config"
+    try:
+        pointer = dot_git.read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return None
+    if not pointer.startswith("gitdir:"):
+        return None
+    gitdir = (root / pointer.removeprefix("gitdir:").strip()).resolve()
+    try:  # a worktree's config lives in the main repository ("commondir")
+        common = (gitdir / "commondir").read_text(encoding="utf-8").strip()
+    except OSError:
+        return gitdir / "config"
+    return (gitdir / common / "config").resolve()
+
+
 def _repository(root: Path, config: Config) -> str:
-    """A stable name for the repository: configured, else git's origin, else empty."""
+    """A stable name for the repository: configured, else git's origin, else empty.
+
+    The origin URL becomes ``host/owner/name`` (github.com/vllm-project/vllm), with
+    no scheme, user or credentials.
+    """
     if config.repository:
         return config.repository
-    git_config = root / ".git" / "config"
+    git_config = _git_config(root)
     try:
-        text = git_config.read_text(encoding="utf-8", errors="replace")
+        text = git_config.read_text(encoding="utf-8", errors="replace") if git_config else ""
     except OSError:
         return ""
     match = re.search(r'\[remote "origin"\][^\[]*?url\s*=\s*(\S+)', text)

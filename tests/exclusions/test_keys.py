@@ -74,3 +74,18 @@ def test_repository_from_git_origin_without_credentials(tmp_path: Path) -> None:
     (tmp_path / "requirements.txt").write_text("foo<2\n", encoding="utf-8")
     (found,) = exclusions(tmp_path)
     assert found.repository == "github.com/vllm-project/vllm"
+
+
+def test_repository_of_a_worktree_comes_from_the_main_repository(tmp_path: Path) -> None:
+    main_git = tmp_path / "main" / ".git"
+    (main_git / "worktrees" / "wt").mkdir(parents=True)
+    (main_git / "config").write_text(
+        '[remote "origin"]\n\turl = git@github.com:vllm-project/vllm.git\n', encoding="utf-8"
+    )
+    (main_git / "worktrees" / "wt" / "commondir").write_text("../..\n", encoding="utf-8")
+    worktree = tmp_path / "wt"
+    worktree.mkdir()
+    (worktree / ".git").write_text(f"gitdir: {main_git / 'worktrees' / 'wt'}\n", encoding="utf-8")
+    (worktree / "requirements.txt").write_text("foo<2\n", encoding="utf-8")
+    (found,) = exclusions(worktree)
+    assert found.repository == "github.com/vllm-project/vllm"
