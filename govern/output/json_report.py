@@ -3,7 +3,8 @@
 Fields of the contract are never renamed or removed; fields beyond it (``sub_kind``,
 ``column``, ``group``, ``verify``, ``profiles`` on exclusions, ``column`` and ``hint`` on
 findings, ``policy`` and ``govern_version`` at the top) are additions. Output is
-deterministic: the report's order, ``indent=2``, no ASCII escaping, a final newline.
+deterministic: the report's order, one top-level key and one record per line, no ASCII
+escaping, a final newline.
 """
 
 from __future__ import annotations
@@ -70,16 +71,24 @@ def _finding(finding: Finding) -> dict[str, Any]:
     }
 
 
+def _sections(report: AuditReport) -> list[tuple[str, Any]]:
+    """The document's top-level keys in order; record lists are lazy iterators."""
+    return [
+        ("schema", SCHEMA),
+        ("govern_version", __version__),
+        ("policy", report.policy.name),
+        ("sources", (_source(source) for source in report.sources)),
+        ("exclusions", (_exclusion(exclusion) for exclusion in report.exclusions)),
+        ("findings", (_finding(finding) for finding in report.findings)),
+        ("summary", _summary(report)),
+    ]
+
+
 def to_document(report: AuditReport) -> dict[str, Any]:
     """The audit as a JSON-ready ``dict`` (what :func:`render` serializes)."""
     return {
-        "schema": SCHEMA,
-        "govern_version": __version__,
-        "policy": report.policy.name,
-        "sources": [_source(source) for source in report.sources],
-        "exclusions": [_exclusion(exclusion) for exclusion in report.exclusions],
-        "findings": [_finding(finding) for finding in report.findings],
-        "summary": _summary(report),
+        key: list(value) if isinstance(value, Iterator) else value
+        for key, value in _sections(report)
     }
 
 
@@ -105,15 +114,7 @@ def render(report: AuditReport, *, color: bool = False) -> str:
 
 def iter_render(report: AuditReport) -> Iterator[str]:
     """The JSON of :func:`render` in chunks, one record at a time."""
-    sections: list[tuple[str, Any]] = [
-        ("schema", SCHEMA),
-        ("govern_version", __version__),
-        ("policy", report.policy.name),
-        ("sources", (_source(source) for source in report.sources)),
-        ("exclusions", (_exclusion(exclusion) for exclusion in report.exclusions)),
-        ("findings", (_finding(finding) for finding in report.findings)),
-        ("summary", _summary(report)),
-    ]
+    sections = _sections(report)
     yield "{\n"
     for index, (key, value) in enumerate(sections):
         yield f"{_dumps(key)}: "

@@ -15,14 +15,14 @@ strings do. A finding about an exclusion carries the exclusion's stable id as th
 
 from __future__ import annotations
 
-import importlib
 import json
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
 
 from govern import __version__
-from govern.policy.model import Finding, Rule, Severity
+from govern.policy.model import Finding, Severity
+from govern.policy.rules import RULES
 from govern.report import AuditReport
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -42,25 +42,11 @@ LEVELS: Mapping[Severity, str] = {
 }
 """SARIF ``level`` for each severity (§3.27.10)."""
 
-_RULES_MODULE = "govern.policy.rules"
 
-
-def _known_rules() -> Mapping[str, Any]:
-    """``govern.policy.rules.RULES`` when that module exists, else nothing."""
-    try:
-        module = importlib.import_module(_RULES_MODULE)
-    except ModuleNotFoundError as error:
-        if error.name != _RULES_MODULE:
-            raise
-        return {}
-    rules = getattr(module, "RULES", None)
-    return rules if isinstance(rules, Mapping) else {}
-
-
-def _descriptor(rule_id: str, known: Mapping[str, Any], report: AuditReport) -> dict[str, Any]:
+def _descriptor(rule_id: str, report: AuditReport) -> dict[str, Any]:
     """The reportingDescriptor (§3.49) of ``rule_id``."""
-    rule = known.get(rule_id)
-    if isinstance(rule, Rule):
+    rule = RULES.get(rule_id)
+    if rule is not None:
         descriptor: dict[str, Any] = {
             "id": rule_id,
             "shortDescription": {"text": rule.summary or rule_id},
@@ -69,8 +55,8 @@ def _descriptor(rule_id: str, known: Mapping[str, Any], report: AuditReport) -> 
         if rule.fix:
             descriptor["help"] = {"text": rule.fix}
         return descriptor
-    # Unknown to the rule table (parse-error, or the table does not exist yet): the id
-    # describes itself and the policy of this run gives the level.
+    # A rule id the catalogue does not know (a finding made by another tool's code):
+    # the id describes itself and the policy of this run gives the level.
     severity = report.policy.severity(rule_id)
     if severity is Severity.OFF:
         severity = next(f.severity for f in report.findings if f.rule == rule_id)
@@ -109,7 +95,6 @@ def _result(finding: Finding, rule_index: int) -> dict[str, Any]:
 
 def to_log(report: AuditReport) -> dict[str, Any]:
     """The SARIF log (§3.13) of ``report`` as a JSON-ready ``dict``."""
-    known = _known_rules()
     rule_ids = sorted({finding.rule for finding in report.findings})
     index = {rule_id: i for i, rule_id in enumerate(rule_ids)}
     run: dict[str, Any] = {
@@ -117,7 +102,7 @@ def to_log(report: AuditReport) -> dict[str, Any]:
             "driver": {
                 "name": "govern",
                 "version": __version__,
-                "rules": [_descriptor(rule_id, known, report) for rule_id in rule_ids],
+                "rules": [_descriptor(rule_id, report) for rule_id in rule_ids],
             }
         },
         "columnKind": "unicodeCodePoints",

@@ -6,7 +6,6 @@ import io
 import json
 import subprocess
 import sys
-import types
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -26,7 +25,8 @@ from govern.output import (
     summary_line,
     use_color,
 )
-from govern.policy.model import Finding, Policy, Rule, RuleSettings, Severity
+from govern.policy.model import Finding, Policy, RuleSettings, Severity
+from govern.policy.rules import RULES
 from govern.report import AuditReport
 from govern.sources.model import Entry, Source, SourceFormat
 
@@ -423,40 +423,19 @@ def test_sarif_relative_root_and_quoted_uri(monkeypatch: pytest.MonkeyPatch) -> 
     assert run["tool"]["driver"]["rules"][0]["defaultConfiguration"]["level"] == "error"
 
 
-def test_sarif_uses_rule_table_when_present(
-    report: AuditReport, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    fake = types.ModuleType("govern.policy.rules")
-    fake.RULES = {  # type: ignore[attr-defined]
-        "missing-reason": Rule(
-            "missing-reason", Severity.WARNING, "Exclusions need a reason", "Add a comment"
-        )
-    }
-    monkeypatch.setitem(sys.modules, "govern.policy.rules", fake)
+def test_sarif_describes_rules_from_the_catalogue(report: AuditReport) -> None:
     rules = json.loads(sarif.render(report))["runs"][0]["tool"]["driver"]["rules"]
     described = {rule["id"]: rule for rule in rules}
+    catalogued = RULES["missing-reason"]
     assert described["missing-reason"] == {
         "id": "missing-reason",
-        "shortDescription": {"text": "Exclusions need a reason"},
+        "shortDescription": {"text": catalogued.summary},
         "defaultConfiguration": {"level": "warning"},
-        "help": {"text": "Add a comment"},
+        "help": {"text": catalogued.fix},
     }
-    assert described["review-overdue"]["shortDescription"]["text"] == "review-overdue"
-
-
-def test_sarif_falls_back_without_rule_table(
-    report: AuditReport, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setitem(sys.modules, "govern.policy.rules", None)
-    rules = json.loads(sarif.render(report))["runs"][0]["tool"]["driver"]["rules"]
-    assert [rule["shortDescription"]["text"] for rule in rules] == [rule["id"] for rule in rules]
-    levels = {rule["id"]: rule["defaultConfiguration"]["level"] for rule in rules}
-    assert levels == {
-        "conflicting-constraint": "warning",
-        "missing-reason": "error",
-        "review-overdue": "warning",
-        "sentinel-cap": "note",
-    }
+    # Ids the catalogue does not know describe themselves, at this run's level.
+    assert described["sentinel-cap"]["shortDescription"]["text"] == "sentinel-cap"
+    assert described["sentinel-cap"]["defaultConfiguration"]["level"] == "note"
 
 
 # --- GitHub ---------------------------------------------------------------------------
