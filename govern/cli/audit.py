@@ -118,7 +118,6 @@ def audit(
     options = AuditOptions(today=today, allow_outside_root=allow_outside_root)
     with _collector_paused():
         report = audit_targets(root, files, config=config, policy=chosen, options=options)
-    with _collector_paused():
         if output is not None:
             try:
                 with output.open("w", encoding="utf-8") as stream:

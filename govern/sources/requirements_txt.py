@@ -398,7 +398,7 @@ class _Reader:
             where = body.find(exc.token or opts.split(" ", 1)[0], len(raw_args))
             self.problem(
                 first,
-                redact(f"pip rejects this line: {exc}"),
+                f"pip rejects this line: {exc}",
                 column=column + max(where, 0),
                 excerpt=shown,
                 hint=_option_hint(str(exc)),
@@ -447,9 +447,7 @@ class _Reader:
         expanded, _ = _expand(target, self.environ)
         if _looks_like_url(expanded) and not expanded.startswith("file:"):
             self.includes.append(Include(line, kind, target, None))
-            self.problem(
-                line, f"remote include {redact(target)} is not followed", rule="include-remote"
-            )
+            self.problem(line, f"remote include {target} is not followed", rule="include-remote")
             return
         local = expanded.removeprefix("file://").removeprefix("file:")
         self.includes.append(Include(line, kind, target, self.file.parent / local))
