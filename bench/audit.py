@@ -156,13 +156,13 @@ IMPORT_CHECK_SCRIPT = '''\
 """Run ``govern audit DIR`` in-process, then report which heavy modules were imported."""
 
 import json
-import runpy
 import sys
 
+from govern.cli import main
+
 heavy = json.loads(sys.argv[2])
-sys.argv = ["govern", "audit", sys.argv[1], "--format", "json", "--fail-on", "never"]
-try:
-    runpy.run_module("govern", run_name="__main__", alter_sys=True)
+try:  # main, not the process entry point (run), which ends the process with os._exit
+    main(["audit", sys.argv[1], "--format", "json", "--fail-on", "never"])
 except SystemExit:
     pass
 loaded = sorted({name.partition(".")[0] for name in sys.modules} & set(heavy))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from govern.cli import main
+from govern.cli import run
 
 if __name__ == "__main__":
-    main()
+    run()

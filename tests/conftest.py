@@ -23,6 +23,7 @@ def _restore_process_state() -> Iterator[None]:
     saved_env = {name: os.environ.get(name) for name in _ENV}
     saved_cwd = os.getcwd()
     saved_debug = STATE.debug
+    saved_fast_exit = STATE.fast_exit
     saved_gc = gc.isenabled()
     try:
         for name in _ENV:
@@ -30,6 +31,7 @@ def _restore_process_state() -> Iterator[None]:
         yield
     finally:
         STATE.debug = saved_debug
+        STATE.fast_exit = saved_fast_exit
         if saved_gc:
             gc.enable()
         else:

@@ -7,6 +7,7 @@ a ``Tip:``, exit code 2; the traceback only with ``--debug``.
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass
 from typing import Annotated
@@ -31,6 +32,10 @@ class _State:
     """Process-wide CLI flags (reset by tests)."""
 
     debug: bool = False
+    # Set by a command that has written everything and holds nothing that needs closing
+    # (no threads, connections or files open for writing): :func:`run` may then skip
+    # the interpreter's teardown.
+    fast_exit: bool = False
 
 
 STATE = _State()
@@ -85,3 +90,29 @@ def main(argv: list[str] | None = None) -> None:
             file=sys.stderr,
         )
         sys.exit(2)
+
+
+def run() -> None:
+    """The process entry point (console script, ``python -m govern``): :func:`main`, then exit.
+
+    When the command allows it (``STATE.fast_exit``), the streams are flushed and the
+    process ends with :func:`os._exit`, skipping the teardown that frees every object one
+    by one: for ``govern audit`` that is about 7% of a small run and a quarter of a
+    second on 100,000 requirements. mypy ends its runs the same way. If flushing fails
+    (a closed pipe), the normal exit handles it.
+    """
+    try:
+        main()
+        code: object = 0
+    except SystemExit as exc:
+        if not STATE.fast_exit or not isinstance(exc.code, int | None):
+            raise
+        code = exc.code
+    if not STATE.fast_exit:
+        return
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        raise SystemExit(code) from None
+    os._exit(code if isinstance(code, int) else 0)

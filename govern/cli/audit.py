@@ -14,7 +14,7 @@ from typing import Annotated
 
 import typer
 
-from govern.cli import app
+from govern.cli import STATE, app
 from govern.errors import UsageError
 from govern.output import OutputFormat
 
@@ -130,4 +130,5 @@ def audit(
         else:
             color = fmt is OutputFormat.HUMAN and use_color(sys.stdout, os.environ)
             write(report, fmt, sys.stdout, color=color)
+    STATE.fast_exit = True  # the report is written; nothing is left to close
     raise typer.Exit(1 if report.failed(level) else 0)

@@ -278,6 +278,43 @@ def test_audit_imports_no_database_http_or_web_code(repo: Path) -> None:
     assert "HEAVY []" in done.stderr
 
 
+def test_the_process_exit_loses_no_output(tmp_path: Path) -> None:
+    """``run`` ends an audit with os._exit: every byte must still reach a pipe or a file."""
+    lines = [f"pkg{i} != 1.{i}.0  # broken build, see #{i}" for i in range(3000)]
+    (tmp_path / "requirements.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    piped = subprocess.run(
+        [sys.executable, "-m", "govern", "audit", "--format", "json", "--fail-on", "never"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert piped.returncode == 0, piped.stderr
+    document = json.loads(piped.stdout)
+    assert len(document["exclusions"]) == 3000
+    with (tmp_path / "requirements.txt").open("a", encoding="utf-8") as stream:
+        stream.write("pkg=1.0\n")  # a parse error: exit 1
+    failing = subprocess.run(
+        [sys.executable, "-m", "govern", "audit", "-o", "report.txt"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert failing.returncode == 1  # the exit code survives os._exit
+    report = (tmp_path / "report.txt").read_text(encoding="utf-8")
+    assert "pkg2999 != 1.2999.0" in report
+    errored = subprocess.run(
+        [sys.executable, "-m", "govern", "audit", "missing.txt"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert errored.returncode == 2
+    assert "govern: error:" in errored.stderr
+
+
 def test_python_dash_m_and_version(repo: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "govern", "--version"], capture_output=True, text=True, check=True
