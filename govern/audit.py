@@ -199,7 +199,7 @@ def _git_config(root: Path) -> Path | None:
     return (gitdir / common / "config").resolve()
 
 
-def _repository(root: Path, config: Config) -> str:
+def repository_name(root: Path, config: Config) -> str:
     """A stable name for the repository: configured, else git's origin, else empty.
 
     The origin URL becomes ``host/owner/name`` (github.com/vllm-project/vllm), with
@@ -374,7 +374,7 @@ def audit_targets(
         fmt = SourceFormat.PYPROJECT if file.suffix == ".toml" else source_format_for(file)
         loader.load(file, fmt)
     sources = sorted(loader.sources.values(), key=lambda s: s.path)
-    repository = _repository(root, config)
+    repository = repository_name(root, config)
     settings = config.comments
     exclusions: list[Exclusion] = []
     problems = list(loader.problems)
@@ -402,3 +402,26 @@ def audit_targets(
         findings=tuple(findings),
         policy=policy,
     )
+
+
+def source_exclusions(
+    file: Path,
+    *,
+    display_path: str,
+    fmt: SourceFormat,
+    config: Config,
+    repository: str,
+) -> tuple[Source, list[Exclusion]]:
+    """One source read alone (its includes are not followed), and its exclusions.
+
+    For a file as it was at some commit (``govern track --history``): the same reader,
+    annotations and keys as :func:`audit_targets`, without discovery or policy.
+    """
+    if fmt is SourceFormat.PYPROJECT:
+        from govern.sources.pyproject import read_pyproject
+
+        source = read_pyproject(file, display_path=display_path)
+    else:
+        source = read_requirements(file, display_path=display_path, fmt=fmt)
+    annotations = read_annotations(source, config.comments, config.annotations)
+    return source, _exclusions(source, annotations, repository)

@@ -32,6 +32,7 @@ _KEYS = {
     "allow-includes-outside-root",
     "fail-on",
     "annotations",
+    "database",
 }
 _ANNOTATION_KEYS = {
     "package",
@@ -72,6 +73,7 @@ class Config:
     allow_includes_outside_root: bool = False
     fail_on: str | None = None
     annotations: tuple[ConfigAnnotation, ...] = ()
+    database: str | None = None  # the store's URL (GOVERN_DATABASE_URL and --db win)
 
     @property
     def comments(self) -> CommentSettings:
@@ -289,6 +291,7 @@ def parse_config(table: dict[str, Any], path: Path) -> Config:
         allow_includes_outside_root=_bool(table, "allow-includes-outside-root", where),
         fail_on=_choice(table, "fail-on", where),
         annotations=tuple(_annotation(a, where) for a in annotations),
+        database=_string(table, "database", where),
     )
 
 

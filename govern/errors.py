@@ -10,7 +10,10 @@ are never errors: they are :class:`govern.policy.Finding` values.
     ├── UsageError               a bad option or argument combination
     ├── ConfigError              invalid [tool.govern] / .govern.toml
     ├── PolicyError              a policy that cannot be loaded or is invalid
-    └── SourceNotFound           a path named by the user does not exist
+    ├── SourceNotFound           a path named by the user does not exist
+    ├── StoreError               the database cannot be opened, migrated or written
+    │   └── SchemaOutOfDate      the database is at an older revision: govern db upgrade
+    └── GitError                 git is missing, or a git command failed (forge/git.py)
 """
 
 from __future__ import annotations
@@ -39,3 +42,11 @@ class PolicyError(GovernError):
 
 class SourceNotFound(GovernError):
     """A path named on the command line does not exist."""
+
+
+class StoreError(GovernError):
+    """The database cannot be reached, migrated, read or written."""
+
+
+class SchemaOutOfDate(StoreError):
+    """The database holds an older (or unknown) schema revision."""

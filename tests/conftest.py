@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import os
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,12 +13,23 @@ import pytest
 DATA = Path(__file__).parent / "data"
 
 # Variables that change govern's behaviour; tests set what they need explicitly.
-_ENV = ("NO_COLOR", "FORCE_COLOR", "GOVERN_DATABASE_URL", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL")
+_ENV = (
+    "NO_COLOR",
+    "FORCE_COLOR",
+    "GOVERN_DATABASE_URL",
+    "PIP_INDEX_URL",
+    "PIP_EXTRA_INDEX_URL",
+    "XDG_DATA_HOME",
+)
 
 
 @pytest.fixture(autouse=True)
-def _restore_process_state() -> Iterator[None]:
-    """Reset the CLI flags, the collector, the environment and the cwd after each test."""
+def _restore_process_state(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Reset the CLI flags, the collector, the environment and the cwd after each test.
+
+    The user's data directory points into a temporary folder, so a command run without
+    --db never touches the real default database.
+    """
     from govern.cli import STATE
 
     saved_env = {name: os.environ.get(name) for name in _ENV}
@@ -28,6 +40,7 @@ def _restore_process_state() -> Iterator[None]:
     try:
         for name in _ENV:
             os.environ.pop(name, None)
+        os.environ["XDG_DATA_HOME"] = str(tmp_path_factory.mktemp("data-home"))
         yield
     finally:
         STATE.debug = saved_debug
@@ -48,3 +61,35 @@ def _restore_process_state() -> Iterator[None]:
 def data() -> Path:
     """The directory of committed test data (each folder has a PROVENANCE.md)."""
     return DATA
+
+
+# A fresh database per store test, on SQLite and on PostgreSQL (127.0.0.1:5432, trust auth,
+# database ``test``; override with GOVERN_TEST_POSTGRESQL). PostgreSQL gets a schema of its
+# own per test, dropped afterwards, so tests on several xdist workers never meet.
+POSTGRESQL = os.environ.get(
+    "GOVERN_TEST_POSTGRESQL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """The URL of an empty database; the PostgreSQL schema is dropped after the test."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'govern.db'}"
+        return
+    from sqlalchemy import create_engine, text
+
+    schema = f"govern_test_{uuid.uuid4().hex[:12]}"
+    engine = create_engine(POSTGRESQL, isolation_level="AUTOCOMMIT")
+    try:
+        with engine.connect() as connection:
+            connection.execute(text(f'CREATE SCHEMA "{schema}"'))
+    except Exception as exc:  # the store tests must run on both backends
+        engine.dispose()
+        pytest.fail(f"PostgreSQL at {POSTGRESQL} is not reachable: {exc}")
+    try:
+        yield f"{POSTGRESQL}?options=-csearch_path%3D{schema}"
+    finally:
+        with engine.connect() as connection:
+            connection.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
+        engine.dispose()

@@ -1,0 +1,364 @@
+"""The store's commands: ``govern db``, ``govern track``, ``govern status``, ``govern history``."""
+
+from __future__ import annotations
+
+import enum
+import json
+import sys
+from datetime import date
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from govern.cli import app
+from govern.errors import UsageError
+
+if TYPE_CHECKING:
+    from govern.store.db import Store
+
+DbOption = Annotated[
+    str | None,
+    typer.Option(
+        "--db",
+        help="Database URL or SQLite file (else GOVERN_DATABASE_URL, else `database` in "
+        "[tool.govern], else SQLite in the user's data directory).",
+        show_default=False,
+    ),
+]
+
+
+class ViewFormat(enum.StrEnum):
+    """Output of ``govern track``, ``status`` and ``history``."""
+
+    HUMAN = "human"
+    JSON = "json"
+
+
+FormatOption = Annotated[ViewFormat, typer.Option("--format", "-f", help="Output format.")]
+
+db_app = typer.Typer(help="The store's schema: upgrade, downgrade, show the revision.")
+app.add_typer(db_app, name="db")
+
+
+def _open(db: str | None, root: Path | None = None, *, upgrade: bool = True) -> Store:
+    from govern.config import load_config
+    from govern.store.db import open_store
+
+    configured = load_config(root or Path.cwd()).database
+    return open_store(db, configured=configured, upgrade=upgrade)
+
+
+@db_app.command("upgrade")
+def db_upgrade(
+    revision: Annotated[str, typer.Argument(help="Target revision.")] = "head",
+    db: DbOption = None,
+) -> None:
+    """Migrate the database to the newest schema (or to REVISION)."""
+    with _open(db, upgrade=False) as store:
+        before = store.schema_state()
+        store.upgrade(revision)
+        after = store.schema_state()
+        typer.echo(
+            f"{store.display_url}: {before.current or 'empty'} -> {after.current or 'empty'}"
+        )
+
+
+@db_app.command("downgrade")
+def db_downgrade(
+    revision: Annotated[str, typer.Argument(help="Target revision; `base` drops every table.")],
+    db: DbOption = None,
+) -> None:
+    """Migrate the database down to REVISION."""
+    with _open(db, upgrade=False) as store:
+        store.downgrade(revision)
+        typer.echo(f"{store.display_url}: now at {store.schema_state().current or 'base'}")
+
+
+@db_app.command("current")
+def db_current(db: DbOption = None) -> None:
+    """Show the database's revision and the newest one this govern ships."""
+    with _open(db, upgrade=False) as store:
+        state = store.schema_state()
+        status = "up to date" if state.up_to_date else "needs `govern db upgrade`"
+        typer.echo(
+            f"{store.display_url}: revision {state.current or 'none'}, head {state.head} ({status})"
+        )
+
+
+def _progress_bar(enabled: bool) -> Any:
+    """A progress callback for replaying history: a bar on a terminal, nothing otherwise."""
+    if not enabled:
+        return None, None
+    bar: Any = None
+
+    def update(done: int, total: int, what: str) -> None:
+        nonlocal bar
+        if bar is None:
+            bar = typer.progressbar(
+                length=total, label="replaying history", file=sys.stderr, show_pos=True
+            )
+            bar.__enter__()
+        bar.update(1, current_item=what)
+
+    def close() -> None:
+        if bar is not None:
+            bar.__exit__(None, None, None)
+
+    return update, close
+
+
+@app.command()
+def track(
+    paths: Annotated[
+        list[Path] | None,
+        typer.Argument(
+            help="A directory (the repository) or files; default: here.", show_default=False
+        ),
+    ] = None,
+    history: Annotated[
+        bool,
+        typer.Option("--history", help="Replay each source's git history first (backfill)."),
+    ] = False,
+    since: Annotated[
+        str | None,
+        typer.Option("--since", help="With --history: only commits from this day (YYYY-MM-DD)."),
+    ] = None,
+    config_file: Annotated[
+        Path | None,
+        typer.Option("--config", help="A .govern.toml to use instead of the root's."),
+    ] = None,
+    db: DbOption = None,
+    fmt: FormatOption = ViewFormat.HUMAN,
+) -> None:
+    """Audit and record the exclusions in the store, with their git provenance.
+
+    One transaction: new exclusions are `added`, changed reasons `annotation-changed`,
+    clauses changed in place `changed` (linked to their predecessor), vanished ones
+    `removed`. Running it again without changes adds nothing.
+    """
+    from govern.audit import resolve_targets
+    from govern.config import load_config
+    from govern.service.track import TrackOptions
+    from govern.service.track import track as run_track
+    from govern.store.db import open_store
+
+    since_day = _day(since, "--since")
+    if since_day is not None and not history:
+        raise UsageError("--since bounds --history", tip="Add --history, or drop --since.")
+    root, files = resolve_targets(paths or [], Path.cwd())
+    config = load_config(root, config_file)
+    update, close = _progress_bar(history and sys.stderr.isatty() and fmt is ViewFormat.HUMAN)
+    with open_store(db, configured=config.database) as store:
+        try:
+            result = run_track(
+                store,
+                root,
+                files,
+                config=config,
+                options=TrackOptions(history=history, since=since_day),
+                progress=update,
+            )
+        finally:
+            if close is not None:
+                close()
+        if fmt is ViewFormat.JSON:
+            _print_json(
+                {
+                    "schema": "govern.track/1",
+                    "repository": result.repository,
+                    "database": store.display_url,
+                    "commit": result.commit,
+                    "replayed_commits": result.replayed,
+                    **result.counts.as_dict(),
+                    "notes": list(result.notes),
+                }
+            )
+            return
+        counts = result.counts
+        for note in result.notes:
+            typer.echo(f"note: {note}", err=True)
+        replayed = f", {result.replayed} commits replayed" if history else ""
+        typer.echo(
+            f"{result.repository}: {counts.sources} sources{replayed}; "
+            f"{counts.added} added, {counts.restored} restored, {counts.changed} changed, "
+            f"{counts.annotation_changed} reasons changed, {counts.removed} removed, "
+            f"{counts.unchanged} unchanged ({store.display_url})"
+        )
+
+
+def _day(value: str | None, option: str) -> date | None:
+    if value is None:
+        return None
+    try:
+        return date.fromisoformat(value)
+    except ValueError:
+        raise UsageError(
+            f"{option} {value!r} is not a date", tip="Write it as YYYY-MM-DD."
+        ) from None
+
+
+def _print_json(document: dict[str, Any]) -> None:
+    sys.stdout.write(json.dumps(document, indent=2, default=str) + "\n")
+
+
+_STATES = (
+    "held",
+    "candidate",
+    "verifying",
+    "verified",
+    "proposed",
+    "overdue",
+    "relaxed",
+    "removed",
+)
+_KINDS = ("not-equal", "cap", "pin", "ban")
+
+
+def _check_choices(values: list[str] | None, allowed: tuple[str, ...], option: str) -> list[str]:
+    chosen = [v for value in values or [] for v in value.split(",") if v]
+    wrong = [v for v in chosen if v not in allowed]
+    if wrong:
+        raise UsageError(
+            f"{option} {', '.join(wrong)} is not one of {', '.join(allowed)}",
+            tip=f"Repeat {option} or separate values with commas.",
+        )
+    return chosen
+
+
+@app.command()
+def status(
+    package: Annotated[
+        list[str] | None, typer.Option("--package", help="Only these packages (repeatable).")
+    ] = None,
+    repository: Annotated[
+        list[str] | None,
+        typer.Option("--repository", help="Only repositories whose name contains this."),
+    ] = None,
+    kind: Annotated[
+        list[str] | None, typer.Option("--kind", help="not-equal, cap, pin or ban.")
+    ] = None,
+    state: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--state",
+            help="held, candidate, verifying, verified, proposed, "
+            "overdue, relaxed or removed (the last two show ended exclusions).",
+        ),
+    ] = None,
+    owner: Annotated[str | None, typer.Option("--owner", help="Owner contains this.")] = None,
+    all_: Annotated[
+        bool, typer.Option("--all", help="Include relaxed and removed exclusions.")
+    ] = False,
+    db: DbOption = None,
+    fmt: FormatOption = ViewFormat.HUMAN,
+) -> None:
+    """The tracked exclusions: state, age, reason and owner."""
+    from govern.store.models import utcnow
+    from govern.store.queries import exclusions
+
+    kinds = _check_choices(kind, _KINDS, "--kind")
+    states = _check_choices(state, _STATES, "--state")
+    now = utcnow()
+    with _open(db) as store, store.session() as session:
+        views = exclusions(
+            session,
+            now=now,
+            packages=package or (),
+            repositories=repository or (),
+            kinds=kinds,
+            states=states,
+            owner=owner,
+            include_ended=all_,
+        )
+    if fmt is ViewFormat.JSON:
+        _print_json({"schema": "govern.status/1", "exclusions": [v.as_dict() for v in views]})
+        return
+    if not views:
+        typer.echo(
+            "no exclusions tracked match"
+            if any((package, repository, kinds, states, owner))
+            else "no exclusions tracked yet: run `govern track`"
+        )
+        return
+    current_repo = None
+    for view in views:
+        if view.repository != current_repo:
+            current_repo = view.repository
+            typer.echo(current_repo)
+        owner_text = f"  owner {view.owner}" if view.owner else ""
+        review = f"  review-by {view.review_by}" if view.review_by else ""
+        typer.echo(
+            f"  {view.source}:{view.line}  {view.package} {view.clause}  [{view.kind}]  "
+            f"{view.state}  {view.age_days}d{owner_text}{review}"
+        )
+        typer.echo(f"      {_one_line(view.reason) if view.reason else '(no reason)'}")
+    typer.echo(f"\n{len(views)} exclusion{'s' if len(views) != 1 else ''}")
+
+
+def _one_line(text: str, width: int = 100) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+@app.command()
+def history(
+    query: Annotated[str, typer.Argument(help="A package name or an exclusion id.")],
+    db: DbOption = None,
+    fmt: FormatOption = ViewFormat.HUMAN,
+) -> None:
+    """The governance thread: when each exclusion appeared and changed, in which commit
+    and pull request, with its reasons and links."""
+    from govern.store.models import utcnow
+    from govern.store.queries import threads
+
+    with _open(db) as store, store.session() as session:
+        found = threads(session, query, now=utcnow())
+    if fmt is ViewFormat.JSON:
+        _print_json(
+            {"schema": "govern.history/1", "query": query, "threads": [t.as_dict() for t in found]}
+        )
+        return
+    if not found:
+        raise UsageError(
+            f"nothing tracked for {query!r}",
+            tip="Name a package or an exclusion id from `govern status`; run `govern track` first.",
+        )
+    for number, thread in enumerate(found, start=1):
+        packages = sorted({e.package for e in thread.exclusions})
+        typer.echo(
+            f"thread {number}: {', '.join(packages)} "
+            f"({len(thread.exclusions)} exclusion{'s' if len(thread.exclusions) != 1 else ''}, "
+            f"{thread.exclusions[0].repository})"
+        )
+        if thread.links:
+            typer.echo(f"  links: {', '.join(thread.links)}")
+        last_reason: dict[str, str | None] = {}
+        for event in thread.events:
+            where = f"{event.exclusion.source}"
+            change = _describe(event)
+            commit = f"  {event.commit[:10]}" if event.commit else ""
+            pr = f"  #{event.pull_request}" if event.pull_request else ""
+            typer.echo(f"  {event.at.date()}  {change}  {where}{pr}{commit}")
+            if (
+                event.reason != last_reason.get(event.exclusion.id, "\0")
+                and event.kind != "removed"
+            ):
+                typer.echo(f"      reason: {_one_line(event.reason) if event.reason else '(none)'}")
+                last_reason[event.exclusion.id] = event.reason
+        typer.echo("")
+
+
+def _describe(event: Any) -> str:
+    exclusion = event.exclusion
+    if event.kind == "changed":
+        return (
+            f"changed  {exclusion.package} {event.detail.get('from')} -> "
+            f"{event.detail.get('to')} ({event.detail.get('direction', 'changed')})"
+        )
+    if event.kind == "annotation-changed":
+        fields = ", ".join(sorted(event.detail)) or "annotation"
+        return f"{fields} changed  {exclusion.package} {exclusion.clause}"
+    if event.kind == "added" and event.detail.get("restored"):
+        return f"restored  {exclusion.package} {exclusion.clause}"
+    return f"{event.kind}  {exclusion.package} {event.detail.get('clause', exclusion.clause)}"

@@ -1,0 +1,533 @@
+"""Read provenance from a local git repository by running the ``git`` command.
+
+:class:`Git` answers three questions about files in a clone: how a file changed
+over time (:meth:`Git.file_history`), what it contained at each of those commits
+(:meth:`Git.read_blobs`) and which commit last touched each line
+(:meth:`Git.blame`). Each question costs one ``git`` process (blame two), never
+one per commit, so long histories stay cheap.
+
+git is always run without a shell: argv lists, ``--`` before paths, literal
+pathspecs, a timeout, no prompts (``GIT_TERMINAL_PROMPT=0``), no optional locks
+and the C locale. Anything that stops git from answering becomes a
+:class:`GitError` with a one-line message and a tip; credentials in URLs never
+reach a message.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time
+from pathlib import Path
+
+from govern.errors import GovernError
+
+__all__ = ["Commit", "Git", "GitError", "Revision", "pull_request_number"]
+
+
+class GitError(GovernError):
+    """git could not be run, or could not answer (not a repository, a timeout, ...)."""
+
+
+class _GitMissing(GitError):
+    """The git executable could not be started at all."""
+
+
+@dataclass(frozen=True, slots=True)
+class Commit:
+    """One commit, as far as provenance needs it: who, when, what and which pull request."""
+
+    sha: str
+    """The full object name (40 hex digits; 64 in a SHA-256 repository)."""
+    date: datetime
+    """The committer date (when the change landed), timezone-aware."""
+    author: str
+    """The author's name."""
+    subject: str
+    """The first line of the commit message."""
+    pull_request: int | None
+    """The pull/merge request the commit came from (:func:`pull_request_number`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Revision:
+    """A commit that changed one file, with the file's path at that commit."""
+
+    commit: Commit
+    path: str
+    """The file's path relative to the repository top at this commit (renames followed)."""
+    deleted: bool
+    """The commit deleted the file (``path`` is then the path it was deleted from)."""
+
+
+# -- pull request numbers ----------------------------------------------------------------------
+
+# Subject forms. GitHub squash merges end the subject with "(#N)" (a cherry-pick of one may
+# carry two: the last is the newest PR); GitHub merge commits, Bitbucket and Azure DevOps
+# name the PR at the start of the subject.
+_SQUASH_RE = re.compile(r"\(#(\d+)\)\s*$")
+_GITHUB_MERGE_RE = re.compile(r"^Merge pull request #(\d+) from \S")
+_BITBUCKET_MERGE_RE = re.compile(r"^Merged in \S+ \(pull request #(\d+)\)")
+_AZURE_MERGE_RE = re.compile(r"^Merged PR (\d+):")
+# Body form: GitLab merge commits end with "See merge request group/project!N" (older
+# GitLab wrote "See merge request !N").
+_GITLAB_MERGE_RE = re.compile(r"^See merge request (?:[\w.\-/]+)?!(\d+)\s*$", re.MULTILINE)
+
+
+def pull_request_number(message: str) -> int | None:
+    """The PR number a commit message carries, or None.
+
+    Recognised: a GitHub squash-merge subject ending in ``(#44284)``, a GitHub merge commit
+    ``Merge pull request #N from owner/branch``, a GitLab ``See merge request group/project!N``
+    line, Bitbucket ``Merged in branch (pull request #N)`` and Azure DevOps ``Merged PR N:``.
+    Only the subject's trailing ``(#N)`` counts for the squash form: a ``#123`` in the body
+    usually refers to an issue, not to the PR that made the commit.
+    """
+    subject = _subject(message)
+    for pattern in (_GITHUB_MERGE_RE, _BITBUCKET_MERGE_RE, _AZURE_MERGE_RE, _SQUASH_RE):
+        match = pattern.search(subject)
+        if match:
+            return int(match[1])
+    match = _GITLAB_MERGE_RE.search(message)
+    return int(match[1]) if match else None
+
+
+def _subject(message: str) -> str:
+    """The first non-blank line of a commit message, without surrounding whitespace."""
+    for line in message.splitlines():
+        if line.strip():
+            return line.strip()
+    return ""
+
+
+# -- running git -------------------------------------------------------------------------------
+
+# Variables that point git at one particular repository (`git rev-parse --local-env-vars`).
+# A Git object names its repository by directory, so when govern runs inside a git hook
+# (which sets GIT_DIR, GIT_INDEX_FILE, ...) these must not redirect it elsewhere.
+_REPOSITORY_ENV = (
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_COMMON_DIR",
+    "GIT_DIR",
+    "GIT_GRAFT_FILE",
+    "GIT_IMPLICIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_INTERNAL_SUPER_PREFIX",
+    "GIT_NAMESPACE",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_PREFIX",
+    "GIT_SHALLOW_FILE",
+    "GIT_WORK_TREE",
+)
+
+# Options before the subcommand: stable, parseable output whatever the user's config says.
+_GLOBAL_OPTIONS = (
+    "--no-pager",
+    "--literal-pathspecs",  # a path is a path, never a glob
+    "-c",
+    "core.quotepath=off",
+    "-c",
+    "color.ui=false",
+    "-c",
+    "log.showSignature=false",
+    "-c",
+    "i18n.logOutputEncoding=UTF-8",
+    "-c",
+    "log.diffMerges=first-parent",  # what -m means for a merge (older git ignores the key)
+)
+
+_USERINFO_RE = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)[^/\s@]*@")
+
+
+def _strip_userinfo(text: str) -> str:
+    """Drop ``user:password@`` from every URL in text, so no token reaches a message."""
+    return _USERINFO_RE.sub(r"\1", text)
+
+
+def _error(message: str, *, tip: str | None = None, cls: type[GitError] = GitError) -> GitError:
+    """A GitError whose message and tip carry no credentials."""
+    return cls(_strip_userinfo(message), tip=tip and _strip_userinfo(tip))
+
+
+def _environment() -> dict[str, str]:
+    """The environment git runs in: the caller's, minus repository overrides, plus ours."""
+    env = {name: value for name, value in os.environ.items() if name not in _REPOSITORY_ENV}
+    env.update({"GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", "GIT_OPTIONAL_LOCKS": "0"})
+    return env
+
+
+def _stderr_text(stderr: bytes) -> str:
+    """git's complaint on one line, without the ``fatal:`` prefix (at most 300 characters)."""
+    lines = [line.strip() for line in stderr.decode("utf-8", "replace").splitlines()]
+    lines = [line.removeprefix("fatal: ").removeprefix("error: ") for line in lines if line]
+    text = "; ".join(lines) or "no message"
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
+def _run(
+    executable: str,
+    args: Sequence[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    timeout: float,
+    stdin: bytes | None = None,
+) -> subprocess.CompletedProcess[bytes]:
+    """Run ``git <args>`` in cwd; failing to start or to finish in time raises GitError."""
+    argv = [executable, *_GLOBAL_OPTIONS, *args]
+    try:
+        return subprocess.run(
+            argv,
+            check=False,
+            capture_output=True,
+            timeout=timeout,
+            cwd=cwd,
+            env=env,
+            input=stdin if stdin is not None else b"",
+        )
+    except subprocess.TimeoutExpired:
+        raise _error(
+            f"git {args[0]} did not finish within {timeout:g} s in {cwd}",
+            tip="The repository may be very large or busy; try again, or allow a longer timeout.",
+        ) from None
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise _error(
+            f"cannot run git ({executable}): {reason}",
+            tip="Install git (https://git-scm.com/downloads) and make sure it is on PATH.",
+            cls=_GitMissing,
+        ) from None
+
+
+def _failed(args: Sequence[str], proc: subprocess.CompletedProcess[bytes], cwd: Path) -> GitError:
+    """The GitError for a git command that exited with an error."""
+    stderr = _stderr_text(proc.stderr)
+    if "dubious ownership" in stderr:
+        tip = f"Mark the repository as safe: git config --global --add safe.directory {cwd}"
+    else:
+        tip = "Run the same git command in that directory to see the full error."
+    return _error(f"git {args[0]} failed in {cwd}: {stderr}", tip=tip)
+
+
+_NOT_A_REPOSITORY = (b"not a git repository", b"must be run in a work tree")
+
+
+def _toplevel(start: Path, executable: str, timeout: float, env: Mapping[str, str]) -> Path | None:
+    """The top of the working tree containing the directory start; None outside any."""
+    args = ("rev-parse", "--show-toplevel")
+    proc = _run(executable, args, cwd=start, env=env, timeout=timeout)
+    if proc.returncode != 0:
+        if any(marker in proc.stderr for marker in _NOT_A_REPOSITORY):
+            return None
+        raise _failed(args, proc, start)
+    top = os.fsdecode(proc.stdout.rstrip(b"\n"))
+    return Path(top) if top else None
+
+
+# -- parsing ------------------------------------------------------------------------------------
+
+_FS = b"\x1f"
+
+
+def _log_format(nonce: str) -> tuple[str, bytes, bytes]:
+    """A ``git log --format`` whose records cannot be confused with commit text.
+
+    Each record is ``RS nonce S`` sha, committer date, author, raw message ``RS nonce E``,
+    fields separated by US (0x1f). The random nonce makes the markers unforgeable even by a
+    message that contains control characters. Returns the format and both markers.
+    """
+    start, end = f"\x1e{nonce}S".encode(), f"\x1e{nonce}E".encode()
+    return f"%x1e{nonce}S%H%x1f%cI%x1f%an%x1f%B%x1e{nonce}E", start, end
+
+
+def _parse_commit(header: bytes) -> Commit:
+    """A Commit from one record's ``sha US date US author US message`` bytes."""
+    sha, when, author, raw_message = header.split(_FS, 3)
+    message = raw_message.decode("utf-8", "replace")
+    return Commit(
+        sha=sha.decode("ascii"),
+        date=datetime.fromisoformat(when.decode("ascii")),
+        author=author.decode("utf-8", "replace"),
+        subject=_subject(message),
+        pull_request=pull_request_number(message),
+    )
+
+
+def _records(output: bytes, start: bytes, end: bytes) -> list[tuple[Commit, bytes]]:
+    """Each commit in ``git log`` output with the bytes after it (its ``--name-status`` part)."""
+    records = []
+    for chunk in output.split(start)[1:]:
+        header, _, rest = chunk.partition(end)
+        records.append((_parse_commit(header), rest))
+    return records
+
+
+def _status_entries(raw: bytes) -> list[tuple[str, str, str]]:
+    """``(status, old path, new path)`` from ``--name-status -z`` output (old == new unless R/C)."""
+    tokens = raw.lstrip(b"\0\n").split(b"\0")
+    entries = []
+    i = 0
+    while i < len(tokens) and tokens[i]:
+        status = tokens[i].decode("ascii", "replace")
+        if status[:1] in ("R", "C") and i + 2 < len(tokens):
+            old, new = os.fsdecode(tokens[i + 1]), os.fsdecode(tokens[i + 2])
+            i += 3
+        elif i + 1 < len(tokens):
+            old = new = os.fsdecode(tokens[i + 1])
+            i += 2
+        else:
+            break
+        entries.append((status, old, new))
+    return entries
+
+
+_BATCH_HEADER_RE = re.compile(rb"[0-9a-f]{40}(?:[0-9a-f]{24})? ([a-z]+) (\d+)")
+_BLAME_HEADER_RE = re.compile(rb"([0-9a-f]{40}(?:[0-9a-f]{24})?) \d+ (\d+)(?: \d+)?")
+
+
+# -- the repository ----------------------------------------------------------------------------
+
+
+class Git:
+    """One git working tree, read with the ``git`` command.
+
+    Paths given to the methods are relative to :attr:`top` (absolute paths inside the
+    working tree are accepted too). Creating a Git checks that root is inside a working
+    tree, so a wrong directory fails early rather than at the first question.
+    """
+
+    __slots__ = ("_env", "_executable", "_timeout", "_top")
+
+    def __init__(self, root: Path, *, executable: str = "git", timeout: float = 120.0) -> None:
+        """Open the working tree containing root; GitError if there is none or git is missing."""
+        self._executable = executable
+        self._timeout = timeout
+        self._env = _environment()
+        start = Path(root)
+        if not start.is_dir():
+            raise _error(
+                f"cannot read git history: {start} is not a directory",
+                tip="Pass the directory of a git checkout.",
+            )
+        top = _toplevel(start, executable, timeout, self._env)
+        if top is None:
+            raise _error(
+                f"{start} is not inside a git repository",
+                tip="Run govern in a git checkout, or pass the path of one.",
+            )
+        self._top = top
+
+    @classmethod
+    def discover(cls, path: Path, *, executable: str = "git", timeout: float = 120.0) -> Git | None:
+        """The repository containing path (a file or directory); None if none or git is missing.
+
+        A path that does not exist is looked up from its nearest existing parent. Other
+        failures (a timeout, a repository git refuses to read) still raise GitError.
+        """
+        start = Path(path).absolute()
+        while not start.is_dir() and start != start.parent:
+            start = start.parent
+        env = _environment()
+        try:
+            top = _toplevel(start, executable, timeout, env)
+        except _GitMissing:
+            return None
+        if top is None:
+            return None
+        git = cls.__new__(cls)
+        git._executable, git._timeout, git._env, git._top = executable, timeout, env, top
+        return git
+
+    @property
+    def top(self) -> Path:
+        """The top directory of the working tree (as git reports it, symlinks resolved)."""
+        return self._top
+
+    def __repr__(self) -> str:
+        """``Git('/path/to/top')``."""
+        return f"Git({str(self._top)!r})"
+
+    def _git(self, *args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+        """Run ``git <args>`` at the top of the working tree."""
+        return _run(
+            self._executable,
+            args,
+            cwd=self._top,
+            env=self._env,
+            timeout=self._timeout,
+            stdin=stdin,
+        )
+
+    def _path(self, path: str) -> str:
+        """path relative to top, ``/``-separated; GitError if it leaves the working tree."""
+        candidate = Path(path)
+        if candidate.is_absolute():
+            for base in (candidate, candidate.resolve()):
+                try:
+                    candidate = base.relative_to(self._top)
+                    break
+                except ValueError:
+                    continue
+            else:
+                raise _error(
+                    f"{path} is outside the git repository at {self._top}",
+                    tip="Pass a path inside the repository.",
+                )
+        relative = candidate.as_posix()
+        if relative in ("", ".") or ".." in candidate.parts:
+            raise _error(
+                f"{path!r} does not name a file in the git repository at {self._top}",
+                tip="Pass the path of a file, relative to the top of the repository.",
+            )
+        return relative
+
+    def head(self) -> str | None:
+        """The full sha HEAD points to; None in a repository without commits."""
+        args = ("rev-parse", "--verify", "--quiet", "HEAD^{commit}")
+        proc = self._git(*args)
+        if proc.returncode == 0:
+            return proc.stdout.decode("ascii").strip()
+        if proc.returncode == 1 and not proc.stderr.strip():
+            return None  # --verify --quiet: HEAD does not resolve (an unborn branch)
+        raise _failed(args, proc, self._top)
+
+    def file_history(self, path: str, *, since: date | None = None) -> list[Revision]:
+        """The commits that changed one file, oldest first, following renames.
+
+        This is the history of the file *on the current branch*: ``git log --follow
+        --first-parent -m``. A change made on a branch and merged with a merge commit shows
+        up once, as the merge commit (dated when it landed, with the merge's PR number, and
+        compared against the first parent), not as the branch's own commits, which were
+        dated when they were written and may have been rebased or dropped since. Plain
+        ``git log --follow`` would list the branch commits and hide the merge. Repositories
+        that squash-merge or rebase have no merges, and both views agree.
+
+        since (a date) keeps the commits whose committer date is on or after that day,
+        taken as midnight UTC. A path that git does not know gives an empty list.
+        """
+        relative = self._path(path)
+        fmt, start, end = _log_format(secrets.token_hex(8))
+        args = [
+            "log",
+            "--follow",
+            "--first-parent",
+            "-m",
+            "-M",
+            "--name-status",
+            "-z",
+            "--no-color",
+            f"--format={fmt}",
+        ]
+        cutoff = None
+        if since is not None:
+            cutoff = datetime.combine(since, time(), tzinfo=UTC)
+            args.append(f"--since={since.isoformat()} 00:00:00 +0000")
+        args += ["--", relative]
+        proc = self._git(*args)
+        if proc.returncode != 0:
+            if self.head() is None:
+                return []  # no commits yet: nothing has a history
+            raise _failed(args, proc, self._top)
+
+        revisions: list[Revision] = []
+        current = relative  # the file's path at the commit being read (newest first)
+        for commit, raw_status in _records(proc.stdout, start, end):
+            entries = _status_entries(raw_status)
+            entry = next((e for e in entries if e[2] == current), entries[0] if entries else None)
+            if entry is None:
+                revisions.append(Revision(commit, current, deleted=False))
+                continue
+            status, old, new = entry
+            revisions.append(Revision(commit, new, deleted=status.startswith("D")))
+            current = old
+        revisions.reverse()
+        if cutoff is not None:
+            revisions = [r for r in revisions if r.commit.date >= cutoff]
+        return revisions
+
+    def read_blobs(self, revisions: Sequence[tuple[str, str]]) -> list[bytes | None]:
+        """The contents of each ``(sha, path)`` pair, in order; None where there is no such file.
+
+        One ``git cat-file --batch`` process answers every pair. The bytes are the blob as
+        stored (no line-ending or filter conversion). A path that names a directory or a
+        submodule at that commit, an unknown sha, or a path containing a newline (which
+        the batch protocol cannot carry) gives None.
+        """
+        requests: list[bytes] = []
+        for sha, path in revisions:
+            name = sha.encode("utf-8", "surrogateescape") + b":" + os.fsencode(path)
+            requests.append(name if b"\n" not in name else b"")
+        sent = [request for request in requests if request]
+        if not sent:
+            return [None] * len(requests)
+        args = ("cat-file", "--batch")
+        proc = self._git(*args, stdin=b"".join(request + b"\n" for request in sent))
+        if proc.returncode != 0:
+            raise _failed(args, proc, self._top)
+
+        out = proc.stdout
+        answers: list[bytes | None] = []
+        position = 0
+        for _ in sent:
+            newline = out.find(b"\n", position)
+            if newline < 0:
+                raise _error(
+                    f"git cat-file --batch ended early in {self._top}",
+                    tip="Run `git fsck` to check the repository.",
+                )
+            header = _BATCH_HEADER_RE.fullmatch(out, position, newline)
+            position = newline + 1
+            if header is None:  # "<name> missing" or "<name> ambiguous"
+                answers.append(None)
+                continue
+            size = int(header[2])
+            body = out[position : position + size]
+            position += size + 1  # the contents are followed by a newline
+            answers.append(body if header[1] == b"blob" else None)
+        replies = iter(answers)
+        return [next(replies) if request else None for request in requests]
+
+    def blame(self, path: str) -> dict[int, Commit]:
+        """Line number (1-based, in the working-tree file) -> the commit that last changed it.
+
+        One ``git blame --porcelain`` call, then one ``git log --no-walk`` for the commits it
+        names (porcelain output lacks the full message the PR number needs). Lines not
+        committed yet are absent. A path git does not track, or one missing from the
+        working tree, gives ``{}``.
+        """
+        relative = self._path(path)
+        args = ("blame", "--porcelain", "--", relative)
+        proc = self._git(*args)
+        if proc.returncode != 0:
+            unknown = (b"no such path", b"Cannot lstat", b"no such ref: HEAD")
+            if any(marker in proc.stderr for marker in unknown):
+                return {}
+            raise _failed(args, proc, self._top)
+
+        line_sha: dict[int, str] = {}
+        expect_header = True
+        for line in proc.stdout.split(b"\n"):
+            if expect_header:
+                header = _BLAME_HEADER_RE.fullmatch(line)
+                if header is not None:
+                    line_sha[int(header[2])] = header[1].decode("ascii")
+                    expect_header = False
+            elif line.startswith(b"\t"):
+                expect_header = True  # the line's content ends each entry
+        commits = self._commits({sha for sha in line_sha.values() if sha.strip("0")})
+        return {number: commits[sha] for number, sha in line_sha.items() if sha in commits}
+
+    def _commits(self, shas: set[str]) -> dict[str, Commit]:
+        """The commits with the given full shas, read by one ``git log --no-walk``."""
+        if not shas:
+            return {}
+        fmt, start, end = _log_format(secrets.token_hex(8))
+        args = ("log", "--no-walk=unsorted", "--stdin", "--no-color", f"--format={fmt}")
+        proc = self._git(*args, stdin="".join(f"{sha}\n" for sha in sorted(shas)).encode())
+        if proc.returncode != 0:
+            raise _failed(args, proc, self._top)
+        return {commit.sha: commit for commit, _ in _records(proc.stdout, start, end)}

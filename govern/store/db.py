@@ -1,0 +1,323 @@
+"""Opening the store: the database URL, the engine, sessions, and the schema's revision.
+
+The URL comes from ``--db``, else ``GOVERN_DATABASE_URL``, else ``database`` in the
+configuration, else SQLite in the user's data directory (platformdirs): nothing to
+start. PostgreSQL (``postgresql://...``, through psycopg 3) is the path for a store
+shared by many workers; both run the same code.
+
+Writers are serialised per database (SQLite: ``BEGIN IMMEDIATE``; PostgreSQL: an
+advisory lock per repository, taken by the sync), so two ``govern track`` runs at once
+end as if one had run after the other. An empty database is migrated on first use; a
+database at an older revision is left alone until ``govern db upgrade``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import event, inspect, text
+from sqlalchemy.engine import URL, Connection, Engine, make_url
+from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError, OperationalError
+from sqlmodel import Session, create_engine
+
+from govern.errors import SchemaOutOfDate, StoreError
+
+ENV_VAR = "GOVERN_DATABASE_URL"
+_SQLITE_BUSY_MS = 60_000
+# The lock key of schema migrations on PostgreSQL (any fixed 63-bit number).
+_MIGRATION_LOCK = 0x676F7665726E  # "govern"
+
+
+def default_url() -> str:
+    """SQLite in the user's data directory (created on first use)."""
+    from platformdirs import user_data_path
+
+    return f"sqlite:///{user_data_path('govern', appauthor=False) / 'govern.db'}"
+
+
+def resolve_url(
+    cli: str | None, environ: Mapping[str, str] | None = None, configured: str | None = None
+) -> str:
+    """The database URL: ``--db``, else the environment, else configuration, else the default.
+
+    A bare path (``--db ./govern.db``) means SQLite at that path.
+    """
+    env = os.environ if environ is None else environ
+    for value in (cli, env.get(ENV_VAR), configured):
+        if value:
+            return value if "://" in value else f"sqlite:///{Path(value).expanduser().absolute()}"
+    return default_url()
+
+
+def redact(url: str | URL) -> str:
+    """The URL with its password hidden, for messages and logs."""
+    try:
+        parsed = url if isinstance(url, URL) else make_url(url)
+    except ArgumentError:
+        return re.sub(r"//[^@/]*@", "//***@", str(url))
+    return parsed.render_as_string(hide_password=True)
+
+
+def _normalise(url: str) -> URL:
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        raise StoreError(
+            f"{redact(url)} is not a database URL",
+            tip="Use sqlite:///path/to/govern.db or postgresql://user@host/dbname.",
+        ) from None
+    if parsed.drivername in ("postgresql", "postgres"):
+        parsed = parsed.set(drivername="postgresql+psycopg")  # psycopg 3, not psycopg2
+    if parsed.get_backend_name() not in ("sqlite", "postgresql"):
+        raise StoreError(
+            f"govern stores its data in SQLite or PostgreSQL, not {parsed.get_backend_name()}",
+            tip="Use sqlite:///path/to/govern.db or postgresql://user@host/dbname.",
+        )
+    return parsed
+
+
+def _sqlite_file(url: URL) -> Path | None:
+    database = url.database
+    if not database or database == ":memory:" or database.startswith("file:"):
+        return None
+    return Path(database)
+
+
+def _configure_sqlite(engine: Engine) -> None:
+    """WAL (readers never wait for the writer), foreign keys, and write transactions
+    that take the write lock when they begin, so that a read-then-write sync can never
+    interleave with another one (a deferred BEGIN would fail with "database is locked"
+    at the first write instead of waiting)."""
+
+    @event.listens_for(engine, "connect")
+    def _connect(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None  # SQLAlchemy emits BEGIN itself (below)
+        cursor = dbapi_connection.cursor()
+        cursor.execute(f"PRAGMA busy_timeout = {_SQLITE_BUSY_MS}")
+        cursor.execute("PRAGMA journal_mode = WAL")
+        cursor.execute("PRAGMA foreign_keys = ON")
+        cursor.execute("PRAGMA synchronous = NORMAL")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _begin(connection: Connection) -> None:
+        write = connection.get_execution_options().get("govern_write", False)
+        connection.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+
+
+def create_store_engine(url: str) -> Engine:
+    """An engine for ``url`` (SQLite or PostgreSQL), configured for govern's transactions."""
+    parsed = _normalise(url)
+    if parsed.get_backend_name() == "sqlite":
+        file = _sqlite_file(parsed)
+        if file is not None:
+            try:
+                file.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreError(
+                    f"cannot create {file.parent}: {exc.strerror or exc}",
+                    tip=f"Pass --db with a writable path, or set {ENV_VAR}.",
+                ) from None
+        engine = create_engine(parsed)
+        _configure_sqlite(engine)
+        return engine
+    try:
+        return create_engine(parsed, pool_pre_ping=True)
+    except NoSuchModuleError:
+        raise StoreError(
+            "the PostgreSQL driver (psycopg) is not installed",
+            tip="pip install 'govern[postgresql]'",
+        ) from None
+    except ModuleNotFoundError:
+        raise StoreError(
+            "the PostgreSQL driver (psycopg) is not installed",
+            tip="pip install 'govern[postgresql]'",
+        ) from None
+
+
+def migrations_dir() -> Path:
+    """The Alembic environment: inside the wheel, or ``migrations/`` in a checkout."""
+    packaged = Path(__file__).resolve().parent.parent / "_migrations"
+    if packaged.is_dir():
+        return packaged
+    return Path(__file__).resolve().parents[2] / "migrations"
+
+
+def advisory_key(name: str) -> int:
+    """A signed 64-bit key for ``pg_advisory_xact_lock`` from a name."""
+    return int.from_bytes(hashlib.sha256(name.encode("utf-8")).digest()[:8], "big", signed=True)
+
+
+@dataclass(frozen=True, slots=True)
+class SchemaState:
+    """Where a database stands against the migrations govern ships."""
+
+    current: str | None  # None: no revision recorded
+    head: str
+    empty: bool  # no tables at all
+
+    @property
+    def up_to_date(self) -> bool:
+        """Whether the database is at the newest revision."""
+        return self.current == self.head
+
+
+class Store:
+    """An open database: the engine, and sessions for reading and for writing."""
+
+    def __init__(self, url: str, *, upgrade: bool = True) -> None:
+        self.url = url
+        self.engine = create_store_engine(url)
+        self._checked = False
+        self._auto_upgrade = upgrade
+
+    @property
+    def display_url(self) -> str:
+        """The URL with any password hidden."""
+        return redact(self.engine.url)
+
+    @property
+    def dialect(self) -> str:
+        """``sqlite`` or ``postgresql``."""
+        return self.engine.dialect.name
+
+    def close(self) -> None:
+        """Release the engine's connections."""
+        self.engine.dispose()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- schema -------------------------------------------------------------------
+
+    def _alembic_config(self, connection: Connection) -> Any:
+        from alembic.config import Config
+
+        config = Config()
+        config.set_main_option("script_location", str(migrations_dir()))
+        config.attributes["connection"] = connection
+        return config
+
+    def schema_state(self) -> SchemaState:
+        """The recorded revision, the newest shipped one, and whether the database is empty."""
+        from alembic.runtime.migration import MigrationContext
+        from alembic.script import ScriptDirectory
+
+        with self._connect() as connection:
+            script = ScriptDirectory.from_config(self._alembic_config(connection))
+            head = script.get_current_head() or ""
+            current = MigrationContext.configure(connection).get_current_revision()
+            empty = not set(inspect(connection).get_table_names()) - {"alembic_version"}
+        return SchemaState(current=current, head=head, empty=empty)
+
+    def upgrade(self, revision: str = "head") -> None:
+        """Migrate the schema to ``revision`` (one transaction; concurrent runs wait)."""
+        self._migrate("upgrade", revision)
+
+    def downgrade(self, revision: str) -> None:
+        """Migrate the schema down to ``revision`` (``base`` drops every table)."""
+        self._migrate("downgrade", revision)
+
+    def _migrate(self, direction: str, revision: str) -> None:
+        from alembic import command
+
+        with self._connect(write=True) as connection, connection.begin():
+            if self.dialect == "postgresql":
+                connection.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _MIGRATION_LOCK})
+            getattr(command, direction)(self._alembic_config(connection), revision)
+        self._checked = False
+
+    def ensure_schema(self) -> None:
+        """Migrate an empty database; refuse one at another revision (once per Store)."""
+        if self._checked:
+            return
+        state = self.schema_state()
+        if not state.up_to_date:
+            if state.current is None and state.empty and self._auto_upgrade:
+                self.upgrade()
+            elif state.current is None and state.empty:
+                raise SchemaOutOfDate(
+                    f"the database at {self.display_url} is empty",
+                    tip="Run `govern db upgrade` to create govern's tables.",
+                )
+            elif state.current is None:
+                raise SchemaOutOfDate(
+                    f"the database at {self.display_url} holds tables but no govern revision",
+                    tip="Point --db at a database of its own for govern.",
+                )
+            else:
+                raise SchemaOutOfDate(
+                    f"the database at {self.display_url} is at revision {state.current}; "
+                    f"this govern needs {state.head}",
+                    tip="Run `govern db upgrade` (back up the database first).",
+                )
+        self._checked = True
+
+    # -- sessions -----------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _connect(self, *, write: bool = False) -> Iterator[Connection]:
+        engine = self.engine.execution_options(govern_write=True) if write else self.engine
+        try:
+            with engine.connect() as connection:
+                yield connection
+        except OperationalError as exc:
+            raise StoreError(
+                f"cannot use the database at {self.display_url}: {_first_line(exc)}",
+                tip=f"Check --db / {ENV_VAR}, and that the server is running.",
+            ) from None
+
+    @contextlib.contextmanager
+    def session(self, *, write: bool = False) -> Iterator[Session]:
+        """A session in one transaction: committed at the end, rolled back on any error.
+
+        ``write=True`` takes SQLite's write lock at BEGIN, so that what the session
+        reads cannot change before it writes.
+        """
+        self.ensure_schema()
+        bind = self.engine.execution_options(govern_write=True) if write else self.engine
+        try:
+            with Session(bind, expire_on_commit=False) as session, session.begin():
+                yield session
+        except OperationalError as exc:
+            raise StoreError(
+                f"cannot use the database at {self.display_url}: {_first_line(exc)}",
+                tip=f"Check --db / {ENV_VAR}, and that the server is running.",
+            ) from None
+        except DBAPIError as exc:
+            raise StoreError(
+                f"the database at {self.display_url} refused a change: {_first_line(exc)}",
+                tip="Rerun the command; if it fails again, report it with --debug.",
+            ) from None
+
+
+def _first_line(exc: BaseException) -> str:
+    origin = getattr(exc, "orig", None) or exc
+    lines = str(origin).strip().splitlines()
+    return redact_text(lines[0] if lines else type(exc).__name__)
+
+
+def redact_text(message: str) -> str:
+    """``message`` with any URL credentials (``//user:secret@``) hidden."""
+    return re.sub(r"(//[^:/@\s]*):[^@/\s]*@", r"\1:***@", message)
+
+
+def open_store(
+    cli: str | None = None,
+    *,
+    configured: str | None = None,
+    environ: Mapping[str, str] | None = None,
+    upgrade: bool = True,
+) -> Store:
+    """Open the store the options, environment and configuration point at."""
+    return Store(resolve_url(cli, environ, configured), upgrade=upgrade)

@@ -1,0 +1,205 @@
+"""The store's tables: what govern remembers between runs.
+
+One row per repository, source and exclusion (keyed as in DESIGN.md); annotations
+are kept as versions, so a reason that changed is never lost; events are the
+append-only governance thread; releases, candidates, verifications and proposals are
+the watcher's, the verifier's and the proposer's records.
+
+Times are stored in UTC. Revisions in ``migrations/versions`` are generated from these
+models (``alembic revision --autogenerate``) and reviewed; a test runs ``alembic
+check`` so the two never drift apart.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime
+from typing import Any
+
+from sqlalchemy import JSON, Column, DateTime, Index, Text, UniqueConstraint
+from sqlmodel import Field, SQLModel
+
+# Named constraints, so later migrations can alter them (SQLite's batch mode needs names).
+SQLModel.metadata.naming_convention = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+def utcnow() -> datetime:
+    """Now, in UTC (timezone-aware)."""
+    return datetime.now(UTC)
+
+
+def as_utc(value: datetime) -> datetime:
+    """``value`` as an aware UTC datetime (SQLite hands back naive ones)."""
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def _when(*, nullable: bool = False, index: bool = False) -> Any:
+    return Field(
+        default=None,
+        sa_column=Column(DateTime(timezone=True), nullable=nullable, index=index),
+    )
+
+
+class Repository(SQLModel, table=True):
+    """A repository whose sources are tracked, by its stable name (git origin or configured)."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    name: str = Field(unique=True, max_length=512)  # github.com/vllm-project/vllm, or a path
+    root: str = Field(sa_column=Column(Text, nullable=False))  # where it was last tracked from
+    created_at: datetime = _when()
+    synced_at: datetime | None = _when(nullable=True)
+    synced_commit: str | None = Field(default=None, max_length=64)
+
+
+class Source(SQLModel, table=True):
+    """A requirements file or pyproject.toml of a repository."""
+
+    __table_args__ = (UniqueConstraint("repository_id", "path"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    repository_id: int = Field(foreign_key="repository.id", index=True)
+    path: str = Field(max_length=1024)  # relative to the repository root, POSIX
+    format: str = Field(max_length=32)
+    present: bool = True
+    first_seen_at: datetime = _when()
+    last_seen_at: datetime = _when()
+    # The newest commit of this file replayed into the store (govern track --history);
+    # later syncs replay the commits after it, so no step of the thread is skipped.
+    commit: str | None = Field(default=None, max_length=64)
+
+
+class Annotation(SQLModel, table=True):
+    """One version of what is known about an exclusion (reason, links, owner, ...).
+
+    A changed reason adds a row and clears ``current`` on the one it replaces.
+    """
+
+    __table_args__ = (Index("ix_annotation_current", "exclusion_id", "current"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    exclusion_id: int = Field(foreign_key="exclusion.id", index=True)
+    current: bool = True
+    fingerprint: str = Field(max_length=64)  # sha256 of the fields below
+    reason: str | None = Field(default=None, sa_column=Column(Text))
+    links: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    bad_versions: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    owner: str | None = Field(default=None, max_length=256)
+    review_by: date | None = None
+    verify: str | None = Field(default=None, sa_column=Column(Text))
+    profiles: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    recorded_at: datetime = _when()
+    commit: str | None = Field(default=None, max_length=64)
+
+
+class Exclusion(SQLModel, table=True):
+    """One clause that keeps versions out, under its stable key, with its lifecycle state."""
+
+    __table_args__ = (
+        UniqueConstraint("repository_id", "key"),
+        Index("ix_exclusion_package_state", "package", "state"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    key: str = Field(max_length=64)  # the audit's stable id
+    repository_id: int = Field(foreign_key="repository.id", index=True)
+    source_id: int = Field(foreign_key="source.id", index=True)
+    package: str = Field(max_length=256)  # canonical (PEP 503)
+    marker: str | None = Field(default=None, sa_column=Column(Text))
+    group: str | None = Field(default=None, max_length=256)  # pyproject table
+    clause: str = Field(max_length=256)  # normalized: "!=14.1.0"
+    kind: str = Field(max_length=16)
+    sub_kind: str = Field(max_length=16)
+    requirement: str = Field(sa_column=Column(Text, nullable=False))  # the line as written
+    line: int
+    state: str = Field(default="held", max_length=16, index=True)
+    predecessor_id: int | None = Field(default=None, foreign_key="exclusion.id")
+    first_seen_at: datetime = _when()  # when the clause appeared (its commit's date if known)
+    removed_at: datetime | None = _when(nullable=True)
+    introduced_commit: str | None = Field(default=None, max_length=64)
+    introduced_pull_request: int | None = None
+    snoozed_until: date | None = None
+
+
+class Event(SQLModel, table=True):
+    """One step of an exclusion's timeline; rows are only ever added (never updated)."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    exclusion_id: int = Field(foreign_key="exclusion.id", index=True)
+    kind: str = Field(max_length=32)  # added, annotation-changed, changed, removed, ...
+    at: datetime = _when(index=True)  # when it happened (a commit's date when known)
+    recorded_at: datetime = _when()  # when govern learned of it
+    commit: str | None = Field(default=None, max_length=64)
+    pull_request: int | None = None
+    author: str | None = Field(default=None, max_length=256)
+    related_id: int | None = Field(default=None, foreign_key="exclusion.id")
+    detail: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+
+
+class Release(SQLModel, table=True):
+    """A release of a package seen on an index."""
+
+    __table_args__ = (UniqueConstraint("package", "version"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    package: str = Field(max_length=256, index=True)
+    version: str = Field(max_length=128)  # normalized PEP 440
+    uploaded_at: datetime | None = _when(nullable=True)
+    yanked: bool = False
+    yanked_reason: str | None = Field(default=None, sa_column=Column(Text))
+    requires_python: str | None = Field(default=None, max_length=256)
+    files: list[dict[str, Any]] = Field(
+        default_factory=list, sa_column=Column(JSON, nullable=False)
+    )
+    first_seen_at: datetime = _when()
+
+
+class Candidate(SQLModel, table=True):
+    """A release that could replace an exclusion, for one runtime profile, and why (not)."""
+
+    __table_args__ = (UniqueConstraint("exclusion_id", "release_id", "profile"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    exclusion_id: int = Field(foreign_key="exclusion.id", index=True)
+    release_id: int = Field(foreign_key="release.id", index=True)
+    profile: str = Field(default="default", max_length=128)
+    eligible: bool = True
+    reason: str | None = Field(default=None, sa_column=Column(Text))  # why not, when not
+    status: str = Field(default="found", max_length=16)  # found, verifying, passed, failed, bad
+    found_at: datetime = _when()
+
+
+class Verification(SQLModel, table=True):
+    """One CI run of one candidate on one profile, with its evidence."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    candidate_id: int = Field(foreign_key="candidate.id", index=True)
+    provider: str = Field(max_length=32)
+    profile: str = Field(max_length=128)
+    run_id: str | None = Field(default=None, max_length=256)
+    run_url: str | None = Field(default=None, sa_column=Column(Text))
+    attempt: int = 1
+    started_at: datetime = _when()
+    finished_at: datetime | None = _when(nullable=True)
+    conclusion: str | None = Field(default=None, max_length=16)  # passed, failed, errored, ...
+    installed_version: str | None = Field(default=None, max_length=128)
+    log_excerpt: str | None = Field(default=None, sa_column=Column(Text))
+
+
+class Proposal(SQLModel, table=True):
+    """What govern did about a verified candidate, recorded so it is never sent twice."""
+
+    __table_args__ = (UniqueConstraint("dedupe_key"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    exclusion_id: int = Field(foreign_key="exclusion.id", index=True)
+    candidate_id: int | None = Field(default=None, foreign_key="candidate.id")
+    kind: str = Field(max_length=32)  # pull-request, comment, message
+    dedupe_key: str = Field(max_length=128)
+    state: str = Field(default="open", max_length=16)
+    new_clause: str | None = Field(default=None, max_length=256)
+    url: str | None = Field(default=None, sa_column=Column(Text))
+    created_at: datetime = _when()

@@ -1,0 +1,349 @@
+"""What the commands ask the store: exclusions with their state, and governance threads."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import date, datetime
+from typing import Any
+
+from packaging.utils import canonicalize_name
+from sqlmodel import Session, col, or_, select
+
+from govern.store.models import Annotation, Event, Exclusion, Repository, Source, as_utc
+
+ENDED = ("relaxed", "removed")
+
+
+@dataclass(frozen=True, slots=True)
+class ExclusionView:
+    """One exclusion as ``govern status`` shows it."""
+
+    id: str
+    repository: str
+    source: str
+    line: int
+    package: str
+    clause: str
+    requirement: str
+    marker: str | None
+    kind: str
+    sub_kind: str
+    state: str  # the lifecycle state, or "overdue" when the review date has passed
+    first_seen: datetime
+    removed: datetime | None
+    age_days: int
+    reason: str | None
+    links: tuple[str, ...]
+    owner: str | None
+    review_by: date | None
+    introduced_commit: str | None
+    introduced_pull_request: int | None
+    predecessor: int | None
+    row_id: int
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready fields (``row_id`` and ``predecessor`` are internal)."""
+        return {
+            "id": self.id,
+            "repository": self.repository,
+            "source": self.source,
+            "line": self.line,
+            "package": self.package,
+            "clause": self.clause,
+            "requirement": self.requirement,
+            "marker": self.marker,
+            "kind": self.kind,
+            "sub_kind": self.sub_kind,
+            "state": self.state,
+            "first_seen": self.first_seen.isoformat(),
+            "removed": self.removed.isoformat() if self.removed else None,
+            "age_days": self.age_days,
+            "reason": self.reason,
+            "links": list(self.links),
+            "owner": self.owner,
+            "review_by": self.review_by.isoformat() if self.review_by else None,
+            "commit": self.introduced_commit,
+            "pull_request": self.introduced_pull_request,
+        }
+
+
+def _state(row: Exclusion, note: Annotation | None, today: date) -> str:
+    if row.state in ENDED:
+        return row.state
+    if note is not None and note.review_by is not None and note.review_by < today:
+        return "overdue"
+    return row.state
+
+
+def _view(
+    row: Exclusion,
+    note: Annotation | None,
+    source: Source,
+    repository: Repository,
+    now: datetime,
+) -> ExclusionView:
+    assert row.id is not None
+    first = as_utc(row.first_seen_at)
+    end = as_utc(row.removed_at) if row.removed_at else None
+    return ExclusionView(
+        id=row.key,
+        repository=repository.name,
+        source=source.path,
+        line=row.line,
+        package=row.package,
+        clause=row.clause,
+        requirement=row.requirement,
+        marker=row.marker,
+        kind=row.kind,
+        sub_kind=row.sub_kind,
+        state=_state(row, note, now.date()),
+        first_seen=first,
+        removed=end,
+        age_days=max(0, ((end or now) - first).days),
+        reason=note.reason if note else None,
+        links=tuple(note.links) if note else (),
+        owner=note.owner if note else None,
+        review_by=note.review_by if note else None,
+        introduced_commit=row.introduced_commit,
+        introduced_pull_request=row.introduced_pull_request,
+        predecessor=row.predecessor_id,
+        row_id=row.id,
+    )
+
+
+def _rows(
+    session: Session, *where: Any
+) -> list[tuple[Exclusion, Annotation | None, Source, Repository]]:
+    statement = (
+        select(Exclusion, Annotation, Source, Repository)
+        .join(Source, col(Source.id) == col(Exclusion.source_id))
+        .join(Repository, col(Repository.id) == col(Exclusion.repository_id))
+        .join(
+            Annotation,
+            (col(Annotation.exclusion_id) == col(Exclusion.id)) & col(Annotation.current),
+            isouter=True,
+        )
+        .where(*where)
+        .order_by(
+            col(Repository.name), col(Source.path), col(Exclusion.line), col(Exclusion.clause)
+        )
+    )
+    return list(session.exec(statement).all())
+
+
+def exclusions(
+    session: Session,
+    *,
+    now: datetime,
+    packages: Sequence[str] = (),
+    repositories: Sequence[str] = (),
+    kinds: Sequence[str] = (),
+    states: Sequence[str] = (),
+    owner: str | None = None,
+    include_ended: bool = False,
+) -> list[ExclusionView]:
+    """Exclusions with their state, newest annotation, age and owner, filtered.
+
+    ``states`` may name ``overdue`` (active, review date passed) and the ended states;
+    naming an ended state includes ended exclusions.
+    """
+    where: list[Any] = []
+    if packages:
+        where.append(col(Exclusion.package).in_([canonicalize_name(p) for p in packages]))
+    if repositories:
+        where.append(or_(*(col(Repository.name).contains(r) for r in repositories)))
+    if kinds:
+        where.append(col(Exclusion.kind).in_(list(kinds)))
+    wanted = set(states)
+    if not include_ended and not wanted & set(ENDED):
+        where.append(col(Exclusion.removed_at).is_(None))
+    views = [_view(*row, now) for row in _rows(session, *where)]
+    if wanted:
+        views = [v for v in views if v.state in wanted]
+    if owner:
+        views = [v for v in views if v.owner and owner.lower() in v.owner.lower()]
+    return views
+
+
+@dataclass(frozen=True, slots=True)
+class TimelineEvent:
+    """One event of a thread, with the exclusion it belongs to."""
+
+    at: datetime
+    kind: str
+    exclusion: ExclusionView
+    commit: str | None
+    pull_request: int | None
+    author: str | None
+    detail: dict[str, Any]
+    reason: str | None  # the reason as it stood after this event
+    links: tuple[str, ...]
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready fields."""
+        return {
+            "at": self.at.isoformat(),
+            "kind": self.kind,
+            "exclusion": self.exclusion.id,
+            "source": self.exclusion.source,
+            "package": self.exclusion.package,
+            "clause": self.exclusion.clause,
+            "commit": self.commit,
+            "pull_request": self.pull_request,
+            "author": self.author,
+            "detail": self.detail,
+            "reason": self.reason,
+            "links": list(self.links),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Thread:
+    """Exclusions that belong together (a clause and its successors, or a shared link)."""
+
+    exclusions: tuple[ExclusionView, ...]
+    events: tuple[TimelineEvent, ...]
+    links: tuple[str, ...]
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready fields."""
+        return {
+            "exclusions": [e.as_dict() for e in self.exclusions],
+            "links": list(self.links),
+            "events": [e.as_dict() for e in self.events],
+        }
+
+
+class _Union:
+    def __init__(self) -> None:
+        self.parent: dict[int, int] = {}
+
+    def find(self, item: int) -> int:
+        self.parent.setdefault(item, item)
+        while self.parent[item] != item:
+            self.parent[item] = self.parent[self.parent[item]]
+            item = self.parent[item]
+        return item
+
+    def join(self, a: int, b: int) -> None:
+        self.parent[self.find(a)] = self.find(b)
+
+
+def threads(session: Session, query: str, *, now: datetime) -> list[Thread]:
+    """The governance threads of a package (by name) or of one exclusion (by id).
+
+    A thread is a clause with its predecessors and successors (``< 14.1.0`` that became
+    ``!= 14.1.0``), joined with every exclusion that shares a linked issue or pull
+    request with it (a cap on the same bug in another file, the same package's thread
+    in another repository).
+    """
+    name = canonicalize_name(query)
+    seeds = list(_rows(session, or_(col(Exclusion.key) == query, col(Exclusion.package) == name)))
+    if not seeds:
+        return []
+    # Everything one hop away through links, and the predecessor chains, both ways.
+    all_rows = {row[0].id: row for row in seeds}
+    seed_links = {link for _, note, _, _ in seeds if note for link in note.links}
+    link_notes = _notes_with_links(session, seed_links)
+    extra = {note.exclusion_id for note in link_notes} - set(all_rows)
+    if extra:
+        for row in _rows(session, col(Exclusion.id).in_(list(extra))):
+            all_rows[row[0].id] = row
+    while True:  # close over predecessor links
+        ids = set(all_rows)
+        wanted = {r[0].predecessor_id for r in all_rows.values() if r[0].predecessor_id} - ids
+        more = _rows(
+            session,
+            or_(col(Exclusion.id).in_(list(wanted)), col(Exclusion.predecessor_id).in_(list(ids))),
+        )
+        new = [r for r in more if r[0].id not in all_rows]
+        if not new:
+            break
+        for row in new:
+            all_rows[row[0].id] = row
+    union = _Union()
+    by_link: dict[str, list[int]] = defaultdict(list)
+    notes = _all_notes(session, list(all_rows))
+    for exclusion_id, versions in notes.items():
+        for note in versions:
+            for link in note.links:
+                by_link[link].append(exclusion_id)
+    for row_id, found in all_rows.items():
+        assert row_id is not None
+        union.find(row_id)
+        predecessor = found[0].predecessor_id
+        if predecessor is not None and predecessor in all_rows:
+            union.join(row_id, predecessor)
+    for members in by_link.values():
+        for other in members[1:]:
+            union.join(members[0], other)
+    groups: dict[int, list[int]] = defaultdict(list)
+    for row_id in all_rows:
+        assert row_id is not None
+        groups[union.find(row_id)].append(row_id)
+    views = {row_id: _view(*row, now) for row_id, row in all_rows.items() if row_id is not None}
+    events = _events(session, list(views))
+    out: list[Thread] = []
+    for members in groups.values():
+        member_views = sorted((views[m] for m in members), key=lambda v: (v.first_seen, v.row_id))
+        timeline = sorted(
+            (
+                _timeline(event, views[event.exclusion_id], notes.get(event.exclusion_id, []))
+                for m in members
+                for event in events.get(m, [])
+            ),
+            key=lambda e: (e.at, e.exclusion.row_id),
+        )
+        links = sorted({link for m in members for n in notes.get(m, []) for link in n.links})
+        out.append(Thread(tuple(member_views), tuple(timeline), tuple(links)))
+    out.sort(key=lambda t: (t.exclusions[0].package != name, t.exclusions[0].first_seen))
+    return out
+
+
+def _notes_with_links(session: Session, links: set[str]) -> list[Annotation]:
+    if not links:
+        return []
+    # JSON arrays are compared in Python: portable across SQLite and PostgreSQL.
+    return [note for note in session.exec(select(Annotation)) if links & set(note.links)]
+
+
+def _all_notes(session: Session, ids: list[int | None]) -> dict[int, list[Annotation]]:
+    out: dict[int, list[Annotation]] = defaultdict(list)
+    statement = (
+        select(Annotation).where(col(Annotation.exclusion_id).in_(ids)).order_by(col(Annotation.id))
+    )
+    for note in session.exec(statement):
+        out[note.exclusion_id].append(note)
+    return out
+
+
+def _events(session: Session, ids: list[int]) -> dict[int, list[Event]]:
+    out: dict[int, list[Event]] = defaultdict(list)
+    statement = select(Event).where(col(Event.exclusion_id).in_(ids)).order_by(col(Event.id))
+    for event in session.exec(statement):
+        out[event.exclusion_id].append(event)
+    return out
+
+
+def _timeline(event: Event, view: ExclusionView, notes: list[Annotation]) -> TimelineEvent:
+    at = as_utc(event.at)
+    # The annotation in force right after the event: the newest recorded at or before it.
+    note = None
+    for candidate in notes:
+        if as_utc(candidate.recorded_at) <= at:
+            note = candidate
+    if note is None and notes:
+        note = notes[0]
+    return TimelineEvent(
+        at=at,
+        kind=event.kind,
+        exclusion=view,
+        commit=event.commit,
+        pull_request=event.pull_request,
+        author=event.author,
+        detail=dict(event.detail),
+        reason=note.reason if note else None,
+        links=tuple(note.links) if note else (),
+    )
