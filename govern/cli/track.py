@@ -296,6 +296,18 @@ def status(
     typer.echo(f"\n{len(views)} exclusion{'s' if len(views) != 1 else ''}")
 
 
+def _wrapped(label: str, text: str) -> str:
+    """``text`` in full on indented lines (a thread is read for its reasons)."""
+    import textwrap
+
+    return textwrap.fill(
+        " ".join(text.split()),
+        width=100,
+        initial_indent=f"      {label}",
+        subsequent_indent=" " * (6 + len(label)),
+    )
+
+
 def _one_line(text: str, width: int = 100) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= width else flat[: width - 1] + "…"
@@ -344,7 +356,7 @@ def history(
                 event.reason != last_reason.get(event.exclusion.id, "\0")
                 and event.kind != "removed"
             ):
-                typer.echo(f"      reason: {_one_line(event.reason) if event.reason else '(none)'}")
+                typer.echo(_wrapped("reason: ", event.reason or "(none)"))
                 last_reason[event.exclusion.id] = event.reason
         typer.echo("")
 

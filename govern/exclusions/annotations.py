@@ -496,7 +496,9 @@ def _freeze(draft: _Draft, links: LinkContext) -> Annotation:
     reason = "; ".join(p for p in parts if p) or None
     values: dict[str, Any] = {}
     problems: list[Problem] = []
-    for text, line in draft.structured:
+    # In line order: a field on the requirement's own line overrides the block above it
+    # (one line of a group can name its own owner), and a `# govern-below:` the line.
+    for text, line in sorted(draft.structured, key=lambda item: item[1]):
         parsed, found = parse_structured(text, line, links)
         problems.extend(found)
         for key, value in parsed.items():

@@ -343,7 +343,7 @@ class Sync:
             introduced_pull_request=provenance.pull_request,
         )
         self.session.add(row)
-        self.session.flush([row])  # the id, for its annotation and events
+        self.session.flush()  # the id, for its annotation and events
         self.by_key[item.id] = row
         return row
 

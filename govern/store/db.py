@@ -208,60 +208,83 @@ class Store:
         config.attributes["connection"] = connection
         return config
 
-    def schema_state(self) -> SchemaState:
-        """The recorded revision, the newest shipped one, and whether the database is empty."""
+    def _state(self, connection: Connection) -> SchemaState:
         from alembic.runtime.migration import MigrationContext
         from alembic.script import ScriptDirectory
 
-        with self._connect() as connection:
-            script = ScriptDirectory.from_config(self._alembic_config(connection))
-            head = script.get_current_head() or ""
-            current = MigrationContext.configure(connection).get_current_revision()
-            empty = not set(inspect(connection).get_table_names()) - {"alembic_version"}
-        return SchemaState(current=current, head=head, empty=empty)
+        script = ScriptDirectory.from_config(self._alembic_config(connection))
+        return SchemaState(
+            current=MigrationContext.configure(connection).get_current_revision(),
+            head=script.get_current_head() or "",
+            empty=not set(inspect(connection).get_table_names()) - {"alembic_version"},
+        )
 
-    def upgrade(self, revision: str = "head") -> None:
-        """Migrate the schema to ``revision`` (one transaction; concurrent runs wait)."""
-        self._migrate("upgrade", revision)
+    def schema_state(self) -> SchemaState:
+        """The recorded revision, the newest shipped one, and whether the database is empty."""
+        with self._connect() as connection, connection.begin():
+            return self._state(connection)
 
-    def downgrade(self, revision: str) -> None:
-        """Migrate the schema down to ``revision`` (``base`` drops every table)."""
-        self._migrate("downgrade", revision)
-
-    def _migrate(self, direction: str, revision: str) -> None:
-        from alembic import command
-
+    @contextlib.contextmanager
+    def _migration_lock(self) -> Iterator[Connection]:
+        """A write transaction that no other migration of this database runs beside."""
         with self._connect(write=True) as connection, connection.begin():
             if self.dialect == "postgresql":
                 connection.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _MIGRATION_LOCK})
-            getattr(command, direction)(self._alembic_config(connection), revision)
+            yield connection
+
+    def upgrade(self, revision: str = "head") -> None:
+        """Migrate the schema to ``revision`` (one transaction; concurrent runs wait)."""
+        from alembic import command
+
+        with self._migration_lock() as connection:
+            command.upgrade(self._alembic_config(connection), revision)
+        self._checked = False
+
+    def downgrade(self, revision: str) -> None:
+        """Migrate the schema down to ``revision`` (``base`` drops every table)."""
+        from alembic import command
+
+        with self._migration_lock() as connection:
+            command.downgrade(self._alembic_config(connection), revision)
         self._checked = False
 
     def ensure_schema(self) -> None:
-        """Migrate an empty database; refuse one at another revision (once per Store)."""
+        """Migrate an empty database; refuse one at another revision (once per Store).
+
+        The check is repeated under the migration lock: several processes starting on
+        one empty database migrate it once, and the others see the result.
+        """
         if self._checked:
             return
         state = self.schema_state()
+        if not state.up_to_date and state.current is None and self._auto_upgrade:
+            from alembic import command
+
+            with self._migration_lock() as connection:
+                state = self._state(connection)
+                if state.current is None and state.empty:
+                    command.upgrade(self._alembic_config(connection), "head")
+                    state = self._state(connection)
         if not state.up_to_date:
-            if state.current is None and state.empty and self._auto_upgrade:
-                self.upgrade()
-            elif state.current is None and state.empty:
-                raise SchemaOutOfDate(
-                    f"the database at {self.display_url} is empty",
-                    tip="Run `govern db upgrade` to create govern's tables.",
-                )
-            elif state.current is None:
-                raise SchemaOutOfDate(
-                    f"the database at {self.display_url} holds tables but no govern revision",
-                    tip="Point --db at a database of its own for govern.",
-                )
-            else:
-                raise SchemaOutOfDate(
-                    f"the database at {self.display_url} is at revision {state.current}; "
-                    f"this govern needs {state.head}",
-                    tip="Run `govern db upgrade` (back up the database first).",
-                )
+            raise self._out_of_date(state)
         self._checked = True
+
+    def _out_of_date(self, state: SchemaState) -> SchemaOutOfDate:
+        if state.current is None and state.empty:
+            return SchemaOutOfDate(
+                f"the database at {self.display_url} is empty",
+                tip="Run `govern db upgrade` to create govern's tables.",
+            )
+        if state.current is None:
+            return SchemaOutOfDate(
+                f"the database at {self.display_url} holds tables but no govern revision",
+                tip="Point --db at a database of its own for govern.",
+            )
+        return SchemaOutOfDate(
+            f"the database at {self.display_url} is at revision {state.current}; "
+            f"this govern needs {state.head}",
+            tip="Run `govern db upgrade` (back up the database first).",
+        )
 
     # -- sessions -----------------------------------------------------------------
 

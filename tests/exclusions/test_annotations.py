@@ -131,6 +131,21 @@ def test_structured_form(tmp_path: Path) -> None:
     assert ann.problems == ()
 
 
+def test_a_field_on_the_line_overrides_the_block_above(tmp_path: Path) -> None:
+    got = annotate(
+        tmp_path,
+        "# Pinned for the cluster image.\n"
+        "# govern: owner=@infra review-by=2027-01-31\n"
+        "numpy<2\n"
+        "torch==2.9.1  # govern: owner=@ml\n",
+        CommentSettings(),
+    )
+    assert got["numpy"].owner == "@infra"
+    assert got["torch"].owner == "@ml"  # its own line wins
+    assert got["torch"].review_by == date(2027, 1, 31)  # the rest still comes from the block
+    assert got["torch"].reason == "Pinned for the cluster image."
+
+
 @pytest.mark.parametrize(
     ("comment", "message"),
     [

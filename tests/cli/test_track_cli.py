@@ -1,0 +1,165 @@
+"""``govern db``, ``govern status`` filters and formats, and their errors."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from govern.cli import main
+
+REQUIREMENTS = (
+    "# Pinned until the cluster image moves to 2.x.\n"
+    "# govern: owner=@infra review-by=2026-01-31\n"
+    "numpy<2\n\n"
+    "attrs!=25.2.0  # https://github.com/python-attrs/attrs/issues/1400\n"
+    "torch==2.9.1  # govern: owner=@ml\n"
+    "evil==1000000000.0.0  # banned: typosquat\n"
+)
+
+
+def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    out, err = capsys.readouterr()
+    return int(exited.value.code or 0), out, err
+
+
+@pytest.fixture
+def tracked(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> str:
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "requirements.txt").write_text(REQUIREMENTS, encoding="utf-8")
+    db = f"sqlite:///{tmp_path / 'govern.db'}"
+    code, _, err = _run(["track", str(root), "--db", db], capsys)
+    assert code == 0, err
+    return db
+
+
+def _packages(out: str) -> list[str]:
+    return [e["package"] for e in json.loads(out)["exclusions"]]
+
+
+def test_status_filters(tracked: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(["status", "--db", tracked, "-f", "json"], capsys)
+    assert code == 0
+    assert _packages(out) == ["numpy", "attrs", "torch", "evil"]
+    document = json.loads(out)
+    assert document["schema"] == "govern.status/1"
+    numpy = document["exclusions"][0]
+    assert numpy["state"] == "overdue"  # review-by 2026-01-31 has passed
+    assert numpy["owner"] == "@infra"
+    assert numpy["reason"] == "Pinned until the cluster image moves to 2.x."
+    assert _packages(
+        _run(["status", "--db", tracked, "-f", "json", "--kind", "pin,ban"], capsys)[1]
+    ) == ["torch", "evil"]
+    assert _packages(
+        _run(["status", "--db", tracked, "-f", "json", "--package", "NumPy"], capsys)[1]
+    ) == ["numpy"]
+    assert _packages(
+        _run(["status", "--db", tracked, "-f", "json", "--state", "overdue"], capsys)[1]
+    ) == ["numpy"]
+    assert _packages(
+        _run(["status", "--db", tracked, "-f", "json", "--owner", "ml"], capsys)[1]
+    ) == ["torch"]
+    assert (
+        _packages(
+            _run(["status", "--db", tracked, "-f", "json", "--repository", "nowhere"], capsys)[1]
+        )
+        == []
+    )
+
+
+def test_status_human(tracked: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(["status", "--db", tracked], capsys)
+    assert code == 0
+    assert "requirements.txt:3  numpy <2  [cap]  overdue" in out
+    assert "owner @infra  review-by 2026-01-31" in out
+    assert "4 exclusions" in out
+
+
+def test_status_rejects_an_unknown_state(tracked: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = _run(["status", "--db", tracked, "--state", "stuck"], capsys)
+    assert code == 2
+    assert "--state stuck is not one of held" in err
+
+
+def test_database_from_the_environment(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], tracked: str
+) -> None:
+    os.environ["GOVERN_DATABASE_URL"] = tracked  # restored by the autouse fixture
+    code, out, _ = _run(["status", "-f", "json"], capsys)
+    assert code == 0
+    assert len(_packages(out)) == 4
+
+
+def test_the_default_database_lives_in_the_data_directory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "requirements.txt").write_text("numpy<2\n", encoding="utf-8")
+    assert _run(["track", str(tmp_path)], capsys)[0] == 0
+    default = Path(os.environ["XDG_DATA_HOME"]) / "govern" / "govern.db"
+    assert default.is_file()
+
+
+def test_db_commands(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = f"sqlite:///{tmp_path / 'fresh.db'}"
+    code, out, _ = _run(["db", "current", "--db", db], capsys)
+    assert code == 0
+    assert "revision none" in out
+    assert "needs `govern db upgrade`" in out
+    code, out, _ = _run(["db", "upgrade", "--db", db], capsys)
+    assert code == 0
+    assert "empty -> 0001" in out
+    code, out, _ = _run(["db", "current", "--db", db], capsys)
+    assert "(up to date)" in out
+    code, out, _ = _run(["db", "downgrade", "base", "--db", db], capsys)
+    assert code == 0
+    assert "now at base" in out
+
+
+def test_an_unreachable_server_is_one_line_and_a_tip(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = _run(
+        ["status", "--db", "postgresql://govern:hunter2@127.0.0.1:1/govern"], capsys
+    )
+    assert code == 2
+    assert err.startswith(
+        "govern: error: cannot use the database at postgresql+psycopg://govern:***@"
+    )
+    assert "hunter2" not in err
+    assert "Traceback" not in err
+
+
+def test_history_of_nothing_is_a_clear_error(
+    tracked: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = _run(["history", "left-pad", "--db", tracked], capsys)
+    assert code == 2
+    assert "nothing tracked for 'left-pad'" in err
+
+
+def test_history_by_id_and_shared_links_join_a_thread(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "requirements.txt").write_text(
+        "# Both break on the same bug: https://github.com/org/proj/issues/7\n"
+        "torch<2.9\n"
+        "torchvision<0.24\n\n"
+        "other<1  # unrelated\n",
+        encoding="utf-8",
+    )
+    db = f"sqlite:///{tmp_path / 'govern.db'}"
+    assert _run(["track", str(root), "--db", db], capsys)[0] == 0
+    code, out, _ = _run(["history", "torch", "--db", db, "-f", "json"], capsys)
+    assert code == 0
+    (thread,) = json.loads(out)["threads"]
+    assert sorted(e["package"] for e in thread["exclusions"]) == ["torch", "torchvision"]
+    assert thread["links"] == ["https://github.com/org/proj/issues/7"]
+    torch_id = thread["exclusions"][0]["id"]
+    code, out, _ = _run(["history", torch_id, "--db", db, "-f", "json"], capsys)
+    assert code == 0
+    assert len(json.loads(out)["threads"]) == 1
