@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import io
 import os
 import re
 from collections.abc import Iterator, Mapping
@@ -203,7 +204,9 @@ class Store:
     def _alembic_config(self, connection: Connection) -> Any:
         from alembic.config import Config
 
-        config = Config()
+        # Alembic's messages go nowhere (the CLI reports the result), and never to the
+        # sys.stdout captured when alembic was first imported (its default argument).
+        config = Config(stdout=io.StringIO())
         config.set_main_option("script_location", str(migrations_dir()))
         config.attributes["connection"] = connection
         return config

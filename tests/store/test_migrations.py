@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+
 import pytest
 from sqlalchemy import inspect
 
@@ -39,7 +41,7 @@ def test_upgrade_check_and_downgrade(database_url: str) -> None:
         assert store.schema_state().up_to_date
         # The models and the migrations agree: autogenerate finds nothing to do.
         with store.engine.connect() as connection:
-            config = Config()
+            config = Config(stdout=io.StringIO())
             config.set_main_option("script_location", str(migrations_dir()))
             config.attributes["connection"] = connection
             command.check(config)
