@@ -250,10 +250,7 @@ def test_concurrent_syncs_end_as_one_after_the_other(database_url: str, tmp_path
     assert len(concurrent["events"]) == 120  # no duplicate rows: each added once
     assert len(concurrent["annotations"]) == 120
     # The same as one after the other, on a database of its own.
-    sequential_url = f"sqlite:///{tmp_path / 'sequential.db'}"
-    for _ in range(3):
-        run = _cli_track(root, sequential_url)
-        _, err = run.communicate(timeout=120)
-        assert run.returncode == 0, err
-    with Store(sequential_url) as store:
+    with Store(f"sqlite:///{tmp_path / 'sequential.db'}") as store:
+        for _ in range(3):
+            _sync(store, root)
         assert _snapshot(store) == concurrent

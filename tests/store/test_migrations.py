@@ -8,7 +8,7 @@ import pytest
 from sqlalchemy import inspect
 
 from govern.errors import SchemaOutOfDate, StoreError
-from govern.store.db import Store, migrations_dir, redact, resolve_url
+from govern.store.db import SCHEMA_REVISION, Store, migrations_dir, redact, resolve_url
 
 TABLES = {
     "repository",
@@ -39,6 +39,7 @@ def test_upgrade_check_and_downgrade(database_url: str) -> None:
         store.upgrade()
         assert _tables(store) == TABLES
         assert store.schema_state().up_to_date
+        assert store.schema_state().head == SCHEMA_REVISION  # the constant follows the scripts
         # The models and the migrations agree: autogenerate finds nothing to do.
         with store.engine.connect() as connection:
             config = Config(stdout=io.StringIO())
