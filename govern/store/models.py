@@ -15,7 +15,8 @@ from __future__ import annotations
 from datetime import UTC, date, datetime
 from typing import Any
 
-from sqlalchemy import JSON, Column, DateTime, Index, Text, UniqueConstraint
+from sqlalchemy import JSON, Column, DateTime, Index, Text, UniqueConstraint, event
+from sqlalchemy.orm import Session as OrmSession
 from sqlmodel import Field, SQLModel
 
 # Named constraints, so later migrations can alter them (SQLite's batch mode needs names).
@@ -203,3 +204,16 @@ class Proposal(SQLModel, table=True):
     new_clause: str | None = Field(default=None, max_length=256)
     url: str | None = Field(default=None, sa_column=Column(Text))
     created_at: datetime = _when()
+
+
+class AppendOnly(Exception):
+    """An attempt to change or delete an event: the governance thread is append-only."""
+
+
+@event.listens_for(OrmSession, "before_flush")
+def _events_are_append_only(session: OrmSession, _context: Any, _instances: Any) -> None:
+    for row in (*session.dirty, *session.deleted):
+        if isinstance(row, Event) and (row in session.deleted or session.is_modified(row)):
+            raise AppendOnly(
+                f"event {row.id} cannot be changed or deleted: the thread is append-only"
+            )

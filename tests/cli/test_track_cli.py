@@ -163,3 +163,17 @@ def test_history_by_id_and_shared_links_join_a_thread(
     code, out, _ = _run(["history", torch_id, "--db", db, "-f", "json"], capsys)
     assert code == 0
     assert len(json.loads(out)["threads"]) == 1
+
+
+def test_the_history_progress_bar(capsys: pytest.CaptureFixture[str]) -> None:
+    from govern.cli.track import _progress_bar
+
+    assert _progress_bar(False) == (None, None)  # not a terminal: no bar
+    update, close = _progress_bar(True)
+    assert update is not None
+    assert close is not None
+    for done in range(1, 4):
+        update(done, 3, "requirements/kv_connectors.txt")
+    close()
+    err = capsys.readouterr().err
+    assert "replaying history" in err

@@ -6,6 +6,7 @@ import io
 
 import pytest
 from sqlalchemy import inspect
+from sqlmodel import select
 
 from govern.errors import SchemaOutOfDate, StoreError
 from govern.store.db import SCHEMA_REVISION, Store, migrations_dir, redact, resolve_url
@@ -100,3 +101,58 @@ def test_passwords_never_reach_messages() -> None:
 def test_an_unsupported_database_is_a_clear_error() -> None:
     with pytest.raises(StoreError, match="SQLite or PostgreSQL"):
         Store("mysql://u@h/db")
+
+
+def test_events_are_append_only(database_url: str) -> None:
+    from datetime import UTC, datetime
+
+    from govern.store.models import AppendOnly, Event, Exclusion, Repository, Source
+
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    with Store(database_url) as store:
+        with store.session(write=True) as session:
+            repo = Repository(name="r", root="/r", created_at=now)
+            session.add(repo)
+            session.flush()
+            assert repo.id is not None
+            source = Source(
+                repository_id=repo.id,
+                path="r.txt",
+                format="requirements",
+                first_seen_at=now,
+                last_seen_at=now,
+            )
+            session.add(source)
+            session.flush()
+            assert source.id is not None
+            row = Exclusion(
+                key="k",
+                repository_id=repo.id,
+                source_id=source.id,
+                package="p",
+                clause="<1",
+                kind="cap",
+                sub_kind="exact",
+                requirement="p<1",
+                line=1,
+                first_seen_at=now,
+            )
+            session.add(row)
+            session.flush()
+            assert row.id is not None
+            session.add(Event(exclusion_id=row.id, kind="added", at=now, recorded_at=now))
+
+        def change() -> None:
+            with store.session(write=True) as session:
+                session.exec(select(Event)).one().kind = "removed"
+
+        def delete() -> None:
+            with store.session(write=True) as session:
+                session.delete(session.exec(select(Event)).one())
+
+        with pytest.raises(AppendOnly):
+            change()
+        with pytest.raises(AppendOnly):
+            delete()
+        with store.session() as session:
+            assert session.exec(select(Event)).one().kind == "added"
