@@ -99,7 +99,7 @@ def _progress_bar(enabled: bool) -> Any:
                 length=total, label="replaying history", file=sys.stderr, show_pos=True
             )
             bar.__enter__()
-        bar.update(1, current_item=what)
+        bar.update(1)
 
     def close() -> None:
         if bar is not None:
