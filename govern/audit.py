@@ -38,6 +38,7 @@ class AuditOptions:
     today: date
     allow_outside_root: bool = False
     environ: Mapping[str, str] | None = None
+    findings: bool = True  # False: sources and exclusions only (govern track)
 
 
 def _resolve(path: Path) -> Path:
@@ -392,8 +393,10 @@ def audit_targets(
                     seen.add((problem.line, problem.message))
                     problems.append((source.path, problem))
         exclusions.extend(_exclusions(source, annotations, repository))
-    findings = evaluate(
-        policy, sources, exclusions, problems, today=options.today, suppressed=suppressed
+    findings = (
+        evaluate(policy, sources, exclusions, problems, today=options.today, suppressed=suppressed)
+        if options.findings
+        else []
     )
     return AuditReport(
         root=root,

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from packaging.version import InvalidVersion, Version
-from sqlalchemy import insert, text, update
+from sqlalchemy import func, insert, text, update
 from sqlalchemy import select as columns
 from sqlmodel import Session, col, select
 
@@ -729,6 +729,76 @@ def _replay_source(
     sync.sources[source.path].row.commit = revisions[-1].commit.sha
 
 
+def tree_digest(
+    root: Path, config: Config, name: str, files: Iterable[Path], head: str | None
+) -> str | None:
+    """A hash of everything a sync of ``root`` reads, or None when that cannot be known.
+
+    The files' bytes, the configuration, the repository's name, govern's version and,
+    for a repository whose history is replayed, HEAD. A file that uses ``${VAR}`` reads
+    the environment too: then there is no digest (every sync runs in full).
+    """
+    from govern import __version__
+
+    digest = hashlib.sha256()
+    for part in (__version__, name, repr(config), head or ""):
+        digest.update(part.encode("utf-8", "surrogateescape") + b"\0")
+    for path in sorted({_relative(root, file) for file in files}):
+        try:
+            data = (root / path).read_bytes()
+        except OSError:
+            data = None
+        if data is not None and b"${" in data:
+            return None
+        digest.update(path.encode("utf-8", "surrogateescape") + b"\0")
+        digest.update(hashlib.sha256(data).digest() if data is not None else b"missing")
+    return digest.hexdigest()
+
+
+def _relative(root: Path, file: Path) -> str:
+    try:
+        return file.relative_to(root).as_posix()
+    except ValueError:
+        return file.as_posix()
+
+
+def _unchanged(
+    store: Store,
+    root: Path,
+    name: str,
+    config: Config,
+    discovered: list[Path],
+    head: str | None,
+    options: TrackOptions,
+) -> TrackResult | None:
+    """The result of a sync that has nothing to do, or None when it must run in full.
+
+    Nothing to do: the repository's digest (files read last time and now, configuration,
+    govern's version, HEAD when its history is replayed) is the one stored by the last
+    sync, and ``--history`` has nothing left to backfill.
+    """
+    with store.session() as session:
+        repository = session.exec(select(Repository).where(Repository.name == name)).first()
+        if repository is None or repository.digest is None or repository.id is None:
+            return None
+        present = session.exec(
+            select(Source).where(Source.repository_id == repository.id, col(Source.present))
+        ).all()
+        replaying = any(source.commit for source in present)
+        if options.history and not all(source.commit for source in present):
+            return None
+        files = [*discovered, *(root / source.path for source in present)]
+        if tree_digest(root, config, name, files, head if replaying else None) != repository.digest:
+            return None
+        active = session.exec(
+            select(func.count())
+            .select_from(Exclusion)
+            .where(Exclusion.repository_id == repository.id, col(Exclusion.removed_at).is_(None))
+        ).one()
+    counts = SyncCounts(unchanged=int(active), sources=len(present))
+    return TrackResult(repository=name, counts=counts, replayed=0, commit=head)
+
+
 def track(
     store: Store,
     root: Path,
@@ -742,19 +812,27 @@ def track(
     from govern.audit import AuditOptions, audit_targets
     from govern.forge.git import Git
     from govern.policy.loader import load_policy
+    from govern.sources.discover import discover
 
     now = options.now or utcnow()
+    key_name = repository_name(root, config)
+    name = key_name or str(root.resolve())
+    git = Git.discover(root)
+    head = git.head() if git is not None else None
+    discovered = (
+        discover(root, include=config.include, exclude=config.exclude) if files is None else None
+    )
+    if discovered is not None:
+        unchanged = _unchanged(store, root, name, config, discovered, head, options)
+        if unchanged is not None:
+            return unchanged
     report = audit_targets(
         root,
         files,
         config=config,
         policy=load_policy("default", base=root),
-        options=AuditOptions(today=now.date()),
+        options=AuditOptions(today=now.date(), findings=False),
     )
-    key_name = repository_name(root, config)
-    name = key_name or str(root.resolve())
-    git = Git.discover(root)
-    head = git.head() if git is not None else None
     notes: list[str] = []
     if options.history and git is None:
         notes.append(f"{root} is not in a git repository: no history to replay")
@@ -818,6 +896,18 @@ def track(
         sync.finish()
         repository.synced_at = now
         repository.synced_commit = head
+        replaying = any(state.row.commit for state in sync.sources.values())
+        repository.digest = (
+            tree_digest(
+                root,
+                config,
+                name,
+                [*discovered, *(root / p for p in sources)],
+                head if replaying else None,
+            )
+            if discovered is not None
+            else None
+        )
     return TrackResult(
         repository=name, counts=sync.counts, replayed=replayed, commit=head, notes=tuple(notes)
     )

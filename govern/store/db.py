@@ -33,7 +33,7 @@ from govern.errors import SchemaOutOfDate, StoreError
 ENV_VAR = "GOVERN_DATABASE_URL"
 #: The newest revision in migrations/versions (a test checks they agree). A database at
 #: this revision is opened without loading Alembic at all (~150 ms per command).
-SCHEMA_REVISION = "0001"
+SCHEMA_REVISION = "0002"
 _SQLITE_BUSY_MS = 60_000
 # The lock key of schema migrations on PostgreSQL (any fixed 63-bit number).
 _MIGRATION_LOCK = 0x676F7665726E  # "govern"

@@ -54,6 +54,9 @@ class Repository(SQLModel, table=True):
     created_at: datetime = _when()
     synced_at: datetime | None = _when(nullable=True)
     synced_commit: str | None = Field(default=None, max_length=64)
+    # A hash of everything the last sync read (files, configuration, govern's version):
+    # when nothing of it changed, a re-sync has nothing to do (see service/track.py).
+    digest: str | None = Field(default=None, max_length=64)
 
 
 class Source(SQLModel, table=True):

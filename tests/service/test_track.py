@@ -254,3 +254,48 @@ def test_concurrent_syncs_end_as_one_after_the_other(database_url: str, tmp_path
         for _ in range(3):
             _sync(store, root)
         assert _snapshot(store) == concurrent
+
+
+def test_a_resync_of_an_unchanged_tree_reads_no_requirement(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    source = tmp_path / "requirements.txt"
+    source.write_text(CAP, encoding="utf-8")
+    _sync(store, tmp_path)
+    from govern import audit as audit_module
+
+    def no_audit(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("an unchanged tree was audited again")
+
+    monkeypatch.setattr(audit_module, "audit_targets", no_audit)
+    again = _sync(store, tmp_path, T1)
+    assert again.counts.unchanged == 2
+    assert again.counts.events == 0
+    monkeypatch.undo()
+    # Any byte changed, or the configuration: a full sync.
+    source.write_text(CAP.replace("issues/1400", "issues/1401"), encoding="utf-8")
+    assert _sync(store, tmp_path, T1).counts.annotation_changed == 1
+    configured = Config(repository="example.org/team/app")
+    result = track(store, tmp_path, None, config=configured, options=TrackOptions(now=T1))
+    assert result.repository == "example.org/team/app"
+    assert result.counts.added == 2  # another repository name: other keys
+
+
+def test_a_file_that_reads_the_environment_is_always_synced(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "requirements.txt").write_text("-c ${CONSTRAINTS}\nnumpy<2\n", encoding="utf-8")
+    _sync(store, tmp_path)
+    from govern import audit as audit_module
+
+    calls = 0
+    real = audit_module.audit_targets
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(audit_module, "audit_targets", counting)
+    _sync(store, tmp_path, T1)
+    assert calls == 1
