@@ -21,12 +21,14 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import event, inspect, text
+from sqlalchemy import create_engine, event, inspect, text
 from sqlalchemy.engine import URL, Connection, Engine, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError, OperationalError
-from sqlmodel import Session, create_engine
+
+if TYPE_CHECKING:
+    from sqlmodel import Session
 
 from govern.errors import SchemaOutOfDate, StoreError
 
@@ -34,7 +36,9 @@ ENV_VAR = "GOVERN_DATABASE_URL"
 #: The newest revision in migrations/versions (a test checks they agree). A database at
 #: this revision is opened without loading Alembic at all (~150 ms per command).
 SCHEMA_REVISION = "0002"
-_SQLITE_BUSY_MS = 60_000
+# How long a writer waits for another one's transaction. Git is read before the lock is
+# taken, so a sync holds it only for its database work; ten minutes is generous.
+_SQLITE_BUSY_MS = 600_000
 # The lock key of schema migrations on PostgreSQL (any fixed 63-bit number).
 _MIGRATION_LOCK = 0x676F7665726E  # "govern"
 
@@ -64,7 +68,7 @@ def redact(url: str | URL) -> str:
     """The URL with its password hidden, for messages and logs."""
     try:
         parsed = url if isinstance(url, URL) else make_url(url)
-    except ArgumentError:
+    except (ArgumentError, ValueError):
         return re.sub(r"//[^@/]*@", "//***@", str(url))
     return parsed.render_as_string(hide_password=True)
 
@@ -72,7 +76,8 @@ def redact(url: str | URL) -> str:
 def _normalise(url: str) -> URL:
     try:
         parsed = make_url(url)
-    except ArgumentError:
+        parsed.port  # noqa: B018  (a port that is not a number raises here, not later)
+    except (ArgumentError, ValueError):
         raise StoreError(
             f"{redact(url)} is not a database URL",
             tip="Use sqlite:///path/to/govern.db or postgresql://user@host/dbname.",
@@ -309,6 +314,13 @@ class Store:
     # -- sessions -----------------------------------------------------------------
 
     @contextlib.contextmanager
+    def connection(self) -> Iterator[Connection]:
+        """A read-only connection in a transaction, for queries that need no ORM."""
+        self.ensure_schema()
+        with self._connect() as connection, connection.begin():
+            yield connection
+
+    @contextlib.contextmanager
     def _connect(self, *, write: bool = False) -> Iterator[Connection]:
         engine = self.engine.execution_options(govern_write=True) if write else self.engine
         try:
@@ -317,7 +329,7 @@ class Store:
         except OperationalError as exc:
             raise StoreError(
                 f"cannot use the database at {self.display_url}: {_first_line(exc)}",
-                tip=f"Check --db / {ENV_VAR}, and that the server is running.",
+                tip=_tip(exc),
             ) from None
 
     @contextlib.contextmanager
@@ -327,6 +339,8 @@ class Store:
         ``write=True`` takes SQLite's write lock at BEGIN, so that what the session
         reads cannot change before it writes.
         """
+        from sqlmodel import Session  # the ORM only for the commands that need it
+
         self.ensure_schema()
         bind = self.engine.execution_options(govern_write=True) if write else self.engine
         try:
@@ -335,13 +349,19 @@ class Store:
         except OperationalError as exc:
             raise StoreError(
                 f"cannot use the database at {self.display_url}: {_first_line(exc)}",
-                tip=f"Check --db / {ENV_VAR}, and that the server is running.",
+                tip=_tip(exc),
             ) from None
         except DBAPIError as exc:
             raise StoreError(
                 f"the database at {self.display_url} refused a change: {_first_line(exc)}",
                 tip="Rerun the command; if it fails again, report it with --debug.",
             ) from None
+
+
+def _tip(exc: BaseException) -> str:
+    if "database is locked" in str(exc):
+        return "Another govern run has held the database's write lock for long; retry when it ends."
+    return f"Check --db / {ENV_VAR}, and that the server is running."
 
 
 def _first_line(exc: BaseException) -> str:

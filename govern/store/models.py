@@ -15,8 +15,9 @@ from __future__ import annotations
 from datetime import UTC, date, datetime
 from typing import Any
 
-from sqlalchemy import JSON, Column, DateTime, Index, Text, UniqueConstraint, event
+from sqlalchemy import JSON, Column, DateTime, Dialect, Index, Text, UniqueConstraint, event
 from sqlalchemy.orm import Session as OrmSession
+from sqlalchemy.types import TypeDecorator
 from sqlmodel import Field, SQLModel
 
 # Named constraints, so later migrations can alter them (SQLite's batch mode needs names).
@@ -38,10 +39,27 @@ def as_utc(value: datetime) -> datetime:
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
+class UTCDateTime(TypeDecorator[datetime]):
+    """A timestamp stored in UTC and read back aware, on every backend.
+
+    SQLite keeps no offset: a commit dated 23:30+05:00 would come back as 23:30 UTC.
+    Converting on the way in (and marking UTC on the way out) keeps 18:30Z everywhere.
+    """
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        return None if value is None else as_utc(value)
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        return None if value is None else as_utc(value)
+
+
 def _when(*, nullable: bool = False, index: bool = False) -> Any:
     return Field(
         default=None,
-        sa_column=Column(DateTime(timezone=True), nullable=nullable, index=index),
+        sa_column=Column(UTCDateTime(), nullable=nullable, index=index),
     )
 
 

@@ -177,3 +177,12 @@ def test_the_history_progress_bar(capsys: pytest.CaptureFixture[str]) -> None:
     close()
     err = capsys.readouterr().err
     assert "replaying history" in err
+
+
+def test_a_malformed_url_is_a_usage_error_without_its_password(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, _, err = _run(["status", "--db", "postgresql://u:s3cret@127.0.0.1:abc/test"], capsys)
+    assert code == 2
+    assert "is not a database URL" in err
+    assert "s3cret" not in err

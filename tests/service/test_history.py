@@ -8,7 +8,9 @@ quoted in #45843); and after #44284 (the cap relaxed to a not-equal).
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 from gitrepo import Repo
@@ -163,3 +165,100 @@ def test_since_without_history_is_a_usage_error(
     code, _, err = _run(["track", str(vllm.root), "--since", "2026-01-01"], capsys)
     assert code == 2
     assert "--since bounds --history" in err
+
+
+def _history(db: str, package: str, capsys: pytest.CaptureFixture[str]) -> list[dict[str, Any]]:
+    code, out, err = _run(["history", package, "--db", db, "-f", "json"], capsys)
+    assert code == 0, err
+    threads: list[dict[str, Any]] = json.loads(out)["threads"]
+    return threads
+
+
+def test_replay_continues_after_its_marker_whatever_since_says(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = Repo(tmp_path / "r")
+    repo.commit("cap (#1)", "2024-01-01T00:00:00+00:00", {"requirements.txt": "cupy<14\n"})
+    db = f"sqlite:///{tmp_path / 'govern.db'}"
+    assert _run(["track", str(repo.root), "--history", "--db", db], capsys)[0] == 0
+    repo.commit("raise (#2)", "2024-06-01T00:00:00+00:00", {"requirements.txt": "cupy<15\n"})
+    repo.commit("relax (#3)", "2024-07-01T00:00:00+00:00", {"requirements.txt": "cupy!=15.0\n"})
+    code, out, err = _run(
+        ["track", str(repo.root), "--history", "--since", "2024-06-15", "--db", db, "-f", "json"],
+        capsys,
+    )
+    assert code == 0, err
+    assert json.loads(out)["replayed_commits"] == 2  # both, though #2 is before --since
+    (thread,) = _history(db, "cupy", capsys)
+    events = [(e["kind"], e["pull_request"]) for e in thread["events"]]
+    assert events == [("added", 1), ("changed", 2), ("changed", 3)]
+    # And a later edit elsewhere records nothing false about cupy.
+    repo.commit("numpy (#4)", "2024-08-01T00:00:00+00:00", {"constraints.txt": "numpy<2\n"})
+    assert _run(["track", str(repo.root), "--db", db], capsys)[0] == 0
+    (thread,) = _history(db, "cupy", capsys)
+    assert len(thread["events"]) == 3
+
+
+def test_a_commit_that_does_not_parse_is_skipped_not_a_removal(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    good = '[project]\nname = "x"\nversion = "1"\ndependencies = ["numpy<2", "attrs!=25.2.0"]\n'
+    repo = Repo(tmp_path / "r")
+    repo.commit("ok (#1)", "2024-01-01T00:00:00+00:00", {"pyproject.toml": good})
+    repo.commit("broken (#2)", "2024-02-01T00:00:00+00:00", {"pyproject.toml": good[:-3]})
+    repo.commit("fixed (#3)", "2024-03-01T00:00:00+00:00", {"pyproject.toml": good})
+    db = f"sqlite:///{tmp_path / 'govern.db'}"
+    code, out, err = _run(["track", str(repo.root), "--history", "--db", db, "-f", "json"], capsys)
+    assert code == 0, err
+    result = json.loads(out)
+    assert (result["added"], result["removed"], result["restored"]) == (2, 0, 0)
+    assert any("did not parse" in note for note in result["notes"])
+    # A working tree that does not parse keeps what is tracked.
+    repo.write("pyproject.toml", good[:-3])
+    code, out, err = _run(["track", str(repo.root), "--db", db, "-f", "json"], capsys)
+    assert code == 0, err
+    result = json.loads(out)
+    assert result["removed"] == 0
+    assert any("do not parse" in note for note in result["notes"])
+
+
+def test_commit_dates_keep_their_offset_on_sqlite(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = Repo(tmp_path / "r")
+    repo.commit("cap (#1)", "2024-01-01T23:30:00+05:00", {"requirements.txt": "cupy<14\n"})
+    db = f"sqlite:///{tmp_path / 'govern.db'}"
+    assert _run(["track", str(repo.root), "--history", "--db", db], capsys)[0] == 0
+    (thread,) = _history(db, "cupy", capsys)
+    (event,) = thread["events"]
+    assert event["at"] == "2024-01-01T18:30:00+00:00"
+
+
+def test_tracking_one_file_leaves_the_others_alone(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = tmp_path / "r"
+    (root / "sub").mkdir(parents=True)
+    (root / "requirements.txt").write_text("numpy<2\nattrs!=25.2.0\n", encoding="utf-8")
+    (root / "sub" / "requirements-extra.txt").write_text("torch<3\n", encoding="utf-8")
+    db = f"sqlite:///{tmp_path / 'govern.db'}"
+    assert _run(["track", str(root), "--db", db], capsys)[0] == 0
+    os.chdir(root)
+    code, out, err = _run(["track", "sub/requirements-extra.txt", "--db", db, "-f", "json"], capsys)
+    assert code == 0, err
+    result = json.loads(out)
+    assert (result["removed"], result["unchanged"]) == (0, 1)
+
+
+def test_a_clause_that_comes_back_does_not_close_a_loop(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = tmp_path / "r"
+    root.mkdir()
+    db = f"sqlite:///{tmp_path / 'govern.db'}"
+    for text in ("numpy<2\n", "numpy<3\n", "numpy<2\n"):
+        (root / "requirements.txt").write_text(text, encoding="utf-8")
+        assert _run(["track", str(root), "--db", db], capsys)[0] == 0
+    (thread,) = _history(db, "numpy", capsys)
+    kinds = [(e["kind"], e["clause"]) for e in thread["events"]]
+    assert kinds == [("added", "<2"), ("changed", "<3"), ("changed", "<2")]

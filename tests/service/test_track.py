@@ -12,7 +12,7 @@ import pytest
 from sqlmodel import col, select
 
 from govern.config import Config
-from govern.service import track as track_module
+from govern.service import sync as sync_module
 from govern.service.track import TrackOptions, TrackResult, track
 from govern.store.db import Store
 from govern.store.models import Annotation, Event, Exclusion, Source
@@ -204,7 +204,7 @@ def test_a_crash_in_the_middle_leaves_the_previous_state(
     before = _snapshot(store)
     source.write_text(NOT_EQUAL + "urllib3<3\nrequests!=2.32.0\n", encoding="utf-8")
     calls = 0
-    real_event = track_module.Sync._event
+    real_event = sync_module.Sync._event
 
     class Crash(Exception):
         pass
@@ -216,7 +216,7 @@ def test_a_crash_in_the_middle_leaves_the_previous_state(
             raise Crash
         real_event(self, *args, **kwargs)
 
-    monkeypatch.setattr(track_module.Sync, "_event", crash_on_third)
+    monkeypatch.setattr(sync_module.Sync, "_event", crash_on_third)
     with pytest.raises(Crash):
         _sync(store, tmp_path, T1)
     assert calls == 3

@@ -1,0 +1,627 @@
+"""The sync: the exclusions of a source, compared with the store and written as events.
+
+A sync compares what a source holds now with what the store holds for it:
+
+- a new key adds the exclusion with an ``added`` event (a key seen before and removed
+  is restored, with the same row and its history);
+- a changed reason, links, owner, review date, ... adds an annotation version and an
+  ``annotation-changed`` event;
+- a clause that changed in place (same package, source, marker and pyproject group:
+  ``< 14.1.0`` became ``!= 14.1.0``) becomes a new exclusion linked to its predecessor,
+  with a ``changed`` event; the predecessor is ``relaxed`` (or ``removed`` when the new
+  clause is stricter);
+- a vanished clause is ``removed``.
+
+Nothing changes when nothing changed. All of it happens in the caller's transaction,
+under :func:`lock_repository`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol
+
+from packaging.version import InvalidVersion, Version
+from sqlalchemy import insert, text, update
+from sqlalchemy import select as columns
+from sqlmodel import Session, col, select
+
+from govern.exclusions.model import Exclusion as Seen
+from govern.service.values import Provenance, SyncCounts
+from govern.store.db import advisory_key
+from govern.store.models import Annotation, Event, Exclusion, Repository, Source
+
+#: Lifecycle states (DESIGN.md); ``overdue`` is derived from the review date, not stored.
+ACTIVE_STATES = ("held", "candidate", "verifying", "verified", "proposed")
+ENDED_STATES = ("relaxed", "removed")
+
+
+def annotation_values(seen: Seen) -> dict[str, Any]:
+    """The annotation fields an exclusion carries, as stored."""
+    note = seen.annotation
+    return {
+        "reason": note.reason,
+        "links": [str(link) for link in note.links],
+        "bad_versions": list(seen.bad_versions),
+        "owner": note.owner,
+        "review_by": note.review_by,
+        "verify": note.verify,
+        "profiles": list(note.profiles),
+    }
+
+
+def fingerprint(values: dict[str, Any]) -> str:
+    """A hash of the annotation fields: equal when nothing a reader sees has changed."""
+    raw = json.dumps(values, sort_keys=True, default=str, separators=(",", ":"))
+    return hashlib.sha256(raw.encode("utf-8")).hexdigest()
+
+
+class _Clause(Protocol):
+    kind: str
+    clause: str
+
+
+def _bound(clause: str) -> Version | None:
+    digits = clause.lstrip("<>=!~").removesuffix(".*")
+    try:
+        return Version(digits)
+    except InvalidVersion:
+        return None
+
+
+def direction(old: _Clause, new: Seen) -> str:
+    """Whether a clause that changed in place lets more versions in (``relaxed``) or fewer.
+
+    A cap or pin that became a not-equal is relaxed (the CuPy case); a cap raised is
+    relaxed, lowered is ``tightened``; anything else is ``changed``.
+    """
+    order = {"ban": 0, "pin": 1, "cap": 2, "not-equal": 3}
+    if old.kind != new.kind:
+        if old.kind in order and new.kind in order:
+            return "relaxed" if order[new.kind] > order[old.kind] else "tightened"
+        return "changed"
+    before, after = _bound(old.clause), _bound(new.clause)
+    if before is None or after is None or before == after or old.kind == "not-equal":
+        return "changed"
+    return "relaxed" if after > before else "tightened"
+
+
+@dataclass(slots=True, eq=False)
+class _Row:
+    """An exclusion as the sync sees it: loaded by columns, written back in bulk."""
+
+    id: int | None
+    key: str
+    source_id: int
+    package: str
+    marker: str | None
+    group: str | None
+    kind: str
+    sub_kind: str
+    clause: str
+    line: int
+    requirement: str
+    state: str
+    removed_at: datetime | None
+    predecessor_id: int | None
+    dirty: bool = False
+
+
+_ROW_COLUMNS = (
+    col(Exclusion.id),
+    col(Exclusion.key),
+    col(Exclusion.source_id),
+    col(Exclusion.package),
+    col(Exclusion.marker),
+    col(Exclusion.group),
+    col(Exclusion.kind),
+    col(Exclusion.sub_kind),
+    col(Exclusion.clause),
+    col(Exclusion.line),
+    col(Exclusion.requirement),
+    col(Exclusion.state),
+    col(Exclusion.removed_at),
+    col(Exclusion.predecessor_id),
+)
+
+
+@dataclass(slots=True, eq=False)
+class _Note:
+    """The current annotation of an exclusion: stored (``id``) or written at the end."""
+
+    fingerprint: str
+    id: int | None = None  # stored already
+    row: _Row | None = None  # new: written at the end, for this exclusion
+    values: dict[str, Any] | None = None
+    recorded_at: datetime | None = None
+    commit: str | None = None
+    current: bool = True
+
+
+@dataclass(slots=True, eq=False)
+class _PendingEvent:
+    row: _Row
+    kind: str
+    provenance: Provenance
+    detail: dict[str, Any]
+    related: _Row | None
+
+
+@dataclass
+class _SourceState:
+    row: Source
+    active: dict[str, _Row] = field(default_factory=dict)
+
+
+class Sync:
+    """One sync of one repository, inside one write session (see :func:`track`).
+
+    The comparison runs on plain records; new exclusions are inserted in one batch
+    per source (their ids come back with ``RETURNING``), and annotations, events and
+    changed rows are written in batches by :meth:`finish`: a few dozen statements for
+    10,000 exclusions instead of one round trip per row.
+    """
+
+    def __init__(
+        self, session: Session, repository: Repository, *, now: datetime, repository_key: str
+    ) -> None:
+        self.session = session
+        self.repository = repository
+        self.repository_key = repository_key  # the name inside exclusion keys ("" if none)
+        self.now = now
+        self.counts = SyncCounts()
+        assert repository.id is not None
+        repo_id = repository.id
+        self.sources: dict[str, _SourceState] = {}
+        for source in session.exec(select(Source).where(Source.repository_id == repo_id)):
+            self.sources[source.path] = _SourceState(source)
+        by_source = {state.row.id: state for state in self.sources.values()}
+        self.by_key: dict[str, _Row] = {}
+        for values in session.execute(
+            columns(*_ROW_COLUMNS).where(col(Exclusion.repository_id) == repo_id)
+        ):
+            row = _Row(*values)
+            self.by_key[row.key] = row
+            if row.removed_at is None:
+                by_source[row.source_id].active[row.key] = row
+        self.current: dict[int, _Note] = {}
+        current = (
+            columns(col(Annotation.id), col(Annotation.exclusion_id), col(Annotation.fingerprint))
+            .join(Exclusion, col(Exclusion.id) == col(Annotation.exclusion_id))
+            .where(col(Exclusion.repository_id) == repo_id, col(Annotation.current))
+        )
+        for note_id, exclusion_id, digest in session.execute(current):
+            self.current[exclusion_id] = _Note(fingerprint=digest, id=note_id)
+        self._new_notes: dict[int, _Note] = {}  # by id() of the row, for rows without ids
+        self._notes: list[_Note] = []
+        self._retired: list[int] = []
+        self._events: list[_PendingEvent] = []
+        self._inserts: list[tuple[_Row, datetime, str | None, int | None]] = []
+        self._compare: list[tuple[int, dict[str, Any], dict[str, Any]]] = []
+        self._synced: set[str] = set()
+        self.by_id: dict[int, _Row] = {row.id: row for row in self.by_key.values() if row.id}
+
+    # -- sources --------------------------------------------------------------------
+
+    def _source(self, path: str, fmt: str, at: datetime) -> _SourceState:
+        state = self.sources.get(path)
+        if state is None:
+            assert self.repository.id is not None
+            row = Source(
+                repository_id=self.repository.id,
+                path=path,
+                format=fmt,
+                first_seen_at=at,
+                last_seen_at=at,
+            )
+            self.session.add(row)
+            self.session.flush()
+            state = self.sources[path] = _SourceState(row)
+        elif not state.row.present or state.row.format != fmt:
+            state.row.present = True
+            state.row.format = fmt
+            state.row.last_seen_at = at
+        return state
+
+    def sync_source(
+        self,
+        path: str,
+        fmt: str,
+        seen: Iterable[Seen],
+        provenance: Callable[[Seen], Provenance],
+        removal: Provenance,
+    ) -> None:
+        """Bring one source's exclusions in the store to ``seen``."""
+        self._synced.add(path)
+        self.counts.sources = len(self._synced)
+        state = self._source(path, fmt, removal.at)
+        now_seen: dict[str, Seen] = {}
+        for item in seen:
+            now_seen.setdefault(item.id, item)
+        appeared: list[Seen] = []
+        for key, item in now_seen.items():
+            row = state.active.get(key)
+            if row is None:
+                appeared.append(item)
+                continue
+            self.counts.unchanged += 1
+            if row.line != item.line or row.requirement != item.requirement:
+                row.line, row.requirement, row.dirty = item.line, item.requirement, True
+            self._annotate(row, item, removal)
+        vanished = [row for key, row in state.active.items() if key not in now_seen]
+        pairs, appeared, vanished = _pair(appeared, vanished)
+        for item in appeared:
+            self._add(state, item, provenance(item))
+        for old, item in pairs:
+            self._change(state, old, item, provenance(item))
+        for row in vanished:
+            self._remove(state, row, "removed", removal, {"clause": row.clause})
+        self._insert_new_rows()
+
+    def mark_replayed(self, path: str, fmt: str, sha: str) -> None:
+        """Record the newest commit of ``path`` replayed into the store."""
+        self._source(path, fmt, self.now).row.commit = sha
+
+    def drop_sources(self, keep: Iterable[str], removal: Provenance) -> None:
+        """Sources no longer present: their exclusions are removed."""
+        wanted = set(keep)
+        for path, state in self.sources.items():
+            if path in wanted or not state.row.present:
+                continue
+            for row in list(state.active.values()):
+                self._remove(state, row, "removed", removal, {"clause": row.clause})
+            state.row.present = False
+            state.row.last_seen_at = removal.at
+
+    # -- the changes ------------------------------------------------------------------
+
+    def _event(
+        self,
+        row: _Row,
+        kind: str,
+        provenance: Provenance,
+        detail: dict[str, Any],
+        related: _Row | None = None,
+    ) -> None:
+        self._events.append(_PendingEvent(row, kind, provenance, detail, related))
+
+    def _note_of(self, row: _Row) -> _Note | None:
+        if row.id is not None:
+            return self.current.get(row.id)
+        return self._new_notes.get(id(row))
+
+    def _retire(self, note: _Note) -> None:
+        note.current = False
+        if note.id is not None:
+            self._retired.append(note.id)
+
+    def _note(self, row: _Row, values: dict[str, Any], digest: str, when: Provenance) -> None:
+        note = _Note(
+            fingerprint=digest, row=row, values=values, recorded_at=when.at, commit=when.commit
+        )
+        self._notes.append(note)
+        if row.id is not None:
+            self.current[row.id] = note
+        else:
+            self._new_notes[id(row)] = note
+
+    def _annotate(self, row: _Row, item: Seen, when: Provenance) -> None:
+        values = annotation_values(item)
+        digest = fingerprint(values)
+        before = self._note_of(row)
+        if before is not None and before.fingerprint == digest:
+            return
+        detail: dict[str, Any] = {}
+        if before is not None:
+            if before.values is not None:
+                detail.update(_differences(before.values, values))
+            elif before.id is not None:  # stored: compared in finish(), all in one query
+                self._compare.append((before.id, values, detail))
+            self._retire(before)
+        self._note(row, values, digest, when)
+        self._event(row, "annotation-changed", when, detail)
+        self.counts.annotation_changed += 1
+
+    def _compare_stored(self) -> None:
+        """Fill the details of annotation changes from the versions they replace."""
+        wanted = [note_id for note_id, _, _ in self._compare]
+        stored: dict[int, dict[str, Any]] = {}
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start : start + 500]
+            fields = [getattr(Annotation, name) for name in _NOTE_FIELDS]
+            query = columns(col(Annotation.id), *fields).where(col(Annotation.id).in_(chunk))
+            for found in self.session.execute(query):
+                stored[found[0]] = dict(zip(_NOTE_FIELDS, found[1:], strict=True))
+        for note_id, values, detail in self._compare:
+            detail.update(_differences(stored.get(note_id, {}), values))
+        self._compare.clear()
+
+    def _annotate_new(self, row: _Row, item: Seen, when: Provenance) -> None:
+        values = annotation_values(item)
+        digest = fingerprint(values)
+        before = self._note_of(row)
+        if before is not None:
+            if before.fingerprint == digest:
+                return
+            self._retire(before)
+        self._note(row, values, digest, when)
+
+    def _add(self, state: _SourceState, item: Seen, provenance: Provenance) -> _Row:
+        row = self.by_key.get(item.id)
+        detail: dict[str, Any] = {"clause": item.clause, "kind": str(item.kind)}
+        if row is not None:  # the same key came back: same row, same thread
+            self._revive(state, row, item)
+            detail["restored"] = True
+            self.counts.restored += 1
+        else:
+            row = self._new_row(state, item, provenance)
+            self.counts.added += 1
+        state.active[item.id] = row
+        self._event(row, "added", provenance, detail)
+        self._annotate_new(row, item, provenance)
+        return row
+
+    def _revive(self, state: _SourceState, row: _Row, item: Seen) -> None:
+        assert state.row.id is not None
+        row.removed_at = None
+        row.state = "held"
+        row.source_id = state.row.id
+        row.line, row.requirement = item.line, item.requirement
+        row.dirty = True
+
+    def _new_row(self, state: _SourceState, item: Seen, provenance: Provenance) -> _Row:
+        assert state.row.id is not None
+        row = _Row(
+            id=None,
+            key=item.id,
+            source_id=state.row.id,
+            package=item.package,
+            marker=item.marker,
+            group=item.group,
+            kind=str(item.kind),
+            sub_kind=str(item.sub_kind),
+            clause=item.clause,
+            line=item.line,
+            requirement=item.requirement,
+            state="held",
+            removed_at=None,
+            predecessor_id=None,
+        )
+        self._inserts.append((row, provenance.at, provenance.commit, provenance.pull_request))
+        self.by_key[item.id] = row
+        return row
+
+    def _insert_new_rows(self) -> None:
+        """Insert the exclusions this source added, in one batch, and learn their ids."""
+        if not self._inserts:
+            return
+        assert self.repository.id is not None
+        rows = [
+            {
+                "key": row.key,
+                "repository_id": self.repository.id,
+                "source_id": row.source_id,
+                "package": row.package,
+                "marker": row.marker,
+                "group": row.group,
+                "clause": row.clause,
+                "kind": row.kind,
+                "sub_kind": row.sub_kind,
+                "requirement": row.requirement,
+                "line": row.line,
+                "state": row.state,
+                "predecessor_id": row.predecessor_id,
+                "first_seen_at": at,
+                "removed_at": row.removed_at,
+                "introduced_commit": commit,
+                "introduced_pull_request": pull_request,
+            }
+            for row, at, commit, pull_request in self._inserts
+        ]
+        statement = insert(Exclusion).returning(col(Exclusion.id), sort_by_parameter_order=True)
+        ids = self.session.execute(statement, rows).scalars().all()
+        for (row, *_rest), new_id in zip(self._inserts, ids, strict=True):
+            row.id = new_id
+            self.by_id[new_id] = row
+            row.dirty = False  # inserted as it stands
+            note = self._new_notes.pop(id(row), None)
+            if note is not None:
+                self.current[new_id] = note
+        self._inserts.clear()
+
+    def _change(self, state: _SourceState, old: _Row, item: Seen, provenance: Provenance) -> None:
+        way = direction(old, item)
+        self._remove(state, old, "relaxed" if way == "relaxed" else "removed", provenance, None)
+        row = self.by_key.get(item.id)
+        if row is not None:
+            self._revive(state, row, item)
+        else:
+            row = self._new_row(state, item, provenance)
+        if not self._would_loop(row, old):  # A -> B -> A again: keep the first link
+            row.predecessor_id = old.id
+        row.dirty = True
+        state.active[item.id] = row
+        self._event(
+            row,
+            "changed",
+            provenance,
+            {"from": old.clause, "to": item.clause, "direction": way},
+            related=old,
+        )
+        self._annotate_new(row, item, provenance)
+        self.counts.changed += 1
+
+    def _remove(
+        self,
+        state: _SourceState,
+        row: _Row,
+        end: str,
+        provenance: Provenance,
+        detail: dict[str, Any] | None,
+    ) -> None:
+        row.state = end
+        row.removed_at = provenance.at
+        row.dirty = True
+        state.active.pop(row.key, None)
+        if detail is not None:  # a change records one event, on its successor
+            self._event(row, "removed", provenance, detail)
+            self.counts.removed += 1
+
+    def _would_loop(self, row: _Row, old: _Row) -> bool:
+        """Whether linking ``row`` after ``old`` would close a cycle of predecessors."""
+        seen: set[int] = set()
+        current: _Row | None = old
+        while current is not None and current.id is not None and current.id not in seen:
+            if current is row:
+                return True
+            seen.add(current.id)
+            current = self.by_id.get(current.predecessor_id or -1)
+        return current is row
+
+    def finish(self) -> None:
+        """Write what the comparison decided: changed rows, annotations, events."""
+        self._insert_new_rows()
+        self._compare_stored()
+        dirty = [row for row in self.by_key.values() if row.dirty and row.id is not None]
+        if dirty:
+            self.session.execute(
+                update(Exclusion),
+                [
+                    {
+                        "id": row.id,
+                        "source_id": row.source_id,
+                        "line": row.line,
+                        "requirement": row.requirement,
+                        "state": row.state,
+                        "removed_at": row.removed_at,
+                        "predecessor_id": row.predecessor_id,
+                    }
+                    for row in dirty
+                ],
+            )
+        if self._retired:
+            self.session.execute(
+                update(Annotation)
+                .where(col(Annotation.id).in_(self._retired))
+                .values(current=False)
+            )
+        notes = [
+            {
+                "exclusion_id": note.row.id,
+                "fingerprint": note.fingerprint,
+                "current": note.current,
+                "recorded_at": note.recorded_at,
+                "commit": note.commit,
+                **(note.values or {}),
+            }
+            for note in self._notes
+            if note.row is not None
+        ]
+        if notes:
+            self.session.execute(insert(Annotation), notes)
+        events = [
+            {
+                "exclusion_id": event.row.id,
+                "kind": event.kind,
+                "at": event.provenance.at,
+                "recorded_at": self.now,
+                "commit": event.provenance.commit,
+                "pull_request": event.provenance.pull_request,
+                "author": event.provenance.author,
+                "related_id": event.related.id if event.related is not None else None,
+                "detail": event.detail,
+            }
+            for event in self._events
+        ]
+        if events:
+            self.session.execute(insert(Event), events)
+        self._notes.clear()
+        self._retired.clear()
+        self._events.clear()
+
+
+_NOTE_FIELDS = ("reason", "links", "bad_versions", "owner", "review_by", "verify", "profiles")
+
+
+def _differences(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    """The annotation fields that differ, as ``{"field": {"from": ..., "to": ...}}``."""
+    out: dict[str, Any] = {}
+    for name, value in new.items():
+        before = old.get(name)
+        if _jsonable(before) != _jsonable(value):
+            out[name] = {"from": _jsonable(before), "to": _jsonable(value)}
+    return out
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, tuple):
+        return list(value)
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    return value
+
+
+def _pair(
+    appeared: Sequence[Seen], vanished: Sequence[_Row]
+) -> tuple[list[tuple[_Row, Seen]], list[Seen], list[_Row]]:
+    """Match clauses that changed in place: same package, marker and group.
+
+    Within a package, a vanished clause pairs first with a new one of its own kind (a
+    cap raised), then with any (a cap turned into a not-equal), in line order.
+    """
+    if not appeared or not vanished:
+        return [], list(appeared), list(vanished)
+    old_by: dict[tuple[str, str | None, str | None], list[_Row]] = defaultdict(list)
+    for row in sorted(vanished, key=lambda r: (r.line, r.clause)):
+        old_by[(row.package, row.marker, row.group)].append(row)
+    pairs: list[tuple[_Row, Seen]] = []
+    rest: list[Seen] = []
+    by_group: dict[tuple[str, str | None, str | None], list[Seen]] = defaultdict(list)
+    for item in sorted(appeared, key=lambda s: (s.line, s.clause)):
+        by_group[(item.package, item.marker, item.group)].append(item)
+    for group_key, items in by_group.items():
+        olds = old_by.get(group_key, [])
+        unmatched: list[Seen] = []
+        for item in items:
+            same = next((o for o in olds if o.kind == str(item.kind)), None)
+            if same is not None:
+                olds.remove(same)
+                pairs.append((same, item))
+            else:
+                unmatched.append(item)
+        for item in unmatched:
+            if olds:
+                pairs.append((olds.pop(0), item))
+            else:
+                rest.append(item)
+    paired = {id(old) for old, _ in pairs}
+    left = [row for row in vanished if id(row) not in paired]
+    return pairs, rest, left
+
+
+def lock_repository(session: Session, name: str, root: str, now: datetime) -> Repository:
+    """The repository's row, created if new, with this transaction holding its lock.
+
+    PostgreSQL: a transaction-scoped advisory lock per repository name (a second sync of
+    the same repository waits for the first to commit, then sees its rows). SQLite: the
+    write session already holds the database's write lock (``BEGIN IMMEDIATE``).
+    """
+    bind = session.get_bind()
+    if bind.dialect.name == "postgresql":
+        session.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": advisory_key(name)})
+    repository = session.exec(select(Repository).where(Repository.name == name)).first()
+    if repository is None:
+        repository = Repository(name=name, root=root, created_at=now)
+        session.add(repository)
+        session.flush()
+    elif repository.root != root:
+        repository.root = root
+    return repository
+
+
+# -- the workflow: audit, provenance, replay, sync ---------------------------------------
