@@ -9,6 +9,7 @@ from datetime import date, datetime
 from typing import Any
 
 from packaging.utils import canonicalize_name
+from sqlalchemy import select as columns
 from sqlmodel import Session, col, or_, select
 
 from govern.store.models import Annotation, Event, Exclusion, Repository, Source, as_utc
@@ -216,21 +217,6 @@ class Thread:
         }
 
 
-class _Union:
-    def __init__(self) -> None:
-        self.parent: dict[int, int] = {}
-
-    def find(self, item: int) -> int:
-        self.parent.setdefault(item, item)
-        while self.parent[item] != item:
-            self.parent[item] = self.parent[self.parent[item]]
-            item = self.parent[item]
-        return item
-
-    def join(self, a: int, b: int) -> None:
-        self.parent[self.find(a)] = self.find(b)
-
-
 def threads(session: Session, query: str, *, now: datetime) -> list[Thread]:
     """The governance threads of a package (by name) or of one exclusion (by id).
 
@@ -240,49 +226,54 @@ def threads(session: Session, query: str, *, now: datetime) -> list[Thread]:
     in another repository).
     """
     name = canonicalize_name(query)
-    seeds = list(_rows(session, or_(col(Exclusion.key) == query, col(Exclusion.package) == name)))
+    seed_query = columns(col(Exclusion.id)).where(
+        or_(col(Exclusion.key) == query, col(Exclusion.package) == name)
+    )
+    seeds = [row_id for (row_id,) in session.execute(seed_query)]
     if not seeds:
         return []
-    # Everything one hop away through links, and the predecessor chains, both ways.
-    all_rows = {row[0].id: row for row in seeds}
-    seed_links = {link for _, note, _, _ in seeds if note for link in note.links}
-    link_notes = _notes_with_links(session, seed_links)
-    extra = {note.exclusion_id for note in link_notes} - set(all_rows)
-    if extra:
-        for row in _rows(session, col(Exclusion.id).in_(list(extra))):
-            all_rows[row[0].id] = row
-    while True:  # close over predecessor links
-        ids = set(all_rows)
-        wanted = {r[0].predecessor_id for r in all_rows.values() if r[0].predecessor_id} - ids
-        more = _rows(
-            session,
-            or_(col(Exclusion.id).in_(list(wanted)), col(Exclusion.predecessor_id).in_(list(ids))),
+    # The graph, read by columns: predecessor links both ways, and every version's links.
+    neighbours: dict[int, set[int]] = defaultdict(set)
+    for row_id, predecessor in session.execute(
+        columns(col(Exclusion.id), col(Exclusion.predecessor_id)).where(
+            col(Exclusion.predecessor_id).is_not(None)
         )
-        new = [r for r in more if r[0].id not in all_rows]
-        if not new:
-            break
-        for row in new:
+    ):
+        neighbours[row_id].add(predecessor)
+        neighbours[predecessor].add(row_id)
+    by_link: dict[str, set[int]] = defaultdict(set)
+    links_of: dict[int, set[str]] = defaultdict(set)
+    for exclusion_id, links in session.execute(
+        columns(col(Annotation.exclusion_id), col(Annotation.links))
+    ):
+        for link in links or ():
+            by_link[link].add(exclusion_id)
+            links_of[exclusion_id].add(link)
+    # Each connected part reached from the seeds is one thread.
+    component: dict[int, int] = {}
+    for seed in seeds:
+        if seed in component:
+            continue
+        component[seed] = seed
+        queue = [seed]
+        while queue:
+            node = queue.pop()
+            reached = set(neighbours.get(node, ()))
+            for link in links_of.get(node, ()):
+                reached |= by_link[link]
+            for other in reached - component.keys():
+                component[other] = seed
+                queue.append(other)
+    all_rows: dict[int, tuple[Exclusion, Annotation | None, Source, Repository]] = {}
+    members_ids = list(component)
+    for start in range(0, len(members_ids), 500):
+        for row in _rows(session, col(Exclusion.id).in_(members_ids[start : start + 500])):
+            assert row[0].id is not None
             all_rows[row[0].id] = row
-    union = _Union()
-    by_link: dict[str, list[int]] = defaultdict(list)
     notes = _all_notes(session, list(all_rows))
-    for exclusion_id, versions in notes.items():
-        for note in versions:
-            for link in note.links:
-                by_link[link].append(exclusion_id)
-    for row_id, found in all_rows.items():
-        assert row_id is not None
-        union.find(row_id)
-        predecessor = found[0].predecessor_id
-        if predecessor is not None and predecessor in all_rows:
-            union.join(row_id, predecessor)
-    for members in by_link.values():
-        for other in members[1:]:
-            union.join(members[0], other)
     groups: dict[int, list[int]] = defaultdict(list)
     for row_id in all_rows:
-        assert row_id is not None
-        groups[union.find(row_id)].append(row_id)
+        groups[component[row_id]].append(row_id)
     views = {row_id: _view(*row, now) for row_id, row in all_rows.items() if row_id is not None}
     events = _events(session, list(views))
     out: list[Thread] = []
@@ -300,13 +291,6 @@ def threads(session: Session, query: str, *, now: datetime) -> list[Thread]:
         out.append(Thread(tuple(member_views), tuple(timeline), tuple(links)))
     out.sort(key=lambda t: (t.exclusions[0].package != name, t.exclusions[0].first_seen))
     return out
-
-
-def _notes_with_links(session: Session, links: set[str]) -> list[Annotation]:
-    if not links:
-        return []
-    # JSON arrays are compared in Python: portable across SQLite and PostgreSQL.
-    return [note for note in session.exec(select(Annotation)) if links & set(note.links)]
 
 
 def _all_notes(session: Session, ids: list[int | None]) -> dict[int, list[Annotation]]:

@@ -186,3 +186,24 @@ def test_a_malformed_url_is_a_usage_error_without_its_password(
     assert code == 2
     assert "is not a database URL" in err
     assert "s3cret" not in err
+
+
+def test_threads_follow_links_transitively_and_symmetrically(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "requirements.txt").write_text(
+        "alpha<1  # https://github.com/org/proj/issues/1\n\n"
+        "beta<1  # https://github.com/org/proj/issues/1 and https://github.com/org/proj/issues/2\n\n"
+        "gamma<1  # https://github.com/org/proj/issues/2\n\n"
+        "delta<1  # https://github.com/org/proj/issues/3\n",
+        encoding="utf-8",
+    )
+    db = f"sqlite:///{tmp_path / 'govern.db'}"
+    assert _run(["track", str(root), "--db", db], capsys)[0] == 0
+    for package in ("alpha", "gamma"):
+        code, out, _ = _run(["history", package, "--db", db, "-f", "json"], capsys)
+        assert code == 0
+        (thread,) = json.loads(out)["threads"]
+        assert sorted(e["package"] for e in thread["exclusions"]) == ["alpha", "beta", "gamma"]
