@@ -423,9 +423,20 @@ class Sync:
             }
             for row, at, commit, pull_request in self._inserts
         ]
-        statement = insert(Exclusion).returning(col(Exclusion.id), sort_by_parameter_order=True)
-        ids = self.session.execute(statement, rows).scalars().all()
-        for (row, *_rest), new_id in zip(self._inserts, ids, strict=True):
+        # A plain executemany (pipelined by psycopg), then the ids by key: INSERT ...
+        # RETURNING would render thousands of rows into one statement, which psycopg
+        # then re-parses placeholder by placeholder (seconds for 10,000 rows).
+        self.session.execute(insert(Exclusion), rows, execution_options=_BATCH)
+        keys = [row.key for row, *_rest in self._inserts]
+        ids: dict[str, int] = {}
+        for start in range(0, len(keys), 500):
+            query = columns(col(Exclusion.id), col(Exclusion.key)).where(
+                col(Exclusion.repository_id) == self.repository.id,
+                col(Exclusion.key).in_(keys[start : start + 500]),
+            )
+            ids.update((key, new_id) for new_id, key in self.session.execute(query))
+        for row, *_rest in self._inserts:
+            new_id = ids[row.key]
             row.id = new_id
             self.by_id[new_id] = row
             row.dirty = False  # inserted as it stands
@@ -523,7 +534,7 @@ class Sync:
             if note.row is not None
         ]
         if notes:
-            self.session.execute(insert(Annotation), notes)
+            self.session.execute(insert(Annotation), notes, execution_options=_BATCH)
         events = [
             {
                 "exclusion_id": event.row.id,
@@ -539,11 +550,15 @@ class Sync:
             for event in self._events
         ]
         if events:
-            self.session.execute(insert(Event), events)
+            self.session.execute(insert(Event), events, execution_options=_BATCH)
         self._notes.clear()
         self._retired.clear()
         self._events.clear()
 
+
+# The ORM leaves out None values by default, which splits a batch into one statement per
+# distinct set of columns (thousands for 10,000 rows); rendering NULLs keeps one batch.
+_BATCH = {"render_nulls": True}
 
 _NOTE_FIELDS = ("reason", "links", "bad_versions", "owner", "review_by", "verify", "profiles")
 
