@@ -371,6 +371,11 @@ def _describe(event: Any) -> str:
     if event.kind == "annotation-changed":
         fields = ", ".join(sorted(event.detail)) or "annotation"
         return f"{fields} changed  {exclusion.package} {exclusion.clause}"
+    if event.kind == "moved":
+        return (
+            f"moved  {exclusion.package} {exclusion.clause}  "
+            f"{event.detail.get('from')} -> {event.detail.get('to')}"
+        )
     if event.kind == "added" and event.detail.get("restored"):
         return f"restored  {exclusion.package} {exclusion.clause}"
     return f"{event.kind}  {exclusion.package} {event.detail.get('clause', exclusion.clause)}"

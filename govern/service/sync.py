@@ -32,6 +32,7 @@ from sqlalchemy import select as columns
 from sqlmodel import Session, col, select
 
 from govern.exclusions.model import Exclusion as Seen
+from govern.exclusions.model import exclusion_key
 from govern.service.values import Provenance, SyncCounts
 from govern.store.db import advisory_key
 from govern.store.models import Annotation, Event, Exclusion, Repository, Source
@@ -262,6 +263,34 @@ class Sync:
         for row in vanished:
             self._remove(state, row, "removed", removal, {"clause": row.clause})
         self._insert_new_rows()
+
+    def rename_source(self, old: str, new: str, when: Provenance) -> bool:
+        """A source that git renamed: same row, same exclusions (re-keyed), a ``moved`` event.
+
+        Keys contain the source path, so each exclusion gets the key it has under the new
+        path; its history stays on the same row. Returns False (nothing done) when the
+        new path is tracked already.
+        """
+        state = self.sources.get(old)
+        if state is None or new in self.sources:
+            return False
+        del self.sources[old]
+        state.row.path = new
+        self.sources[new] = state
+        for row in [r for r in self.by_key.values() if r.source_id == state.row.id]:
+            key = exclusion_key(
+                self.repository_key, new, row.package, row.marker, row.clause, group=row.group
+            )
+            if key in self.by_key:
+                continue
+            del self.by_key[row.key]
+            active = state.active.pop(row.key, None)
+            row.key, row.dirty = key, True
+            self.by_key[key] = row
+            if active is not None:
+                state.active[key] = row
+                self._event(row, "moved", when, {"from": old, "to": new})
+        return True
 
     def mark_replayed(self, path: str, fmt: str, sha: str) -> None:
         """Record the newest commit of ``path`` replayed into the store."""
@@ -505,6 +534,7 @@ class Sync:
                 [
                     {
                         "id": row.id,
+                        "key": row.key,
                         "source_id": row.source_id,
                         "line": row.line,
                         "requirement": row.requirement,

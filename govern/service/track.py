@@ -11,6 +11,7 @@ previous state. An unchanged repository is recognised first, without loading the
 
 from __future__ import annotations
 
+import itertools
 import tempfile
 from collections import defaultdict
 from collections.abc import Callable
@@ -75,6 +76,38 @@ def _git_path(git: Git | None, root: Path, path: str) -> str | None:
         return (root / path).resolve().relative_to(git.top.resolve()).as_posix()
     except ValueError:
         return None
+
+
+def _renames(
+    git: Git, root: Path, sources: dict[str, SourceRecord], stored: dict[str, StoredSource]
+) -> dict[str, tuple[str, Provenance]]:
+    """Sources that git renamed from a tracked path that is gone: new -> (old, commit).
+
+    Only paths new to the store are looked at, and only when a tracked one has gone.
+    """
+    gone = {path for path in stored if path not in sources}
+    if not gone:
+        return {}
+    out: dict[str, tuple[str, Provenance]] = {}
+    top = git.top.resolve()
+    for path in sources:
+        git_path = _git_path(git, root, path)
+        if path in stored or git_path is None:
+            continue
+        history = git.file_history(git_path)
+        # The newest rename from a tracked path (Q -> R -> P finds Q).
+        for before, after in reversed(list(itertools.pairwise(history))):
+            if before.path == after.path:
+                continue
+            try:
+                old = (top / before.path).relative_to(root.resolve()).as_posix()
+            except ValueError:
+                continue
+            if old in gone:
+                out[path] = (old, _provenance(after.commit))
+                gone.discard(old)
+                break
+    return out
 
 
 def _broken(source: SourceRecord) -> bool:
@@ -255,12 +288,16 @@ def track(
     for item in report.exclusions:
         by_source[item.source].append(item)
 
-    # Git, before the lock: the commits to replay, and blame for the clauses that are new.
+    # Git, before the lock: renames, the commits to replay, blame for new clauses.
     stored = stored_sources(store, name)
     plan: list[_Replay] = []
     moved: dict[str, str] = {}
+    renamed: dict[str, tuple[str, Provenance]] = {}
     blamed: dict[str, dict[int, Commit]] = {}
     if git is not None:
+        renamed = _renames(git, root, sources, stored)
+        for new, (old, _) in renamed.items():
+            stored[new] = stored.pop(old)
         plan, moved = _plan_replay(git, root, sources, stored, options, notes)
         replayed_paths = {replay.source.path for replay in plan}
         for path, items in by_source.items():
@@ -292,6 +329,8 @@ def track(
     with store.session(write=True) as session:
         repository = lock_repository(session, name, str(root.resolve()), now)
         sync = Sync(session, repository, now=now, repository_key=key_name)
+        for new, (old, when) in renamed.items():
+            sync.rename_source(old, new, when)
         for replay in plan:
             _replay(sync, replay, config=config, step=step, notes=notes)
         for path, sha in moved.items():

@@ -262,3 +262,52 @@ def test_a_clause_that_comes_back_does_not_close_a_loop(
     (thread,) = _history(db, "numpy", capsys)
     kinds = [(e["kind"], e["clause"]) for e in thread["events"]]
     assert kinds == [("added", "<2"), ("changed", "<3"), ("changed", "<2")]
+
+
+def test_a_renamed_source_keeps_its_thread(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """vLLM moved requirements-cuda.txt to requirements/cuda.txt; the caps moved with it."""
+    repo = Repo(tmp_path / "r")
+    repo.commit("cap (#1)", "2024-01-01T00:00:00+00:00", {"requirements-cuda.txt": "cupy<14\n"})
+    db = f"sqlite:///{tmp_path / 'govern.db'}"
+    assert _run(["track", str(repo.root), "--history", "--db", db], capsys)[0] == 0
+    (repo.root / "requirements").mkdir()
+    repo.git("mv", "requirements-cuda.txt", "requirements/cuda.txt")
+    repo.commit("move requirements (#2)", "2024-02-01T00:00:00+00:00")
+    repo.commit(
+        "relax (#3)", "2024-03-01T00:00:00+00:00", {"requirements/cuda.txt": "cupy!=14.0\n"}
+    )
+    code, out, err = _run(["track", str(repo.root), "--history", "--db", db, "-f", "json"], capsys)
+    assert code == 0, err
+    result = json.loads(out)
+    assert (result["added"], result["removed"], result["changed"]) == (0, 0, 1)
+    (thread,) = _history(db, "cupy", capsys)
+    events = [(e["kind"], e["source"], e["pull_request"]) for e in thread["events"]]
+    assert events == [
+        ("added", "requirements/cuda.txt", 1),
+        ("moved", "requirements/cuda.txt", 2),
+        ("changed", "requirements/cuda.txt", 3),
+    ]
+    assert thread["events"][1]["detail"] == {
+        "from": "requirements-cuda.txt",
+        "to": "requirements/cuda.txt",
+    }
+
+
+def test_a_rename_without_history_moves_the_rows_too(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = Repo(tmp_path / "r")
+    repo.commit("cap (#1)", "2024-01-01T00:00:00+00:00", {"requirements-cuda.txt": "cupy<14\n"})
+    db = f"sqlite:///{tmp_path / 'govern.db'}"
+    assert _run(["track", str(repo.root), "--db", db], capsys)[0] == 0
+    (repo.root / "requirements").mkdir()
+    repo.git("mv", "requirements-cuda.txt", "requirements/cuda.txt")
+    repo.commit("move requirements (#2)", "2024-02-01T00:00:00+00:00")
+    code, out, err = _run(["track", str(repo.root), "--db", db, "-f", "json"], capsys)
+    assert code == 0, err
+    result = json.loads(out)
+    assert (result["added"], result["removed"], result["unchanged"]) == (0, 0, 1)
+    (thread,) = _history(db, "cupy", capsys)
+    assert [e["kind"] for e in thread["events"]] == ["added", "moved"]
