@@ -179,6 +179,25 @@ class Release(SQLModel, table=True):
     first_seen_at: datetime = _when()
 
 
+class IndexPage(SQLModel, table=True):
+    """What the last poll learnt of a project's page: validators for the next request,
+    and the last failure (recorded, never a verdict)."""
+
+    __tablename__ = "index_page"
+    __table_args__ = (UniqueConstraint("package"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    package: str = Field(max_length=256)  # canonical
+    index_url: str = Field(sa_column=Column(Text, nullable=False))  # credentials removed
+    etag: str | None = Field(default=None, sa_column=Column(Text))
+    last_modified: str | None = Field(default=None, max_length=64)
+    last_serial: int | None = None
+    fetched_at: datetime | None = _when(nullable=True)  # last 200 or 304
+    failed_at: datetime | None = _when(nullable=True)
+    failure: str | None = Field(default=None, sa_column=Column(Text))
+    failures: int = 0  # consecutive
+
+
 class Candidate(SQLModel, table=True):
     """A release that could replace an exclusion, for one runtime profile, and why (not)."""
 
@@ -188,6 +207,7 @@ class Candidate(SQLModel, table=True):
     exclusion_id: int = Field(foreign_key="exclusion.id", index=True)
     release_id: int = Field(foreign_key="release.id", index=True)
     profile: str = Field(default="default", max_length=128)
+    role: str = Field(default="newest", max_length=16)  # newest, first
     eligible: bool = True
     reason: str | None = Field(default=None, sa_column=Column(Text))  # why not, when not
     status: str = Field(default="found", max_length=16)  # found, verifying, passed, failed, bad

@@ -21,6 +21,7 @@ TABLES = {
     "candidate",
     "verification",
     "proposal",
+    "index_page",
 }
 
 
