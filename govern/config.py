@@ -33,6 +33,23 @@ _KEYS = {
     "fail-on",
     "annotations",
     "database",
+    "index-url",
+    "extra-index-urls",
+    "indexes",
+    "profiles",
+    "minimum-release-age",
+    "allow-prereleases",
+    "allow-sdist",
+    "stale-cap-days",
+}
+_PROFILE_KEYS = {
+    "python",
+    "platforms",
+    "implementation",
+    "markers",
+    "allow-prereleases",
+    "allow-sdist",
+    "minimum-release-age",
 }
 _ANNOTATION_KEYS = {
     "package",
@@ -57,6 +74,20 @@ _CHOICES = {
 
 
 @dataclass(frozen=True, slots=True)
+class ProfileConfig:
+    """A runtime profile as configured (``[tool.govern.profiles.NAME]``)."""
+
+    name: str
+    python: str | None = None  # "3.12"; None: the running interpreter
+    platforms: tuple[str, ...] = ()  # wheel platform tags; (): this machine's
+    implementation: str = "cp"
+    markers: tuple[tuple[str, str], ...] = ()
+    allow_prereleases: bool | None = None  # None: the top-level setting
+    allow_sdist: bool | None = None
+    minimum_release_age: int | None = None  # days
+
+
+@dataclass(frozen=True, slots=True)
 class Config:
     """The settings of one repository (all optional)."""
 
@@ -74,6 +105,15 @@ class Config:
     fail_on: str | None = None
     annotations: tuple[ConfigAnnotation, ...] = ()
     database: str | None = None  # the store's URL (GOVERN_DATABASE_URL and --db win)
+    # The watcher: which index (else pip's configuration), per-package indexes, profiles.
+    index_url: str | None = None
+    extra_index_urls: tuple[str, ...] = ()
+    indexes: tuple[tuple[str, str], ...] = ()  # (canonical package, index URL)
+    profiles: tuple[ProfileConfig, ...] = ()
+    minimum_release_age: int = 0  # days a release must have been out to be a candidate
+    allow_prereleases: bool = False
+    allow_sdist: bool = False
+    stale_cap_days: int = 90  # stale-cap: releases above a cap for longer than this
 
     @property
     def comments(self) -> CommentSettings:
@@ -292,7 +332,118 @@ def parse_config(table: dict[str, Any], path: Path) -> Config:
         fail_on=_choice(table, "fail-on", where),
         annotations=tuple(_annotation(a, where) for a in annotations),
         database=_string(table, "database", where),
+        index_url=_url(table, "index-url", where),
+        extra_index_urls=tuple(
+            _check_url(u, "extra-index-urls", where)
+            for u in _strings(table.get("extra-index-urls", []), "extra-index-urls", where)
+        ),
+        indexes=_indexes(table.get("indexes", {}), where),
+        profiles=_profiles(table.get("profiles", {}), where),
+        minimum_release_age=_days(table, "minimum-release-age", where) or 0,
+        allow_prereleases=_bool(table, "allow-prereleases", where),
+        allow_sdist=_bool(table, "allow-sdist", where),
+        stale_cap_days=_days(table, "stale-cap-days", where) or 90,
     )
+
+
+def _check_url(value: str, key: str, where: str) -> str:
+    if not value.startswith(("http://", "https://", "file://")) and "${" not in value:
+        raise ConfigError(
+            f"{where}: {key} {_show(value)} is not an http(s):// URL",
+            tip=f'Write the Simple API root, e.g. {key} = "https://index.example.org/simple".',
+        )
+    return value
+
+
+def _url(table: dict[str, Any], key: str, where: str) -> str | None:
+    value = _string(table, key, where)
+    return None if value is None else _check_url(value, key, where)
+
+
+def _days(table: dict[str, Any], key: str, where: str) -> int | None:
+    if key not in table:
+        return None
+    value = table[key]
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ConfigError(
+            f"{where}: {key} must be a number of days (0 or more), not {_show(value)}",
+            tip=f"Write it without quotes: {key} = 7.",
+        )
+    return value
+
+
+def _indexes(value: Any, where: str) -> tuple[tuple[str, str], ...]:
+    from packaging.utils import canonicalize_name
+
+    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+        raise ConfigError(
+            f"{where}: indexes must be a table of package = index URL, not {_show(value)}",
+            tip='Write [tool.govern.indexes] then internal-lib = "https://pkgs.example.org/simple".',
+        )
+    return tuple(
+        sorted(
+            (canonicalize_name(k), _check_url(v, f"indexes.{k}", where)) for k, v in value.items()
+        )
+    )
+
+
+def _flag(table: dict[str, Any], key: str, where: str, prefix: str) -> bool | None:
+    """An optional boolean: None when absent (the top-level setting applies)."""
+    if key not in table:
+        return None
+    if not isinstance(table[key], bool):
+        raise ConfigError(
+            f"{where}: {prefix}{key} must be true or false, not {_show(table[key])}",
+            tip=f"Write a TOML boolean without quotes: {key} = true.",
+        )
+    return bool(table[key])
+
+
+def _profiles(value: Any, where: str) -> tuple[ProfileConfig, ...]:
+    if not isinstance(value, dict) or not all(isinstance(v, dict) for v in value.values()):
+        raise ConfigError(
+            f"{where}: profiles must be tables, one per profile, not {_show(value)}",
+            tip='Write [tool.govern.profiles.cuda13] then python = "3.12".',
+        )
+    out: list[ProfileConfig] = []
+    for name, item in sorted(value.items()):
+        prefix = f"profiles.{name}."
+        unknown = set(item) - _PROFILE_KEYS
+        if unknown:
+            raise ConfigError(
+                f"{where}: unknown key(s) {_names(unknown)} in profile {name}",
+                tip=f"Known keys: {', '.join(sorted(_PROFILE_KEYS))}.",
+            )
+        python = _string(item, "python", where, prefix)
+        if python is not None:
+            from packaging.version import InvalidVersion, Version
+
+            try:
+                Version(python)
+            except InvalidVersion:
+                raise ConfigError(
+                    f"{where}: {prefix}python {_show(python)} is not a version",
+                    tip='Write it as python = "3.12".',
+                ) from None
+        markers = item.get("markers", {})
+        if not isinstance(markers, dict) or not all(isinstance(v, str) for v in markers.values()):
+            raise ConfigError(
+                f"{where}: {prefix}markers must be a table of marker = value",
+                tip='Write markers = { sys_platform = "linux" }.',
+            )
+        out.append(
+            ProfileConfig(
+                name=name,
+                python=python,
+                platforms=_strings(item.get("platforms", []), prefix + "platforms", where),
+                implementation=_string(item, "implementation", where, prefix) or "cp",
+                markers=tuple(sorted(markers.items())),
+                allow_prereleases=_flag(item, "allow-prereleases", where, prefix),
+                allow_sdist=_flag(item, "allow-sdist", where, prefix),
+                minimum_release_age=_days(item, "minimum-release-age", where),
+            )
+        )
+    return tuple(out)
 
 
 def load_config(root: Path, explicit: Path | None = None) -> Config:

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from govern.cli import main
 from govern.config import _ANNOTATION_KEYS, _KEYS, load_config
+from govern.errors import ConfigError
 
 REQUIREMENTS = "attrs!=25.2.0\ncupy-cuda13x < 14.1.0\n"
 
@@ -400,3 +401,59 @@ def test_a_policy_name_too_long_for_a_path_is_exit_2_with_a_tip(
     code, _, err = run(argv, capsys)
     assert code == 2
     assert_config_error(err, "policy")
+
+
+def test_watcher_settings(tmp_path: Path) -> None:
+    from govern.config import ProfileConfig
+
+    (tmp_path / ".govern.toml").write_text(
+        'index-url = "https://index.example.org/simple"\n'
+        'extra-index-urls = ["https://extra.example.org/simple"]\n'
+        "minimum-release-age = 7\n"
+        "[indexes]\n"
+        'Internal_Lib = "https://pkgs.example.org/simple"\n'
+        "[profiles.cuda13]\n"
+        'python = "3.12"\n'
+        'platforms = ["manylinux_2_28_x86_64"]\n'
+        "allow-sdist = true\n"
+        "[profiles.arm]\n"
+        'python = "3.11"\n'
+        'platforms = ["manylinux_2_28_aarch64"]\n'
+        "minimum-release-age = 2\n",
+        encoding="utf-8",
+    )
+    config = load_config(tmp_path)
+    assert config.index_url == "https://index.example.org/simple"
+    assert config.extra_index_urls == ("https://extra.example.org/simple",)
+    assert config.indexes == (("internal-lib", "https://pkgs.example.org/simple"),)
+    assert config.minimum_release_age == 7
+    assert config.profiles == (
+        ProfileConfig(
+            name="arm",
+            python="3.11",
+            platforms=("manylinux_2_28_aarch64",),
+            minimum_release_age=2,
+        ),
+        ProfileConfig(
+            name="cuda13", python="3.12", platforms=("manylinux_2_28_x86_64",), allow_sdist=True
+        ),
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('index-url = "index.example.org"', "is not an http(s):// URL"),
+        ("minimum-release-age = -1", "must be a number of days"),
+        ('minimum-release-age = "7"', "must be a number of days"),
+        ('[profiles.x]\npython = "three"', "is not a version"),
+        ("[profiles.x]\ncolour = 1", "unknown key(s) colour in profile x"),
+        ('[profiles.x]\nallow-sdist = "yes"', "must be true or false"),
+        ("indexes = 3", "indexes must be a table"),
+    ],
+)
+def test_bad_watcher_settings(tmp_path: Path, text: str, message: str) -> None:
+    (tmp_path / ".govern.toml").write_text(text + "\n", encoding="utf-8")
+    with pytest.raises(ConfigError) as raised:
+        load_config(tmp_path)
+    assert message in raised.value.message
