@@ -63,6 +63,7 @@ def _root(
 
 # Commands register themselves on ``app`` when imported.
 from govern.cli import audit as _audit  # noqa: E402,F401
+from govern.cli import poll as _poll  # noqa: E402,F401
 from govern.cli import rules as _rules  # noqa: E402,F401
 from govern.cli import track as _track  # noqa: E402,F401
 

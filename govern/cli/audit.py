@@ -10,7 +10,7 @@ import sys
 from collections.abc import Iterator
 from datetime import date
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -45,6 +45,34 @@ def _collector_paused() -> Iterator[None]:
     finally:
         if enabled:
             gc.enable()
+
+
+def _online(report: Any, config: Any, policy: Any, index_url: str | None) -> Any:
+    """The report with the index rules' findings added (the index is asked once per package)."""
+    import asyncio
+    import dataclasses
+    from datetime import UTC, datetime
+
+    from govern.cli.poll import fetch_pages
+    from govern.index.settings import index_settings, profiles_from
+    from govern.policy.online import evaluate_online, watched
+
+    settings = index_settings(config, index_url)
+    names = sorted({e.package for e in report.exclusions if watched(e)})
+    pages = asyncio.run(fetch_pages(settings, names)) if names else {}
+    extra = evaluate_online(
+        policy,
+        report.exclusions,
+        pages,
+        profiles_from(config),
+        now=datetime.now(UTC),
+        stale_days=config.stale_cap_days,
+    )
+    findings = sorted(
+        (*report.findings, *extra),
+        key=lambda f: (f.source, f.line, f.column or 0, f.rule, f.message),
+    )
+    return dataclasses.replace(report, findings=tuple(findings))
 
 
 @app.command()
@@ -86,6 +114,18 @@ def audit(
         Path | None,
         typer.Option("--output", "-o", help="Write the report to a file instead of stdout."),
     ] = None,
+    online: Annotated[
+        bool,
+        typer.Option(
+            "--online",
+            help="Also ask the package index: unknown-version, yanked-excluded, stale-cap, "
+            "fix-available.",
+        ),
+    ] = False,
+    index_url: Annotated[
+        str | None,
+        typer.Option("--index-url", help="The Simple API root for --online.", show_default=False),
+    ] = None,
 ) -> None:
     """Audit requirement files and pyproject.toml: exclusions, reasons, findings.
 
@@ -118,6 +158,10 @@ def audit(
     options = AuditOptions(today=today, allow_outside_root=allow_outside_root)
     with _collector_paused():
         report = audit_targets(root, files, config=config, policy=chosen, options=options)
+        if online:
+            report = _online(report, config, chosen, index_url)
+        elif index_url is not None:
+            raise UsageError("--index-url is for --online", tip="Add --online, or drop it.")
         if output is not None:
             try:
                 with output.open("w", encoding="utf-8") as stream:

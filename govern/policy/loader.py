@@ -64,6 +64,7 @@ _KINDS = ("not-equal", "cap", "pin", "ban")
 # The options each rule reads (govern.policy.engine), with the values they accept.
 _OPTIONS: dict[str, dict[str, tuple[str, ...] | None]] = {
     "missing-reason": {"kinds": _KINDS},
+    "stale-cap": {"days": None},  # a number of days (checked below)
     "missing-link": {"kinds": _KINDS},
     "missing-review-by": {"kinds": _KINDS},
     "cap-in-library": {"groups": None},  # any pyproject group prefix
@@ -79,6 +80,10 @@ def _check_options(rule: str, options: dict[str, Any], where: str) -> None:
                 f"{where}: rule {rule!r} has no option {name!r}",
                 tip=f"Options of {rule}: {', '.join(known) or 'none'}.",
             )
+        if name == "days":
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise PolicyError(f"{where}: {rule}.days must be a number of days (0 or more)")
+            continue
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise PolicyError(f"{where}: {rule}.{name} must be a list of strings")
         allowed = known[name]

@@ -121,5 +121,36 @@ RULES: dict[str, Rule] = {
             "An editable install, URL or path that versions cannot bound",
             "Nothing to do; govern cannot watch the index for it.",
         ),
+        # The index rules: only with `govern audit --online`.
+        Rule(
+            "unknown-version",
+            _W,
+            "An excluded version that was never published (a typo?)",
+            "Correct the version to the release that is really broken.",
+        ),
+        Rule(
+            "yanked-excluded",
+            _I,
+            "The excluded release was yanked: installers skip it already",
+            "The exclusion may go; keep it only for pins to the yanked release.",
+        ),
+        Rule(
+            "stale-cap",
+            _W,
+            "Releases above a cap have been out for longer than the policy allows",
+            "Try the newest release (govern verify) and relax the cap, or renew its reason.",
+        ),
+        Rule(
+            "fix-available",
+            _I,
+            "A release that the exclusion keeps out is a candidate for the runtime profiles",
+            "Verify the candidate on the runtime image, then relax the line narrowly.",
+        ),
+        Rule(
+            "index-unreachable",
+            _I,
+            "The index could not be asked about a package: its online rules did not run",
+            "Check the index URL and credentials (--index-url, PIP_INDEX_URL).",
+        ),
     )
 }

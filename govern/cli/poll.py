@@ -1,0 +1,128 @@
+"""``govern poll``: ask the index about every tracked exclusion, record releases and candidates."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from govern.cli import app
+from govern.cli.track import DbOption, FormatOption, ViewFormat, _print_json
+
+if TYPE_CHECKING:
+    from govern.index.candidates import Profile
+    from govern.index.model import FetchResult
+    from govern.index.pipconfig import IndexSettings
+    from govern.service.poll import PollResult
+    from govern.store.db import Store
+
+IndexOption = Annotated[
+    str | None,
+    typer.Option(
+        "--index-url",
+        help="The Simple API root (else index-url in [tool.govern], else pip's configuration).",
+        show_default=False,
+    ),
+]
+
+
+async def fetch_pages(
+    settings: IndexSettings,
+    names: list[str],
+    on_done: Any = None,
+) -> dict[str, FetchResult]:
+    """Each package's page, fetched once, concurrently (for ``audit --online``)."""
+    import httpx
+
+    from govern.index.client import IndexClient
+
+    async with httpx.AsyncClient(follow_redirects=False) as http:
+        client = IndexClient(http, settings)
+        return await client.fetch_many(names, {}, on_done=on_done)
+
+
+async def _poll(
+    store: Store,
+    settings: IndexSettings,
+    profiles: list[Profile],
+    packages: Sequence[str],
+    bar: Any,
+) -> PollResult:
+    import httpx
+
+    from govern.index.client import IndexClient
+    from govern.service.poll import poll as run_poll
+
+    def done(name: str, _result: FetchResult) -> None:
+        if bar is not None:
+            bar.update(1)
+
+    async with httpx.AsyncClient(follow_redirects=False) as http:
+        client = IndexClient(http, settings)
+        return await run_poll(store, client, profiles, packages=packages, on_done=done)
+
+
+@app.command()
+def poll(
+    package: Annotated[
+        list[str] | None, typer.Option("--package", help="Only these packages (repeatable).")
+    ] = None,
+    profile: Annotated[
+        list[str] | None,
+        typer.Option("--profile", help="Only these runtime profiles (repeatable)."),
+    ] = None,
+    index_url: IndexOption = None,
+    config_file: Annotated[
+        Path | None, typer.Option("--config", help="A .govern.toml to use instead of here.")
+    ] = None,
+    db: DbOption = None,
+    fmt: FormatOption = ViewFormat.HUMAN,
+) -> None:
+    """Ask the package index about every tracked exclusion: releases, candidates, and why not.
+
+    One request per project, conditional (an unchanged project costs a 304). A project
+    that cannot be fetched is recorded and changes nothing.
+    """
+    from packaging.utils import canonicalize_name
+
+    from govern.config import load_config
+    from govern.index.settings import index_settings, profiles_from
+    from govern.store.db import open_store
+
+    config = load_config(Path.cwd(), config_file)
+    profiles = profiles_from(config, profile or ())
+    settings = index_settings(config, index_url)
+    packages = sorted({canonicalize_name(p) for p in package or ()})
+    with open_store(db, configured=config.database) as store:
+        bar: Any = None
+        if sys.stderr.isatty() and fmt is ViewFormat.HUMAN:
+            from govern.service.poll import watched
+
+            with store.session() as session:
+                total = len({w.package for w in watched(session, packages)})
+            bar = typer.progressbar(length=total, label="polling", file=sys.stderr, show_pos=True)
+            bar.__enter__()
+        try:
+            result = asyncio.run(_poll(store, settings, profiles, packages, bar))
+        finally:
+            if bar is not None:
+                bar.__exit__(None, None, None)
+    if fmt is ViewFormat.JSON:
+        _print_json({"schema": "govern.poll/1", **result.as_dict()})
+        return
+    typer.echo(
+        f"{result.projects} projects for {result.exclusions} exclusions: "
+        f"{result.fetched} fetched, {result.not_modified} unchanged, {result.failed} failed; "
+        f"{result.releases_new} new releases, {result.candidates_found} new candidates"
+    )
+    for found in result.found:
+        typer.echo(
+            f"  candidate: {found['package']} {found['version']} for {found['clause']} "
+            f"(profile {found['profile']}, {found['role']})"
+        )
+    for package_name, reason in result.failures:
+        typer.echo(f"  failed: {package_name}: {reason}", err=True)

@@ -1,0 +1,139 @@
+"""The index rules of ``govern audit --online``: what the package index says of each exclusion.
+
+- ``unknown-version``: ``!=V`` or ``==V`` names a version that was never published (a
+  typo: the nearest published one is suggested);
+- ``yanked-excluded``: the release ``!=V`` keeps out was yanked, so installers skip it
+  anyway;
+- ``stale-cap``: releases above a cap have been out for more than N days;
+- ``fix-available``: a release the exclusion keeps out is a candidate for a profile;
+- ``index-unreachable``: the index could not be asked (recorded, never a verdict).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+
+from packaging.version import InvalidVersion, Version
+
+from govern.exclusions.model import Exclusion, Kind, SubKind
+from govern.index.candidates import Excluded, Profile, candidates, nearest_published, stale_since
+from govern.index.model import Fetched, FetchFailed, FetchResult, Release, releases
+from govern.policy.engine import _Emitter
+from govern.policy.model import Finding, Policy
+
+WATCHED = (Kind.NOT_EQUAL, Kind.CAP, Kind.PIN)
+
+
+def watched(exclusion: Exclusion) -> bool:
+    """Whether the index has something to say about ``exclusion``."""
+    return (
+        exclusion.kind in WATCHED
+        and exclusion.sub_kind is not SubKind.SENTINEL
+        and exclusion.package != "python"
+    )
+
+
+def evaluate_online(
+    policy: Policy,
+    exclusions: Sequence[Exclusion],
+    pages: Mapping[str, FetchResult],
+    profiles: Sequence[Profile],
+    *,
+    now: datetime,
+    stale_days: int = 90,
+) -> list[Finding]:
+    """The index rules' findings for ``exclusions``, given each package's page."""
+    emit = _Emitter(policy)
+    days = int(policy.option("stale-cap", "days", stale_days))
+    unreachable: set[str] = set()
+    for exclusion in exclusions:
+        if not watched(exclusion):
+            continue
+        outcome = pages.get(exclusion.package)
+        if outcome is None:
+            continue
+        if isinstance(outcome, FetchFailed):
+            if exclusion.package not in unreachable:
+                unreachable.add(exclusion.package)
+                emit.exclusion(
+                    "index-unreachable",
+                    exclusion,
+                    f"{exclusion.package}: the index could not be asked ({outcome.reason})",
+                )
+            continue
+        if not isinstance(outcome, Fetched):
+            continue
+        found = releases(outcome.page.files)
+        published = {release.version for release in found}
+        for raw in outcome.page.versions:
+            try:
+                published.add(Version(raw))
+            except InvalidVersion:
+                continue
+        excluded = Excluded(
+            kind=str(exclusion.kind),
+            operator=exclusion.operator,
+            version=exclusion.version,
+            known_bad=exclusion.bad_versions,
+        )
+        _unknown(emit, exclusion, published)
+        _yanked(emit, exclusion, found)
+        if exclusion.kind is Kind.CAP:
+            since = stale_since(excluded, found)
+            if since is not None and (now - since).days > days:
+                emit.exclusion(
+                    "stale-cap",
+                    exclusion,
+                    f"{exclusion.package} {exclusion.clause}: releases above the cap since "
+                    f"{since.date()} ({(now - since).days} days; the policy allows {days})",
+                )
+        for profile in profiles:
+            eligible = [d for d in candidates(excluded, found, profile, now=now) if d.eligible]
+            if eligible:
+                best = max(eligible, key=lambda d: d.version)
+                emit.exclusion(
+                    "fix-available",
+                    exclusion,
+                    f"{exclusion.package} {best.version} is a candidate for "
+                    f"{exclusion.clause} on profile {profile.name}",
+                )
+    return emit.findings
+
+
+def _exact(exclusion: Exclusion) -> Version | None:
+    if exclusion.operator not in ("!=", "==") or exclusion.version.endswith(".*"):
+        return None
+    try:
+        return Version(exclusion.version)
+    except InvalidVersion:
+        return None
+
+
+def _unknown(emit: _Emitter, exclusion: Exclusion, published: set[Version]) -> None:
+    version = _exact(exclusion)
+    if version is None or exclusion.sub_kind is SubKind.IMPOSSIBLE or version in published:
+        return
+    nearest = nearest_published(exclusion.version, sorted(published))
+    emit.exclusion(
+        "unknown-version",
+        exclusion,
+        f"{exclusion.package} {exclusion.version} was never published",
+        hint=f"did you mean {nearest}?" if nearest is not None else None,
+    )
+
+
+def _yanked(emit: _Emitter, exclusion: Exclusion, found: Sequence[Release]) -> None:
+    version = _exact(exclusion)
+    if version is None or exclusion.kind is not Kind.NOT_EQUAL:
+        return
+    for release in found:
+        if release.version == version and release.yanked:
+            why = release.yanked_reason
+            emit.exclusion(
+                "yanked-excluded",
+                exclusion,
+                f"{exclusion.package} {version} was yanked"
+                + (f" ({why})" if why else "")
+                + "; installers skip it without the exclusion",
+            )
