@@ -1,0 +1,493 @@
+"""An async client for the Simple API (PEP 691 JSON, PEP 503 HTML), on an injected httpx client.
+
+A fetch ends as a value, never an exception: :class:`~govern.index.model.Fetched`,
+:class:`~govern.index.model.NotModified` or :class:`~govern.index.model.FetchFailed`.
+Connection errors, timeouts, 429 and 5xx are retried with exponential backoff and full
+jitter (``Retry-After`` is honoured up to a cap: a server asking for a longer pause gets it
+from the next poll instead, so one throttled index never stalls a poll for an hour).
+
+Which index serves a project is govern's choice, stricter than pip's. pip merges the
+candidates of ``--index-url`` and every ``--extra-index-url``, so whichever index publishes
+a name can win: the dependency-confusion hole. A watcher that reports "a fix was released"
+must know where the release came from, so: a project mapped in ``per_package`` is read from
+that index only; any other project is read from ``index_url``, and the extra indexes are
+asked in order only when every earlier one answered 404 (any other failure stops there,
+recorded, so an outage of the main index never silently moves a project elsewhere).
+
+Credentials come, as pip takes them, from the index URL (``https://user:token@host/simple``)
+or else from the netrc file (``$NETRC``, default ``~/.netrc``) entry of the index's host.
+They are sent as a Basic ``Authorization`` header for that index only (httpx drops it on a
+redirect to another origin); with neither, the injected client's own ``auth`` (if any)
+applies. No reason, exception text or log line carries a credential: URLs are redacted, and
+exception texts are scrubbed of every user name and password in use.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import email.utils
+import logging
+import netrc as netrc_module
+import os
+import random
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal
+from urllib.parse import quote
+
+import httpx
+from packaging.utils import InvalidName, canonicalize_name
+
+from govern.index.model import (
+    Fetched,
+    FetchFailed,
+    FetchResult,
+    NotModified,
+    ProjectPage,
+    Validators,
+)
+from govern.index.pipconfig import IndexSettings, redact_url
+from govern.index.simple import (
+    HTML_CONTENT_TYPE,
+    JSON_CONTENT_TYPE,
+    LEGACY_HTML_CONTENT_TYPE,
+    SimpleParseError,
+    parse_html,
+    parse_json,
+    strip_credentials,
+)
+
+logger = logging.getLogger(__name__)
+
+# PEP 691 negotiation: JSON first, the versioned HTML next, legacy HTML last.
+ACCEPT = f"{JSON_CONTENT_TYPE}, {HTML_CONTENT_TYPE};q=0.2, {LEGACY_HTML_CONTENT_TYPE};q=0.01"
+MAX_RETRY_AFTER = 300.0  # seconds: a longer Retry-After ends the fetch (the next poll retries)
+MAX_BACKOFF = 60.0  # seconds: the ceiling of one jittered backoff
+_THREAD_PARSE = 1024 * 1024  # bodies larger than this are parsed off the event loop
+_SECRET_MIN = 4  # shorter user names / passwords are not scrubbed out of texts (too common)
+
+
+@dataclass(frozen=True, slots=True)
+class _Transient:
+    """A failure worth another attempt (connection, timeout, 429, 5xx)."""
+
+    reason: str
+    status: int | None = None
+    retry_after: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Body:
+    """A 200 answer read in full, still to be parsed."""
+
+    format: Literal["json", "html"]
+    data: bytes
+    url: str
+    charset: str | None
+    etag: str | None
+    last_modified: str | None
+    header_serial: int | None
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+def _size(count: int) -> str:
+    """A byte count as the user set it: "20 MB", "64 KB" or "1000 bytes"."""
+    if count >= 1024 * 1024 and count % (1024 * 1024) == 0:
+        return f"{count // (1024 * 1024)} MB"
+    if count >= 1024 and count % 1024 == 0:
+        return f"{count // 1024} KB"
+    return _plural(count, "byte")
+
+
+def parse_retry_after(value: str | None, now: datetime | None = None) -> float | None:
+    """Seconds to wait from a ``Retry-After`` header (delay-seconds or HTTP date), or None."""
+    if value is None or not value.strip():
+        return None
+    text = value.strip()
+    if text.isdigit():
+        return float(text)
+    try:
+        when = email.utils.parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
+
+
+def _header_int(value: str | None) -> int | None:
+    if value is None:
+        return None
+    text = value.strip()
+    return int(text) if text.isdigit() and len(text) < 20 else None
+
+
+class IndexClient:
+    """Reads project pages from the configured indexes, politely and within bounds."""
+
+    def __init__(
+        self,
+        http: httpx.AsyncClient,
+        settings: IndexSettings,
+        *,
+        concurrency: int = 16,
+        attempts: int = 3,
+        timeout: float = 30.0,
+        max_bytes: int = 20 * 1024 * 1024,
+        backoff: float = 0.5,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        max_retry_after: float = MAX_RETRY_AFTER,
+        netrc: bool | str | Path = True,
+    ) -> None:
+        """Bind the client to an httpx client (its transport, proxies, TLS) and the settings.
+
+        ``concurrency`` bounds requests in flight, ``attempts`` counts tries per index
+        (first included), ``timeout`` bounds one attempt (connect to last byte),
+        ``max_bytes`` the decoded body; ``sleep`` is injectable so tests see the delays.
+        ``netrc``: True reads ``$NETRC`` or ``~/.netrc``, a path reads that file, False none.
+        """
+        if concurrency < 1 or attempts < 1 or timeout <= 0 or max_bytes < 1:
+            raise ValueError("concurrency, attempts, timeout and max_bytes must be positive")
+        self._http = http
+        self._settings = settings
+        self._semaphore = asyncio.Semaphore(concurrency)
+        self._attempts = attempts
+        self._timeout = timeout
+        self._max_bytes = max_bytes
+        self._backoff = backoff
+        self._sleep = sleep
+        self._max_retry_after = max_retry_after
+        indexes = {
+            settings.index_url,
+            *settings.extra_index_urls,
+            *settings.per_package.values(),
+        }
+        entries = _netrc_entries(netrc)
+        credentials = {index: _credentials_for(index, entries) for index in indexes}
+        self._auth = {
+            index: httpx.BasicAuth(*found) if found else None
+            for index, found in credentials.items()
+        }
+        self._secrets = _secrets(found for found in credentials.values() if found)
+
+    # -- public ---------------------------------------------------------------------------
+
+    async def fetch(self, name: str, validators: Validators | None = None) -> FetchResult:
+        """The project's page from its index (``<index>/<canonical-name>/``), as a value.
+
+        With validators, the request is conditional (304 → :class:`NotModified`), and a
+        page whose serial is lower than ``validators.last_serial`` is refused as stale.
+        """
+        try:
+            project = canonicalize_name(name, validate=True)
+        except InvalidName:
+            return FetchFailed(
+                canonicalize_name(name), "not a valid project name", retryable=False, requests=0
+            )
+        indexes = self._settings.indexes_for(project)
+        requests = 0
+        result: FetchResult | None = None
+        for index in indexes:
+            result = await self._fetch_from(index, project, validators)
+            requests += result.requests
+            if not (isinstance(result, FetchFailed) and result.status in (404, 410)):
+                break
+        assert result is not None  # indexes_for never answers an empty tuple
+        if isinstance(result, FetchFailed) and result.status in (404, 410) and len(indexes) > 1:
+            result = dataclasses.replace(result, reason=f"not on any of the {len(indexes)} indexes")
+        return dataclasses.replace(result, requests=requests)
+
+    async def fetch_many(
+        self,
+        names: Iterable[str],
+        validators: Mapping[str, Validators] | None = None,
+        *,
+        on_done: Callable[[str, FetchResult], None] | None = None,
+    ) -> dict[str, FetchResult]:
+        """Every project once (canonical names, sorted), concurrently within the bound.
+
+        One project's failure is its own result and never stops the others; ``on_done``
+        is called as each project finishes (an exception it raises is the caller's: it
+        cancels the poll and propagates in an ExceptionGroup). Validators are looked up by
+        canonical name.
+        """
+        wanted = sorted({canonicalize_name(name) for name in names})
+        known: dict[str, Validators] = {
+            canonicalize_name(key): value for key, value in (validators or {}).items()
+        }
+        results: dict[str, FetchResult] = {}
+
+        async def one(project: str) -> None:
+            try:
+                result = await self.fetch(project, known.get(project))
+            except Exception as exc:  # a bug must not cost the other projects their poll
+                logger.error("fetching %s failed: %s", project, type(exc).__name__)
+                result = FetchFailed(project, f"internal error ({type(exc).__name__})")
+            results[project] = result
+            if on_done is not None:
+                on_done(project, result)
+
+        async with asyncio.TaskGroup() as group:
+            for project in wanted:
+                group.create_task(one(project))
+        return {project: results[project] for project in wanted}
+
+    # -- one index ------------------------------------------------------------------------
+
+    async def _fetch_from(
+        self, index: str, project: str, validators: Validators | None
+    ) -> FetchResult:
+        """One index, with retries: the result's ``requests`` counts the attempts."""
+        clean_index = strip_credentials(index)
+        url = f"{clean_index.rstrip('/')}/{project}/"
+        auth = self._auth.get(index)
+        headers = {"Accept": ACCEPT}
+        if validators is not None and validators.etag:
+            headers["If-None-Match"] = validators.etag
+        if validators is not None and validators.last_modified:
+            headers["If-Modified-Since"] = validators.last_modified
+        conditional = len(headers) > 1
+        transient = _Transient("no attempt made")
+        for attempt in range(1, self._attempts + 1):
+            async with self._semaphore:
+                try:
+                    async with asyncio.timeout(self._timeout):
+                        outcome = await self._attempt(url, headers, auth, project, conditional)
+                except TimeoutError:
+                    outcome = _Transient(f"timed out after {self._timeout:g} s")
+            if isinstance(outcome, _Body):
+                return dataclasses.replace(
+                    await self._parse(outcome, project, clean_index, validators),
+                    requests=attempt,
+                )
+            if not isinstance(outcome, _Transient):
+                return dataclasses.replace(outcome, requests=attempt)
+            transient = outcome
+            logger.debug("%s: attempt %d: %s", redact_url(url), attempt, outcome.reason)
+            if attempt == self._attempts:
+                break
+            if outcome.retry_after is not None and outcome.retry_after > self._max_retry_after:
+                return FetchFailed(
+                    project,
+                    f"{outcome.reason}, Retry-After {outcome.retry_after:g} s is over the "
+                    f"{self._max_retry_after:g} s cap",
+                    status=outcome.status,
+                    requests=attempt,
+                )
+            await self._sleep(self._delay(attempt, outcome.retry_after))
+        return FetchFailed(
+            project,
+            f"{transient.reason} after {_plural(self._attempts, 'attempt')}",
+            status=transient.status,
+            retryable=True,
+            requests=self._attempts,
+        )
+
+    def _delay(self, attempt: int, retry_after: float | None) -> float:
+        """The pause before the next attempt: Retry-After, else full-jitter backoff."""
+        if retry_after is not None:
+            return retry_after
+        ceiling = min(MAX_BACKOFF, self._backoff * 2 ** (attempt - 1))
+        return random.uniform(0.0, ceiling)  # noqa: S311 -- jitter, not cryptography
+
+    async def _attempt(
+        self,
+        url: str,
+        headers: Mapping[str, str],
+        auth: httpx.Auth | None,
+        project: str,
+        conditional: bool,
+    ) -> _Body | _Transient | FetchResult:
+        """One request: a body to parse, a transient failure, or a final result."""
+        try:
+            request = self._http.build_request("GET", url, headers=headers, timeout=self._timeout)
+        except httpx.InvalidURL:
+            return FetchFailed(project, f"invalid index URL {redact_url(url)!r}", retryable=False)
+        try:
+            if auth is None:
+                response = await self._http.send(request, stream=True, follow_redirects=True)
+            else:
+                response = await self._http.send(
+                    request, stream=True, follow_redirects=True, auth=auth
+                )
+        except httpx.TimeoutException:
+            return _Transient(f"timed out after {self._timeout:g} s")
+        except httpx.TooManyRedirects:
+            return FetchFailed(project, "too many redirects", retryable=False)
+        except httpx.UnsupportedProtocol as exc:  # e.g. a redirect to ftp://: not transient
+            return FetchFailed(project, self._scrub(_describe(exc)), retryable=False)
+        except httpx.TransportError as exc:
+            return _Transient(self._scrub(f"connection failed ({_describe(exc)})"))
+        except httpx.HTTPError as exc:  # an unsupported redirect target, a bad URL, ...
+            return FetchFailed(project, self._scrub(_describe(exc)), retryable=False)
+        try:
+            return await self._answer(response, project, conditional)
+        except httpx.TimeoutException:
+            return _Transient(f"timed out after {self._timeout:g} s")
+        except httpx.TransportError as exc:  # e.g. a body cut short of its Content-Length
+            return _Transient(self._scrub(f"body cut short ({_describe(exc)})"))
+        except httpx.HTTPError as exc:  # e.g. a body that does not decompress
+            return FetchFailed(project, self._scrub(_describe(exc)), retryable=False)
+        finally:
+            await response.aclose()
+
+    async def _answer(
+        self, response: httpx.Response, project: str, conditional: bool
+    ) -> _Body | _Transient | FetchResult:
+        """What one response means; reads the body of a 200 within ``max_bytes``."""
+        status = response.status_code
+        logger.debug("GET %s -> %d", redact_url(str(response.url)), status)
+        if status == 304:
+            if conditional:
+                return NotModified(project)
+            return FetchFailed(project, "HTTP 304 to a request without validators", 304, False)
+        if status in (404, 410):
+            return FetchFailed(project, "not on the index", status=status, retryable=False)
+        if status in (401, 403):
+            host = httpx.URL(strip_credentials(str(response.url))).host
+            return FetchFailed(
+                project,
+                f"HTTP {status}: the credentials for {host} are missing or wrong "
+                "(put them in the index URL, or in ~/.netrc for that host)",
+                status=status,
+                retryable=False,
+            )
+        if status == 429 or 500 <= status <= 599:
+            return _Transient(
+                f"HTTP {status}",
+                status=status,
+                retry_after=parse_retry_after(response.headers.get("Retry-After")),
+            )
+        if status != 200:
+            return FetchFailed(project, f"HTTP {status}", status=status, retryable=False)
+
+        content_type = response.headers.get("Content-Type", "")
+        media_type = content_type.split(";", 1)[0].strip().lower()
+        page_format: Literal["json", "html"]
+        if media_type == JSON_CONTENT_TYPE:
+            page_format = "json"
+        elif media_type in (HTML_CONTENT_TYPE, LEGACY_HTML_CONTENT_TYPE):
+            page_format = "html"
+        else:
+            shown = media_type[:60] or "none"
+            return FetchFailed(
+                project, f"unexpected content type {shown!r}", status=200, retryable=False
+            )
+        declared = _header_int(response.headers.get("Content-Length"))
+        if declared is not None and declared > self._max_bytes:
+            return self._too_big(project)
+        chunks: list[bytes] = []
+        total = 0
+        async for chunk in response.aiter_bytes():
+            total += len(chunk)
+            if total > self._max_bytes:
+                return self._too_big(project)
+            chunks.append(chunk)
+        return _Body(
+            format=page_format,
+            data=b"".join(chunks),
+            url=strip_credentials(str(response.url)),
+            charset=response.charset_encoding,
+            etag=response.headers.get("ETag"),
+            last_modified=response.headers.get("Last-Modified"),
+            header_serial=_header_int(response.headers.get("X-PyPI-Last-Serial")),
+        )
+
+    def _too_big(self, project: str) -> FetchFailed:
+        return FetchFailed(
+            project, f"body over {_size(self._max_bytes)}", status=200, retryable=False
+        )
+
+    async def _parse(
+        self, body: _Body, project: str, index: str, validators: Validators | None
+    ) -> FetchResult:
+        """The page of a 200 answer, or why it cannot be used (unparseable, stale)."""
+        try:
+            if len(body.data) > _THREAD_PARSE:
+                page = await asyncio.to_thread(_parse_body, body, project)
+            else:
+                page = _parse_body(body, project)
+        except SimpleParseError as exc:
+            return FetchFailed(project, f"unparseable page: {exc}", status=200, retryable=False)
+        serial = page.last_serial if page.last_serial is not None else body.header_serial
+        known = validators.last_serial if validators is not None else None
+        if serial is not None and known is not None and serial < known:
+            return FetchFailed(project, f"stale page (serial {serial} < {known})", status=200)
+        return Fetched(
+            dataclasses.replace(
+                page,
+                last_serial=serial,
+                etag=body.etag,
+                last_modified=body.last_modified,
+                index_url=index,
+            )
+        )
+
+    def _scrub(self, text: str) -> str:
+        """Text without any URL userinfo or any secret of the settings."""
+        text = redact_url(text)
+        for secret in self._secrets:
+            text = text.replace(secret, "***")
+        return text
+
+
+def _parse_body(body: _Body, project: str) -> ProjectPage:
+    if body.format == "json":
+        return parse_json(body.data, name=project, base_url=body.url)
+    return parse_html(body.data, name=project, base_url=body.url, encoding=body.charset)
+
+
+def _describe(exc: Exception) -> str:
+    """An exception as ``Type: message`` (the message may be empty)."""
+    message = str(exc).strip()
+    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+
+
+def _netrc_entries(
+    setting: bool | str | Path,
+) -> netrc_module.netrc | None:
+    """The netrc file to take credentials from (None: none, unreadable or invalid)."""
+    if setting is False:
+        return None
+    if setting is True:
+        path = Path(os.environ.get("NETRC") or Path.home() / ".netrc")
+    else:
+        path = Path(setting)
+    if not path.is_file():
+        return None
+    try:
+        return netrc_module.netrc(str(path))
+    except (OSError, netrc_module.NetrcParseError) as exc:
+        logger.debug("netrc file %s ignored: %s", path, type(exc).__name__)
+        return None
+
+
+def _credentials_for(index: str, entries: netrc_module.netrc | None) -> tuple[str, str] | None:
+    """User and password from the index URL's userinfo, else from netrc, else None."""
+    try:
+        url = httpx.URL(index)
+    except httpx.InvalidURL:
+        return None
+    if url.username or url.password:
+        return url.username, url.password
+    found = entries.authenticators(url.host) if entries is not None and url.host else None
+    if found is None:
+        return None
+    login, _account, password = found
+    return login or "", password or ""
+
+
+def _secrets(credentials: Iterable[tuple[str, str]]) -> tuple[str, ...]:
+    """Every user name and password in use, raw and percent-encoded, longest first."""
+    found: set[str] = set()
+    for user, password in credentials:
+        for part in (user, password):
+            found.update({part, quote(part, safe="")})
+    # Longest first, so a secret that contains another is replaced whole.
+    return tuple(sorted((s for s in found if len(s) >= _SECRET_MIN), key=len, reverse=True))

@@ -1,0 +1,227 @@
+"""Which package index to watch, resolved the way pip resolves it.
+
+Precedence, highest first: ``--index-url`` on govern's command line, govern's own
+configuration (``index-url`` / ``extra-index-url`` in ``[tool.govern]``), pip's environment
+(``PIP_INDEX_URL``, ``PIP_EXTRA_INDEX_URL``), then pip's configuration files. Each option
+is taken from the highest level that sets it, as pip does (a ``--index-url`` keeps the
+``extra-index-url`` of pip.conf). When no level names an index, :class:`IndexNotConfigured`
+is raised: govern never falls back to a public index of its own choosing.
+
+pip's configuration files (Unix layout, as pip 26 loads them; later files override
+earlier ones, key by key): each ``$XDG_CONFIG_DIRS/pip/pip.conf`` (default ``/etc/xdg``),
+``/etc/pip.conf``; the user's legacy ``~/.pip/pip.conf`` then
+``$XDG_CONFIG_HOME/pip/pip.conf`` (default ``~/.config``), skipped when
+``PIP_CONFIG_FILE`` names an existing file; ``$VIRTUAL_ENV/pip.conf``; last the file named
+by ``PIP_CONFIG_FILE``. ``PIP_CONFIG_FILE=os.devnull`` loads no file at all. In the merged
+files, the command's section (``[install]`` by default) overrides ``[global]``.
+
+``${VAR}`` in any URL is expanded from the environment (pip's rule for requirement files,
+names of capitals, digits and underscores; govern applies it to every source, so a token
+can stay out of pip.conf). An unset variable is an error, not a literal. Credentials ride
+in the URL (``https://user:token@host/simple``); the client turns them into a Basic
+``Authorization`` header and never shows them: every message uses :func:`redact_url`.
+``~/.netrc`` is the HTTP client's business (see :mod:`govern.index.client`).
+"""
+
+from __future__ import annotations
+
+import configparser
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from urllib.parse import urlsplit
+
+from packaging.utils import canonicalize_name
+
+from govern.errors import ConfigError, GovernError
+
+# pip's pattern for ${VAR} in requirement files.
+_ENV_VAR = re.compile(r"\$\{([A-Z0-9_]+)\}")
+_USERINFO = re.compile(r"(?<=//)[^/?#]*@")
+_SETUP_TIP = (
+    "pass --index-url URL, set index-url in [tool.govern], or export PIP_INDEX_URL "
+    "(https://host/simple/)"
+)
+
+
+class IndexNotConfigured(GovernError):
+    """No index URL anywhere: govern will not guess one."""
+
+
+@dataclass(frozen=True, slots=True)
+class IndexSettings:
+    """The indexes to read, and where the main one was configured (for messages)."""
+
+    index_url: str
+    extra_index_urls: tuple[str, ...] = ()
+    # canonical project name -> the only index that project is read from
+    per_package: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    source: str = ""  # "--index-url", "PIP_INDEX_URL", "/etc/pip.conf [global]", ...
+
+    def indexes_for(self, name: str) -> tuple[str, ...]:
+        """The indexes that may serve a project, in the order they are asked."""
+        mapped = self.per_package.get(canonicalize_name(name))
+        if mapped is not None:
+            return (mapped,)
+        return (self.index_url, *self.extra_index_urls)
+
+
+def redact_url(url: str) -> str:
+    """The URL with its userinfo (user, password or token) replaced by ``***``."""
+    return _USERINFO.sub("***@", url, count=1)
+
+
+def expand_env(value: str, environ: Mapping[str, str], *, what: str) -> str:
+    """``${VAR}`` replaced from environ; an unset variable raises a ConfigError naming it."""
+
+    def substitute(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in environ:
+            raise ConfigError(
+                f"{what} refers to ${{{name}}}, which is not set",
+                tip=f"export {name}, or write the value into the URL",
+            )
+        return environ[name]
+
+    return _ENV_VAR.sub(substitute, value)
+
+
+def _check_url(url: str, *, what: str) -> str:
+    """A usable http(s) index URL, or a ConfigError that shows it redacted."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        parts = None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(
+            f"{what} {redact_url(url)!r} is not an http(s) URL",
+            tip="an index URL looks like https://host/simple/",
+        )
+    return url
+
+
+def pip_config_files(environ: Mapping[str, str] | None = None) -> list[Path]:
+    """pip's configuration files on Unix, lowest precedence first (existing or not)."""
+    env = os.environ if environ is None else environ
+    env_file = env.get("PIP_CONFIG_FILE")
+    if env_file == os.devnull:
+        return []
+    home = Path(env.get("HOME") or os.path.expanduser("~"))
+    files: list[Path] = []
+    config_dirs = env.get("XDG_CONFIG_DIRS") or "/etc/xdg"
+    files.extend(Path(d) / "pip" / "pip.conf" for d in config_dirs.split(os.pathsep) if d)
+    files.append(Path("/etc/pip.conf"))
+    if not (env_file and Path(env_file).exists()):
+        config_home = Path(env.get("XDG_CONFIG_HOME") or home / ".config")
+        files.extend([home / ".pip" / "pip.conf", config_home / "pip" / "pip.conf"])
+    if env.get("VIRTUAL_ENV"):
+        files.append(Path(env["VIRTUAL_ENV"]) / "pip.conf")
+    if env_file:
+        files.append(Path(env_file))
+    return files
+
+
+@dataclass(frozen=True, slots=True)
+class _Value:
+    text: str
+    source: str
+
+
+def _read_pip_files(files: Sequence[Path], command: str) -> dict[str, _Value]:
+    """The merged ``index-url`` / ``extra-index-url`` of pip's files, per pip's rules."""
+    sections: dict[str, dict[str, _Value]] = {"global": {}, command: {}}
+    for path in files:
+        if not path.is_file():
+            continue
+        parser = configparser.RawConfigParser()
+        try:
+            parser.read(path, encoding="utf-8")
+        except (configparser.Error, UnicodeDecodeError) as exc:
+            raise ConfigError(
+                f"{path}: not a valid pip configuration file ({type(exc).__name__})",
+                tip="fix the file, or set PIP_CONFIG_FILE=/dev/null to ignore pip's files",
+            ) from None
+        except OSError as exc:
+            raise ConfigError(f"{path}: cannot be read ({exc.strerror})") from None
+        for section, values in sections.items():
+            if not parser.has_section(section):
+                continue
+            for key, text in parser.items(section):
+                name = key.lower().replace("_", "-").removeprefix("--")
+                if name in ("index-url", "extra-index-url") and text.strip():
+                    values[name] = _Value(text.strip(), f"{path} [{section}]")
+    merged = dict(sections["global"])
+    merged.update(sections[command])
+    return merged
+
+
+def resolve_indexes(
+    *,
+    cli_index_url: str | None = None,
+    configured_index_url: str | None = None,
+    configured_extra: Sequence[str] = (),
+    per_package: Mapping[str, str] | None = None,
+    environ: Mapping[str, str] | None = None,
+    config_files: Sequence[Path] | None = None,
+    command: str = "install",
+) -> IndexSettings:
+    """The indexes govern reads, from the highest level that configures each option.
+
+    ``configured_*`` and ``per_package`` come from govern's configuration; ``environ``
+    defaults to the process environment and ``config_files`` to :func:`pip_config_files`
+    (tests pass explicit files). ``command`` is the pip section that overrides
+    ``[global]``. Raises :class:`IndexNotConfigured` when no level names an index, and
+    ConfigError for an unusable URL or an unset ``${VAR}``.
+    """
+    env = os.environ if environ is None else environ
+    files = pip_config_files(env) if config_files is None else config_files
+    pip_files = _read_pip_files(files, command)
+
+    index: _Value | None = None
+    for candidate, source in (
+        (cli_index_url, "--index-url"),
+        (configured_index_url, "[tool.govern] index-url"),
+        (env.get("PIP_INDEX_URL"), "PIP_INDEX_URL"),
+    ):
+        if candidate and candidate.strip():
+            index = _Value(candidate.strip(), source)
+            break
+    else:
+        index = pip_files.get("index-url")
+    if index is None:
+        raise IndexNotConfigured("no package index is configured", tip=_SETUP_TIP)
+
+    extra: list[str] = []
+    extra_source = ""
+    if any(url.strip() for url in configured_extra):
+        extra = [url.strip() for url in configured_extra if url.strip()]
+        extra_source = "[tool.govern] extra-index-url"
+    elif (env.get("PIP_EXTRA_INDEX_URL") or "").strip():
+        extra = env["PIP_EXTRA_INDEX_URL"].split()
+        extra_source = "PIP_EXTRA_INDEX_URL"
+    elif "extra-index-url" in pip_files:
+        extra = pip_files["extra-index-url"].text.split()
+        extra_source = pip_files["extra-index-url"].source
+
+    def usable(url: str, what: str) -> str:
+        return _check_url(expand_env(url, env, what=what), what=what)
+
+    index_url = usable(index.text, f"the index URL from {index.source}")
+    extra_urls: list[str] = []
+    for url in extra:
+        checked = usable(url, f"an extra index URL from {extra_source}")
+        if checked != index_url and checked not in extra_urls:
+            extra_urls.append(checked)
+    mapped: dict[str, str] = {
+        canonicalize_name(project): usable(url, f"the index URL of {project}")
+        for project, url in (per_package or {}).items()
+    }
+    return IndexSettings(
+        index_url=index_url,
+        extra_index_urls=tuple(extra_urls),
+        per_package=MappingProxyType(mapped),
+        source=index.source,
+    )

@@ -1,0 +1,398 @@
+"""Parse Simple API project pages (PEP 691 JSON, PEP 503 HTML) into :class:`ProjectPage` values.
+
+Pure functions, no I/O: the client hands over the body it read. A page comes from a server
+govern does not control, so every field is type-checked; a page that does not follow the
+spec raises :class:`SimpleParseError` (a ``ValueError``) with a short message, which the
+caller records as a failed fetch. Nothing else is ever raised. Every stored URL is absolute
+and has its credentials (``user:token@``) removed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from html.parser import HTMLParser
+from typing import Any
+from urllib.parse import unquote, urldefrag, urljoin, urlsplit
+
+from packaging.tags import Tag
+from packaging.utils import (
+    NormalizedName,
+    canonicalize_name,
+    parse_sdist_filename,
+    parse_wheel_filename,
+)
+from packaging.version import Version
+
+from govern.index.model import DistributionFile, FileKind, ProjectPage
+
+JSON_CONTENT_TYPE = "application/vnd.pypi.simple.v1+json"
+HTML_CONTENT_TYPE = "application/vnd.pypi.simple.v1+html"
+LEGACY_HTML_CONTENT_TYPE = "text/html"
+
+# The major version of the Simple API this parser understands (PEP 629: a client must
+# refuse a page of a newer major version, and may warn on a newer minor one).
+SUPPORTED_MAJOR = 1
+
+# Userinfo of an absolute URL: everything between "//" and the last "@" of the authority.
+_USERINFO = re.compile(r"(?<=//)[^/?#]*@")
+# A PEP 503 hash fragment: "#sha256=<hex>".
+_HASH_FRAGMENT = re.compile(r"^([a-z0-9_]{1,32})=([0-9a-fA-F]{1,256})$")
+# Messages quote page content; a hostile page must not make them huge.
+_QUOTE_LIMIT = 80
+
+
+class SimpleParseError(ValueError):
+    """A project page that is not valid PEP 691 JSON / PEP 503 HTML (recorded, never fatal)."""
+
+
+def strip_credentials(url: str) -> str:
+    """The URL without its userinfo (``https://user:token@host/x`` → ``https://host/x``)."""
+    return _USERINFO.sub("", url, count=1)
+
+
+def _quote(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= _QUOTE_LIMIT else text[: _QUOTE_LIMIT - 3] + "..."
+
+
+def file_from(
+    filename: str,
+    url: str,
+    *,
+    project: str | None = None,
+    requires_python: str | None = None,
+    yanked: bool = False,
+    yanked_reason: str | None = None,
+    upload_time: datetime | None = None,
+    size: int | None = None,
+    hashes: Mapping[str, str] | None = None,
+) -> DistributionFile:
+    """One distribution file, its kind, version and tags read from the filename.
+
+    Wheels and sdists (``.tar.gz``/``.zip``) that parse get a version; anything else, or a
+    file of another project than ``project`` (when given), is :attr:`FileKind.OTHER` with
+    no version: a name that does not parse is data to keep, never an error.
+    """
+    kind = FileKind.OTHER
+    version: Version | None = None
+    tags: frozenset[Tag] = frozenset()
+    parsed_name: NormalizedName | None = None
+    try:
+        if filename.endswith(".whl"):
+            parsed_name, version, _build, tags = parse_wheel_filename(filename)
+            kind = FileKind.WHEEL
+        elif filename.endswith((".tar.gz", ".zip")):
+            parsed_name, version = parse_sdist_filename(filename)
+            kind = FileKind.SDIST
+    except ValueError:  # InvalidWheelFilename, InvalidSdistFilename, InvalidVersion
+        kind, version, tags = FileKind.OTHER, None, frozenset()
+    if project is not None and parsed_name not in (None, canonicalize_name(project)):
+        kind, version, tags = FileKind.OTHER, None, frozenset()
+    return DistributionFile(
+        filename=filename,
+        url=strip_credentials(url),
+        kind=kind,
+        version=version,
+        tags=frozenset(tags),
+        requires_python=requires_python,
+        yanked=yanked or yanked_reason is not None,
+        yanked_reason=yanked_reason or None,
+        upload_time=upload_time,
+        size=size,
+        hashes=dict(hashes or {}),
+    )
+
+
+def _check_api_version(version: str) -> None:
+    major = version.split(".", 1)[0]
+    if not major.isdigit():
+        raise SimpleParseError(f"api-version {_quote(version)} is not a version")
+    if int(major) > SUPPORTED_MAJOR:
+        raise SimpleParseError(f"api-version {_quote(version)} is newer than this govern reads")
+
+
+# -- PEP 691 JSON ------------------------------------------------------------------------------
+
+
+def _expect(value: object, kind: type | tuple[type, ...], what: str) -> Any:
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    # bool is an int in Python, but JSON true is never a number here.
+    if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+        raise SimpleParseError(f"{what} is not a {_type_name(kinds)}")
+    return value
+
+
+def _type_name(kinds: tuple[type, ...]) -> str:
+    names = {dict: "object", list: "list", str: "string", int: "number", bool: "boolean"}
+    return " or ".join(names.get(k, k.__name__) for k in kinds)
+
+
+def _upload_time(value: object, what: str) -> datetime | None:
+    if value is None:
+        return None
+    text = _expect(value, str, what)
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise SimpleParseError(f"{what} {_quote(text)} is not an ISO 8601 time") from None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def _json_file(entry: object, index: int, *, project: str, base_url: str) -> DistributionFile:
+    where = f"files[{index}]"
+    item: dict[str, Any] = _expect(entry, dict, where)
+    filename: str = _expect(item.get("filename"), str, f"{where}.filename")
+    url: str = _expect(item.get("url"), str, f"{where}.url")
+    hashes_value: dict[str, Any] = _expect(item.get("hashes", {}), dict, f"{where}.hashes")
+    hashes = {
+        _expect(algo, str, f"{where}.hashes key"): _expect(digest, str, f"{where}.hashes.{algo}")
+        for algo, digest in hashes_value.items()
+    }
+    requires_python = item.get("requires-python")
+    if requires_python is not None:
+        _expect(requires_python, str, f"{where}.requires-python")
+    yanked_value = item.get("yanked", False)
+    _expect(yanked_value, (bool, str), f"{where}.yanked")
+    yanked = bool(yanked_value) or isinstance(yanked_value, str)
+    reason = yanked_value if isinstance(yanked_value, str) and yanked_value else None
+    size = item.get("size")
+    if size is not None and (_expect(size, int, f"{where}.size") < 0):
+        raise SimpleParseError(f"{where}.size is negative")
+    try:
+        absolute = urljoin(base_url, url)
+    except ValueError:  # e.g. a malformed IPv6 host
+        raise SimpleParseError(f"{where}.url {_quote(url)} is not a URL") from None
+    return file_from(
+        filename,
+        absolute,
+        project=project,
+        requires_python=requires_python,
+        yanked=yanked,
+        yanked_reason=reason,
+        upload_time=_upload_time(item.get("upload-time"), f"{where}.upload-time"),
+        size=size,
+        hashes=hashes,
+    )
+
+
+def parse_json(data: bytes, *, name: str, base_url: str) -> ProjectPage:
+    """A PEP 691 project page (``application/vnd.pypi.simple.v1+json``) as a ProjectPage.
+
+    ``base_url`` is the URL the page was read from (after redirects): relative file URLs
+    are resolved against it. ``_last-serial`` (PyPI's ``meta`` extension) and PEP 700's
+    ``versions``, ``upload-time`` and ``size`` are read when present.
+    """
+    project = canonicalize_name(name)
+    try:
+        document = json.loads(data)
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError, bad UTF-8, deep nesting
+        raise SimpleParseError(f"not JSON ({type(exc).__name__})") from None
+    root: dict[str, Any] = _expect(document, dict, "the page")
+    meta: dict[str, Any] = _expect(root.get("meta", {}), dict, "meta")
+    api_version = meta.get("api-version")
+    if api_version is not None:
+        _check_api_version(_expect(api_version, str, "meta.api-version"))
+    serial = meta.get("_last-serial")
+    if serial is not None:
+        _expect(serial, int, "meta._last-serial")
+    page_name = root.get("name")
+    if page_name is not None:
+        _expect(page_name, str, "name")
+        if canonicalize_name(page_name) != project:
+            raise SimpleParseError(f"the page is for {_quote(page_name)}, not {project!r}")
+    files_value: list[Any] = _expect(root.get("files"), list, "files")
+    files = tuple(
+        _json_file(entry, i, project=project, base_url=base_url)
+        for i, entry in enumerate(files_value)
+    )
+    versions_value: list[Any] = _expect(root.get("versions", []), list, "versions")
+    versions = tuple(_expect(v, str, f"versions[{i}]") for i, v in enumerate(versions_value))
+    return ProjectPage(
+        name=project,
+        files=files,
+        versions=versions,
+        last_serial=serial,
+        api_version=api_version,
+        format="json",
+    )
+
+
+# -- PEP 503 HTML ------------------------------------------------------------------------------
+
+
+class _AnchorCollector(HTMLParser):
+    """Collects ``<a>`` attributes, the first ``<base href>`` and the repository version."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.anchors: list[dict[str, str | None]] = []
+        self.base_href: str | None = None
+        self.api_version: str | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "a":
+            attributes: dict[str, str | None] = {}
+            for key, value in attrs:
+                attributes.setdefault(key, value)  # the first of a repeated attribute wins
+            if attributes.get("href"):
+                self.anchors.append(attributes)
+        elif tag == "base" and self.base_href is None:
+            self.base_href = next((v for k, v in attrs if k == "href" and v), None)
+        elif tag == "meta":
+            attributes = dict(attrs)
+            if attributes.get("name") == "pypi:repository-version" and self.api_version is None:
+                self.api_version = attributes.get("content") or None
+
+
+# The start tags that matter, and the elements whose content is text (never markup).
+_WANTED_TAGS = frozenset({"a", "base", "meta"})
+# As in HTMLParser (what pip parses with): only script and style hold raw text.
+_TEXT_ELEMENTS = frozenset({"script", "style"})
+_MARKUP = re.compile(r"<[!?A-Za-z]")  # what may open a tag; "</x" and a stray "<" are text
+_TAG_NAME = re.compile(r"[A-Za-z][^\s/>\x00]*")
+_TAG_STOP = re.compile(r"[>\"']")
+_MAX_TAG = 32 * 1024  # a longer tag is not an anchor of a real index: skipped
+
+
+def _tag_end(text: str, pos: int) -> int:
+    """The index after the ``>`` that closes the tag whose attributes start at pos, or -1.
+
+    A quote opens a quoted value only after ``=``; an unterminated quote or tag runs to the
+    end of the document (as in HTML5), so -1 ends the scan.
+    """
+    while True:
+        stop = _TAG_STOP.search(text, pos)
+        if stop is None:
+            return -1
+        at = stop.start()
+        quote = text[at]
+        if quote == ">":
+            return at + 1
+        if text[pos:at].rstrip().endswith("="):
+            closing = text.find(quote, at + 1)
+            if closing < 0:
+                return -1
+            pos = closing + 1
+        else:
+            pos = at + 1
+
+
+def _start_tags(text: str) -> list[str]:
+    """The complete ``<a>``, ``<base>`` and ``<meta>`` start tags of a document, in order.
+
+    A linear pre-scan: comments, declarations, processing instructions and the content of
+    script-like elements are skipped, each position is looked at a bounded number of times.
+    Only the bounded tags reach :class:`HTMLParser`, whose own scan of unterminated
+    constructs is quadratic on older Python patch releases (CVE-2025-6069).
+    """
+    tags: list[str] = []
+    pos = 0
+    while True:
+        markup = _MARKUP.search(text, pos)
+        if markup is None:
+            return tags
+        start = markup.start()
+        if text.startswith("<!--", start):
+            close = text.find("-->", start + 4)
+            if close < 0:
+                return tags
+            pos = close + 3
+            continue
+        if text.startswith(("<!", "<?"), start):  # doctype, CDATA, bogus comments
+            close = text.find(">", start + 2)
+            if close < 0:
+                return tags
+            pos = close + 1
+            continue
+        name = _TAG_NAME.match(text, start + 1)
+        if name is None:  # unreachable: _MARKUP saw a letter
+            return tags
+        end = _tag_end(text, name.end())
+        if end < 0:
+            return tags
+        pos = end
+        tag = name.group().lower()
+        if tag in _WANTED_TAGS:
+            if end - start <= _MAX_TAG and "=" in text[start:end]:  # no attribute: no use
+                tags.append(text[start:end])
+        elif tag in _TEXT_ELEMENTS:
+            close_tag = re.compile(rf"</{tag}[\s/>]", re.IGNORECASE).search(text, pos)
+            if close_tag is None:
+                return tags
+            pos = close_tag.start()
+
+
+def _html_file(
+    anchor: Mapping[str, str | None], *, project: str, base: str
+) -> DistributionFile | None:
+    href = (anchor.get("href") or "").strip()
+    try:
+        absolute, fragment = urldefrag(urljoin(base, href))
+        path = urlsplit(absolute).path
+    except ValueError:  # a malformed URL is not a file
+        return None
+    filename = unquote(path.rsplit("/", 1)[-1])
+    if not filename:
+        return None
+    hashes: dict[str, str] = {}
+    match = _HASH_FRAGMENT.match(fragment)
+    if match:
+        hashes[match.group(1)] = match.group(2).lower()
+    yanked = "data-yanked" in anchor
+    return file_from(
+        filename,
+        absolute,
+        project=project,
+        requires_python=anchor.get("data-requires-python") or None,
+        yanked=yanked,
+        yanked_reason=(anchor.get("data-yanked") or None) if yanked else None,
+        hashes=hashes,
+    )
+
+
+def parse_html(
+    data: bytes, *, name: str, base_url: str, encoding: str | None = None
+) -> ProjectPage:
+    """A PEP 503 project page (``text/html`` or ``application/vnd.pypi.simple.v1+html``).
+
+    Each anchor is a file: the filename is the last path segment of its URL, a
+    ``#<algo>=<hex>`` fragment gives its hash, ``data-requires-python`` and ``data-yanked``
+    (PEP 592) are read; metadata attributes are ignored. A ``<base href>`` is honoured.
+    Hostile markup (scripts, deep nesting, odd entities) is parsed as text, never raised.
+    """
+    project = canonicalize_name(name)
+    try:
+        text = data.decode(encoding or "utf-8", errors="replace")
+    except LookupError:  # an unknown charset in the Content-Type
+        text = data.decode("utf-8", errors="replace")
+    collector = _AnchorCollector()
+    for tag in _start_tags(text):
+        try:
+            collector.feed(tag)
+            collector.close()
+        except Exception:  # noqa: S112 -- HTMLParser may assert on odd markup: not an anchor
+            continue
+        finally:
+            collector.reset()
+    if collector.api_version is not None:
+        _check_api_version(collector.api_version)
+    base = base_url
+    if collector.base_href:
+        try:
+            base = urljoin(base_url, collector.base_href.strip())
+        except ValueError:  # a malformed <base href> is ignored, as browsers do
+            base = base_url
+    files: list[DistributionFile] = []
+    for anchor in collector.anchors:
+        file = _html_file(anchor, project=project, base=base)
+        if file is not None:
+            files.append(file)
+    return ProjectPage(
+        name=project,
+        files=tuple(files),
+        api_version=collector.api_version,
+        format="html",
+    )

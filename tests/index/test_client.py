@@ -1,0 +1,738 @@
+"""Tests for :mod:`govern.index.client` against real servers on 127.0.0.1 (no HTTP mocks)."""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import logging
+import os
+import subprocess
+import sys
+import threading
+import time
+import tracemalloc
+from collections.abc import Coroutine, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import httpx
+import pytest
+from indexserver import (
+    HTML_TYPE,
+    JSON_TYPE,
+    LEGACY_HTML_TYPE,
+    FaultServer,
+    Hang,
+    IndexFile,
+    Redirect,
+    Reply,
+    RequireAuth,
+    StaticIndex,
+    Stream,
+    Truncated,
+    free_port,
+    hostile_html,
+    html_page,
+    json_page,
+    negotiate,
+    run_pypiserver,
+)
+from packaging.version import Version
+from wheels import build_sdist, build_wheel, sha256
+
+from govern.index import client as client_module
+from govern.index.client import ACCEPT, IndexClient, parse_retry_after
+from govern.index.model import (
+    Fetched,
+    FetchFailed,
+    FetchResult,
+    FileKind,
+    NotModified,
+    Validators,
+    releases,
+)
+from govern.index.pipconfig import IndexSettings
+
+T = TypeVar("T")
+SECRET = "s3cret-t0ken"
+
+
+def run(coroutine: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine on a fresh event loop."""
+    return asyncio.run(coroutine)
+
+
+class Sleeps:
+    """An injected sleep that records the delays and returns at once."""
+
+    def __init__(self) -> None:
+        self.delays: list[float] = []
+
+    async def __call__(self, delay: float) -> None:
+        self.delays.append(delay)
+
+
+def settings_for(url: str, *extra: str, **per_package: str) -> IndexSettings:
+    """Settings for one index (plus extra indexes and a per-package mapping)."""
+    return IndexSettings(url, tuple(extra), dict(per_package), source="test")
+
+
+async def fetch(
+    settings: IndexSettings | str,
+    name: str,
+    validators: Validators | None = None,
+    *,
+    http: httpx.AsyncClient | None = None,
+    **options: Any,
+) -> FetchResult:
+    """One fetch with a fresh httpx client (no proxies from the environment)."""
+    if isinstance(settings, str):
+        settings = settings_for(settings)
+    async with http or httpx.AsyncClient(trust_env=False) as session:
+        return await IndexClient(session, settings, **options).fetch(name, validators)
+
+
+def fetched(result: FetchResult) -> Fetched:
+    """The result, asserted to be a page."""
+    assert isinstance(result, Fetched), result
+    return result
+
+
+def failed(result: FetchResult) -> FetchFailed:
+    """The result, asserted to be a failure."""
+    assert isinstance(result, FetchFailed), result
+    return result
+
+
+@pytest.fixture
+def faults() -> Iterator[FaultServer]:
+    """A started FaultServer; teardown checks that no server thread is left behind."""
+    before = set(threading.enumerate())
+    with FaultServer() as server:
+        yield server
+    leaked = [t for t in threading.enumerate() if t not in before and t.is_alive()]
+    assert not leaked, leaked
+
+
+@pytest.fixture
+def dists(tmp_path: Path) -> dict[str, Path]:
+    """Real distributions of "demo": a wheel and an sdist."""
+    return {
+        "wheel": build_wheel(tmp_path / "dists", "Demo", "1.0", requires_python=">=3.8"),
+        "sdist": build_sdist(tmp_path / "dists", "Demo", "1.1"),
+    }
+
+
+@pytest.fixture
+def static(tmp_path: Path, dists: dict[str, Path]) -> Iterator[StaticIndex]:
+    """A started static index holding "demo" 1.0 (wheel) and 1.1 (sdist, yanked)."""
+    before = set(threading.enumerate())
+    index = StaticIndex(tmp_path / "index", serial=7)
+    index.publish(
+        "demo",
+        [
+            IndexFile.of(
+                dists["wheel"], upload_time="2024-02-01T10:00:00Z", requires_python=">=3.8"
+            ),
+            IndexFile.of(dists["sdist"], upload_time="2024-03-01T10:00:00Z", yanked="broken"),
+        ],
+        serial=7,
+    )
+    with index:
+        yield index
+    assert not [t for t in threading.enumerate() if t not in before and t.is_alive()]
+
+
+# -- pages from a static index ------------------------------------------------------------------
+
+
+def test_fetch_reads_the_json_page(static: StaticIndex, dists: dict[str, Path]) -> None:
+    page = fetched(run(fetch(static.url, "DEMO"))).page
+    assert (page.name, page.format, page.api_version, page.last_serial) == (
+        "demo",
+        "json",
+        "1.1",
+        7,
+    )
+    assert page.index_url == static.url
+    assert page.etag is not None
+    assert page.last_modified is not None
+    assert page.versions == ("1.0", "1.1")
+    wheel, sdist = page.files
+    assert wheel.url == f"{static.base}/files/{dists['wheel'].name}"
+    assert wheel.hashes == {"sha256": sha256(dists["wheel"])}
+    assert (wheel.kind, wheel.requires_python, wheel.size) == (
+        FileKind.WHEEL,
+        ">=3.8",
+        dists["wheel"].stat().st_size,
+    )
+    assert wheel.upload_time is not None
+    assert wheel.upload_time.isoformat() == "2024-02-01T10:00:00+00:00"
+    assert (sdist.yanked, sdist.yanked_reason) == (True, "broken")
+    assert [r.version for r in releases(page.files)] == [Version("1.0"), Version("1.1")]
+    assert static.headers[static.path("demo")][0]["accept"] == ACCEPT
+
+
+def test_html_when_the_index_does_not_offer_json(tmp_path: Path, dists: dict[str, Path]) -> None:
+    files = [IndexFile.of(dists["wheel"], requires_python=">=3.8,<4", yanked="bad build")]
+    with StaticIndex(tmp_path / "index", {"demo": files}, offer_json=False) as index:
+        page = fetched(run(fetch(index.url, "demo"))).page
+        # Same page, HTML this time: the index's X-PyPI-Last-Serial still gives the serial.
+        assert (page.format, page.api_version, page.last_serial) == ("html", "1.1", 1)
+        (wheel,) = page.files
+        assert wheel.hashes == {"sha256": sha256(dists["wheel"])}
+        assert (wheel.requires_python, wheel.yanked_reason) == (">=3.8,<4", "bad build")
+        assert wheel.url == f"{index.base}/files/{dists['wheel'].name}"
+
+
+@pytest.mark.parametrize(
+    ("accept", "offered", "chosen"),
+    [
+        (ACCEPT, [JSON_TYPE, HTML_TYPE, LEGACY_HTML_TYPE], JSON_TYPE),
+        (ACCEPT, [HTML_TYPE, LEGACY_HTML_TYPE], HTML_TYPE),  # q=0.2 beats q=0.01
+        (ACCEPT, [LEGACY_HTML_TYPE], LEGACY_HTML_TYPE),
+        (f"{JSON_TYPE};q=0, text/*;q=0.5", [JSON_TYPE, LEGACY_HTML_TYPE], LEGACY_HTML_TYPE),
+        ("*/*", [JSON_TYPE, LEGACY_HTML_TYPE], JSON_TYPE),  # a tie: the server's order
+        (None, [JSON_TYPE, LEGACY_HTML_TYPE], LEGACY_HTML_TYPE),  # PEP 691: no Accept → HTML
+        ("application/json", [JSON_TYPE, LEGACY_HTML_TYPE], None),  # 406
+    ],
+)
+def test_negotiation(accept: str | None, offered: list[str], chosen: str | None) -> None:
+    assert negotiate(accept, offered) == chosen
+
+
+def test_an_index_ignoring_accept_is_read_by_content_type(faults: FaultServer) -> None:
+    faults.script(
+        "demo", Reply(body=html_page("demo", ["demo-1.0.tar.gz"]), content_type=HTML_TYPE)
+    )
+    page = fetched(run(fetch(faults.url, "demo"))).page
+    assert page.format == "html"
+    assert [f.version for f in page.files] == [Version("1.0")]
+
+
+# -- validators -----------------------------------------------------------------------------
+
+
+def test_etag_gives_not_modified_and_parses_nothing(
+    static: StaticIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    page = fetched(run(fetch(static.url, "demo"))).page
+    parsed: list[str] = []
+    real = client_module._parse_body
+
+    def counting(body: Any, project: str) -> Any:
+        parsed.append(project)
+        return real(body, project)
+
+    monkeypatch.setattr(client_module, "_parse_body", counting)
+    validators = Validators(page.etag, page.last_modified, page.last_serial)
+    result = run(fetch(static.url, "demo", validators))
+    assert result == NotModified("demo", requests=1)
+    assert parsed == []
+    sent = static.headers[static.path("demo")][-1]
+    assert sent["if-none-match"] == page.etag
+    assert sent["if-modified-since"] == page.last_modified
+    # Last-Modified alone works too; a changed page is fetched again.
+    assert isinstance(
+        run(fetch(static.url, "demo", Validators(None, page.last_modified))), NotModified
+    )
+    assert isinstance(run(fetch(static.url, "demo", Validators('"other"'))), Fetched)
+    assert parsed == ["demo"]
+
+
+def test_a_304_to_an_unconditional_request_is_a_failure(faults: FaultServer) -> None:
+    faults.script("demo", Reply(304))
+    result = failed(run(fetch(faults.url, "demo")))
+    assert (result.status, result.retryable) == (304, False)
+
+
+def test_a_serial_going_backwards_is_stale(static: StaticIndex, dists: dict[str, Path]) -> None:
+    first = fetched(run(fetch(static.url, "demo"))).page
+    assert first.last_serial == 7
+    # A lagging mirror (or CDN node) now serves an older state of the project.
+    static.publish("demo", [IndexFile.of(dists["wheel"])], serial=5)
+    validators = Validators(first.etag, first.last_modified, first.last_serial)
+    result = failed(run(fetch(static.url, "demo", validators)))
+    assert result.reason == "stale page (serial 5 < 7)"
+    assert (result.retryable, result.requests) == (True, 1)
+    # The same serial is not stale.
+    static.publish("demo", [IndexFile.of(dists["wheel"])], serial=7)
+    assert fetched(run(fetch(static.url, "demo", validators))).page.last_serial == 7
+
+
+def test_the_serial_header_counts_for_html_pages(faults: FaultServer) -> None:
+    faults.script(
+        "demo",
+        Reply(
+            body=html_page("demo", ["demo-1.0.tar.gz"]),
+            content_type=LEGACY_HTML_TYPE,
+            headers={"X-PyPI-Last-Serial": "3"},
+        ),
+    )
+    assert failed(run(fetch(faults.url, "demo", Validators(last_serial=4)))).reason == (
+        "stale page (serial 3 < 4)"
+    )
+    assert fetched(run(fetch(faults.url, "demo", Validators(last_serial=3)))).page.last_serial == 3
+
+
+def test_the_json_serial_wins_over_the_header(faults: FaultServer) -> None:
+    faults.script(
+        "demo", Reply(body=json_page("demo", serial=9), headers={"X-PyPI-Last-Serial": "2"})
+    )
+    assert fetched(run(fetch(faults.url, "demo", Validators(last_serial=8)))).page.last_serial == 9
+
+
+# -- faults ---------------------------------------------------------------------------------
+
+
+def test_500_then_200_succeeds_after_a_jittered_backoff(faults: FaultServer) -> None:
+    path = faults.script("demo", Reply(500), Reply(502), Reply(body=json_page("demo")))
+    sleeps = Sleeps()
+    result = fetched(run(fetch(faults.url, "demo", sleep=sleeps, backoff=0.5)))
+    assert result.requests == 3
+    assert faults.count(path) == 3
+    first, second = sleeps.delays
+    assert 0 <= first <= 0.5
+    assert 0 <= second <= 1.0
+
+
+def test_5xx_every_time_is_recorded_after_the_attempts(faults: FaultServer) -> None:
+    path = faults.script("demo", Reply(503))
+    sleeps = Sleeps()
+    result = failed(run(fetch(faults.url, "demo", sleep=sleeps, attempts=4)))
+    assert result == FetchFailed("demo", "HTTP 503 after 4 attempts", 503, True, 4)
+    assert faults.count(path) == 4
+    assert len(sleeps.delays) == 3
+
+
+def test_429_retry_after_seconds_is_honoured(faults: FaultServer) -> None:
+    faults.script("demo", Reply(429, headers={"Retry-After": "7"}), Reply(body=json_page("demo")))
+    sleeps = Sleeps()
+    assert fetched(run(fetch(faults.url, "demo", sleep=sleeps))).requests == 2
+    assert sleeps.delays == [7.0]
+
+
+def test_retry_after_as_an_http_date_is_honoured(faults: FaultServer) -> None:
+    when = email.utils.formatdate(time.time() + 30, usegmt=True)
+    faults.script("demo", Reply(503, headers={"Retry-After": when}), Reply(body=json_page("demo")))
+    sleeps = Sleeps()
+    assert isinstance(run(fetch(faults.url, "demo", sleep=sleeps)), Fetched)
+    (delay,) = sleeps.delays
+    assert 27 <= delay <= 30
+
+
+def test_a_retry_after_over_the_cap_ends_the_fetch(faults: FaultServer) -> None:
+    path = faults.script("demo", Reply(429, headers={"Retry-After": "3600"}))
+    sleeps = Sleeps()
+    result = failed(run(fetch(faults.url, "demo", sleep=sleeps)))
+    assert result.reason == "HTTP 429, Retry-After 3600 s is over the 300 s cap"
+    assert (result.status, result.retryable, result.requests) == (429, True, 1)
+    assert sleeps.delays == []
+    assert faults.count(path) == 1
+
+
+@pytest.mark.parametrize(
+    ("value", "seconds"),
+    [("120", 120.0), (" 0 ", 0.0), ("soon", None), ("", None), (None, None), ("-5", None)],
+)
+def test_parse_retry_after(value: str | None, seconds: float | None) -> None:
+    assert parse_retry_after(value) == seconds
+
+
+def test_a_past_retry_after_date_means_now() -> None:
+    assert parse_retry_after("Mon, 01 Jan 2001 00:00:00 GMT") == 0.0
+
+
+def test_a_hang_times_out_and_is_retried(faults: FaultServer) -> None:
+    path = faults.script("demo", Hang(30))
+    sleeps = Sleeps()
+    started = time.monotonic()
+    result = failed(run(fetch(faults.url, "demo", sleep=sleeps, timeout=0.3, attempts=2)))
+    assert time.monotonic() - started < 3
+    assert result.reason == "timed out after 0.3 s after 2 attempts"
+    assert (result.retryable, result.requests) == (True, 2)
+    assert faults.count(path) == 2
+
+
+def test_a_truncated_body_is_retried(faults: FaultServer) -> None:
+    body = json_page("demo", ["demo-1.0.tar.gz"])
+    faults.script("demo", Truncated(body[:20], claimed=len(body)), Reply(body=body))
+    assert fetched(run(fetch(faults.url, "demo", sleep=Sleeps()))).requests == 2
+    faults.script("demo", Truncated(body[:20], claimed=len(body)))
+    result = failed(run(fetch(faults.url, "demo", sleep=Sleeps())))
+    assert result.reason.startswith("body cut short (RemoteProtocolError")
+    assert result.reason.endswith("after 3 attempts")
+
+
+def test_a_refused_connection_is_retried_then_recorded() -> None:
+    sleeps = Sleeps()
+    url = f"http://127.0.0.1:{free_port()}/simple/"
+    result = failed(run(fetch(url, "demo", sleep=sleeps)))
+    assert result.reason.startswith("connection failed (ConnectError")
+    assert (result.retryable, result.requests, len(sleeps.delays)) == (True, 3, 2)
+
+
+def test_invalid_json_is_recorded_not_retried(faults: FaultServer) -> None:
+    path = faults.script("demo", Reply(body=b'{"meta": {"api-version": "1.0"}, "files": [,]}'))
+    result = failed(run(fetch(faults.url, "demo", sleep=Sleeps())))
+    assert result == FetchFailed("demo", "unparseable page: not JSON (JSONDecodeError)", 200, False)
+    assert faults.count(path) == 1
+
+
+def test_hostile_html_is_parsed(faults: FaultServer) -> None:
+    faults.script(
+        "demo", Reply(body=hostile_html("demo", "demo-1.0.tar.gz"), content_type="text/html")
+    )
+    (file,) = fetched(run(fetch(faults.url, "demo"))).page.files
+    assert file.url == f"{faults.base}/files/demo-1.0.tar.gz"
+
+
+def test_a_declared_huge_body_is_refused_unread(faults: FaultServer) -> None:
+    path = faults.script("demo", Stream(50 * 1024 * 1024))
+    result = failed(run(fetch(faults.url, "demo", max_bytes=1024 * 1024)))
+    assert result == FetchFailed("demo", "body over 1 MB", 200, False)
+    assert faults.count(path) == 1
+
+
+def test_a_streamed_huge_body_stops_at_max_bytes(faults: FaultServer) -> None:
+    path = faults.script("demo", Stream(50 * 1024 * 1024, declare_length=False))
+    tracemalloc.start()
+    try:
+        result = failed(run(fetch(faults.url, "demo", max_bytes=2 * 1024 * 1024)))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert result.reason == "body over 2 MB"
+    assert peak < 12 * 1024 * 1024  # the 50 MB were never held
+    faults.stop()  # let the writer notice the closed connection
+    assert faults.sent[path] < 50 * 1024 * 1024
+
+
+def test_401_says_credentials_without_showing_them(faults: FaultServer) -> None:
+    path = faults.script("demo", RequireAuth("ci", "right", Reply(body=json_page("demo"))))
+    index = faults.url.replace("http://", f"http://ci:{SECRET}@")
+    result = failed(run(fetch(index, "demo", sleep=Sleeps())))
+    assert result.status == 401
+    assert result.retryable is False
+    assert "credentials for 127.0.0.1 are missing or wrong" in result.reason
+    assert SECRET not in repr(result)
+    assert faults.count(path) == 1
+    # The credentials of the URL are sent as Basic auth, and the right ones work.
+    assert faults.headers[path][0]["authorization"].startswith("Basic ")
+    good = faults.url.replace("http://", "http://ci:right@")
+    assert fetched(run(fetch(good, "demo"))).page.index_url == faults.url
+
+
+def test_403_is_a_credentials_failure(faults: FaultServer) -> None:
+    faults.script("demo", Reply(403, content_type="text/plain"))
+    result = failed(run(fetch(faults.url, "demo")))
+    assert (result.status, result.retryable) == (403, False)
+    assert "missing or wrong" in result.reason
+
+
+def test_netrc_credentials_are_used_when_the_url_has_none(
+    faults: FaultServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="govern")
+    path = faults.script("demo", RequireAuth("ci", SECRET, Reply(body=json_page("demo"))))
+    netrc = tmp_path / "netrc"
+    netrc.write_text(f"machine 127.0.0.1 login ci password {SECRET}\n")
+    assert isinstance(run(fetch(faults.url, "demo", netrc=netrc)), Fetched)
+    assert failed(run(fetch(faults.url, "demo", netrc=False))).status == 401
+    # Credentials in the URL win over netrc.
+    wrong = faults.url.replace("http://", "http://ci:wrong@")
+    assert failed(run(fetch(wrong, "demo", netrc=netrc))).status == 401
+    # Neither: the injected client's own auth applies.
+    http = httpx.AsyncClient(trust_env=False, auth=httpx.BasicAuth("ci", SECRET))
+    assert isinstance(run(fetch(faults.url, "demo", http=http, netrc=False)), Fetched)
+    # A netrc secret is scrubbed like a URL one.
+    faults.script("demo", Truncated(f"{{{SECRET}".encode(), claimed=999))
+    result = failed(run(fetch(faults.url, "demo", netrc=netrc, sleep=Sleeps())))
+    assert SECRET not in repr(result)
+    assert all(SECRET not in record.getMessage() for record in caplog.records)
+    assert faults.count(path) == 7
+
+
+def test_an_unreadable_netrc_is_ignored(faults: FaultServer, tmp_path: Path) -> None:
+    faults.script("demo", Reply(body=json_page("demo")))
+    broken = tmp_path / "netrc"
+    broken.write_text("machine\n")
+    assert isinstance(run(fetch(faults.url, "demo", netrc=broken)), Fetched)
+    assert isinstance(run(fetch(faults.url, "demo", netrc=tmp_path / "absent")), Fetched)
+
+
+def test_redirects_are_followed_and_urls_resolved_from_the_target(faults: FaultServer) -> None:
+    faults.script("demo", Redirect("/elsewhere/demo/", status=301))
+    faults.script("/elsewhere/demo/", Reply(body=json_page("demo", ["demo-1.0.tar.gz"])))
+    result = fetched(run(fetch(faults.url, "demo")))
+    assert result.page.files[0].url == f"{faults.base}/files/demo-1.0.tar.gz"
+    assert result.page.index_url == faults.url
+
+
+def test_a_redirect_loop_is_bounded(faults: FaultServer) -> None:
+    path = faults.script("demo", Redirect("/simple/demo/"))
+    http = httpx.AsyncClient(trust_env=False, max_redirects=4)
+    result = failed(run(fetch(faults.url, "demo", http=http)))
+    assert (result.reason, result.retryable) == ("too many redirects", False)
+    assert faults.count(path) == 5
+
+
+def test_a_redirect_to_another_scheme_is_final(faults: FaultServer) -> None:
+    path = faults.script("demo", Redirect("ftp://127.0.0.1/simple/demo/"))
+    result = failed(run(fetch(faults.url, "demo", sleep=Sleeps())))
+    assert result.reason.startswith("UnsupportedProtocol")
+    assert (result.retryable, faults.count(path)) == (False, 1)
+
+
+def test_a_large_page_is_parsed(faults: FaultServer) -> None:
+    names = [f"demo-1.{i}.tar.gz" for i in range(12_000)]  # over 1 MB: parsed off the loop
+    faults.script("demo", Reply(body=json_page("demo", names, serial=3)))
+    page = fetched(run(fetch(faults.url, "demo"))).page
+    assert len(page.files) == 12_000
+    assert page.files[-1].version == Version("1.11999")
+
+
+def test_client_options_are_checked() -> None:
+    async def build(**options: Any) -> None:
+        async with httpx.AsyncClient() as http:
+            IndexClient(http, settings_for("https://main.test/simple/"), **options)
+
+    for options in ({"concurrency": 0}, {"attempts": 0}, {"timeout": 0}, {"max_bytes": 0}):
+        with pytest.raises(ValueError, match="must be positive"):
+            run(build(**options))
+
+
+def test_an_unknown_content_type_is_not_retried(faults: FaultServer) -> None:
+    path = faults.script("demo", Reply(body=b"{}", content_type="application/json"))
+    result = failed(run(fetch(faults.url, "demo", sleep=Sleeps())))
+    assert result == FetchFailed("demo", "unexpected content type 'application/json'", 200, False)
+    assert faults.count(path) == 1
+
+
+@pytest.mark.parametrize(
+    ("status", "reason"), [(404, "not on the index"), (410, "not on the index"), (400, "HTTP 400")]
+)
+def test_client_errors_are_final(faults: FaultServer, status: int, reason: str) -> None:
+    path = faults.script("demo", Reply(status, content_type="text/plain"))
+    result = failed(run(fetch(faults.url, "demo", sleep=Sleeps())))
+    assert result == FetchFailed("demo", reason, status, False)
+    assert faults.count(path) == 1
+
+
+def test_an_invalid_name_is_never_requested(faults: FaultServer) -> None:
+    result = failed(run(fetch(faults.url, "../../etc/passwd")))
+    assert (result.reason, result.retryable, result.requests) == (
+        "not a valid project name",
+        False,
+        0,
+    )
+    assert sum(faults.requests.values()) == 0
+
+
+# -- many projects ------------------------------------------------------------------------------
+
+
+def test_a_poll_where_some_fail_returns_every_project(faults: FaultServer) -> None:
+    faults.script("ok-one", Reply(body=json_page("ok-one", ["ok_one-1.0.tar.gz"])))
+    faults.script("ok-two", Reply(500), Reply(body=json_page("ok-two")))
+    faults.script("boom", Reply(500))
+    faults.script("slow", Hang(30))
+    faults.script("bad", Reply(body=b"[]"))
+    faults.script("huge", Stream(50 * 1024 * 1024))
+    done: list[str] = []
+
+    async def poll() -> dict[str, FetchResult]:
+        async with httpx.AsyncClient(trust_env=False) as http:
+            client = IndexClient(
+                http, settings_for(faults.url), timeout=0.3, sleep=Sleeps(), max_bytes=1 << 20
+            )
+            names = ["OK_One", "ok-two", "boom", "slow", "bad", "gone", "huge", "ok.one"]
+            return await client.fetch_many(names, {}, on_done=lambda n, _: done.append(n))
+
+    results = run(poll())
+    assert list(results) == ["bad", "boom", "gone", "huge", "ok-one", "ok-two", "slow"]
+    assert sorted(done) == list(results)
+    assert isinstance(results["ok-one"], Fetched)
+    assert isinstance(results["ok-two"], Fetched)
+    assert failed(results["boom"]).reason == "HTTP 500 after 3 attempts"
+    assert failed(results["slow"]).reason == "timed out after 0.3 s after 3 attempts"
+    assert failed(results["bad"]).reason == "unparseable page: the page is not a object"
+    assert failed(results["gone"]).reason == "not on the index"
+    assert failed(results["huge"]).reason == "body over 1 MB"
+    assert faults.count("/simple/ok-one/") == 1
+
+
+def test_concurrency_is_bounded(tmp_path: Path) -> None:
+    projects = {f"p{i}": [IndexFile(f"p{i}-1.0.tar.gz")] for i in range(24)}
+    with StaticIndex(tmp_path / "index", projects, delay=0.05) as index:
+
+        async def poll() -> dict[str, FetchResult]:
+            async with httpx.AsyncClient(trust_env=False) as http:
+                client = IndexClient(http, settings_for(index.url), concurrency=4)
+                return await client.fetch_many(projects, {})
+
+        results = run(poll())
+        assert all(isinstance(r, Fetched) for r in results.values())
+        assert 1 < index.max_in_flight <= 4
+        assert sum(index.requests.values()) == 24
+
+
+def test_each_project_is_asked_once_whatever_its_spelling(static: StaticIndex) -> None:
+    static.publish("cupy-cuda13x", [IndexFile("cupy_cuda13x-14.0.0.tar.gz")])
+
+    async def poll() -> dict[str, FetchResult]:
+        async with httpx.AsyncClient(trust_env=False) as http:
+            client = IndexClient(http, settings_for(static.url))
+            names = ["CuPy_cuda13x", "cupy-cuda13x", "cupy.CUDA13x"]
+            return await client.fetch_many(names, {"CUPY_cuda13x": Validators(last_serial=1)})
+
+    results = run(poll())
+    assert list(results) == ["cupy-cuda13x"]
+    assert fetched(results["cupy-cuda13x"]).page.files[0].version == Version("14.0.0")
+    assert static.count("/simple/cupy-cuda13x/") == 1
+
+
+# -- which index --------------------------------------------------------------------------------
+
+
+def test_per_package_mapping_reads_only_the_mapped_index(tmp_path: Path) -> None:
+    with (
+        StaticIndex(
+            tmp_path / "public", {"corp-tool": [IndexFile("corp_tool-99.0.tar.gz")]}
+        ) as pub,
+        StaticIndex(tmp_path / "corp", {"corp-tool": [IndexFile("corp_tool-1.0.tar.gz")]}) as corp,
+    ):
+        settings = settings_for(pub.url, **{"corp-tool": corp.url})
+        page = fetched(run(fetch(settings, "Corp_Tool"))).page
+        assert page.index_url == corp.url
+        assert [f.version for f in page.files] == [Version("1.0")]
+        assert pub.count("/simple/corp-tool/") == 0
+        # A project of the mapped index is not looked for anywhere else.
+        assert failed(run(fetch(settings_for(pub.url, gone=corp.url), "gone"))).status == 404
+        assert pub.count("/simple/gone/") == 0
+
+
+def test_extra_indexes_are_asked_only_after_a_404(tmp_path: Path, faults: FaultServer) -> None:
+    with StaticIndex(
+        tmp_path / "extra", {"only-extra": [IndexFile("only_extra-1.0.tar.gz")]}
+    ) as extra:
+        settings = settings_for(faults.url, extra.url)
+        result = fetched(run(fetch(settings, "only-extra")))
+        assert (result.page.index_url, result.requests) == (extra.url, 2)
+        assert faults.count("/simple/only-extra/") == 1
+        # Found on the main index: the extra one is not asked.
+        faults.script("both", Reply(body=json_page("both")))
+        assert fetched(run(fetch(settings, "both"))).page.index_url == faults.url
+        assert extra.count("/simple/both/") == 0
+        # The main index failing is not a 404: no fallback, the failure is recorded.
+        faults.script("only-extra", Reply(500))
+        down = failed(run(fetch(settings, "only-extra", sleep=Sleeps())))
+        assert (down.status, down.requests) == (500, 3)
+        assert extra.count("/simple/only-extra/") == 1
+        # Nowhere at all.
+        nowhere = failed(run(fetch(settings, "nowhere")))
+        assert (nowhere.reason, nowhere.requests) == ("not on any of the 2 indexes", 2)
+
+
+# -- credentials never leak ---------------------------------------------------------------------
+
+
+def test_no_credentials_in_any_reason_or_log(
+    faults: FaultServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="govern")
+    faults.script("err", Reply(500))
+    faults.script("auth", Reply(401))
+    faults.script("hang", Hang(30))
+    faults.script("cut", Truncated(b"{", claimed=100))
+    faults.script("moved", Redirect(f"ftp://ci:{SECRET}@127.0.0.1/x"))
+    faults.script("ok", Reply(body=json_page("ok", ["ok-1.0.tar.gz"])))
+    index = faults.url.replace("http://", f"http://ci:{SECRET}@")
+    refused = f"http://ci:{SECRET}@127.0.0.1:{free_port()}/simple/"
+
+    async def poll() -> list[FetchResult]:
+        async with httpx.AsyncClient(trust_env=False) as http:
+            client = IndexClient(
+                http, settings_for(index, refused), timeout=0.3, attempts=2, sleep=Sleeps()
+            )
+            many = await client.fetch_many(["err", "auth", "hang", "cut", "moved", "ok"], {})
+            alone = IndexClient(http, settings_for(refused), attempts=1)
+            return [*many.values(), await alone.fetch("demo")]
+
+    results = run(poll())
+    assert len(results) == 7
+    assert all(SECRET not in repr(result) for result in results)
+    assert all(SECRET not in record.getMessage() for record in caplog.records)
+    assert any(record.levelno == logging.DEBUG for record in caplog.records)
+    assert fetched(results[-2]).page.files[0].url == f"{faults.base}/files/ok-1.0.tar.gz"
+    assert all(h["authorization"].startswith("Basic ") for h in faults.headers["/simple/ok/"])
+
+
+# -- pypiserver ---------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def pypiserver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real pypiserver (--disable-fallback) holding govern-demo 1.0/1.1 and Other_Name 2.0."""
+    packages = tmp_path_factory.mktemp("pypiserver")
+    build_wheel(packages, "govern-demo", "1.0", requires_python=">=3.8")
+    build_sdist(packages, "govern-demo", "1.1")
+    build_wheel(packages, "Other_Name", "2.0", tag="py2.py3-none-any")
+    with run_pypiserver(packages) as url:
+        yield url
+
+
+def test_pypiserver_pages_are_read(pypiserver: str) -> None:
+    page = fetched(run(fetch(pypiserver, "Govern_Demo"))).page
+    assert page.format == "html"  # pypiserver speaks PEP 503 only
+    assert [(f.kind, f.version) for f in page.files] == [
+        (FileKind.WHEEL, Version("1.0")),
+        (FileKind.SDIST, Version("1.1")),
+    ]
+    assert all(len(f.hashes["sha256"]) == 64 for f in page.files)
+    other = fetched(run(fetch(pypiserver, "other.name"))).page
+    assert other.files[0].filename == "other_name-2.0-py2.py3-none-any.whl"
+
+
+def test_pypiserver_answers_html_even_to_a_json_only_accept(pypiserver: str) -> None:
+    async def ask() -> httpx.Response:
+        async with httpx.AsyncClient(trust_env=False) as http:
+            return await http.get(pypiserver + "govern-demo/", headers={"Accept": JSON_TYPE})
+
+    response = run(ask())
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/html")
+
+
+def test_pypiserver_without_fallback_says_404(pypiserver: str) -> None:
+    result = failed(run(fetch(pypiserver, "not-there")))
+    assert (result.status, result.reason) == (404, "not on the index")
+
+
+@pytest.mark.slow
+def test_pip_installs_the_built_wheel_from_pypiserver(pypiserver: str, tmp_path: Path) -> None:
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
+    environ["PIP_CONFIG_FILE"] = os.devnull
+    target = tmp_path / "target"
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-cache-dir",
+            "--disable-pip-version-check",
+            "--only-binary=:all:",
+            "--target",
+            str(target),
+            "--index-url",
+            pypiserver,
+            "govern-demo==1.0",
+        ],
+        check=True,
+        env=environ,
+        capture_output=True,
+    )
+    assert (target / "govern_demo" / "__init__.py").read_text() == '__version__ = "1.0"\n'

@@ -1,0 +1,412 @@
+"""Tests for :mod:`govern.index.simple`: PEP 691 JSON and PEP 503 HTML pages as values."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from indexserver import hostile_html
+from packaging.tags import Tag
+from packaging.version import Version
+
+from govern.index.model import FileKind, releases
+from govern.index.simple import (
+    SimpleParseError,
+    _AnchorCollector,
+    file_from,
+    parse_html,
+    parse_json,
+    strip_credentials,
+)
+
+BASE = "https://index.test/simple/demo/"
+
+
+def page(**overrides: Any) -> bytes:
+    """A valid PEP 691 page for "demo", with top-level keys replaced."""
+    document: dict[str, Any] = {
+        "meta": {"api-version": "1.1", "_last-serial": 42},
+        "name": "demo",
+        "files": [],
+        "versions": [],
+    }
+    document.update(overrides)
+    return json.dumps(document).encode()
+
+
+def one_file(**fields: Any) -> bytes:
+    """A page with a single file entry (filename and url preset, fields replaced)."""
+    entry: dict[str, Any] = {
+        "filename": "demo-1.0.tar.gz",
+        "url": "demo-1.0.tar.gz",
+        "hashes": {},
+    }
+    entry.update(fields)
+    return page(files=[entry])
+
+
+# -- file_from ----------------------------------------------------------------------------------
+
+
+def test_file_from_reads_wheel_version_and_tags() -> None:
+    file = file_from("Demo_Pkg-2.0.1-cp312-cp312-manylinux_2_17_x86_64.whl", "https://h/f.whl")
+    assert file.kind is FileKind.WHEEL
+    assert file.version == Version("2.0.1")
+    assert Tag("cp312", "cp312", "manylinux_2_17_x86_64") in file.tags
+
+
+@pytest.mark.parametrize("filename", ["demo-1.0.tar.gz", "demo-1.0.zip"])
+def test_file_from_reads_sdists(filename: str) -> None:
+    file = file_from(filename, "https://h/x")
+    assert (file.kind, file.version, file.tags) == (FileKind.SDIST, Version("1.0"), frozenset())
+
+
+@pytest.mark.parametrize(
+    "filename",
+    [
+        "demo-1.0-py2.7.egg",  # eggs are kept, but not as releases
+        "demo-1.0.win32.exe",
+        "demo-1.0.tar.bz2",
+        "demo.whl",  # InvalidWheelFilename
+        "demo-1.0-py3-none.whl",  # too few tags
+        "demo-not.a.version-py3-none-any.whl",  # InvalidVersion inside the wheel name
+        "demo-.tar.gz",  # InvalidSdistFilename
+        "demo-1.0$.zip",
+        "",
+    ],
+)
+def test_file_from_keeps_unparseable_names_as_other(filename: str) -> None:
+    file = file_from(filename, "https://h/x")
+    assert (file.kind, file.version, file.tags) == (FileKind.OTHER, None, frozenset())
+
+
+def test_file_from_refuses_another_projects_file() -> None:
+    assert file_from("other-1.0.tar.gz", "https://h/x", project="demo").version is None
+    same = file_from("Demo-1.0.tar.gz", "https://h/x", project="DEMO")
+    assert same.version == Version("1.0")
+
+
+def test_file_from_strips_credentials_and_keeps_details() -> None:
+    file = file_from(
+        "demo-1.0.tar.gz",
+        "https://user:s3cret@host.test/files/demo-1.0.tar.gz",
+        yanked_reason="broken",
+        size=12,
+        hashes={"sha256": "ab"},
+    )
+    assert file.url == "https://host.test/files/demo-1.0.tar.gz"
+    assert (file.yanked, file.yanked_reason, file.size) == (True, "broken", 12)
+    assert file.hashes == {"sha256": "ab"}
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("https://u:p@h/simple/", "https://h/simple/"),
+        ("https://token@h:8443/simple/", "https://h:8443/simple/"),
+        ("https://u:p@ss@h/x?a=b@c", "https://h/x?a=b@c"),  # the last @ of the authority
+        ("https://h/path@not-userinfo", "https://h/path@not-userinfo"),
+        ("relative/path", "relative/path"),
+    ],
+)
+def test_strip_credentials(url: str, expected: str) -> None:
+    assert strip_credentials(url) == expected
+
+
+# -- PEP 691 JSON -------------------------------------------------------------------------------
+
+
+def test_parse_json_reads_every_field() -> None:
+    data = page(
+        name="Demo",
+        versions=["1.0", "1.1", "2.0"],  # 2.0 has no file: PEP 700 allows it
+        files=[
+            {
+                "filename": "demo-1.0-py3-none-any.whl",
+                "url": "../../files/demo-1.0-py3-none-any.whl",
+                "hashes": {"sha256": "aa" * 32},
+                "requires-python": ">=3.8",
+                "upload-time": "2024-03-01T12:30:00.123456Z",
+                "size": 1234,
+                "core-metadata": {"sha256": "bb" * 32},
+            },
+            {
+                "filename": "demo-1.1.tar.gz",
+                "url": "https://user:s3cret@files.test/demo-1.1.tar.gz",
+                "hashes": {},
+                "yanked": "ships a broken C extension",
+            },
+            {
+                "filename": "demo-1.1-py3-none-any.whl",
+                "url": "/files/demo-1.1-py3-none-any.whl",
+                "hashes": {},
+                "yanked": True,
+            },
+        ],
+    )
+    result = parse_json(data, name="DEMO", base_url=BASE)
+    assert (result.name, result.format, result.api_version, result.last_serial) == (
+        "demo",
+        "json",
+        "1.1",
+        42,
+    )
+    assert result.versions == ("1.0", "1.1", "2.0")
+    wheel, sdist, yanked_wheel = result.files
+    assert wheel.url == "https://index.test/files/demo-1.0-py3-none-any.whl"
+    assert wheel.hashes == {"sha256": "aa" * 32}
+    assert wheel.requires_python == ">=3.8"
+    assert wheel.upload_time == datetime(2024, 3, 1, 12, 30, 0, 123456, tzinfo=UTC)
+    assert (wheel.size, wheel.yanked, wheel.yanked_reason) == (1234, False, None)
+    assert sdist.url == "https://files.test/demo-1.1.tar.gz"
+    assert (sdist.yanked, sdist.yanked_reason) == (True, "ships a broken C extension")
+    assert yanked_wheel.url == "https://index.test/files/demo-1.1-py3-none-any.whl"
+    assert (yanked_wheel.yanked, yanked_wheel.yanked_reason) == (True, None)
+    one, one_one = releases(result.files)
+    assert (one.version, one.yanked) == (Version("1.0"), False)
+    assert (one_one.yanked, one_one.yanked_reason) == (True, "ships a broken C extension")
+
+
+def test_parse_json_accepts_the_minimal_page() -> None:
+    minimal = json.dumps({"meta": {"api-version": "1.0"}, "name": "demo", "files": []})
+    result = parse_json(minimal.encode(), name="demo", base_url=BASE)
+    assert (result.files, result.versions, result.last_serial) == ((), (), None)
+
+
+def test_parse_json_canonicalizes_the_name() -> None:
+    data = page(name="CuPy_cuda13x")
+    assert parse_json(data, name="cupy.cuda13x", base_url=BASE).name == "cupy-cuda13x"
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b"{not json", "not JSON"),
+        (b"\xff\xfe\x00", "not JSON"),
+        (b"[" * 100_000 + b"]" * 100_000, "not JSON"),  # nesting deeper than the recursion
+        (b"[]", "the page is not a object"),
+        (page(meta=[]), "meta is not a object"),
+        (page(meta={"api-version": 1}), "meta.api-version is not a string"),
+        (page(meta={"api-version": "2.0"}), "newer than this govern reads"),
+        (page(meta={"api-version": "one"}), "is not a version"),
+        (page(meta={"_last-serial": "7"}), "meta._last-serial is not a number"),
+        (page(meta={"_last-serial": True}), "meta._last-serial is not a number"),
+        (page(name="other"), "the page is for 'other'"),
+        (page(name=3), "name is not a string"),
+        (page(files={}), "files is not a list"),
+        (page(files=None), "files is not a list"),
+        (page(files=["demo-1.0.tar.gz"]), "files[0] is not a object"),
+        (one_file(filename=None), "files[0].filename is not a string"),
+        (one_file(url=1), "files[0].url is not a string"),
+        (one_file(url="http://[::1/x"), "is not a URL"),
+        (one_file(hashes=[]), "files[0].hashes is not a object"),
+        (one_file(hashes={"sha256": 1}), "files[0].hashes.sha256 is not a string"),
+        (one_file(**{"requires-python": 3}), "requires-python is not a string"),
+        (one_file(yanked=1), "files[0].yanked is not a boolean or string"),
+        (one_file(size="12"), "files[0].size is not a number"),
+        (one_file(size=True), "files[0].size is not a number"),
+        (one_file(size=-1), "files[0].size is negative"),
+        (one_file(**{"upload-time": 1700000000}), "upload-time is not a string"),
+        (one_file(**{"upload-time": "yesterday"}), "is not an ISO 8601 time"),
+        (page(versions="1.0"), "versions is not a list"),
+        (page(versions=[1.0]), "versions[0] is not a string"),
+    ],
+)
+def test_parse_json_refuses_invalid_pages(data: bytes, message: str) -> None:
+    with pytest.raises(SimpleParseError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        parse_json(data, name="demo", base_url=BASE)
+
+
+def test_parse_json_error_messages_stay_short() -> None:
+    data = one_file(**{"upload-time": "x" * 10_000})
+    with pytest.raises(SimpleParseError) as raised:
+        parse_json(data, name="demo", base_url=BASE)
+    assert len(str(raised.value)) < 200
+
+
+_SCALARS = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=12)
+_VALUES = st.recursive(
+    _SCALARS, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(), inner)
+)
+_FILE_KEYS = ["filename", "url", "hashes", "requires-python", "yanked", "upload-time", "size"]
+_PAGES = st.fixed_dictionaries(
+    {},
+    optional={
+        "meta": st.dictionaries(st.sampled_from(["api-version", "_last-serial"]), _VALUES),
+        "name": st.sampled_from(["demo", "Demo", "other"]) | _VALUES,
+        "files": st.lists(
+            st.dictionaries(
+                st.sampled_from(_FILE_KEYS),
+                _VALUES | st.sampled_from(["demo-1.0.tar.gz", "2024-01-01T00:00:00Z"]),
+            )
+            | _VALUES,
+            max_size=3,
+        )
+        | _VALUES,
+        "versions": st.lists(_SCALARS, max_size=3) | _VALUES,
+    },
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.binary(max_size=200).map(lambda raw: (raw,)) | _PAGES | _VALUES)
+def test_parse_json_raises_only_parse_errors(data: Any) -> None:
+    raw = data[0] if isinstance(data, tuple) else json.dumps(data).encode()
+    with contextlib.suppress(SimpleParseError):
+        parse_json(raw, name="demo", base_url=BASE)
+
+
+# -- PEP 503 HTML -------------------------------------------------------------------------------
+
+
+HTML = b"""<!DOCTYPE html>
+<html><head><meta name="pypi:repository-version" content="1.0"><title>demo</title></head>
+<body>
+<a href="../../files/demo-1.0.tar.gz#sha256=ABCDEF0123" data-requires-python="&gt;=3.8,&lt;4"
+   data-dist-info-metadata="sha256=ff" data-core-metadata="true">demo-1.0.tar.gz</a><br>
+<a href="https://user:s3cret@files.test/demo-1.1-py3-none-any.whl" data-yanked="">whl</a>
+<a href="/files/demo-1.2.zip" data-yanked="bad &amp; broken">demo-1.2.zip</a>
+<A HREF="demo-1.3.tar.gz#md5=00ff">uppercase tags are still anchors</A>
+<a href="demo%2D1.4.tar.gz">percent-encoded name</a>
+<a>no href</a><a href="">empty href</a>
+</body></html>
+"""
+
+
+def test_parse_html_reads_anchors() -> None:
+    result = parse_html(HTML, name="Demo", base_url=BASE)
+    assert (result.name, result.format, result.api_version) == ("demo", "html", "1.0")
+    assert [f.filename for f in result.files] == [
+        "demo-1.0.tar.gz",
+        "demo-1.1-py3-none-any.whl",
+        "demo-1.2.zip",
+        "demo-1.3.tar.gz",
+        "demo-1.4.tar.gz",
+    ]
+    sdist, wheel, zipped, upper, encoded = result.files
+    assert sdist.url == "https://index.test/files/demo-1.0.tar.gz"
+    assert sdist.hashes == {"sha256": "abcdef0123"}
+    assert sdist.requires_python == ">=3.8,<4"
+    assert (sdist.yanked, sdist.version) == (False, Version("1.0"))
+    assert wheel.url == "https://files.test/demo-1.1-py3-none-any.whl"
+    assert (wheel.yanked, wheel.yanked_reason, wheel.kind) == (True, None, FileKind.WHEEL)
+    assert zipped.url == "https://index.test/files/demo-1.2.zip"
+    assert (zipped.yanked, zipped.yanked_reason) == (True, "bad & broken")
+    assert upper.url == "https://index.test/simple/demo/demo-1.3.tar.gz"
+    assert upper.hashes == {"md5": "00ff"}
+    assert encoded.version == Version("1.4")
+    assert "s3cret" not in repr(result)
+
+
+def test_parse_html_honours_the_first_base_href() -> None:
+    data = (
+        b'<html><head><base href="https://mirror.test/pkgs/"><base href="https://no.test/">'
+        b'</head><a href="demo-1.0.tar.gz">x</a><a href="/abs/demo-2.0.tar.gz">y</a></html>'
+    )
+    first, second = parse_html(data, name="demo", base_url=BASE).files
+    assert first.url == "https://mirror.test/pkgs/demo-1.0.tar.gz"
+    assert second.url == "https://mirror.test/abs/demo-2.0.tar.gz"
+
+
+def test_parse_html_ignores_a_malformed_base_href() -> None:
+    data = b'<base href="http://[::1"><a href="demo-1.0.tar.gz">x</a>'
+    (file,) = parse_html(data, name="demo", base_url=BASE).files
+    assert file.url == BASE + "demo-1.0.tar.gz"
+
+
+def test_parse_html_refuses_a_newer_major_version() -> None:
+    data = b'<meta name="pypi:repository-version" content="2.0"><a href="demo-1.0.tar.gz">x</a>'
+    with pytest.raises(SimpleParseError, match="newer than this govern reads"):
+        parse_html(data, name="demo", base_url=BASE)
+
+
+def test_parse_html_uses_the_declared_encoding() -> None:
+    data = '<a href="demo-1.0.tar.gz" data-yanked="caf\u00e9">x</a>'.encode("latin-1")
+    (file,) = parse_html(data, name="demo", base_url=BASE, encoding="latin-1").files
+    assert file.yanked_reason == "caf\u00e9"
+    (fallback,) = parse_html(data, name="demo", base_url=BASE, encoding="no-such-codec").files
+    assert fallback.yanked_reason == "caf\ufffd"
+
+
+def test_parse_html_survives_hostile_markup() -> None:
+    started = time.perf_counter()
+    result = parse_html(hostile_html("demo", "demo-1.0.tar.gz"), name="demo", base_url=BASE)
+    assert time.perf_counter() - started < 2
+    (file,) = result.files  # not the ones in the script, the style, the comment or CDATA
+    assert file.filename == "demo-1.0.tar.gz"
+    assert file.requires_python == ">=3.8"
+
+
+@pytest.mark.parametrize(
+    "unit",
+    [b"<!--", b"<!", b"<?", b"<![", b"</", b"<", b"<a", b'<a href="', b"<a b=c ", b"</a ", b"&#"],
+)
+def test_parse_html_is_linear_on_unterminated_constructs(unit: bytes) -> None:
+    # Python's own HTMLParser rescans these quadratically on older patch releases;
+    # 2 MB of them must still parse in well under a second or two.
+    data = unit * (2_000_000 // len(unit))
+    started = time.perf_counter()
+    with contextlib.suppress(SimpleParseError):
+        parse_html(data, name="demo", base_url=BASE)
+    assert time.perf_counter() - started < 3
+
+
+_HTML_PIECES = "<a |href=|\"|'|>|<|</a>|<!--|-->|<script>|</script>|&|#|;|=| |x-1.0.tar.gz"
+_HTML_PIECES += "|data-yanked|<base href=|\x00|<![CDATA[|]]>|<?|/|\n|&#x|99999999999|<meta "
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(
+        st.sampled_from(_HTML_PIECES.split("|")) | st.text(max_size=5),
+        max_size=60,
+    ).map("".join)
+)
+def test_parse_html_raises_only_parse_errors(text: str) -> None:
+    with contextlib.suppress(SimpleParseError):
+        parse_html(text.encode(), name="x", base_url=BASE)
+
+
+_WELL_FORMED = [
+    '<a href="x-1.0.tar.gz#sha256=ab">x</a>',
+    "<a href='y-2.0.zip' data-yanked>y</a>",
+    '<A HREF=z-3.0.tar.gz data-requires-python="&gt;=3">z</A>',
+    '<a data-yanked="why &amp; how" href="w-1.whl">w</a>',
+    "<!-- <a href=hidden-1.0.tar.gz> -->",
+    "<script>var s = '<a href=\"in-script.tar.gz\">';</script>",
+    "<style>a::after { content: '<a href=s>' }</style>",
+    '<base href="/b/">',
+    '<meta name="pypi:repository-version" content="1.0">',
+    "<!DOCTYPE html>",
+    "<p>text &amp; more</p>",
+    "<br/>",
+    "\n",
+    "<title>Links</title>",
+]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(_WELL_FORMED), max_size=12).map("".join))
+def test_the_prescan_finds_what_htmlparser_finds(text: str) -> None:
+    # On well-formed pages the linear pre-scan changes nothing: the same anchors, base and
+    # repository version as HTMLParser fed the whole document (what pip does).
+    reference = _AnchorCollector()
+    reference.feed(text)
+    reference.close()
+    result = parse_html(text.encode(), name="x", base_url=BASE)
+    expected = [
+        ((a["href"] or "").split("#")[0].rsplit("/", 1)[-1], a.get("data-requires-python"))
+        for a in reference.anchors
+    ]
+    yanked = ["data-yanked" in a for a in reference.anchors]
+    assert [(f.url.rsplit("/", 1)[-1], f.requires_python) for f in result.files] == expected
+    assert [f.yanked for f in result.files] == yanked
+    assert result.api_version == reference.api_version
+    prefix = "https://index.test" + (reference.base_href or "/simple/demo/")
+    assert all(f.url.startswith(prefix) for f in result.files)
