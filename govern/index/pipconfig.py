@@ -175,6 +175,10 @@ def resolve_indexes(
     (tests pass explicit files). ``command`` is the pip section that overrides
     ``[global]``. Raises :class:`IndexNotConfigured` when no level names an index, and
     ConfigError for an unusable URL or an unset ``${VAR}``.
+
+    Given ``--index-url``, govern asks that index (and extras from its own configuration),
+    not pip's extra indexes. A ``file:`` extra index from pip's settings (a local
+    directory pip installs from) is left out: it is no Simple API to poll.
     """
     env = os.environ if environ is None else environ
     files = pip_config_files(env) if config_files is None else config_files
@@ -199,6 +203,8 @@ def resolve_indexes(
     if any(url.strip() for url in configured_extra):
         extra = [url.strip() for url in configured_extra if url.strip()]
         extra_source = "[tool.govern] extra-index-url"
+    elif cli_index_url and cli_index_url.strip():
+        pass  # --index-url names the index to ask: pip's own extra indexes do not join it
     elif (env.get("PIP_EXTRA_INDEX_URL") or "").strip():
         extra = env["PIP_EXTRA_INDEX_URL"].split()
         extra_source = "PIP_EXTRA_INDEX_URL"
@@ -212,6 +218,8 @@ def resolve_indexes(
     index_url = usable(index.text, f"the index URL from {index.source}")
     extra_urls: list[str] = []
     for url in extra:
+        if extra_source != "[tool.govern] extra-index-url" and url.startswith("file:"):
+            continue  # pip's local directories of wheels: not a Simple API govern can poll
         checked = usable(url, f"an extra index URL from {extra_source}")
         if checked != index_url and checked not in extra_urls:
             extra_urls.append(checked)

@@ -75,8 +75,8 @@ def test_empty_values_count_as_unset(tmp_path: Path) -> None:
 
 
 def test_each_option_comes_from_its_own_highest_level(tmp_path: Path) -> None:
-    # pip treats --index-url and --extra-index-url separately: the CLI index keeps the
-    # extra index of pip.conf, and PIP_EXTRA_INDEX_URL replaces (not extends) the file's.
+    # PIP_EXTRA_INDEX_URL replaces (not extends) the file's extra indexes. Unlike pip,
+    # govern's --index-url names the one index to ask: pip's extras do not join it.
     files = [
         conf(
             tmp_path / "pip.conf",
@@ -86,6 +86,8 @@ def test_each_option_comes_from_its_own_highest_level(tmp_path: Path) -> None:
     ]
     resolved = resolve_indexes(cli_index_url=MAIN, environ={}, config_files=files)
     assert resolved.index_url == MAIN
+    assert resolved.extra_index_urls == ()
+    resolved = resolve_indexes(environ={}, config_files=files)
     assert resolved.extra_index_urls == ("https://a.test/simple/", "https://b.test/simple/")
     resolved = resolve_indexes(environ={"PIP_EXTRA_INDEX_URL": MIRROR}, config_files=files)
     assert resolved.extra_index_urls == (MIRROR,)
@@ -280,3 +282,15 @@ def test_per_package_mapping_wins_for_its_projects() -> None:
     assert settings.indexes_for("corp_internal") == ("https://corp.test/simple/",)
     assert settings.indexes_for("requests") == (MAIN, MIRROR)
     assert IndexSettings(MAIN).indexes_for("x") == (MAIN,)
+
+
+def test_a_local_directory_extra_index_from_pip_is_left_out(tmp_path: Path) -> None:
+    files = [
+        conf(
+            tmp_path / "pip.conf",
+            "[global]\nindex-url = https://file.test/simple/\n"
+            "extra-index-url = file:///opt/wheels/simple https://a.test/simple/\n",
+        )
+    ]
+    resolved = resolve_indexes(environ={}, config_files=files)
+    assert resolved.extra_index_urls == ("https://a.test/simple/",)

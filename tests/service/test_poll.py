@@ -1,0 +1,226 @@
+"""``govern poll``: a CuPy-like project on a local index, its candidates, and bad answers.
+
+The index is :class:`indexserver.StaticIndex` (PEP 691 JSON and PEP 503 HTML over HTTP on
+127.0.0.1, with ETags) and :class:`indexserver.FaultServer`; the store runs on SQLite and
+on PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from indexserver import FaultServer, IndexFile, Reply, StaticIndex
+from packaging.version import Version
+from sqlmodel import col, select
+
+from govern.cli import main
+from govern.config import Config
+from govern.index.candidates import Profile
+from govern.index.client import IndexClient
+from govern.index.pipconfig import IndexSettings
+from govern.service.poll import PollResult, poll
+from govern.service.track import TrackOptions, track
+from govern.store.db import Store
+from govern.store.models import Candidate, Event, Exclusion, IndexPage
+from govern.store.models import Release as ReleaseRow
+
+NOW = datetime(2026, 8, 1, tzinfo=UTC)
+X86 = Profile(name="cuda13", python=Version("3.12"), platforms=("manylinux_2_28_x86_64",))
+ARM = Profile(name="arm", python=Version("3.12"), platforms=("manylinux_2_28_aarch64",))
+CAP = (
+    "# CuPy 14.1.0 imports pytest from cupy.testing._random. Use <14.1.0\n"
+    "# until a fixed newer release is verified for runtime images.\n"
+    "cupy-cuda13x < 14.1.0\n"
+)
+
+
+def _wheel(version: str, platform: str, day: str, **details: Any) -> IndexFile:
+    name = f"cupy_cuda13x-{version}-cp312-cp312-{platform}.whl"
+    return IndexFile(name, upload_time=f"{day}T12:00:00Z", **details)
+
+
+def cupy_files() -> list[IndexFile]:
+    """14.0.1, a broken 14.1.0, 14.1.1, a yanked 14.1.2 and an aarch64-only 14.1.3."""
+    files = []
+    for version, day in (
+        ("14.0.1", "2026-04-01"),
+        ("14.1.0", "2026-05-23"),
+        ("14.1.1", "2026-06-01"),
+    ):
+        for platform in ("manylinux_2_28_x86_64", "manylinux_2_28_aarch64"):
+            files.append(_wheel(version, platform, day))
+    for platform in ("manylinux_2_28_x86_64", "manylinux_2_28_aarch64"):
+        files.append(_wheel("14.1.2", platform, "2026-06-10", yanked="broken build"))
+    files.append(_wheel("14.1.3", "manylinux_2_28_aarch64", "2026-06-20"))
+    return files
+
+
+@pytest.fixture
+def index(tmp_path: Path) -> Iterator[StaticIndex]:
+    with StaticIndex(tmp_path / "index", {"cupy-cuda13x": cupy_files()}, serial=10) as served:
+        yield served
+
+
+@pytest.fixture
+def store(database_url: str, tmp_path: Path) -> Iterator[Store]:
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "requirements.txt").write_text(CAP, encoding="utf-8")
+    with Store(database_url) as opened:
+        track(opened, root, None, config=Config(), options=TrackOptions(now=NOW))
+        yield opened
+
+
+def _poll(store: Store, url: str, profiles: list[Profile], **client: Any) -> PollResult:
+    async def go() -> PollResult:
+        async with httpx.AsyncClient(trust_env=False) as http:
+            settings = IndexSettings(url, source="test")
+            return await poll(store, IndexClient(http, settings, **client), profiles, now=NOW)
+
+    return asyncio.run(go())
+
+
+def _candidates(store: Store) -> dict[tuple[str, str], tuple[bool, str | None, str]]:
+    with store.session() as session:
+        rows = session.exec(
+            select(Candidate, ReleaseRow).join(
+                ReleaseRow, col(ReleaseRow.id) == col(Candidate.release_id)
+            )
+        ).all()
+        return {(r.version, c.profile): (c.eligible, c.reason, c.role) for c, r in rows}
+
+
+def test_a_fixed_release_becomes_a_candidate(store: Store, index: StaticIndex) -> None:
+    result = _poll(store, index.url, [X86, ARM])
+    assert (result.projects, result.fetched, result.failed, result.releases_new) == (1, 1, 0, 5)
+    found = {(f["version"], f["profile"]) for f in result.found}
+    assert found == {("14.1.1", "cuda13"), ("14.1.3", "arm")}
+    decided = _candidates(store)
+    eligible, reason, _ = decided[("14.1.3", "cuda13")]
+    assert not eligible
+    assert reason is not None
+    assert "manylinux_2_28_x86_64" in reason
+    eligible, reason, _ = decided[("14.1.2", "cuda13")]
+    assert not eligible
+    assert reason is not None
+    assert "broken build" in reason
+    assert decided[("14.1.1", "cuda13")] == (True, None, "newest")
+    assert ("14.1.0", "cuda13") not in decided or not decided[("14.1.0", "cuda13")][0]
+    with store.session() as session:
+        cupy = session.exec(select(Exclusion)).one()
+        events = session.exec(select(Event).where(Event.kind == "candidate-found")).all()
+    assert cupy.state == "candidate"
+    assert sorted(e.detail["version"] for e in events) == ["14.1.1", "14.1.3"]
+
+
+def test_a_second_poll_is_a_304_and_adds_nothing(store: Store, index: StaticIndex) -> None:
+    _poll(store, index.url, [X86])
+    again = _poll(store, index.url, [X86])
+    assert (again.fetched, again.not_modified, again.candidates_found) == (0, 1, 0)
+    assert index.count(index.path("cupy-cuda13x")) == 2  # one request per poll
+    with store.session() as session:
+        assert len(session.exec(select(Event).where(Event.kind == "candidate-found")).all()) == 1
+
+
+def test_one_request_per_project_however_many_exclusions(
+    database_url: str, tmp_path: Path, index: StaticIndex
+) -> None:
+    with Store(database_url) as store:
+        for number in range(3):
+            root = tmp_path / f"repo{number}"
+            root.mkdir()
+            (root / "requirements.txt").write_text("cupy-cuda13x<14.1.0\n", encoding="utf-8")
+            config = Config(repository=f"example.org/team/repo{number}")
+            track(store, root, None, config=config, options=TrackOptions(now=NOW))
+        result = _poll(store, index.url, [X86])
+        assert (result.exclusions, result.projects, result.requests) == (3, 1, 1)
+        assert index.count(index.path("cupy-cuda13x")) == 1
+        assert result.candidates_found == 3
+
+
+def test_a_failing_index_changes_nothing(store: Store, tmp_path: Path) -> None:
+    with FaultServer() as faults:
+        faults.script("cupy-cuda13x", Reply(500, b"oops"))
+        result = _poll(store, faults.url, [X86], attempts=2, backoff=0.0)
+    assert (result.failed, result.fetched) == (1, 0)
+    ((package, reason),) = result.failures
+    assert package == "cupy-cuda13x"
+    assert "500" in reason
+    with store.session() as session:
+        page = session.exec(select(IndexPage)).one()
+        assert page.failures == 1
+        assert page.failure == reason
+        assert session.exec(select(Exclusion)).one().state == "held"
+        assert session.exec(select(Event).where(Event.kind == "candidate-found")).all() == []
+        assert session.exec(select(ReleaseRow)).all() == []
+
+
+def test_a_stale_page_is_ignored(store: Store, index: StaticIndex) -> None:
+    _poll(store, index.url, [X86])
+    # The index (a lagging mirror) now serves an older page without 14.1.1.
+    older = [f for f in cupy_files() if "14.1.1" not in f.filename]
+    index.publish("cupy-cuda13x", older, serial=9)
+    result = _poll(store, index.url, [X86])
+    assert result.failed == 1
+    assert "stale" in result.failures[0][1]
+    assert _candidates(store)[("14.1.1", "cuda13")][0]  # still the candidate
+
+
+def test_a_cooldown_holds_a_fresh_release_back(store: Store, index: StaticIndex) -> None:
+    patient = Profile(
+        name="cuda13",
+        python=Version("3.12"),
+        platforms=("manylinux_2_28_x86_64",),
+        minimum_release_age=timedelta(days=365),
+    )
+    result = _poll(store, index.url, [patient])
+    assert result.candidates_found == 0
+    eligible, reason, _ = _candidates(store)[("14.1.1", "cuda13")]
+    assert not eligible
+    assert reason is not None
+    assert "cooldown" in reason
+
+
+def test_govern_poll_from_the_command_line(
+    store: Store,
+    index: StaticIndex,
+    database_url: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    (tmp_path / ".govern.toml").write_text(
+        '[profiles.cuda13]\npython = "3.12"\nplatforms = ["manylinux_2_28_x86_64"]\n',
+        encoding="utf-8",
+    )
+    os.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exited:
+        main(["poll", "--db", database_url, "--index-url", index.url, "-f", "json"])
+    out, err = capsys.readouterr()
+    assert exited.value.code in (0, None), err
+    document = json.loads(out)
+    assert document["schema"] == "govern.poll/1"
+    assert document["fetched"] == 1
+    assert document["found"][0]["package"] == "cupy-cuda13x"
+
+
+def test_no_index_anywhere_is_a_clear_error(
+    store: Store,
+    database_url: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("PIP_CONFIG_FILE", "/dev/null")
+    with pytest.raises(SystemExit) as exited:
+        main(["poll", "--db", database_url])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("govern: error:")
+    assert "Tip:" in err
