@@ -282,7 +282,7 @@ def _judge(
                 )
                 session.add(row)
                 existing[(release_id, profile.name)] = row
-            row.role = decision.role
+            row.role = str(decision.role)
             row.eligible = decision.eligible
             row.reason = decision.reason
             if newly:
@@ -296,7 +296,7 @@ def _judge(
                         detail={
                             "version": str(decision.version),
                             "profile": profile.name,
-                            "role": decision.role,
+                            "role": str(decision.role),
                         },
                     )
                 )
@@ -307,7 +307,7 @@ def _judge(
                         "clause": exclusion.clause,
                         "version": str(decision.version),
                         "profile": profile.name,
-                        "role": decision.role,
+                        "role": str(decision.role),
                     }
                 )
     if became_candidate and exclusion.state == "held":

@@ -17,7 +17,7 @@ from typing import Any
 
 import httpx
 import pytest
-from indexserver import FaultServer, IndexFile, Reply, StaticIndex
+from indexserver import FaultServer, IndexFile, Reply, StaticIndex, Truncated
 from packaging.version import Version
 from sqlmodel import col, select
 
@@ -224,3 +224,62 @@ def test_no_index_anywhere_is_a_clear_error(
     err = capsys.readouterr().err
     assert err.startswith("govern: error:")
     assert "Tip:" in err
+
+
+def test_bad_answers_are_recorded_and_never_a_verdict(database_url: str, tmp_path: Path) -> None:
+    """Several projects, each a different fault, and one good: the poll finishes."""
+    names = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta"]
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "requirements.txt").write_text(
+        "".join(f"{name}<2\n" for name in names), encoding="utf-8"
+    )
+    good = json.dumps(
+        {
+            "meta": {"api-version": "1.1"},
+            "name": "zeta",
+            "files": [
+                {
+                    "filename": f"zeta-{version}-py3-none-any.whl",
+                    "url": f"zeta-{version}-py3-none-any.whl",
+                    "hashes": {},
+                    "upload-time": "2026-01-01T00:00:00Z",
+                }
+                # 2.0 is the version the cap names: known bad, never a candidate
+                for version in ("2.0", "2.1")
+            ],
+        }
+    ).encode()
+    with Store(database_url) as store, FaultServer() as faults:
+        track(store, root, None, config=Config(), options=TrackOptions(now=NOW))
+        faults.script("alpha", Reply(500, b"oops"))
+        faults.script("beta", Reply(200, b"{not json"))
+        faults.script(
+            "gamma",
+            Reply(
+                200, b"<html>" + b"<div>" * 10_000 + b"<script>x</script>", content_type="text/html"
+            ),
+        )
+        faults.script("delta", Truncated(b'{"meta": {"api-version"', claimed=10_000))
+        faults.script("epsilon", Reply(429, b"", headers={"Retry-After": "1"}), Reply(200, b"[]"))
+        faults.script("zeta", Reply(200, good))
+        default = Profile(name="default", python=Version("3.12"))
+        result = _poll(store, faults.url, [default], attempts=2, backoff=0.0, timeout=5.0)
+        assert result.projects == 6
+        assert result.fetched + result.failed == 6
+        failed = dict(result.failures)
+        assert {"alpha", "beta", "delta", "epsilon"} <= set(failed)
+        assert result.found == [
+            {
+                "package": "zeta",
+                "clause": "<2",
+                "version": "2.1",
+                "profile": "default",
+                "role": "newest",
+            }
+        ]
+        with store.session() as session:
+            states = {e.package: e.state for e in session.exec(select(Exclusion))}
+            pages = {p.package: p.failures for p in session.exec(select(IndexPage))}
+        assert states == dict.fromkeys(names[:-1], "held") | {"zeta": "candidate"}
+        assert all(pages[name] == 1 for name in failed)
