@@ -10,13 +10,18 @@ import sys
 from collections.abc import Iterator
 from datetime import date
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from govern.cli import STATE, app
 from govern.errors import UsageError
 from govern.output import OutputFormat
+
+if TYPE_CHECKING:
+    from govern.config import Config
+    from govern.policy.model import Policy
+    from govern.report import AuditReport
 
 
 class FailOn(enum.StrEnum):
@@ -47,7 +52,9 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _online(report: Any, config: Any, policy: Any, index_url: str | None) -> Any:
+def _online(
+    report: AuditReport, config: Config, policy: Policy, index_url: str | None
+) -> AuditReport:
     """The report with the index rules' findings added (the index is asked once per package)."""
     import asyncio
     import dataclasses

@@ -371,6 +371,11 @@ def _describe(event: Any) -> str:
     if event.kind == "annotation-changed":
         fields = ", ".join(sorted(event.detail)) or "annotation"
         return f"{fields} changed  {exclusion.package} {exclusion.clause}"
+    if event.kind == "candidate-found":
+        return (
+            f"candidate  {exclusion.package} {event.detail.get('version')} for "
+            f"{exclusion.clause} (profile {event.detail.get('profile')})"
+        )
     if event.kind == "moved":
         return (
             f"moved  {exclusion.package} {exclusion.clause}  "
