@@ -246,6 +246,7 @@ def _judge(
     profiles: Sequence[Profile],
     now: datetime,
     result: PollResult,
+    first_seen: dict[Version, datetime],
 ) -> None:
     """Every profile's decisions for one exclusion, recorded; new candidates are events."""
     from govern.index.candidates import Excluded, candidates
@@ -266,7 +267,9 @@ def _judge(
     }
     became_candidate = False
     for profile in profiles:
-        decisions: list[Decision] = candidates(excluded, found, profile, now=now)
+        decisions: list[Decision] = candidates(
+            excluded, found, profile, now=now, first_seen=first_seen
+        )
         for decision in decisions:
             release_id = ids.get(decision.version)
             if release_id is None:
@@ -364,6 +367,12 @@ async def poll(
                     for row in session.exec(select(ReleaseRow).where(ReleaseRow.package == package))
                     if row.id is not None
                 }
+            # An index without upload times (PEP 503 HTML): the cooldown counts from when
+            # govern first saw the release, a lower bound of its age.
+            first_seen = {
+                Version(row.version): row.first_seen_at
+                for row in session.exec(select(ReleaseRow).where(ReleaseRow.package == package))
+            }
             for exclusion in by_package[package]:
-                _judge(session, exclusion, found, ids, profiles, when, result)
+                _judge(session, exclusion, found, ids, profiles, when, result, first_seen)
     return result

@@ -283,3 +283,47 @@ def test_bad_answers_are_recorded_and_never_a_verdict(database_url: str, tmp_pat
             pages = {p.package: p.failures for p in session.exec(select(IndexPage))}
         assert states == dict.fromkeys(names[:-1], "held") | {"zeta": "candidate"}
         assert all(pages[name] == 1 for name in failed)
+
+
+def test_poll_through_pypiserver_with_real_wheels(database_url: str, tmp_path: Path) -> None:
+    """pypiserver (PEP 503 HTML only, no upload times) serving wheels the test builds."""
+    from indexserver import run_pypiserver
+    from wheels import build_wheel
+
+    packages = tmp_path / "packages"
+    packages.mkdir()
+    for version in ("14.0.1", "14.1.0", "14.1.1"):
+        build_wheel(packages, "cupy-cuda13x", version, tag="cp312-cp312-manylinux_2_28_x86_64")
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "requirements.txt").write_text(CAP, encoding="utf-8")
+    with Store(database_url) as store, run_pypiserver(packages) as url:
+        track(store, root, None, config=Config(), options=TrackOptions(now=NOW))
+        result = _poll(store, url, [X86])
+        assert (result.fetched, result.failed) == (1, 0)
+        assert [(f["version"], f["role"]) for f in result.found] == [("14.1.1", "newest")]
+        # Without upload times the cooldown counts from when govern first saw a release.
+        patient = Profile(
+            name="patient",
+            python=Version("3.12"),
+            platforms=("manylinux_2_28_x86_64",),
+            minimum_release_age=timedelta(days=3),
+        )
+        assert _poll(store, url, [patient]).candidates_found == 0
+        eligible, reason, _ = _candidates(store)[("14.1.1", "patient")]
+        assert not eligible
+        assert reason is not None
+        assert "cooldown" in reason
+        later = Profile(
+            name="patient",
+            python=Version("3.12"),
+            platforms=("manylinux_2_28_x86_64",),
+            minimum_release_age=timedelta(days=3),
+        )
+
+        async def go() -> PollResult:
+            async with httpx.AsyncClient(trust_env=False) as http:
+                client = IndexClient(http, IndexSettings(url, source="test"))
+                return await poll(store, client, [later], now=NOW + timedelta(days=4))
+
+        assert asyncio.run(go()).candidates_found == 1
