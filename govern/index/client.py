@@ -178,6 +178,11 @@ class IndexClient:
 
     # -- public ---------------------------------------------------------------------------
 
+    @property
+    def settings(self) -> IndexSettings:
+        """The indexes this client reads."""
+        return self._settings
+
     async def fetch(self, name: str, validators: Validators | None = None) -> FetchResult:
         """The project's page from its index (``<index>/<canonical-name>/``), as a value.
 

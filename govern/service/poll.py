@@ -35,6 +35,7 @@ from govern.index.model import (
     Validators,
     releases,
 )
+from govern.index.pipconfig import IndexSettings, redact_url
 from govern.store.db import Store, advisory_key
 from govern.store.models import Annotation, Candidate, Event, Exclusion, IndexPage
 from govern.store.models import Release as ReleaseRow
@@ -136,11 +137,21 @@ def watched(session: Session, packages: Sequence[str] = ()) -> list[Watched]:
     ]
 
 
-def _validators(session: Session, packages: Sequence[str]) -> dict[str, Validators]:
+def _validators(
+    session: Session, packages: Sequence[str], settings: IndexSettings
+) -> dict[str, Validators]:
+    """The stored validators of each page, if it came from the index asked first now.
+
+    An ETag or serial of one index means nothing to another (a mapping that changed, a
+    page that came from an extra index): sending it could make a fresh page look stale.
+    """
     out: dict[str, Validators] = {}
     for page in session.exec(select(IndexPage).where(col(IndexPage.package).in_(packages))):
-        if page.fetched_at is not None:
-            out[page.package] = Validators(page.etag, page.last_modified, page.last_serial)
+        if page.fetched_at is None:
+            continue
+        if page.index_url and page.index_url != redact_url(settings.indexes_for(page.package)[0]):
+            continue
+        out[page.package] = Validators(page.etag, page.last_modified, page.last_serial)
     return out
 
 
@@ -191,7 +202,7 @@ def _record_page(
         page.etag = result.page.etag
         page.last_modified = result.page.last_modified
         page.last_serial = result.page.last_serial
-        page.index_url = result.page.index_url or index_url
+        page.index_url = redact_url(result.page.index_url or index_url)  # no credentials
     if isinstance(result, Fetched | NotModified):
         page.fetched_at = now
         page.failure = None
@@ -334,7 +345,7 @@ async def poll(
     with store.session() as session:
         exclusions = watched(session, packages)
         names = sorted({e.package for e in exclusions})
-        validators = _validators(session, names)
+        validators = _validators(session, names, client.settings)
     result.exclusions = len(exclusions)
     result.projects = len(names)
     fetched = await client.fetch_many(names, validators, on_done=on_done)

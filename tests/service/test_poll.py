@@ -327,3 +327,29 @@ def test_poll_through_pypiserver_with_real_wheels(database_url: str, tmp_path: P
                 return await poll(store, client, [later], now=NOW + timedelta(days=4))
 
         assert asyncio.run(go()).candidates_found == 1
+
+
+def test_validators_of_one_index_are_not_sent_to_another(
+    store: Store, index: StaticIndex, tmp_path: Path
+) -> None:
+    _poll(store, index.url, [X86])
+    with StaticIndex(tmp_path / "other", {"cupy-cuda13x": cupy_files()}, serial=1) as other:
+        # Serial 1 < 10 would look stale if index's validators were sent to this one.
+        other_url = other.url
+        result = _poll(store, other_url, [X86])
+    assert (result.fetched, result.failed) == (1, 0)
+    with store.session() as session:
+        page = session.exec(select(IndexPage)).one()
+    assert page.index_url == other_url
+    assert page.last_serial == 1
+
+
+def test_credentials_never_reach_the_store(store: Store, index: StaticIndex) -> None:
+    secret = index.url.replace("http://", "http://govern:s3cret-token@")
+    result = _poll(store, secret, [X86])
+    assert result.fetched == 1
+    with store.session() as session:
+        page = session.exec(select(IndexPage)).one()
+        files = [f for r in session.exec(select(ReleaseRow)) for f in r.files]
+    assert "s3cret" not in page.index_url
+    assert all("s3cret" not in f["url"] for f in files)
