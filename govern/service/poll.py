@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 from packaging.specifiers import InvalidSpecifier, Specifier
 from packaging.version import InvalidVersion, Version
+from sqlalchemy import insert, text, update
 from sqlalchemy import select as columns
-from sqlalchemy import text
 from sqlmodel import Session, col, select
 
 from govern.index.model import (
@@ -37,7 +37,7 @@ from govern.index.model import (
 )
 from govern.index.pipconfig import IndexSettings, redact_url
 from govern.store.db import Store, advisory_key
-from govern.store.models import Annotation, Candidate, Event, Exclusion, IndexPage
+from govern.store.models import Annotation, Candidate, Event, Exclusion, IndexPage, as_utc
 from govern.store.models import Release as ReleaseRow
 
 if TYPE_CHECKING:
@@ -184,150 +184,232 @@ def _file_from_json(item: dict[str, Any]) -> DistributionFile:
     )
 
 
-def _stored_releases(session: Session, package: str) -> list[Release]:
-    files: list[DistributionFile] = []
-    for row in session.exec(select(ReleaseRow).where(ReleaseRow.package == package)):
-        files.extend(_file_from_json(item) for item in row.files)
-    return releases(files)
+_CHUNK = 500  # projects fetched and recorded per transaction (bounds memory)
 
 
-def _record_page(
-    session: Session, package: str, result: FetchResult, index_url: str, now: datetime
-) -> None:
-    page = session.exec(select(IndexPage).where(IndexPage.package == package)).first()
-    if page is None:
-        page = IndexPage(package=package, index_url=index_url)
-        session.add(page)
-    if isinstance(result, Fetched):
-        page.etag = result.page.etag
-        page.last_modified = result.page.last_modified
-        page.last_serial = result.page.last_serial
-        page.index_url = redact_url(result.page.index_url or index_url)  # no credentials
-    if isinstance(result, Fetched | NotModified):
-        page.fetched_at = now
-        page.failure = None
-        page.failures = 0
-    elif isinstance(result, FetchFailed):
-        page.failed_at = now
-        page.failure = result.reason
-        page.failures += 1
+def _chunks(items: Sequence[Any], size: int = _CHUNK) -> list[Sequence[Any]]:
+    return [items[i : i + size] for i in range(0, len(items), size)]
 
 
-def _record_releases(
-    session: Session, package: str, found: list[Release], now: datetime
-) -> tuple[dict[Version, int], int]:
-    """Upsert the releases of a fetched page; returns their row ids and how many are new."""
-    stored = {
-        row.version: row
-        for row in session.exec(select(ReleaseRow).where(ReleaseRow.package == package))
-    }
-    new = 0
-    for release in found:
-        row = stored.get(str(release.version))
-        files = [_file_json(f) for f in release.files]
-        requires = sorted({f.requires_python for f in release.files if f.requires_python})
-        if row is None:
-            row = ReleaseRow(
-                package=package, version=str(release.version), first_seen_at=now, files=files
-            )
-            session.add(row)
-            stored[str(release.version)] = row
-            new += 1
-        row.files = files
-        row.uploaded_at = release.upload_time
-        row.yanked = release.yanked
-        row.yanked_reason = release.yanked_reason
-        row.requires_python = "; ".join(requires)[:256] or None
-    session.flush()
-    ids: dict[Version, int] = {}
-    for version, row in stored.items():
-        try:
-            if row.id is not None:
-                ids[Version(version)] = row.id
-        except InvalidVersion:
-            continue
-    return ids, new
+class _Recorder:
+    """Writes one batch of poll results in bulk: a few statements per table.
 
+    Everything a batch needs is read first (pages, releases, candidates), compared in
+    Python, and written with executemany inserts and updates by primary key; no query
+    runs between the writes, so nothing is flushed row by row.
+    """
 
-def _judge(
-    session: Session,
-    exclusion: Watched,
-    found: list[Release],
-    ids: dict[Version, int],
-    profiles: Sequence[Profile],
-    now: datetime,
-    result: PollResult,
-    first_seen: dict[Version, datetime],
-) -> None:
-    """Every profile's decisions for one exclusion, recorded; new candidates are events."""
-    from govern.index.candidates import Excluded, candidates
+    def __init__(self, session: Session, names: Sequence[str], ids: Sequence[int], now: datetime):
+        self.session = session
+        self.now = now
+        self.pages = {
+            page.package: page
+            for page in session.exec(select(IndexPage).where(col(IndexPage.package).in_(names)))
+        }
+        self.releases: dict[tuple[str, str], dict[str, Any]] = {}
+        for row in session.execute(
+            columns(
+                col(ReleaseRow.id),
+                col(ReleaseRow.package),
+                col(ReleaseRow.version),
+                col(ReleaseRow.first_seen_at),
+                col(ReleaseRow.files),
+            ).where(col(ReleaseRow.package).in_(names))
+        ):
+            self.releases[(row.package, row.version)] = dict(row._mapping)
+        self.candidates: dict[tuple[int, int, str], tuple[int, bool, str | None, str]] = {}
+        for chunk in _chunks(list(ids)):
+            for row in session.execute(
+                columns(
+                    col(Candidate.id),
+                    col(Candidate.exclusion_id),
+                    col(Candidate.release_id),
+                    col(Candidate.profile),
+                    col(Candidate.eligible),
+                    col(Candidate.reason),
+                    col(Candidate.role),
+                ).where(col(Candidate.exclusion_id).in_(chunk))
+            ):
+                key = (row.exclusion_id, row.release_id, row.profile)
+                self.candidates[key] = (row.id, row.eligible, row.reason, row.role)
+        self.new_candidates: list[dict[str, Any]] = []
+        self.changed_candidates: list[dict[str, Any]] = []
+        self.events: list[dict[str, Any]] = []
+        self.promoted: set[int] = set()
 
-    try:
-        spec = Specifier(exclusion.clause)
-    except InvalidSpecifier:
-        return
-    excluded = Excluded(
-        kind=exclusion.kind,
-        operator=spec.operator,
-        version=spec.version,
-        known_bad=exclusion.known_bad,
-    )
-    existing = {
-        (row.release_id, row.profile): row
-        for row in session.exec(select(Candidate).where(Candidate.exclusion_id == exclusion.id))
-    }
-    became_candidate = False
-    for profile in profiles:
-        decisions: list[Decision] = candidates(
-            excluded, found, profile, now=now, first_seen=first_seen
-        )
-        for decision in decisions:
-            release_id = ids.get(decision.version)
-            if release_id is None:
+    def page(self, package: str, result: FetchResult) -> None:
+        page = self.pages.get(package)
+        if page is None:
+            page = self.pages[package] = IndexPage(package=package, index_url="")
+            self.session.add(page)
+        if isinstance(result, Fetched):
+            page.etag = result.page.etag
+            page.last_modified = result.page.last_modified
+            page.last_serial = result.page.last_serial
+            page.index_url = redact_url(result.page.index_url)  # no credentials
+        if isinstance(result, Fetched | NotModified):
+            page.fetched_at = self.now
+            page.failure = None
+            page.failures = 0
+        elif isinstance(result, FetchFailed):
+            page.failed_at = self.now
+            page.failure = result.reason
+            page.failures += 1
+
+    def record(self, fetched: dict[str, list[Release]]) -> int:
+        """Insert new releases and update changed ones; returns how many are new."""
+        new_rows: list[dict[str, Any]] = []
+        changed: list[dict[str, Any]] = []
+        for package, found in fetched.items():
+            for release in found:
+                files = [_file_json(f) for f in release.files]
+                requires = sorted({f.requires_python for f in release.files if f.requires_python})
+                values = {
+                    "files": files,
+                    "uploaded_at": release.upload_time,
+                    "yanked": release.yanked,
+                    "yanked_reason": release.yanked_reason,
+                    "requires_python": "; ".join(requires)[:256] or None,
+                }
+                stored = self.releases.get((package, str(release.version)))
+                if stored is None:
+                    row = {
+                        "package": package,
+                        "version": str(release.version),
+                        "first_seen_at": self.now,
+                        **values,
+                    }
+                    new_rows.append(row)
+                    self.releases[(package, str(release.version))] = {
+                        "id": None,
+                        "first_seen_at": self.now,
+                        "files": files,
+                    }
+                elif stored["files"] != files:
+                    changed.append({"id": stored["id"], **values})
+                    stored["files"] = files
+        if new_rows:
+            self.session.execute(insert(ReleaseRow), new_rows, execution_options=_BATCH)
+            for chunk in _chunks(sorted(fetched)):
+                for new_id, package, version in self.session.execute(
+                    columns(
+                        col(ReleaseRow.id), col(ReleaseRow.package), col(ReleaseRow.version)
+                    ).where(col(ReleaseRow.package).in_(chunk))
+                ):
+                    self.releases[(package, version)]["id"] = new_id
+        if changed:
+            self.session.execute(update(ReleaseRow), changed, execution_options=_BATCH)
+        return len(new_rows)
+
+    def stored(self, package: str) -> list[Release]:
+        """The releases recorded for a package (a 304: the page has not changed)."""
+        files = [
+            _file_from_json(item)
+            for (name, _), row in self.releases.items()
+            if name == package
+            for item in row["files"]
+        ]
+        return releases(files)
+
+    def ids(self, package: str) -> tuple[dict[Version, int], dict[Version, datetime]]:
+        ids: dict[Version, int] = {}
+        seen: dict[Version, datetime] = {}
+        for (name, version), row in self.releases.items():
+            if name != package or row["id"] is None:
                 continue
-            row = existing.get((release_id, profile.name))
-            newly = decision.eligible and (row is None or not row.eligible)
-            if row is None:
-                row = Candidate(
-                    exclusion_id=exclusion.id,
-                    release_id=release_id,
-                    profile=profile.name,
-                    found_at=now,
-                )
-                session.add(row)
-                existing[(release_id, profile.name)] = row
-            row.role = str(decision.role)
-            row.eligible = decision.eligible
-            row.reason = decision.reason
-            if newly:
-                became_candidate = True
-                session.add(
-                    Event(
-                        exclusion_id=exclusion.id,
-                        kind="candidate-found",
-                        at=now,
-                        recorded_at=now,
-                        detail={
-                            "version": str(decision.version),
+            try:
+                parsed = Version(version)
+            except InvalidVersion:
+                continue
+            ids[parsed] = row["id"]
+            seen[parsed] = as_utc(row["first_seen_at"])
+        return ids, seen
+
+    def judge(
+        self,
+        exclusion: Watched,
+        found: list[Release],
+        profiles: Sequence[Profile],
+        result: PollResult,
+    ) -> None:
+        """Every profile's decisions for one exclusion; new candidates become events."""
+        from govern.index.candidates import Excluded, candidates
+
+        try:
+            spec = Specifier(exclusion.clause)
+            excluded = Excluded(
+                kind=exclusion.kind,
+                operator=spec.operator,
+                version=spec.version,
+                known_bad=exclusion.known_bad,
+            )
+        except (InvalidSpecifier, ValueError):
+            return
+        ids, first_seen = self.ids(exclusion.package)
+        for profile in profiles:
+            decisions: list[Decision] = candidates(
+                excluded, found, profile, now=self.now, first_seen=first_seen
+            )
+            for decision in decisions:
+                release_id = ids.get(decision.version)
+                if release_id is None:
+                    continue
+                key = (exclusion.id, release_id, profile.name)
+                role = str(decision.role)
+                before = self.candidates.get(key)
+                values = {"eligible": decision.eligible, "reason": decision.reason, "role": role}
+                if before is None:
+                    self.new_candidates.append(
+                        {
+                            "exclusion_id": exclusion.id,
+                            "release_id": release_id,
                             "profile": profile.name,
-                            "role": str(decision.role),
-                        },
+                            "status": "found",
+                            "found_at": self.now,
+                            **values,
+                        }
                     )
+                    self.candidates[key] = (0, decision.eligible, decision.reason, role)
+                elif before[1:] != (decision.eligible, decision.reason, role):
+                    self.changed_candidates.append({"id": before[0], **values})
+                if not decision.eligible or (before is not None and before[1]):
+                    continue
+                detail = {"version": str(decision.version), "profile": profile.name, "role": role}
+                self.events.append(
+                    {
+                        "exclusion_id": exclusion.id,
+                        "kind": "candidate-found",
+                        "at": self.now,
+                        "recorded_at": self.now,
+                        "detail": detail,
+                    }
                 )
                 result.candidates_found += 1
                 result.found.append(
-                    {
-                        "package": exclusion.package,
-                        "clause": exclusion.clause,
-                        "version": str(decision.version),
-                        "profile": profile.name,
-                        "role": str(decision.role),
-                    }
+                    {"package": exclusion.package, "clause": exclusion.clause, **detail}
                 )
-    if became_candidate and exclusion.state == "held":
-        stored = session.get(Exclusion, exclusion.id)
-        if stored is not None:
-            stored.state = "candidate"
+                if exclusion.state == "held":
+                    self.promoted.add(exclusion.id)
+
+    def finish(self) -> None:
+        """Write the candidates, events and state changes of the batch."""
+        if self.new_candidates:
+            self.session.execute(insert(Candidate), self.new_candidates, execution_options=_BATCH)
+        changed = [c for c in self.changed_candidates if c["id"]]
+        if changed:
+            self.session.execute(update(Candidate), changed, execution_options=_BATCH)
+        if self.events:
+            self.session.execute(insert(Event), self.events, execution_options=_BATCH)
+        if self.promoted:
+            self.session.execute(
+                update(Exclusion)
+                .where(col(Exclusion.id).in_(sorted(self.promoted)), col(Exclusion.state) == "held")
+                .values(state="candidate")
+            )
+
+
+# The ORM leaves out None values by default, splitting a batch per set of columns.
+_BATCH = {"render_nulls": True}
 
 
 async def poll(
@@ -339,7 +421,11 @@ async def poll(
     now: datetime | None = None,
     on_done: Callable[[str, FetchResult], None] | None = None,
 ) -> PollResult:
-    """Fetch every watched project once, then record releases and candidates."""
+    """Fetch every watched project once, then record releases and candidates.
+
+    Projects go in batches of 500: each batch is fetched (outside any lock), then
+    recorded in one transaction, and its pages are dropped before the next.
+    """
     when = now or datetime.now(UTC)
     result = PollResult()
     with store.session() as session:
@@ -348,42 +434,41 @@ async def poll(
         validators = _validators(session, names, client.settings)
     result.exclusions = len(exclusions)
     result.projects = len(names)
-    fetched = await client.fetch_many(names, validators, on_done=on_done)
     by_package: dict[str, list[Watched]] = defaultdict(list)
     for exclusion in exclusions:
         by_package[exclusion.package].append(exclusion)
-    with store.session(write=True) as session:
-        if session.get_bind().dialect.name == "postgresql":  # one poll writes at a time
-            session.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": advisory_key("poll")})
-        for package in names:
-            outcome = fetched.get(package)
-            if outcome is None:
-                continue
-            result.requests += outcome.requests
-            _record_page(session, package, outcome, "", when)
-            if isinstance(outcome, FetchFailed):
-                result.failed += 1
-                result.failures.append((package, outcome.reason))
-                continue
-            if isinstance(outcome, Fetched):
-                result.fetched += 1
-                found = releases(outcome.page.files)
-                ids, new = _record_releases(session, package, found, when)
-                result.releases_new += new
-            else:
-                result.not_modified += 1
-                found = _stored_releases(session, package)
-                ids = {
-                    Version(row.version): row.id
-                    for row in session.exec(select(ReleaseRow).where(ReleaseRow.package == package))
-                    if row.id is not None
-                }
-            # An index without upload times (PEP 503 HTML): the cooldown counts from when
-            # govern first saw the release, a lower bound of its age.
-            first_seen = {
-                Version(row.version): row.first_seen_at
-                for row in session.exec(select(ReleaseRow).where(ReleaseRow.package == package))
-            }
-            for exclusion in by_package[package]:
-                _judge(session, exclusion, found, ids, profiles, when, result, first_seen)
+    for batch in _chunks(names):
+        fetched = await client.fetch_many(batch, validators, on_done=on_done)
+        with store.session(write=True) as session, session.no_autoflush:
+            if session.get_bind().dialect.name == "postgresql":  # one poll writes at a time
+                session.execute(
+                    text("SELECT pg_advisory_xact_lock(:k)"), {"k": advisory_key("poll")}
+                )
+            ids = [e.id for name in batch for e in by_package[name]]
+            recorder = _Recorder(session, batch, ids, when)
+            pages: dict[str, list[Release]] = {}
+            for package in batch:
+                outcome = fetched.get(package)
+                if outcome is None:
+                    continue
+                result.requests += outcome.requests
+                recorder.page(package, outcome)
+                if isinstance(outcome, FetchFailed):
+                    result.failed += 1
+                    result.failures.append((package, outcome.reason))
+                elif isinstance(outcome, Fetched):
+                    result.fetched += 1
+                    pages[package] = releases(outcome.page.files)
+                else:
+                    result.not_modified += 1
+            result.releases_new += recorder.record(pages)
+            for package in batch:
+                outcome = fetched.get(package)
+                if outcome is None or isinstance(outcome, FetchFailed):
+                    continue
+                found = pages.get(package) or recorder.stored(package)
+                for exclusion in by_package[package]:
+                    recorder.judge(exclusion, found, profiles, result)
+            recorder.finish()
+        del fetched
     return result
