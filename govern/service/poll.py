@@ -232,6 +232,8 @@ class _Recorder:
             ):
                 key = (row.exclusion_id, row.release_id, row.profile)
                 self.candidates[key] = (row.id, row.eligible, row.reason, row.role)
+        self._by_package: dict[str, list[tuple[str, dict[str, Any]]]] | None = None
+        self._ids: dict[str, tuple[dict[Version, int], dict[Version, datetime]]] = {}
         self.new_candidates: list[dict[str, Any]] = []
         self.changed_candidates: list[dict[str, Any]] = []
         self.events: list[dict[str, Any]] = []
@@ -301,21 +303,28 @@ class _Recorder:
             self.session.execute(update(ReleaseRow), changed, execution_options=_BATCH)
         return len(new_rows)
 
+    def _of(self, package: str) -> list[tuple[str, dict[str, Any]]]:
+        """The stored releases of one package, indexed once per batch."""
+        if self._by_package is None:
+            self._by_package = defaultdict(list)
+            for (name, version), row in self.releases.items():
+                self._by_package[name].append((version, row))
+        return self._by_package.get(package, [])
+
     def stored(self, package: str) -> list[Release]:
         """The releases recorded for a package (a 304: the page has not changed)."""
-        files = [
-            _file_from_json(item)
-            for (name, _), row in self.releases.items()
-            if name == package
-            for item in row["files"]
-        ]
+        files = [_file_from_json(item) for _, row in self._of(package) for item in row["files"]]
         return releases(files)
 
     def ids(self, package: str) -> tuple[dict[Version, int], dict[Version, datetime]]:
+        """Release ids and first sightings of a package, by version."""
+        cached = self._ids.get(package)
+        if cached is not None:
+            return cached
         ids: dict[Version, int] = {}
         seen: dict[Version, datetime] = {}
-        for (name, version), row in self.releases.items():
-            if name != package or row["id"] is None:
+        for version, row in self._of(package):
+            if row["id"] is None:
                 continue
             try:
                 parsed = Version(version)
@@ -323,6 +332,7 @@ class _Recorder:
                 continue
             ids[parsed] = row["id"]
             seen[parsed] = as_utc(row["first_seen_at"])
+        self._ids[package] = (ids, seen)
         return ids, seen
 
     def judge(
