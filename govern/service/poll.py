@@ -13,6 +13,7 @@ changes nothing else: a bad answer from the index is never a verdict.
 
 from __future__ import annotations
 
+import hashlib
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -182,6 +183,15 @@ def _file_from_json(item: dict[str, Any]) -> DistributionFile:
         size=item.get("size"),
         hashes=item.get("hashes") or {},
     )
+
+
+def _judging(profiles: Sequence[Profile], exclusions: Sequence[Watched]) -> str:
+    """A hash of what judging a project depends on besides its page (and the clock)."""
+    parts = [
+        repr(sorted(repr(p) for p in profiles)),
+        repr(sorted((e.id, e.clause, e.kind, e.known_bad) for e in exclusions)),
+    ]
+    return hashlib.sha256("\n".join(parts).encode("utf-8")).hexdigest()
 
 
 _CHUNK = 500  # projects fetched and recorded per transaction (bounds memory)
@@ -472,13 +482,19 @@ async def poll(
                 else:
                     result.not_modified += 1
             result.releases_new += recorder.record(pages)
+            timeless = all(not p.minimum_release_age for p in profiles)
             for package in batch:
                 outcome = fetched.get(package)
                 if outcome is None or isinstance(outcome, FetchFailed):
                     continue
+                inputs = _judging(profiles, by_package[package]) if timeless else None
+                page = recorder.pages[package]
+                if isinstance(outcome, NotModified) and inputs and page.judged == inputs:
+                    continue  # same page, same profiles, clauses and known-bad: same verdicts
                 found = pages.get(package) or recorder.stored(package)
                 for exclusion in by_package[package]:
                     recorder.judge(exclusion, found, profiles, result)
+                page.judged = inputs
             recorder.finish()
         del fetched
     return result

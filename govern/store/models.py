@@ -196,6 +196,10 @@ class IndexPage(SQLModel, table=True):
     failed_at: datetime | None = _when(nullable=True)
     failure: str | None = Field(default=None, sa_column=Column(Text))
     failures: int = 0  # consecutive
+    # A hash of what the last judging of this project's exclusions depended on (profiles,
+    # clauses, known-bad versions); on a 304 with the same hash and no cooldown, nothing
+    # can have changed and the judging is skipped.
+    judged: str | None = Field(default=None, max_length=64)
 
 
 class Candidate(SQLModel, table=True):

@@ -353,3 +353,33 @@ def test_credentials_never_reach_the_store(store: Store, index: StaticIndex) -> 
         files = [f for r in session.exec(select(ReleaseRow)) for f in r.files]
     assert "s3cret" not in page.index_url
     assert all("s3cret" not in f["url"] for f in files)
+
+
+def test_an_unchanged_project_is_not_judged_again(
+    store: Store, index: StaticIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from govern.service import poll as poll_module
+
+    _poll(store, index.url, [X86])
+    calls = 0
+    real = poll_module._Recorder.judge
+
+    def counting(self: Any, *args: Any, **kwargs: Any) -> None:
+        nonlocal calls
+        calls += 1
+        real(self, *args, **kwargs)
+
+    monkeypatch.setattr(poll_module._Recorder, "judge", counting)
+    assert _poll(store, index.url, [X86]).not_modified == 1
+    assert calls == 0  # 304, same profiles and clauses, no cooldown: nothing to judge
+    _poll(store, index.url, [X86, ARM])  # another profile: judged again
+    assert calls == 1
+    patient = Profile(
+        name="cuda13",
+        python=Version("3.12"),
+        platforms=("manylinux_2_28_x86_64",),
+        minimum_release_age=timedelta(days=1),
+    )
+    _poll(store, index.url, [patient])  # a cooldown depends on the clock: always judged
+    _poll(store, index.url, [patient])
+    assert calls == 3
