@@ -348,6 +348,8 @@ class IndexClient:
         """What one response means; reads the body of a 200 within ``max_bytes``."""
         status = response.status_code
         logger.debug("GET %s -> %d", redact_url(str(response.url)), status)
+        if status != 200:
+            await _drain(response)
         if status == 304:
             if conditional:
                 return NotModified(project)
@@ -440,6 +442,22 @@ class IndexClient:
         for secret in self._secrets:
             text = text.replace(secret, "***")
         return text
+
+
+_DRAIN_LIMIT = 64 * 1024
+
+
+async def _drain(response: httpx.Response) -> None:
+    """Read a small non-200 body to its end, so that the connection goes back to the pool.
+
+    A response whose end was never read cannot be reused: without this every 304 of a
+    warm poll opened a new connection. A larger body is left; closing drops the link.
+    """
+    read = 0
+    async for chunk in response.aiter_raw():
+        read += len(chunk)
+        if read > _DRAIN_LIMIT:
+            return
 
 
 def _parse_body(body: _Body, project: str) -> ProjectPage:

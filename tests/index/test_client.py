@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import json
 import logging
 import os
 import subprocess
@@ -736,3 +737,58 @@ def test_pip_installs_the_built_wheel_from_pypiserver(pypiserver: str, tmp_path:
         capture_output=True,
     )
     assert (target / "govern_demo" / "__init__.py").read_text() == '__version__ = "1.0"\n'
+
+
+def test_a_warm_poll_reuses_its_connections() -> None:
+    """Every 304 read to its end: the connection goes back to the pool (keep-alive)."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    peers: set[tuple[str, int]] = set()
+
+    class KeepAlive(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self) -> None:
+            peers.add(self.client_address[:2])
+            if self.headers.get("If-None-Match") == '"v1"':
+                self.send_response(304)
+                self.send_header("ETag", '"v1"')
+                self.end_headers()
+                return
+            name = self.path.strip("/").rsplit("/", 1)[-1]
+            body = json.dumps({"meta": {"api-version": "1.1"}, "name": name, "files": []})
+            self.send_response(200)
+            self.send_header("Content-Type", "application/vnd.pypi.simple.v1+json")
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("ETag", '"v1"')
+            self.end_headers()
+            self.wfile.write(body.encode())
+
+        def log_message(self, format: str, *args: object) -> None:
+            return
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), KeepAlive)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    names = [f"p{i}" for i in range(60)]
+    try:
+
+        async def both() -> tuple[int, int]:
+            url = f"http://127.0.0.1:{server.server_port}/simple/"
+            async with httpx.AsyncClient(trust_env=False) as http:
+                client = IndexClient(http, settings_for(url), concurrency=4)
+                cold = await client.fetch_many(names, {})
+                assert all(isinstance(r, Fetched) for r in cold.values())
+                opened_cold = len(peers)
+                peers.clear()
+                warm = await client.fetch_many(names, {n: Validators(etag='"v1"') for n in names})
+                assert all(isinstance(r, NotModified) for r in warm.values())
+                return opened_cold, len(peers)
+
+        cold_connections, warm_connections = run(both())
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+    assert cold_connections <= 4
+    assert warm_connections <= 4  # was one per 304 before the body was drained
