@@ -300,8 +300,10 @@ def _wrapped(label: str, text: str) -> str:
     """``text`` in full on indented lines (a thread is read for its reasons)."""
     import textwrap
 
+    from govern.output.human import one_line
+
     return textwrap.fill(
-        " ".join(text.split()),
+        one_line(text),
         width=100,
         initial_indent=f"      {label}",
         subsequent_indent=" " * (6 + len(label)),
@@ -309,8 +311,9 @@ def _wrapped(label: str, text: str) -> str:
 
 
 def _one_line(text: str, width: int = 100) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
+    from govern.output.human import one_line, truncate
+
+    return truncate(one_line(text), width)
 
 
 @app.command()

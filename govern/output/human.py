@@ -62,12 +62,14 @@ def _clean(text: str) -> str:
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
-def _one_line(text: str) -> str:
-    """Collapse all whitespace (newlines included) to single spaces."""
+def one_line(text: str) -> str:
+    """Text from a repository on one line: whitespace collapsed, control characters escaped
+    (a reason is anybody's text; it must not drive the terminal)."""
     return _clean(_SPACE.sub(" ", text).strip())
 
 
-def _truncate(text: str, width: int = REASON_WIDTH) -> str:
+def truncate(text: str, width: int = REASON_WIDTH) -> str:
+    """``text`` cut to ``width`` characters, with an ellipsis when cut."""
     return text if len(text) <= width else text[: width - 1].rstrip() + "…"
 
 
@@ -116,21 +118,21 @@ def _finding_lines(finding: Finding, style: _Style) -> list[str]:
                 f"    {style.severity(finding.severity, caret_line(excerpt, finding.column))}"
             )
     if finding.hint:
-        lines.append(f"  hint: {_one_line(finding.hint)}")
+        lines.append(f"  hint: {one_line(finding.hint)}")
     return lines
 
 
 def _exclusion_line(exclusion: Exclusion, style: _Style) -> str:
     annotation = exclusion.annotation
     reason = (
-        _truncate(_one_line(annotation.reason)) if annotation.reason else style.dim("(no reason)")
+        truncate(one_line(annotation.reason)) if annotation.reason else style.dim("(no reason)")
     )
     line = (
-        f"  {exclusion.line:>4}  {_one_line(exclusion.requirement)}"
+        f"  {exclusion.line:>4}  {one_line(exclusion.requirement)}"
         f"  [{exclusion.kind}/{exclusion.sub_kind}]  {reason}"
     )
     if annotation.links:
-        line += "  " + " ".join(_one_line(str(link)) for link in annotation.links)
+        line += "  " + " ".join(one_line(str(link)) for link in annotation.links)
     return line
 
 

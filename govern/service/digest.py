@@ -20,9 +20,16 @@ from govern.store.db import Store
 
 _REPOSITORY = table("repository", column("id"), column("name"), column("digest"))
 _SOURCE = table(
-    "source", column("repository_id"), column("path"), column("present"), column("commit")
+    "source",
+    column("id"),
+    column("repository_id"),
+    column("path"),
+    column("present"),
+    column("commit"),
 )
-_EXCLUSION = table("exclusion", column("repository_id"), column("removed_at"))
+_EXCLUSION = table(
+    "exclusion", column("repository_id"), column("source_id"), column("key"), column("removed_at")
+)
 
 
 def tree_digest(
@@ -116,18 +123,6 @@ class StoredSource:
     tracked: bool  # any exclusion ever recorded for it
 
 
-_EXCLUSION_KEYS = table(
-    "exclusion",
-    column("repository_id"),
-    column("source_id"),
-    column("key"),
-    column("removed_at"),
-)
-_SOURCE_IDS = table(
-    "source", column("id"), column("repository_id"), column("path"), column("commit")
-)
-
-
 def stored_sources(store: Store, name: str) -> dict[str, StoredSource]:
     """Per source path: its replay marker and active keys (empty for a new repository)."""
     with store.connection() as connection:
@@ -139,17 +134,17 @@ def stored_sources(store: Store, name: str) -> dict[str, StoredSource]:
         paths: dict[int, tuple[str, str | None]] = {
             row.id: (row.path, row.commit)
             for row in connection.execute(
-                select(_SOURCE_IDS.c.id, _SOURCE_IDS.c.path, _SOURCE_IDS.c.commit).where(
-                    _SOURCE_IDS.c.repository_id == found.id
+                select(_SOURCE.c.id, _SOURCE.c.path, _SOURCE.c.commit).where(
+                    _SOURCE.c.repository_id == found.id
                 )
             )
         }
         keys: dict[int, set[str]] = {source_id: set() for source_id in paths}
         tracked: set[int] = set()
         for row in connection.execute(
-            select(
-                _EXCLUSION_KEYS.c.source_id, _EXCLUSION_KEYS.c.key, _EXCLUSION_KEYS.c.removed_at
-            ).where(_EXCLUSION_KEYS.c.repository_id == found.id)
+            select(_EXCLUSION.c.source_id, _EXCLUSION.c.key, _EXCLUSION.c.removed_at).where(
+                _EXCLUSION.c.repository_id == found.id
+            )
         ):
             tracked.add(row.source_id)
             if row.removed_at is None:

@@ -37,7 +37,7 @@ from govern.index.model import (
     releases,
 )
 from govern.index.pipconfig import IndexSettings, redact_url
-from govern.store.db import Store, advisory_key
+from govern.store.db import BULK, Store, advisory_key
 from govern.store.models import Annotation, Candidate, Event, Exclusion, IndexPage, as_utc
 from govern.store.models import Release as ReleaseRow
 
@@ -301,7 +301,7 @@ class _Recorder:
                     changed.append({"id": stored["id"], **values})
                     stored["files"] = files
         if new_rows:
-            self.session.execute(insert(ReleaseRow), new_rows, execution_options=_BATCH)
+            self.session.execute(insert(ReleaseRow), new_rows, execution_options=BULK)
             for chunk in _chunks(sorted(fetched)):
                 for new_id, package, version in self.session.execute(
                     columns(
@@ -310,7 +310,7 @@ class _Recorder:
                 ):
                     self.releases[(package, version)]["id"] = new_id
         if changed:
-            self.session.execute(update(ReleaseRow), changed, execution_options=_BATCH)
+            self.session.execute(update(ReleaseRow), changed, execution_options=BULK)
         return len(new_rows)
 
     def _of(self, package: str) -> list[tuple[str, dict[str, Any]]]:
@@ -414,22 +414,18 @@ class _Recorder:
     def finish(self) -> None:
         """Write the candidates, events and state changes of the batch."""
         if self.new_candidates:
-            self.session.execute(insert(Candidate), self.new_candidates, execution_options=_BATCH)
+            self.session.execute(insert(Candidate), self.new_candidates, execution_options=BULK)
         changed = [c for c in self.changed_candidates if c["id"]]
         if changed:
-            self.session.execute(update(Candidate), changed, execution_options=_BATCH)
+            self.session.execute(update(Candidate), changed, execution_options=BULK)
         if self.events:
-            self.session.execute(insert(Event), self.events, execution_options=_BATCH)
+            self.session.execute(insert(Event), self.events, execution_options=BULK)
         if self.promoted:
             self.session.execute(
                 update(Exclusion)
                 .where(col(Exclusion.id).in_(sorted(self.promoted)), col(Exclusion.state) == "held")
                 .values(state="candidate")
             )
-
-
-# The ORM leaves out None values by default, splitting a batch per set of columns.
-_BATCH = {"render_nulls": True}
 
 
 async def poll(

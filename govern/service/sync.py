@@ -34,12 +34,8 @@ from sqlmodel import Session, col, select
 from govern.exclusions.model import Exclusion as Seen
 from govern.exclusions.model import exclusion_key
 from govern.service.values import Provenance, SyncCounts
-from govern.store.db import advisory_key
+from govern.store.db import BULK, advisory_key
 from govern.store.models import Annotation, Event, Exclusion, Repository, Source
-
-#: Lifecycle states (DESIGN.md); ``overdue`` is derived from the review date, not stored.
-ACTIVE_STATES = ("held", "candidate", "verifying", "verified", "proposed")
-ENDED_STATES = ("relaxed", "removed")
 
 
 def annotation_values(seen: Seen) -> dict[str, Any]:
@@ -455,7 +451,7 @@ class Sync:
         # A plain executemany (pipelined by psycopg), then the ids by key: INSERT ...
         # RETURNING would render thousands of rows into one statement, which psycopg
         # then re-parses placeholder by placeholder (seconds for 10,000 rows).
-        self.session.execute(insert(Exclusion), rows, execution_options=_BATCH)
+        self.session.execute(insert(Exclusion), rows, execution_options=BULK)
         keys = [row.key for row, *_rest in self._inserts]
         ids: dict[str, int] = {}
         for start in range(0, len(keys), 500):
@@ -564,7 +560,7 @@ class Sync:
             if note.row is not None
         ]
         if notes:
-            self.session.execute(insert(Annotation), notes, execution_options=_BATCH)
+            self.session.execute(insert(Annotation), notes, execution_options=BULK)
         events = [
             {
                 "exclusion_id": event.row.id,
@@ -580,15 +576,11 @@ class Sync:
             for event in self._events
         ]
         if events:
-            self.session.execute(insert(Event), events, execution_options=_BATCH)
+            self.session.execute(insert(Event), events, execution_options=BULK)
         self._notes.clear()
         self._retired.clear()
         self._events.clear()
 
-
-# The ORM leaves out None values by default, which splits a batch into one statement per
-# distinct set of columns (thousands for 10,000 rows); rendering NULLs keeps one batch.
-_BATCH = {"render_nulls": True}
 
 _NOTE_FIELDS = ("reason", "links", "bad_versions", "owner", "review_by", "verify", "profiles")
 

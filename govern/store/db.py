@@ -17,7 +17,6 @@ import contextlib
 import hashlib
 import io
 import os
-import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -69,7 +68,7 @@ def redact(url: str | URL) -> str:
     try:
         parsed = url if isinstance(url, URL) else make_url(url)
     except (ArgumentError, ValueError):
-        return re.sub(r"//[^@/]*@", "//***@", str(url))
+        return redact_text(str(url))
     return parsed.render_as_string(hide_password=True)
 
 
@@ -157,6 +156,12 @@ def migrations_dir() -> Path:
     if packaged.is_dir():
         return packaged
     return Path(__file__).resolve().parents[2] / "migrations"
+
+
+#: Execution options of a bulk insert or update: the ORM leaves None values out by
+#: default, which splits one batch into a statement per distinct set of columns
+#: (thousands for 10,000 rows); rendering NULLs keeps one executemany.
+BULK = {"render_nulls": True}
 
 
 def advisory_key(name: str) -> int:
@@ -371,8 +376,10 @@ def _first_line(exc: BaseException) -> str:
 
 
 def redact_text(message: str) -> str:
-    """``message`` with any URL credentials (``//user:secret@``) hidden."""
-    return re.sub(r"(//[^:/@\s]*):[^@/\s]*@", r"\1:***@", message)
+    """``message`` with any URL credentials (``user:secret@``, a bare token) hidden."""
+    from govern.sources.requirements_txt import redact  # the one redaction of URLs in text
+
+    return redact(message)
 
 
 def open_store(
