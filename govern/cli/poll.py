@@ -35,11 +35,9 @@ async def fetch_pages(
     on_done: Any = None,
 ) -> dict[str, FetchResult]:
     """Each package's page, fetched once, concurrently (for ``audit --online``)."""
-    import httpx
+    from govern.index.client import IndexClient, http_clients
 
-    from govern.index.client import IndexClient
-
-    async with httpx.AsyncClient(follow_redirects=False) as http:
+    async with http_clients() as http:
         client = IndexClient(http, settings)
         return await client.fetch_many(names, {}, on_done=on_done)
 
@@ -51,16 +49,14 @@ async def _poll(
     packages: Sequence[str],
     bar: Any,
 ) -> PollResult:
-    import httpx
-
-    from govern.index.client import IndexClient
+    from govern.index.client import IndexClient, http_clients
     from govern.service.poll import poll as run_poll
 
     def done(name: str, _result: FetchResult) -> None:
         if bar is not None:
             bar.update(1)
 
-    async with httpx.AsyncClient(follow_redirects=False) as http:
+    async with http_clients() as http:
         client = IndexClient(http, settings)
         return await run_poll(store, client, profiles, packages=packages, on_done=done)
 

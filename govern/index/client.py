@@ -31,7 +31,8 @@ import logging
 import netrc as netrc_module
 import os
 import random
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -128,12 +129,39 @@ def _header_int(value: str | None) -> int | None:
     return int(text) if text.isdigit() and len(text) < 20 else None
 
 
+@asynccontextmanager
+async def http_clients(
+    count: int = 16, *, trust_env: bool = True
+) -> AsyncIterator[list[httpx.AsyncClient]]:
+    """``count`` httpx clients of one keep-alive connection each, for an :class:`IndexClient`.
+
+    One shared pool of ``count`` connections costs httpcore a scan of every connection at
+    each request start and end (measured: 1.7 s of CPU for 1,000 loopback requests at 16,
+    against 0.8 s for 16 one-connection clients, each used by one request at a time). The
+    clients share one TLS context (building one costs 20 ms); proxies and certificates
+    come from the environment as httpx reads it (unless ``trust_env`` is False).
+    """
+    if count < 1:
+        raise ValueError("count must be positive")
+    tls = httpx.create_ssl_context(trust_env=trust_env)
+    limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
+    async with AsyncExitStack() as stack:
+        yield [
+            await stack.enter_async_context(
+                httpx.AsyncClient(
+                    follow_redirects=False, verify=tls, limits=limits, trust_env=trust_env
+                )
+            )
+            for _ in range(count)
+        ]
+
+
 class IndexClient:
     """Reads project pages from the configured indexes, politely and within bounds."""
 
     def __init__(
         self,
-        http: httpx.AsyncClient,
+        http: httpx.AsyncClient | Sequence[httpx.AsyncClient],
         settings: IndexSettings,
         *,
         concurrency: int = 16,
@@ -145,8 +173,10 @@ class IndexClient:
         max_retry_after: float = MAX_RETRY_AFTER,
         netrc: bool | str | Path = True,
     ) -> None:
-        """Bind the client to an httpx client (its transport, proxies, TLS) and the settings.
+        """Bind the client to httpx clients (their transport, proxies, TLS) and the settings.
 
+        ``http`` is one client shared by every request, or several (see
+        :func:`http_clients`) that requests take in turn, one request per client at a time.
         ``concurrency`` bounds requests in flight, ``attempts`` counts tries per index
         (first included), ``timeout`` bounds one attempt (connect to last byte),
         ``max_bytes`` the decoded body; ``sleep`` is injectable so tests see the delays.
@@ -154,9 +184,15 @@ class IndexClient:
         """
         if concurrency < 1 or attempts < 1 or timeout <= 0 or max_bytes < 1:
             raise ValueError("concurrency, attempts, timeout and max_bytes must be positive")
-        self._http = http
+        clients = [http] if isinstance(http, httpx.AsyncClient) else list(http)
+        if not clients:
+            raise ValueError("at least one httpx client is needed")
         self._settings = settings
-        self._semaphore = asyncio.Semaphore(concurrency)
+        # A request holds one slot (and its client) for its attempt: the bound on requests
+        # in flight. Several clients are handed out one per slot, so none is shared.
+        self._slots: asyncio.Queue[httpx.AsyncClient] = asyncio.Queue()
+        for slot in range(concurrency):
+            self._slots.put_nowait(clients[slot % len(clients)])
         self._attempts = attempts
         self._timeout = timeout
         self._max_bytes = max_bytes
@@ -260,12 +296,14 @@ class IndexClient:
         conditional = len(headers) > 1
         transient = _Transient("no attempt made")
         for attempt in range(1, self._attempts + 1):
-            async with self._semaphore:
-                try:
-                    async with asyncio.timeout(self._timeout):
-                        outcome = await self._attempt(url, headers, auth, project, conditional)
-                except TimeoutError:
-                    outcome = _Transient(f"timed out after {self._timeout:g} s")
+            http = await self._slots.get()
+            try:
+                async with asyncio.timeout(self._timeout):
+                    outcome = await self._attempt(http, url, headers, auth, project, conditional)
+            except TimeoutError:
+                outcome = _Transient(f"timed out after {self._timeout:g} s")
+            finally:
+                self._slots.put_nowait(http)
             if isinstance(outcome, _Body):
                 return dataclasses.replace(
                     await self._parse(outcome, project, clean_index, validators),
@@ -303,6 +341,7 @@ class IndexClient:
 
     async def _attempt(
         self,
+        http: httpx.AsyncClient,
         url: str,
         headers: Mapping[str, str],
         auth: httpx.Auth | None,
@@ -311,16 +350,14 @@ class IndexClient:
     ) -> _Body | _Transient | FetchResult:
         """One request: a body to parse, a transient failure, or a final result."""
         try:
-            request = self._http.build_request("GET", url, headers=headers, timeout=self._timeout)
+            request = http.build_request("GET", url, headers=headers, timeout=self._timeout)
         except httpx.InvalidURL:
             return FetchFailed(project, f"invalid index URL {redact_url(url)!r}", retryable=False)
         try:
             if auth is None:
-                response = await self._http.send(request, stream=True, follow_redirects=True)
+                response = await http.send(request, stream=True, follow_redirects=True)
             else:
-                response = await self._http.send(
-                    request, stream=True, follow_redirects=True, auth=auth
-                )
+                response = await http.send(request, stream=True, follow_redirects=True, auth=auth)
         except httpx.TimeoutException:
             return _Transient(f"timed out after {self._timeout:g} s")
         except httpx.TooManyRedirects:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import email.utils
 import json
 import logging
@@ -42,7 +43,7 @@ from packaging.version import Version
 from wheels import build_sdist, build_wheel, sha256
 
 from govern.index import client as client_module
-from govern.index.client import ACCEPT, IndexClient, parse_retry_after
+from govern.index.client import ACCEPT, IndexClient, http_clients, parse_retry_after
 from govern.index.model import (
     Fetched,
     FetchFailed,
@@ -739,17 +740,36 @@ def test_pip_installs_the_built_wheel_from_pypiserver(pypiserver: str, tmp_path:
     assert (target / "govern_demo" / "__init__.py").read_text() == '__version__ = "1.0"\n'
 
 
-def test_a_warm_poll_reuses_its_connections() -> None:
-    """Every 304 read to its end: the connection goes back to the pool (keep-alive)."""
+@pytest.mark.parametrize("clients", ["one shared", "one per slot"])
+def test_a_warm_poll_reuses_its_connections(clients: str) -> None:
+    """Every 304 read to its end: the connection goes back to the pool (keep-alive).
+
+    With one client per slot (``http_clients``, what the CLI uses), each request has a
+    client to itself: never more connections than slots, and the same ones warm.
+    """
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
     peers: set[tuple[str, int]] = set()
+    in_flight: dict[int, int] = {}
+    overlap: list[int] = []
+    lock = threading.Lock()
 
     class KeepAlive(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
         def do_GET(self) -> None:
             peers.add(self.client_address[:2])
+            port = self.client_address[1]
+            with lock:  # two requests at once on one connection would be a pipelining bug
+                in_flight[port] = in_flight.get(port, 0) + 1
+                overlap.append(in_flight[port])
+            try:
+                self.answer()
+            finally:
+                with lock:
+                    in_flight[port] -= 1
+
+        def answer(self) -> None:
             if self.headers.get("If-None-Match") == '"v1"':
                 self.send_response(304)
                 self.send_header("ETag", '"v1"')
@@ -775,7 +795,11 @@ def test_a_warm_poll_reuses_its_connections() -> None:
 
         async def both() -> tuple[int, int]:
             url = f"http://127.0.0.1:{server.server_port}/simple/"
-            async with httpx.AsyncClient(trust_env=False) as http:
+            async with contextlib.AsyncExitStack() as stack:
+                if clients == "one shared":
+                    http: Any = await stack.enter_async_context(httpx.AsyncClient(trust_env=False))
+                else:
+                    http = await stack.enter_async_context(http_clients(4, trust_env=False))
                 client = IndexClient(http, settings_for(url), concurrency=4)
                 cold = await client.fetch_many(names, {})
                 assert all(isinstance(r, Fetched) for r in cold.values())
@@ -790,5 +814,6 @@ def test_a_warm_poll_reuses_its_connections() -> None:
         server.shutdown()
         server.server_close()
         thread.join()
-    assert cold_connections <= 4
-    assert warm_connections <= 4  # was one per 304 before the body was drained
+    assert 1 <= cold_connections <= 4
+    assert 1 <= warm_connections <= 4  # was one per 304 before the body was drained
+    assert max(overlap) == 1
