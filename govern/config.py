@@ -41,8 +41,13 @@ _KEYS = {
     "allow-prereleases",
     "allow-sdist",
     "stale-cap-days",
+    "ci",
+    "verify-with",
+    "verify-attempts",
 }
+CI_KINDS = ("command", "github-actions", "buildkite", "gitlab")
 _PROFILE_KEYS = {
+    "ci",
     "python",
     "platforms",
     "implementation",
@@ -85,6 +90,21 @@ class ProfileConfig:
     allow_prereleases: bool | None = None  # None: the top-level setting
     allow_sdist: bool | None = None
     minimum_release_age: int | None = None  # days
+    ci: str | None = None  # the [tool.govern.ci.NAME] that verifies on this profile
+
+
+@dataclass(frozen=True, slots=True)
+class CIConfig:
+    """A CI provider as configured (``[tool.govern.ci.NAME]``); its own keys are checked
+    by the provider when it is built (``govern.ci.providers``)."""
+
+    name: str
+    provider: str  # one of CI_KINDS
+    options: tuple[tuple[str, Any], ...] = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        """The options as a table (``provider`` included)."""
+        return dict(self.options)
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +134,25 @@ class Config:
     allow_prereleases: bool = False
     allow_sdist: bool = False
     stale_cap_days: int = 90  # stale-cap: releases above a cap for longer than this
+    # Verification: CI providers by name, the default one, and tries per candidate.
+    ci: tuple[CIConfig, ...] = ()
+    verify_with: str | None = None
+    verify_attempts: int = 3
+
+    def checked(self) -> Config:
+        """Self, once every CI name that is referred to is defined."""
+        defined = {c.name for c in self.ci}
+        refs = [("verify-with", self.verify_with)]
+        refs += [(f"profiles.{p.name}.ci", p.ci) for p in self.profiles]
+        for key, ref in refs:
+            if ref is not None and ref not in defined:
+                shown = ", ".join(sorted(defined)) or "none"
+                raise ConfigError(
+                    f"{self.path}: {key} names CI {_show(ref)}, which is not defined "
+                    f"(defined: {shown})",
+                    tip=f'Add [tool.govern.ci.{ref}] with provider = "...".',
+                )
+        return self
 
     @property
     def comments(self) -> CommentSettings:
@@ -343,7 +382,45 @@ def parse_config(table: dict[str, Any], path: Path) -> Config:
         allow_prereleases=_bool(table, "allow-prereleases", where),
         allow_sdist=_bool(table, "allow-sdist", where),
         stale_cap_days=_days(table, "stale-cap-days", where) or 90,
-    )
+        ci=_ci(table.get("ci", {}), where),
+        verify_with=_string(table, "verify-with", where),
+        verify_attempts=_attempts(table, where),
+    ).checked()
+
+
+def _ci(value: Any, where: str) -> tuple[CIConfig, ...]:
+    if not isinstance(value, dict) or not all(isinstance(v, dict) for v in value.values()):
+        raise ConfigError(
+            f"{where}: ci must be tables, one per provider, not {_show(value)}",
+            tip='Write [tool.govern.ci.local] then provider = "command".',
+        )
+    out: list[CIConfig] = []
+    for name, item in sorted(value.items()):
+        kind = item.get("provider")
+        if kind not in CI_KINDS:
+            raise ConfigError(
+                f"{where}: [tool.govern.ci.{name}] needs provider = one of "
+                f"{', '.join(CI_KINDS)}, not {_show(kind)}",
+                tip='Write provider = "command" (or github-actions, buildkite, gitlab).',
+            )
+        if "token" in item:
+            raise ConfigError(
+                f"{where}: [tool.govern.ci.{name}] holds a token: a token must never be "
+                "committed in a configuration file",
+                tip='Remove it, revoke it, and name the variable that holds it: token-env = "..."',
+            )
+        out.append(CIConfig(name=name, provider=kind, options=tuple(sorted(item.items()))))
+    return tuple(out)
+
+
+def _attempts(table: dict[str, Any], where: str) -> int:
+    value = table.get("verify-attempts", 3)
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 20:
+        raise ConfigError(
+            f"{where}: verify-attempts must be a number from 1 to 20, not {_show(value)}",
+            tip="Write it without quotes: verify-attempts = 3.",
+        )
+    return value
 
 
 def _check_url(value: str, key: str, where: str) -> str:
@@ -441,6 +518,7 @@ def _profiles(value: Any, where: str) -> tuple[ProfileConfig, ...]:
                 allow_prereleases=_flag(item, "allow-prereleases", where, prefix),
                 allow_sdist=_flag(item, "allow-sdist", where, prefix),
                 minimum_release_age=_days(item, "minimum-release-age", where),
+                ci=_string(item, "ci", where, prefix),
             )
         )
     return tuple(out)

@@ -66,6 +66,7 @@ from govern.cli import audit as _audit  # noqa: E402,F401
 from govern.cli import poll as _poll  # noqa: E402,F401
 from govern.cli import rules as _rules  # noqa: E402,F401
 from govern.cli import track as _track  # noqa: E402,F401
+from govern.cli import verify as _verify  # noqa: E402,F401
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -379,6 +379,17 @@ def _describe(event: Any) -> str:
             f"candidate  {exclusion.package} {event.detail.get('version')} for "
             f"{exclusion.clause} (profile {event.detail.get('profile')})"
         )
+    if event.kind.startswith("verification-"):
+        detail = event.detail
+        what = event.kind.removeprefix("verification-")
+        if what == "errored":
+            what = str(detail.get("conclusion") or "errored")
+        installed = f", installed {detail['installed']}" if detail.get("installed") else ""
+        return (
+            f"verification {what}  {exclusion.package} {detail.get('version')} on "
+            f"{detail.get('profile')} ({detail.get('provider')}, attempt "
+            f"{detail.get('attempt')}{installed})"
+        )
     if event.kind == "moved":
         return (
             f"moved  {exclusion.package} {exclusion.clause}  "

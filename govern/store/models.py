@@ -233,6 +233,7 @@ class Verification(SQLModel, table=True):
     conclusion: str | None = Field(default=None, max_length=16)  # passed, failed, errored, ...
     installed_version: str | None = Field(default=None, max_length=128)
     log_excerpt: str | None = Field(default=None, sa_column=Column(Text))
+    detail: str | None = Field(default=None, sa_column=Column(Text))  # why, in a line
 
 
 class Proposal(SQLModel, table=True):

@@ -1,0 +1,1 @@
+"""CI providers behind one interface: command, GitHub Actions, Buildkite, GitLab."""

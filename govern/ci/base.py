@@ -1,0 +1,244 @@
+"""The CI provider interface: start a trial of one candidate, then read how it ended.
+
+A **trial** is what govern asks a CI system to do: install one candidate (``package==version``)
+on one runtime profile and run the check. A provider turns it into a run (a local process, a
+GitHub Actions workflow run, a Buildkite build, a GitLab pipeline) and reports a
+:class:`RunStatus`. The service (``govern.service.verify``) stores every run and decides what
+a conclusion means; providers only report.
+
+A pass counts only with evidence that the candidate was really installed: a green run on an
+old lock file proves nothing. Providers look for it in the run's log (:func:`find_evidence`
+knows govern's own marker line and the summaries of pip and uv) or, for the command
+provider, ask the environment itself. A green run without evidence is ``errored``.
+
+Providers raise only :class:`CIError` subclasses; their messages never carry a token.
+"""
+
+from __future__ import annotations
+
+import re
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from govern.errors import GovernError
+
+
+class Conclusion(StrEnum):
+    """How a run ended. Only ``passed`` and ``failed`` are verdicts."""
+
+    PASSED = "passed"
+    FAILED = "failed"
+    ERRORED = "errored"  # the run could not say (infrastructure, no evidence, wrong version)
+    CANCELLED = "cancelled"
+    TIMED_OUT = "timed-out"
+
+    @property
+    def is_verdict(self) -> bool:
+        """True for passed and failed; the others are retried and never count."""
+        return self in (Conclusion.PASSED, Conclusion.FAILED)
+
+
+@dataclass(frozen=True, slots=True)
+class Trial:
+    """One candidate to try on one runtime profile.
+
+    ``version`` is a parsed PEP 440 version: a string from an index that is not one never
+    becomes a trial. ``correlation_id`` is unique per attempt (``govern-<id>-<attempt>``):
+    hosted providers pass it to the run so that the run govern started can be found.
+    """
+
+    package: str  # canonical name
+    version: Version
+    profile: str
+    correlation_id: str
+    clause: str = ""  # the exclusion's clause, for messages and inputs ("<14.1.0")
+    index_url: str | None = None  # where the candidate is installed from (may hold credentials)
+    extra_index_urls: tuple[str, ...] = ()
+    reproducer: str | None = None  # the exclusion's own check (its ``verify`` annotation)
+
+    @property
+    def requirement(self) -> str:
+        """``package==version``: what the run must install."""
+        return f"{self.package}=={self.version}"
+
+    @property
+    def constraints(self) -> str:
+        """The text of a pip constraints file that pins the candidate."""
+        return f"{self.requirement}\n"
+
+
+@dataclass(frozen=True, slots=True)
+class RunRef:
+    """A run a provider started: its id at the provider, and where a person can see it."""
+
+    run_id: str
+    url: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RunStatus:
+    """What a provider knows of a run now.
+
+    ``conclusion`` is None while the run is queued or running. ``installed`` is the
+    version the run reports it installed (the evidence), when found. ``detail`` says why
+    in a line ("exit status 1", "no evidence that 14.1.1 was installed").
+    """
+
+    conclusion: Conclusion | None
+    detail: str = ""
+    installed: str | None = None
+    log_excerpt: str | None = None
+    url: str | None = None
+    finished_at: datetime | None = None
+
+    @property
+    def done(self) -> bool:
+        """True once the run has a conclusion."""
+        return self.conclusion is not None
+
+
+@dataclass(frozen=True, slots=True)
+class Started:
+    """The result of :meth:`Provider.start`: the run, and its status when it already ended."""
+
+    run: RunRef
+    status: RunStatus = field(default_factory=lambda: RunStatus(None))
+
+
+class CIError(GovernError):
+    """A CI provider could not do what was asked. Never a verdict on the candidate."""
+
+
+class CIAuthError(CIError):
+    """The provider refused the credentials (a missing, wrong or under-scoped token)."""
+
+
+class CIRateLimited(CIError):
+    """The provider asks to wait: ``until`` is when to try again (None: unknown)."""
+
+    def __init__(self, message: str, *, until: datetime | None = None, tip: str | None = None):
+        super().__init__(message, tip=tip)
+        self.until = until
+
+
+class CIUnavailable(CIError):
+    """A transient failure: connection errors, 5xx, an answer that could not be read."""
+
+
+class Provider(ABC):
+    """A CI system that can try a candidate. Subclasses hold their own configuration."""
+
+    #: the provider kind, as configured: command, github-actions, buildkite, gitlab
+    kind: str = ""
+
+    def __init__(self, name: str, *, timeout: float = 3600.0) -> None:
+        """``name`` is the configured name; ``timeout`` bounds one run (seconds)."""
+        self.name = name
+        self.timeout = timeout
+
+    @abstractmethod
+    async def start(self, trial: Trial) -> Started:
+        """Start a run of the trial (the command provider runs it to its end)."""
+
+    @abstractmethod
+    async def status(self, trial: Trial, run: RunRef) -> RunStatus:
+        """The run's status now; a finished run carries its conclusion and evidence."""
+
+    async def cancel(self, run: RunRef) -> None:  # noqa: B027 -- optional for providers
+        """Ask the provider to stop a run (after a time-out); best effort, default nothing."""
+
+
+# -- evidence -------------------------------------------------------------------------------
+
+#: The line a workflow prints after installing: ``govern-verify: installed NAME==VERSION``.
+MARKER = "govern-verify: installed"
+
+_MARKER_LINE = re.compile(
+    r"govern-verify: installed\s+([A-Za-z0-9][A-Za-z0-9._-]*)\s*==\s*([^\s]+)", re.IGNORECASE
+)
+# pip: "Successfully installed cupy-cuda13x-14.1.1 fastrlock-0.8.3"
+_PIP_LINE = re.compile(r"Successfully installed\s+(.+)$", re.MULTILINE)
+# uv: " + cupy-cuda13x==14.1.1"
+_UV_LINE = re.compile(r"^\s*\+\s+([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s]+)", re.MULTILINE)
+# GitHub Actions prefixes every log line with a timestamp: "2026-06-02T10:00:00.1234567Z "
+_TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT[0-9:.]+Z ", re.MULTILINE)
+
+
+def _as_version(text: str) -> str | None:
+    try:
+        return str(Version(text))
+    except InvalidVersion:
+        return None
+
+
+def find_evidence(log: str, package: str) -> str | None:
+    """The version of ``package`` that a run's log says was installed, or None.
+
+    Read, in order of trust: govern's marker line, pip's ``Successfully installed`` and
+    uv's ``+ name==version``; the last such statement in the log wins (a later reinstall
+    replaces an earlier one). Names compare canonically; a version that is not PEP 440 is
+    no evidence.
+    """
+    wanted = canonicalize_name(package)
+    text = _TIMESTAMP.sub("", log)
+    found: list[tuple[int, str]] = []
+    for match in _MARKER_LINE.finditer(text):
+        if canonicalize_name(match.group(1)) == wanted and (v := _as_version(match.group(2))):
+            found.append((match.start(), v))
+    if found:
+        return found[-1][1]
+    for match in _PIP_LINE.finditer(text):
+        for item in match.group(1).split():
+            name, _, version = item.rpartition("-")
+            if name and canonicalize_name(name) == wanted and (v := _as_version(version)):
+                found.append((match.start(), v))
+    for match in _UV_LINE.finditer(text):
+        if canonicalize_name(match.group(1)) == wanted and (v := _as_version(match.group(2))):
+            found.append((match.start(), v))
+    return max(found)[1] if found else None
+
+
+def judge_evidence(
+    passed: bool, trial: Trial, installed: str | None, detail: str
+) -> tuple[Conclusion, str]:
+    """A run's conclusion from its exit and its evidence.
+
+    A green run counts as ``passed`` only if it installed exactly the candidate: without
+    evidence, or with another version, it is ``errored`` (it tested something else). A
+    red run is ``failed`` only if the candidate was installed (else the install itself
+    did not happen, and the check said nothing about the candidate).
+    """
+    if installed is None:
+        what = "passed" if passed else "failed"
+        return Conclusion.ERRORED, (
+            f"the run {what} ({detail}), but shows no evidence that {trial.requirement} was "
+            f'installed (a line "{MARKER} {trial.requirement}")'
+        )
+    if Version(installed) != trial.version:
+        return Conclusion.ERRORED, (
+            f"the run installed {trial.package} {installed}, not {trial.version} ({detail})"
+        )
+    return (Conclusion.PASSED if passed else Conclusion.FAILED), detail
+
+
+def excerpt(log: str, limit: int = 16 * 1024) -> str:
+    """The end of a log, at most ``limit`` characters, cut at a line start when it can be."""
+    if len(log) <= limit:
+        return log
+    tail = log[-limit:]
+    newline = tail.find("\n")
+    if 0 <= newline < limit // 4:
+        tail = tail[newline + 1 :]
+    return f"[... {len(log) - len(tail):,} characters before ...]\n{tail}"
+
+
+def scrub(text: str, secrets: tuple[str, ...]) -> str:
+    """``text`` with each secret (longest first) replaced by ``***``."""
+    for secret in sorted((s for s in secrets if s), key=len, reverse=True):
+        text = text.replace(secret, "***")
+    return text

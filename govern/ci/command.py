@@ -1,0 +1,426 @@
+"""The ``command`` provider: try a candidate with a local command, optionally in a fresh venv.
+
+The command is an argv template, run without a shell: each argument is formatted with
+``{package}``, ``{version}``, ``{requirement}``, ``{constraints}`` (the path of a pip
+constraints file pinning the candidate, written by govern), ``{profile}`` and ``{python}``
+(the interpreter that runs the check). The values are a canonical name and a parsed PEP 440
+version, and they fill whole arguments, so nothing from an index can become shell syntax. A
+shell runs only when configured explicitly (``shell = true``); the values are then quoted
+with :func:`shlex.quote`.
+
+``isolated``: a fresh virtual environment is created, the candidate is installed into it
+from the configured index with pip (``--index-url`` and the extra indexes govern reads;
+``pip.conf`` and ``PIP_*`` index variables are not consulted: the candidate comes from where
+the watcher saw it), and the command runs with that environment first on ``PATH``. The
+installed version is then read from the environment itself (``importlib.metadata``): that is
+the evidence. Without ``isolated`` the command runs in the current environment, and the
+evidence must be in its output (a ``govern-verify: installed`` line, or pip's or uv's
+summary of an install).
+
+With no command, an isolated trial imports every top-level module of the installed
+distribution (CuPy 14.1.0 failed exactly there). An exclusion's own reproducer (its
+``verify`` annotation) runs after the command, with the same placeholders.
+
+The output (stdout and stderr together) is kept up to ``log_limit`` bytes (the end of it),
+with URL credentials redacted; a run past ``timeout`` is killed with its process group.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib.util
+import os
+import shlex
+import signal
+import sys
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from string import Formatter
+from typing import Any
+
+from govern.ci.base import (
+    Conclusion,
+    Provider,
+    RunRef,
+    RunStatus,
+    Started,
+    Trial,
+    excerpt,
+    find_evidence,
+    judge_evidence,
+)
+from govern.errors import ConfigError
+
+PLACEHOLDERS = ("package", "version", "requirement", "constraints", "profile", "python")
+_KEYS = {"provider", "command", "shell", "isolated", "timeout", "log-limit", "workdir"}
+_LOG_LIMIT = 1024 * 1024
+_INSTALL_TIMEOUT = 900.0
+# Index settings of pip's that would change where the candidate comes from.
+_PIP_INDEX_VARIABLES = (
+    "PIP_INDEX_URL",
+    "PIP_EXTRA_INDEX_URL",
+    "PIP_FIND_LINKS",
+    "PIP_NO_INDEX",
+    "PIP_CONSTRAINT",
+    "PIP_REQUIREMENT",
+    "PIP_REQUIRE_VIRTUALENV",
+    "PIP_USER",
+    "PIP_TARGET",
+    "PIP_PREFIX",
+)
+
+# The default check: import each top-level module of the distribution, from its RECORD.
+_IMPORT_CHECK = """
+import importlib, importlib.metadata as m, sys
+dist = m.distribution(sys.argv[1])
+names = set()
+for f in dist.files or ():
+    parts = f.parts
+    if not parts or parts[0].endswith((".dist-info", ".data")) or parts[0] == "..":
+        continue
+    if len(parts) == 1 and parts[0].endswith((".py", ".so", ".pyd")):
+        names.add(parts[0].split(".", 1)[0])
+    elif len(parts) == 2 and parts[1] == "__init__.py":
+        names.add(parts[0])
+if not names:
+    sys.exit("no importable top-level module in " + sys.argv[1])
+for name in sorted(names):
+    importlib.import_module(name)
+    print("imported", name)
+"""
+_VERSION_CHECK = "import importlib.metadata as m, sys; print(m.version(sys.argv[1]))"
+
+
+def check_template(template: Sequence[str], what: str) -> None:
+    """Refuse a template with a placeholder govern does not fill (a typo would run as is)."""
+    for argument in template:
+        try:
+            fields = [name for _, name, _, _ in Formatter().parse(argument) if name is not None]
+        except ValueError as exc:
+            raise ConfigError(f"{what}: {argument!r} is not a valid template ({exc})") from None
+        for name in fields:
+            if name not in PLACEHOLDERS:
+                raise ConfigError(
+                    f"{what}: unknown placeholder {{{name}}} in {argument!r}",
+                    tip=f"Known: {', '.join('{' + p + '}' for p in PLACEHOLDERS)}; "
+                    "write {{ and }} for literal braces.",
+                )
+
+
+@dataclass(frozen=True, slots=True)
+class _Output:
+    """A finished process: its exit status (None: killed at the time-out) and its output."""
+
+    returncode: int | None
+    log: str
+
+
+class Command(Provider):
+    """Runs the check as a local process and reports its exit and its evidence."""
+
+    kind = "command"
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        command: Sequence[str] = (),
+        shell: bool = False,
+        isolated: bool = False,
+        timeout: float = 3600.0,
+        log_limit: int = _LOG_LIMIT,
+        workdir: Path | None = None,
+        python: str = sys.executable,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        """``command`` is the argv template (with ``shell``, one shell command string)."""
+        super().__init__(name, timeout=timeout)
+        if shell and len(command) != 1:
+            raise ConfigError(f"[tool.govern.ci.{name}]: with shell = true, give one command")
+        check_template(command, f"[tool.govern.ci.{name}] command")
+        self.command = tuple(command)
+        self.shell = shell
+        self.isolated = isolated
+        self.log_limit = log_limit
+        self.workdir = workdir
+        self.python = python
+        self._environ = dict(os.environ if environ is None else environ)
+        self._results: dict[str, RunStatus] = {}
+
+    # -- Provider -----------------------------------------------------------------------------
+
+    async def start(self, trial: Trial) -> Started:
+        """Run the trial to its end (a local run has no queue): its status is final."""
+        run = RunRef(run_id=trial.correlation_id)
+        with tempfile.TemporaryDirectory(prefix="govern-verify-") as scratch:
+            status = await self._run(trial, Path(scratch))
+        self._results[run.run_id] = status
+        return Started(run=run, status=status)
+
+    async def status(self, trial: Trial, run: RunRef) -> RunStatus:
+        """The result of a run this process started; any other run was lost with its process."""
+        found = self._results.get(run.run_id)
+        if found is not None:
+            return found
+        return RunStatus(
+            Conclusion.ERRORED,
+            "the local run ended with the govern process that started it",
+            finished_at=datetime.now(UTC),
+        )
+
+    # -- the run ------------------------------------------------------------------------------
+
+    async def _run(self, trial: Trial, scratch: Path) -> RunStatus:
+        constraints = scratch / "constraints.txt"
+        constraints.write_text(trial.constraints, encoding="utf-8")
+        env = {k: v for k, v in self._environ.items() if not k.startswith("GOVERN_")}
+        env.update(
+            GOVERN_PACKAGE=trial.package,
+            GOVERN_VERSION=str(trial.version),
+            GOVERN_REQUIREMENT=trial.requirement,
+            GOVERN_PROFILE=trial.profile,
+            GOVERN_CONSTRAINTS=str(constraints),
+        )
+        python = self.python
+        log: list[str] = []
+        if self.isolated:
+            venv = scratch / "venv"
+            prepared = await self._prepare(trial, venv, constraints, env)
+            log.append(prepared.log)
+            if prepared.returncode != 0:
+                return self._finish(
+                    Conclusion.ERRORED,
+                    f"{trial.requirement} could not be installed into a fresh environment "
+                    f"({_exit(prepared.returncode, _INSTALL_TIMEOUT)})",
+                    log,
+                )
+            python = str(_venv_python(venv))
+            env["VIRTUAL_ENV"] = str(venv)
+            env["PATH"] = os.pathsep.join([str(_venv_python(venv).parent), env.get("PATH", "")])
+            env.pop("PYTHONHOME", None)
+        values = {
+            "package": trial.package,
+            "version": str(trial.version),
+            "requirement": trial.requirement,
+            "constraints": str(constraints),
+            "profile": trial.profile,
+            "python": python,
+        }
+        checks: list[tuple[str, list[str]]] = []
+        if self.command:
+            checks.append(("command", self._argv(self.command, values, shell=self.shell)))
+        if trial.reproducer:
+            try:
+                reproducer = shlex.split(trial.reproducer)
+                check_template(reproducer, "the verify annotation")
+            except (ValueError, ConfigError) as exc:
+                problem = exc.message if isinstance(exc, ConfigError) else str(exc)
+                return self._finish(Conclusion.ERRORED, f"the reproducer: {problem}", log)
+            checks.append(("reproducer", self._argv(reproducer, values, shell=False)))
+        if not checks:
+            if not self.isolated:
+                return self._finish(
+                    Conclusion.ERRORED,
+                    "nothing to run: no command, no reproducer (verify=) and not isolated",
+                    log,
+                )
+            checks.append(("import check", [python, "-c", _IMPORT_CHECK, trial.package]))
+        passed = True
+        detail = ""
+        for label, argv in checks:
+            log.append(f"$ {shlex.join(argv)}\n")
+            output = await self._process(argv, env, self.timeout)
+            log.append(output.log)
+            if output.returncode is None:
+                return self._finish(
+                    Conclusion.TIMED_OUT, f"the {label} ran past {self.timeout:g} s", log
+                )
+            if output.returncode != 0:
+                passed = False
+                detail = f"the {label} failed ({_exit(output.returncode, self.timeout)})"
+                break
+        if passed:
+            detail = "exit status 0" if len(checks) == 1 else f"{len(checks)} checks passed"
+        installed = await self._installed(trial, python, env) if self.isolated else None
+        if installed is None:
+            installed = find_evidence("".join(log), trial.package)
+        conclusion, detail = judge_evidence(passed, trial, installed, detail)
+        return self._finish(conclusion, detail, log, installed)
+
+    def _argv(
+        self, template: Sequence[str], values: Mapping[str, str], *, shell: bool
+    ) -> list[str]:
+        if shell:
+            quoted = {k: shlex.quote(v) for k, v in values.items()}
+            return ["/bin/sh", "-c", template[0].format_map(quoted)]
+        return [argument.format_map(values) for argument in template]
+
+    async def _prepare(
+        self, trial: Trial, venv: Path, constraints: Path, env: Mapping[str, str]
+    ) -> _Output:
+        """A fresh venv with the candidate installed from the configured index."""
+        pip_here = importlib.util.find_spec("pip") is not None
+        create = [self.python, "-m", "venv", str(venv)]
+        if pip_here:
+            create.insert(3, "--without-pip")  # this interpreter's pip installs into it
+        made = await self._process(create, env, _INSTALL_TIMEOUT)
+        if made.returncode != 0:
+            return made
+        install_env = {k: v for k, v in env.items() if k not in _PIP_INDEX_VARIABLES}
+        install_env["PIP_CONFIG_FILE"] = os.devnull
+        install_env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+        pip = (
+            [self.python, "-m", "pip", "--python", str(_venv_python(venv))]
+            if pip_here
+            else [str(_venv_python(venv)), "-m", "pip"]
+        )
+        argv = [*pip, "install", "--no-input", "--no-cache-dir"]
+        if trial.index_url:
+            argv += ["--index-url", trial.index_url]
+        for extra in trial.extra_index_urls:
+            argv += ["--extra-index-url", extra]
+        argv += ["--constraint", str(constraints), trial.requirement]
+        installed = await self._process(argv, install_env, _INSTALL_TIMEOUT)
+        return _Output(installed.returncode, f"{made.log}$ {_shown(argv)}\n{installed.log}")
+
+    async def _installed(self, trial: Trial, python: str, env: Mapping[str, str]) -> str | None:
+        """The version of the package in the environment the check ran in (the evidence)."""
+        output = await self._process([python, "-c", _VERSION_CHECK, trial.package], env, 60.0)
+        lines = output.log.strip().splitlines()
+        if output.returncode != 0 or not lines:
+            return None
+        from packaging.version import InvalidVersion, Version
+
+        try:
+            return str(Version(lines[-1].strip()))
+        except InvalidVersion:
+            return None
+
+    async def _process(
+        self, argv: Sequence[str], env: Mapping[str, str], timeout: float
+    ) -> _Output:
+        """Run one process (its own session), keeping the end of its output."""
+        try:
+            process = await asyncio.create_subprocess_exec(
+                *argv,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.STDOUT,
+                env=dict(env),
+                cwd=self.workdir,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            return _Output(127, f"cannot run {argv[0]!r}: {exc.strerror or exc}\n")
+        assert process.stdout is not None
+        kept = bytearray()
+        dropped = 0
+
+        async def read() -> None:
+            nonlocal dropped
+            assert process.stdout is not None
+            while chunk := await process.stdout.read(65536):
+                kept.extend(chunk)
+                if len(kept) > self.log_limit:
+                    cut = len(kept) - self.log_limit
+                    dropped += cut
+                    del kept[:cut]
+
+        timed_out = False
+        try:
+            async with asyncio.timeout(timeout):
+                await asyncio.gather(read(), process.wait())
+        except TimeoutError:
+            timed_out = True
+        finally:
+            if process.returncode is None:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(process.pid, signal.SIGKILL)
+                await process.wait()
+        text = kept.decode("utf-8", errors="replace")
+        if dropped:
+            text = f"[... {dropped:,} bytes of output before ...]\n{text}"
+        return _Output(None if timed_out else process.returncode, _redact(text))
+
+    def _finish(
+        self, conclusion: Conclusion, detail: str, log: Sequence[str], installed: str | None = None
+    ) -> RunStatus:
+        return RunStatus(
+            conclusion,
+            detail,
+            installed=installed,
+            log_excerpt=excerpt("".join(log)),
+            finished_at=datetime.now(UTC),
+        )
+
+
+def _venv_python(venv: Path) -> Path:
+    return venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+
+
+def _exit(returncode: int | None, timeout: float) -> str:
+    if returncode is None:
+        return f"ran past {timeout:g} s"
+    if returncode < 0:
+        with contextlib.suppress(ValueError):
+            return f"killed by {signal.Signals(-returncode).name}"
+    return f"exit status {returncode}"
+
+
+def _redact(text: str) -> str:
+    from govern.sources.requirements_txt import redact
+
+    return redact(text)
+
+
+def _shown(argv: Sequence[str]) -> str:
+    return _redact(shlex.join(argv))
+
+
+def from_config(name: str, options: Mapping[str, Any], *, root: Path | None = None) -> Command:
+    """A command provider from ``[tool.govern.ci.NAME]`` (``provider = "command"``)."""
+    where = f"[tool.govern.ci.{name}]"
+    unknown = set(options) - _KEYS
+    if unknown:
+        raise ConfigError(
+            f"{where}: unknown key(s) {', '.join(sorted(map(repr, unknown)))}",
+            tip=f"Known keys: {', '.join(sorted(_KEYS))}.",
+        )
+    shell = options.get("shell", False)
+    isolated = options.get("isolated", False)
+    for key, value in (("shell", shell), ("isolated", isolated)):
+        if not isinstance(value, bool):
+            raise ConfigError(f"{where}: {key} must be true or false")
+    command = options.get("command", [])
+    if isinstance(command, str):
+        command = [command] if shell else shlex.split(command)
+    if not isinstance(command, list) or not all(isinstance(c, str) for c in command):
+        raise ConfigError(
+            f"{where}: command must be a list of arguments (or one string)",
+            tip='Write command = ["python", "-c", "import {package}"].',
+        )
+    timeout = options.get("timeout", 3600)
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
+        raise ConfigError(f"{where}: timeout must be a positive number of seconds")
+    log_limit = options.get("log-limit", _LOG_LIMIT)
+    if isinstance(log_limit, bool) or not isinstance(log_limit, int) or log_limit < 1024:
+        raise ConfigError(f"{where}: log-limit must be a number of bytes (1024 or more)")
+    workdir = options.get("workdir")
+    if workdir is not None and not isinstance(workdir, str):
+        raise ConfigError(f"{where}: workdir must be a path")
+    where_to = Path(workdir) if workdir else None
+    if where_to is not None and not where_to.is_absolute() and root is not None:
+        where_to = root / where_to
+    return Command(
+        name,
+        command=command,
+        shell=shell,
+        isolated=isolated,
+        timeout=float(timeout),
+        log_limit=log_limit,
+        workdir=where_to or root,
+    )

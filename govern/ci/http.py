@@ -1,0 +1,239 @@
+"""The REST plumbing shared by the hosted providers (GitHub Actions, Buildkite, GitLab).
+
+:class:`ApiClient` sends one request with a token header on an injected
+``httpx.AsyncClient`` and maps what comes back to govern's CI errors:
+
+- connection errors, time-outs and 5xx are retried with exponential backoff and full
+  jitter, then raised as :class:`~govern.ci.base.CIUnavailable`;
+- 401 is :class:`~govern.ci.base.CIAuthError` ("the token in $GITHUB_TOKEN was refused");
+- 429, and 403 with a rate-limit signal (``Retry-After``, ``X-RateLimit-Remaining: 0``
+  with ``X-RateLimit-Reset``, ``RateLimit-Reset``), is :class:`~govern.ci.base.CIRateLimited`
+  with the moment to try again; a wait of a few seconds is slept through instead;
+- another 403 is an auth error (a token without the scope), 404 a configuration error
+  (GitHub answers 404 for a repository the token cannot see);
+- a body that is not the JSON expected is :class:`~govern.ci.base.CIUnavailable`.
+
+No message carries the token: every text that leaves here goes through
+:func:`~govern.ci.base.scrub` with the secrets in use.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import random
+from collections.abc import Awaitable, Callable, Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import httpx
+
+from govern.ci.base import CIAuthError, CIError, CIRateLimited, CIUnavailable, scrub
+
+_EPOCH_FLOOR = 1_000_000_000  # a reset header above this is a Unix time, below it seconds
+_SHORT_WAIT = 10.0  # seconds of rate limit slept through rather than raised
+_MAX_JSON = 8 * 1024 * 1024
+_MESSAGE_LIMIT = 200
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def rate_limit_until(headers: httpx.Headers, now: datetime) -> datetime | None:
+    """When a rate-limited request may be sent again, from the vendors' headers, or None."""
+    retry_after = headers.get("Retry-After")
+    if retry_after is not None:
+        text = retry_after.strip()
+        if text.isdigit():
+            return now + timedelta(seconds=int(text))
+        try:
+            when = email.utils.parsedate_to_datetime(text)
+        except (TypeError, ValueError, IndexError):
+            when = None
+        if when is not None:
+            return when if when.tzinfo else when.replace(tzinfo=UTC)
+    for name in ("X-RateLimit-Reset", "RateLimit-Reset"):
+        value = (headers.get(name) or "").strip()
+        if value.isdigit() and len(value) < 16:
+            number = int(value)
+            if number >= _EPOCH_FLOOR:
+                return datetime.fromtimestamp(number, UTC)
+            return now + timedelta(seconds=number)
+    return None
+
+
+def _is_rate_limited(response: httpx.Response) -> bool:
+    if response.status_code == 429:
+        return True
+    if response.status_code != 403:
+        return False
+    headers = response.headers
+    return (
+        headers.get("X-RateLimit-Remaining") == "0"
+        or headers.get("RateLimit-Remaining") == "0"
+        or "Retry-After" in headers
+    )
+
+
+def _message(response: httpx.Response) -> str:
+    """The vendor's own one-line message from an error body, if it has one."""
+    try:
+        body = response.json()
+    except (ValueError, UnicodeDecodeError):
+        return ""
+    if isinstance(body, dict):
+        for key in ("message", "error", "error_description"):
+            value = body.get(key)
+            if isinstance(value, str) and value.strip():
+                line = " ".join(value.split())
+                return line[:_MESSAGE_LIMIT]
+    return ""
+
+
+class ApiClient:
+    """Requests to one vendor's REST API with one token."""
+
+    def __init__(
+        self,
+        http: httpx.AsyncClient,
+        *,
+        vendor: str,
+        base_url: str,
+        headers: Mapping[str, str],
+        secrets: tuple[str, ...],
+        token_source: str,
+        attempts: int = 3,
+        backoff: float = 0.5,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        clock: Callable[[], datetime] = _now,
+    ) -> None:
+        """``headers`` carry the token; ``secrets`` are scrubbed out of every message;
+        ``token_source`` says where the token came from ("$GITHUB_TOKEN") for messages."""
+        self._http = http
+        self.vendor = vendor
+        self.base_url = base_url.rstrip("/")
+        self._headers = dict(headers)
+        self._secrets = secrets
+        self._token_source = token_source
+        self._attempts = max(1, attempts)
+        self._backoff = backoff
+        self._sleep = sleep
+        self._clock = clock
+
+    def url(self, path: str) -> str:
+        """An absolute URL: ``path`` under the base URL, or ``path`` itself when absolute."""
+        if path.startswith(("http://", "https://")):
+            return path
+        return f"{self.base_url}/{path.lstrip('/')}"
+
+    def scrub(self, text: str) -> str:
+        """``text`` without any secret in use."""
+        return scrub(text, self._secrets)
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        json_body: Any = None,
+        params: Mapping[str, str] | None = None,
+        follow_redirects: bool = False,
+    ) -> httpx.Response:
+        """One API call, retried when transient; a 2xx or 3xx response, read in full."""
+        url = self.url(path)
+        where = f"{self.vendor}: {method} {self._shown(url)}"
+        reason = "no attempt"
+        for attempt in range(1, self._attempts + 1):
+            try:
+                response = await self._http.request(
+                    method,
+                    url,
+                    json=json_body,
+                    params=params,
+                    headers=self._headers,
+                    follow_redirects=follow_redirects,
+                )
+            except httpx.TimeoutException:
+                reason = "timed out"
+            except httpx.TransportError as exc:
+                reason = f"connection failed ({type(exc).__name__})"
+            except httpx.HTTPError as exc:
+                raise CIError(self.scrub(f"{where}: {type(exc).__name__}: {exc}")) from None
+            else:
+                status = response.status_code
+                if status < 400:
+                    return response
+                if _is_rate_limited(response):
+                    until = rate_limit_until(response.headers, self._clock())
+                    wait = (until - self._clock()).total_seconds() if until else None
+                    if wait is not None and wait <= _SHORT_WAIT and attempt < self._attempts:
+                        await self._sleep(max(0.0, wait))
+                        continue
+                    shown = f" until {until:%Y-%m-%d %H:%M:%S} UTC" if until else ""
+                    raise CIRateLimited(
+                        f"{where}: rate limited (HTTP {status}){shown}",
+                        until=until,
+                        tip="govern verify polls it again on its next run",
+                    )
+                message = self.scrub(_message(response))
+                suffix = f": {message}" if message else ""
+                if status == 401:
+                    raise CIAuthError(
+                        f"{self.vendor} refused the token from {self._token_source} "
+                        f"(HTTP 401{suffix})",
+                        tip=f"check that {self._token_source} holds a valid, unexpired token",
+                    )
+                if status == 403:
+                    raise CIAuthError(
+                        f"{where}: HTTP 403{suffix}",
+                        tip=f"the token from {self._token_source} lacks a permission this needs",
+                    )
+                if status >= 500:
+                    reason = f"HTTP {status}"
+                else:
+                    raise CIError(f"{where}: HTTP {status}{suffix}")
+            if attempt < self._attempts:
+                ceiling = self._backoff * 2 ** (attempt - 1)
+                await self._sleep(random.uniform(0.0, ceiling))  # noqa: S311 -- jitter
+        raise CIUnavailable(f"{where}: {reason} after {self._attempts} attempts")
+
+    async def json(
+        self,
+        method: str,
+        path: str,
+        *,
+        json_body: Any = None,
+        params: Mapping[str, str] | None = None,
+    ) -> Any:
+        """An API call whose answer is JSON (an empty body is None)."""
+        response = await self.request(method, path, json_body=json_body, params=params)
+        if not response.content.strip():
+            return None
+        if len(response.content) > _MAX_JSON:
+            raise CIUnavailable(f"{self.vendor}: an answer of {len(response.content):,} bytes")
+        try:
+            return json.loads(response.content)
+        except (ValueError, UnicodeDecodeError):
+            where = self._shown(str(response.request.url))
+            raise CIUnavailable(f"{self.vendor}: {where} answered with invalid JSON") from None
+
+    async def text(self, path: str, *, limit: int = 4 * 1024 * 1024) -> str:
+        """A log or other text resource (redirects followed), its last ``limit`` bytes."""
+        response = await self.request("GET", path, follow_redirects=True)
+        data = response.content
+        if len(data) > limit:
+            data = data[-limit:]
+        return data.decode("utf-8", errors="replace")
+
+    def _shown(self, url: str) -> str:
+        """A URL for messages: no query string (it may hold a token), no secrets."""
+        return self.scrub(url.split("?", 1)[0])
+
+
+def expect(value: Any, kind: type, what: str, vendor: str) -> Any:
+    """``value`` if it is a ``kind``, else CIUnavailable: the vendor answered unexpectedly."""
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise CIUnavailable(f"{vendor}: unexpected answer: {what} is not a {kind.__name__}")
+    return value

@@ -1,0 +1,592 @@
+"""Verification: try current candidates on their runtime profiles through CI, and record it.
+
+For the exclusions asked about (an id, a package, or all), every eligible candidate found
+by the watcher is tried on its profile by the provider configured for that profile. The
+same release of a package on the same profile with the same reproducer is one run, however
+many exclusions (repositories) are waiting for it; each candidate gets its own
+``verification`` row with that run's id.
+
+A run's conclusion means:
+
+- ``passed`` (with evidence that exactly the candidate was installed): the candidate is
+  ``passed``, a ``verification-passed`` event is added, the exclusion becomes ``verified``;
+- ``failed``: the candidate is ``failed`` and its version is known-bad for the exclusion
+  from now on (the watcher reads failed candidates as known-bad), the same release is
+  marked ``bad`` on the exclusion's other profiles, a ``verification-failed`` event;
+- ``errored``, ``cancelled``, ``timed-out``: never a verdict. The attempt is recorded
+  (``verification-errored``) and the candidate is tried again, up to ``attempts`` tries in
+  all; after that it is ``errored`` and waits for a person.
+
+Runs that are still going (hosted CI) are polled on the next call, or until they end
+with ``wait``; a run past its provider's time-out is cancelled and ``timed-out``. No
+transaction is open while a provider works: a row is written before a run starts (so a
+crash leaves a trace, closed as ``errored`` by the next call) and updated once it is known.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+from sqlmodel import Session, col, select
+
+from govern.ci.base import (
+    CIAuthError,
+    CIError,
+    CIRateLimited,
+    Conclusion,
+    Provider,
+    RunRef,
+    RunStatus,
+    Trial,
+)
+from govern.index.pipconfig import IndexSettings
+from govern.store.db import Store
+from govern.store.models import (
+    Annotation,
+    Candidate,
+    Event,
+    Exclusion,
+    Release,
+    Verification,
+    as_utc,
+    utcnow,
+)
+
+# Exclusion states this workflow may move between; any other (proposed, relaxed, ...) is a
+# person's or a later step's, and stays.
+_SETTLED = ("held", "candidate", "verifying", "verified")
+_ORPHAN_AFTER = timedelta(hours=1)  # a row without a run id this old lost its process
+
+
+@dataclass(frozen=True, slots=True)
+class _Wanted:
+    """One candidate row to try, with what its trial needs."""
+
+    candidate_id: int
+    exclusion_id: int
+    package: str
+    clause: str
+    version: Version
+    profile: str
+    reproducer: str | None
+    attempt: int  # the attempt this run would be
+
+
+@dataclass(slots=True)
+class VerifyResult:
+    """What one call did."""
+
+    started: int = 0
+    running: int = 0
+    concluded: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    runs: list[dict[str, Any]] = field(default_factory=list)
+    skipped: list[dict[str, str]] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    auth_failed: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        """The result, for JSON output."""
+        return {
+            "started": self.started,
+            "running": self.running,
+            "concluded": {c.value: self.concluded.get(c.value, 0) for c in Conclusion},
+            "runs": self.runs,
+            "skipped": self.skipped,
+            "errors": self.errors,
+        }
+
+
+ProviderFor = Callable[[str], Provider | None]
+
+
+class Verifier:
+    """One ``govern verify`` call over a store and the providers of its profiles."""
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        provider_for: ProviderFor,
+        providers: Mapping[str, Provider],
+        index: IndexSettings | None = None,
+        attempts: int = 3,
+        clock: Callable[[], datetime] = utcnow,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        """``provider_for(profile)`` picks the provider that starts a run on a profile;
+        ``providers`` by name are those that may own runs still going (to poll them)."""
+        self.store = store
+        self.provider_for = provider_for
+        self.providers = dict(providers)
+        self.index = index
+        self.attempts = max(1, attempts)
+        self.clock = clock
+        self.sleep = sleep
+        self.result = VerifyResult()
+        # Providers that refused the credentials or asked to wait: no more runs this call.
+        self._refused: set[str] = set()
+
+    # -- the call -------------------------------------------------------------------------
+
+    async def run(
+        self,
+        query: str | None = None,
+        *,
+        profiles: Sequence[str] = (),
+        wait: bool = False,
+        poll_interval: float = 15.0,
+        deadline: float | None = None,
+    ) -> VerifyResult:
+        """Poll running verifications, start new ones; with ``wait``, until all have ended
+        (or ``deadline`` seconds have passed: what is still running stays running)."""
+        exclusion_ids = self._exclusions(query)
+        await self.poll(exclusion_ids)
+        for _round in range(self.attempts):
+            if not await self.start(exclusion_ids, profiles):
+                break
+        started = self.clock()
+        while wait and self._running(exclusion_ids):
+            if deadline is not None and (self.clock() - started).total_seconds() >= deadline:
+                break
+            await self.sleep(poll_interval)
+            await self.poll(exclusion_ids)
+            await self.start(exclusion_ids, profiles)  # retries of runs that errored
+        self.result.running = len(self._running(exclusion_ids))
+        return self.result
+
+    def _exclusions(self, query: str | None) -> list[int] | None:
+        """The exclusion ids asked about (None: all); an unknown query is an empty list."""
+        if query is None:
+            return None
+        with self.store.session() as session:
+            found = session.exec(
+                select(Exclusion.id).where(
+                    (col(Exclusion.key) == query)
+                    | (col(Exclusion.package) == canonicalize_name(query)),
+                    col(Exclusion.removed_at).is_(None),
+                )
+            ).all()
+        return [i for i in found if i is not None]
+
+    # -- running ones ---------------------------------------------------------------------
+
+    def _running(self, exclusion_ids: list[int] | None) -> list[Verification]:
+        with self.store.session() as session:
+            query = (
+                select(Verification)
+                .join(Candidate, col(Candidate.id) == col(Verification.candidate_id))
+                .where(col(Verification.conclusion).is_(None))
+            )
+            if exclusion_ids is not None:
+                query = query.where(col(Candidate.exclusion_id).in_(exclusion_ids))
+            return list(session.exec(query).all())
+
+    async def poll(self, exclusion_ids: list[int] | None) -> None:
+        """Ask each provider about its runs still going; conclude those that ended."""
+        runs: dict[tuple[str, str], list[Verification]] = defaultdict(list)
+        now = self.clock()
+        for row in self._running(exclusion_ids):
+            if row.run_id is None:
+                if now - as_utc(row.started_at) > _ORPHAN_AFTER:
+                    detail = "the govern process that started this run ended before recording it"
+                    await self._conclude([row], RunStatus(Conclusion.ERRORED, detail))
+                continue
+            runs[(row.provider, row.run_id)].append(row)
+        for (name, run_id), rows in sorted(runs.items()):
+            provider = self.providers.get(name)
+            if provider is None:
+                self._skip(rows[0], f"provider {name!r} is not configured any more")
+                continue
+            trial = self._trial_of(rows[0])
+            if trial is None:
+                continue
+            run = RunRef(run_id, rows[0].run_url)
+            if (now - as_utc(rows[0].started_at)).total_seconds() > provider.timeout:
+                await provider.cancel(run)
+                status = RunStatus(
+                    Conclusion.TIMED_OUT,
+                    f"no conclusion after {provider.timeout:g} s; cancelled",
+                    url=rows[0].run_url,
+                )
+                await self._conclude(rows, status)
+                continue
+            try:
+                status = await provider.status(trial, run)
+            except CIError as exc:
+                self._error(name, exc)
+                continue
+            if status.done:
+                await self._conclude(rows, status)
+
+    # -- new ones -------------------------------------------------------------------------
+
+    async def start(self, exclusion_ids: list[int] | None, profiles: Sequence[str]) -> int:
+        """Start a run for each group of candidates waiting; returns how many runs started."""
+        groups: dict[tuple[str, str, str, str | None], list[_Wanted]] = defaultdict(list)
+        for wanted in self._wanted(exclusion_ids, profiles):
+            provider = self.provider_for(wanted.profile)
+            if provider is None:
+                self.result.skipped.append(
+                    self._described(wanted, f"no CI provider for profile {wanted.profile!r}")
+                )
+                continue
+            if provider.name in self._refused:
+                continue
+            key = (wanted.package, str(wanted.version), wanted.profile, wanted.reproducer)
+            groups[key].append(wanted)
+        started = 0
+        for group in groups.values():
+            provider = self.provider_for(group[0].profile)
+            assert provider is not None
+            if provider.name in self._refused:
+                continue
+            await self._start_group(provider, group)
+            started += 1
+        return started
+
+    def _wanted(self, exclusion_ids: list[int] | None, profiles: Sequence[str]) -> list[_Wanted]:
+        """Eligible candidates not yet tried (or tried without a verdict, attempts left)."""
+        with self.store.session() as session:
+            query = (
+                select(Candidate, Release, Exclusion)
+                .join(Release, col(Release.id) == col(Candidate.release_id))
+                .join(Exclusion, col(Exclusion.id) == col(Candidate.exclusion_id))
+                .where(
+                    col(Candidate.eligible),
+                    col(Candidate.status) == "found",
+                    col(Exclusion.removed_at).is_(None),
+                )
+                .order_by(col(Exclusion.id), col(Candidate.profile), col(Release.id))
+            )
+            if exclusion_ids is not None:
+                query = query.where(col(Exclusion.id).in_(exclusion_ids))
+            if profiles:
+                query = query.where(col(Candidate.profile).in_(list(profiles)))
+            rows = session.exec(query).all()
+            ids = sorted({exclusion.id for _, _, exclusion in rows if exclusion.id is not None})
+            notes = _notes(session, ids)
+            bad = _failed(session, ids)
+            tries = _attempts(session, [c.id for c, _, _ in rows if c.id is not None])
+        out: list[_Wanted] = []
+        for candidate, release, exclusion in rows:
+            assert candidate.id is not None
+            assert exclusion.id is not None
+            try:
+                version = Version(release.version)
+            except InvalidVersion:
+                self.result.skipped.append(
+                    {
+                        "package": exclusion.package,
+                        "version": release.version,
+                        "profile": candidate.profile,
+                        "reason": "not a PEP 440 version: never passed to CI",
+                    }
+                )
+                continue
+            note = notes.get(exclusion.id)
+            known_bad = {*(note.bad_versions if note else ()), *bad.get(exclusion.id, ())}
+            if any(_same(version, b) for b in known_bad):
+                continue
+            done = tries.get(candidate.id, 0)
+            if done >= self.attempts:
+                continue
+            out.append(
+                _Wanted(
+                    candidate_id=candidate.id,
+                    exclusion_id=exclusion.id,
+                    package=exclusion.package,
+                    clause=exclusion.clause,
+                    version=version,
+                    profile=candidate.profile,
+                    reproducer=note.verify if note else None,
+                    attempt=done + 1,
+                )
+            )
+        return out
+
+    async def _start_group(self, provider: Provider, group: list[_Wanted]) -> None:
+        first = group[0]
+        now = self.clock()
+        with self.store.session(write=True) as session:
+            rows = [
+                Verification(
+                    candidate_id=w.candidate_id,
+                    provider=provider.name,
+                    profile=w.profile,
+                    attempt=w.attempt,
+                    started_at=now,
+                )
+                for w in group
+            ]
+            session.add_all(rows)
+            session.flush()
+            for w in group:
+                candidate = session.get(Candidate, w.candidate_id)
+                if candidate is not None:
+                    candidate.status = "verifying"
+        indexes = self.index.indexes_for(first.package) if self.index is not None else ()
+        trial = Trial(
+            package=first.package,
+            version=first.version,
+            profile=first.profile,
+            correlation_id=f"govern-{rows[0].id}-{first.attempt}",
+            clause=first.clause,
+            index_url=indexes[0] if indexes else None,
+            extra_index_urls=tuple(indexes[1:]),
+            reproducer=first.reproducer,
+        )
+        try:
+            started = await provider.start(trial)
+        except CIError as exc:
+            self._error(provider.name, exc)
+            status = RunStatus(Conclusion.ERRORED, f"the run could not start: {exc.message}")
+            await self._conclude(rows, status)
+            return
+        self.result.started += 1
+        with self.store.session(write=True) as session:
+            for row in rows:
+                row.run_id = started.run.run_id
+                row.run_url = started.run.url
+                session.add(row)
+                session.add(
+                    Event(
+                        exclusion_id=_exclusion_of(group, row),
+                        kind="verification-started",
+                        at=now,
+                        recorded_at=self.clock(),
+                        detail=self._detail(row, first),
+                    )
+                )
+            self._settle(session, {w.exclusion_id for w in group})
+        if started.status.done:
+            await self._conclude(rows, started.status)
+
+    # -- conclusions ----------------------------------------------------------------------
+
+    async def _conclude(self, rows: Sequence[Verification], status: RunStatus) -> None:
+        """Record a run's end on each of its verifications, their candidates and exclusions."""
+        assert status.conclusion is not None
+        conclusion = status.conclusion
+        now = self.clock()
+        with self.store.session(write=True) as session:
+            touched: set[int] = set()
+            for stale in rows:
+                row = session.get(Verification, stale.id)
+                if row is None or row.conclusion is not None:
+                    continue  # concluded by another process meanwhile
+                row.conclusion = conclusion.value
+                row.finished_at = status.finished_at or now
+                row.installed_version = status.installed
+                row.log_excerpt = status.log_excerpt
+                row.detail = status.detail[:2000]
+                row.run_url = status.url or row.run_url
+                candidate = session.get(Candidate, row.candidate_id)
+                release = session.get(Release, candidate.release_id) if candidate else None
+                if candidate is None or release is None:
+                    continue
+                touched.add(candidate.exclusion_id)
+                if conclusion is Conclusion.PASSED:
+                    candidate.status = "passed"
+                elif conclusion is Conclusion.FAILED:
+                    candidate.status = "failed"
+                    _mark_bad(session, candidate)
+                elif row.attempt >= self.attempts:
+                    candidate.status = "errored"  # no verdict after every attempt: a person
+                else:
+                    candidate.status = "found"  # tried again, attempts left
+                kind = {
+                    Conclusion.PASSED: "verification-passed",
+                    Conclusion.FAILED: "verification-failed",
+                }.get(conclusion, "verification-errored")
+                session.add(
+                    Event(
+                        exclusion_id=candidate.exclusion_id,
+                        kind=kind,
+                        at=row.finished_at,
+                        recorded_at=now,
+                        detail={
+                            "version": release.version,
+                            "profile": row.profile,
+                            "provider": row.provider,
+                            "attempt": row.attempt,
+                            "conclusion": conclusion.value,
+                            "installed": status.installed,
+                            "run_url": row.run_url,
+                            "detail": row.detail,
+                        },
+                    )
+                )
+                self.result.runs.append(
+                    {
+                        "verification": row.id,
+                        "package": release.package,
+                        "version": release.version,
+                        "profile": row.profile,
+                        "provider": row.provider,
+                        "attempt": row.attempt,
+                        "conclusion": conclusion.value,
+                        "installed": status.installed,
+                        "run_url": row.run_url,
+                        "detail": row.detail,
+                    }
+                )
+                self.result.concluded[conclusion.value] += 1
+            self._settle(session, touched)
+
+    def _settle(self, session: Session, exclusion_ids: set[int]) -> None:
+        """Each exclusion's state from its candidates (only among the states owned here)."""
+        if not exclusion_ids:
+            return
+        session.flush()
+        statuses: dict[int, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
+        for candidate, release in session.exec(
+            select(Candidate, Release)
+            .join(Release, col(Release.id) == col(Candidate.release_id))
+            .where(col(Candidate.exclusion_id).in_(sorted(exclusion_ids)), col(Candidate.eligible))
+        ):
+            statuses[candidate.exclusion_id][release.version].add(candidate.status)
+        for exclusion_id in exclusion_ids:
+            exclusion = session.get(Exclusion, exclusion_id)
+            if exclusion is None or exclusion.state not in _SETTLED:
+                continue
+            by_version = statuses.get(exclusion_id, {})
+            everything = set().union(*by_version.values()) if by_version else set()
+            if "verifying" in everything:
+                state = "verifying"
+            elif any(found == {"passed"} for found in by_version.values()):
+                state = "verified"
+            elif everything & {"found", "errored", "passed"}:
+                state = "candidate"
+            else:
+                state = "held"
+            exclusion.state = state
+
+    # -- helpers --------------------------------------------------------------------------
+
+    def _trial_of(self, row: Verification) -> Trial | None:
+        """The trial a running verification was started for (to ask its provider)."""
+        with self.store.session() as session:
+            candidate = session.get(Candidate, row.candidate_id)
+            release = session.get(Release, candidate.release_id) if candidate else None
+            exclusion = session.get(Exclusion, candidate.exclusion_id) if candidate else None
+            note = _notes(session, [exclusion.id]).get(exclusion.id or 0) if exclusion else None
+        if release is None or exclusion is None:
+            return None
+        try:
+            version = Version(release.version)
+        except InvalidVersion:
+            return None
+        return Trial(
+            package=release.package,
+            version=version,
+            profile=row.profile,
+            correlation_id=f"govern-{row.id}-{row.attempt}",
+            clause=exclusion.clause,
+            reproducer=note.verify if note else None,
+        )
+
+    def _error(self, provider: str, exc: CIError) -> None:
+        message = exc.message + (f" ({exc.tip})" if exc.tip else "")
+        if message not in self.result.errors:
+            self.result.errors.append(message)
+        if isinstance(exc, CIAuthError | CIRateLimited):
+            self._refused.add(provider)
+        if isinstance(exc, CIAuthError):
+            self.result.auth_failed = True
+
+    def _skip(self, row: Verification, reason: str) -> None:
+        self.result.skipped.append(
+            {"verification": str(row.id), "profile": row.profile, "reason": reason}
+        )
+
+    @staticmethod
+    def _described(wanted: _Wanted, reason: str) -> dict[str, str]:
+        return {
+            "package": wanted.package,
+            "version": str(wanted.version),
+            "profile": wanted.profile,
+            "reason": reason,
+        }
+
+    @staticmethod
+    def _detail(row: Verification, wanted: _Wanted) -> dict[str, Any]:
+        return {
+            "version": str(wanted.version),
+            "profile": row.profile,
+            "provider": row.provider,
+            "attempt": row.attempt,
+            "run_url": row.run_url,
+        }
+
+
+def _exclusion_of(group: Sequence[_Wanted], row: Verification) -> int:
+    return next(w.exclusion_id for w in group if w.candidate_id == row.candidate_id)
+
+
+def _same(version: Version, text: str) -> bool:
+    try:
+        return Version(text) == version
+    except InvalidVersion:
+        return False
+
+
+def _notes(session: Session, ids: Sequence[int | None]) -> dict[int, Annotation]:
+    wanted = [i for i in ids if i is not None]
+    if not wanted:
+        return {}
+    return {
+        note.exclusion_id: note
+        for note in session.exec(
+            select(Annotation).where(
+                col(Annotation.exclusion_id).in_(wanted), col(Annotation.current)
+            )
+        )
+    }
+
+
+def _failed(session: Session, ids: Sequence[int]) -> dict[int, set[str]]:
+    """Versions whose verification failed (or were marked bad), by exclusion."""
+    out: dict[int, set[str]] = defaultdict(set)
+    if not ids:
+        return out
+    for exclusion_id, version in session.exec(
+        select(Candidate.exclusion_id, Release.version)
+        .join(Release, col(Release.id) == col(Candidate.release_id))
+        .where(col(Candidate.exclusion_id).in_(ids), col(Candidate.status).in_(("failed", "bad")))
+    ):
+        out[exclusion_id].add(version)
+    return out
+
+
+def _attempts(session: Session, candidate_ids: Sequence[int]) -> dict[int, int]:
+    """Runs already made per candidate (any conclusion, or still going)."""
+    out: dict[int, int] = defaultdict(int)
+    if not candidate_ids:
+        return out
+    for candidate_id in session.exec(
+        select(Verification.candidate_id).where(
+            col(Verification.candidate_id).in_(list(candidate_ids))
+        )
+    ).all():
+        out[candidate_id] += 1
+    return out
+
+
+def _mark_bad(session: Session, failed: Candidate) -> None:
+    """The same release on the exclusion's other profiles is bad too (one line keeps it out)."""
+    for sibling in session.exec(
+        select(Candidate).where(
+            col(Candidate.exclusion_id) == failed.exclusion_id,
+            col(Candidate.release_id) == failed.release_id,
+            col(Candidate.id) != failed.id,
+            col(Candidate.status).in_(("found", "errored")),
+        )
+    ):
+        sibling.status = "bad"
