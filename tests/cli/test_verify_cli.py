@@ -1,0 +1,137 @@
+"""``govern verify`` on the command line: configured providers, errors, output.
+
+The candidates are seeded in the store directly (the watcher's part is tested in
+``tests/service/test_poll.py``; the whole loop with a real index in
+``tests/service/test_verify_e2e.py``).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from sqlmodel import select
+
+from govern.cli import main
+from govern.config import Config
+from govern.service.track import TrackOptions, track
+from govern.store.db import Store
+from govern.store.models import Candidate, Exclusion, Release
+
+NOW = datetime(2026, 8, 1, tzinfo=UTC)
+SAY = f"{sys.executable} -c \"print('govern-verify: installed demo==' + '{{version}}')\""
+
+
+def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    out, err = capsys.readouterr()
+    return int(exited.value.code or 0), out, err
+
+
+@pytest.fixture
+def seeded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, str]:
+    """A repository pinning demo==1.0 with candidate 1.1 on the default profile."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "requirements.txt").write_text("demo==1.0  # 1.1 crashed on import\n")
+    db = f"sqlite:///{tmp_path / 'govern.db'}"
+    with Store(db) as store:
+        track(store, root, None, config=Config(), options=TrackOptions(now=NOW))
+        with store.session(write=True) as session:
+            release = Release(package="demo", version="1.1", first_seen_at=NOW)
+            session.add(release)
+            session.flush()
+            exclusion = session.exec(select(Exclusion)).one()
+            session.add(
+                Candidate(
+                    exclusion_id=exclusion.id or 0,
+                    release_id=release.id or 0,
+                    profile="default",
+                    found_at=NOW,
+                )
+            )
+    monkeypatch.chdir(root)
+    monkeypatch.setenv("PIP_CONFIG_FILE", "/dev/null")
+    return root, db
+
+
+def test_without_a_provider_it_says_how_to_give_one(
+    seeded: tuple[Path, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, db = seeded
+    code, _, err = _run(["verify", "--db", db], capsys)
+    assert code == 2
+    assert "no CI provider to verify with" in err
+    assert "--command" in err
+
+
+def test_a_configured_command_provider(
+    seeded: tuple[Path, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    root, db = seeded
+    (root / ".govern.toml").write_text(
+        f'verify-with = "local"\n[ci.local]\nprovider = "command"\ncommand = {json.dumps(SAY)}\n',
+        encoding="utf-8",
+    )
+    code, out, err = _run(["verify", "demo", "--db", db], capsys)
+    assert code == 0, err
+    assert "passed     demo 1.1 on default (local, attempt 1, installed 1.1)" in out
+    assert "1 run(s) started, 0 still running; 1 passed" in out
+    code, out, _ = _run(["status", "--db", db, "--format", "json"], capsys)
+    assert json.loads(out)["exclusions"][0]["state"] == "verified"
+
+
+def test_an_ad_hoc_command_that_fails_exits_1(
+    seeded: tuple[Path, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, db = seeded
+    command = f'{SAY[:-1]}; raise SystemExit(4)"'
+    code, out, _ = _run(["verify", "--db", db, "--command", command, "-f", "json"], capsys)
+    assert code == 1
+    document = json.loads(out)
+    assert document["concluded"]["failed"] == 1
+    assert document["runs"][0]["detail"] == "the command failed (exit status 4)"
+
+
+@pytest.mark.parametrize(
+    ("toml", "message"),
+    [
+        (
+            '[ci.gh]\nprovider = "github-actions"\ntoken = "ghp_LEAKEDTOKEN0000"\n',
+            "a token must never be committed",
+        ),
+        ('[ci.x]\nprovider = "jenkins"\n', "needs provider = one of"),
+        ('verify-with = "nope"\n', "names CI 'nope', which is not defined"),
+        ('[profiles.gpu]\nci = "gpu"\n', "profiles.gpu.ci names CI 'gpu'"),
+        ("verify-attempts = 0\n", "verify-attempts must be a number from 1 to 20"),
+    ],
+)
+def test_configuration_errors_exit_2(
+    seeded: tuple[Path, str], capsys: pytest.CaptureFixture[str], toml: str, message: str
+) -> None:
+    root, db = seeded
+    (root / ".govern.toml").write_text(toml, encoding="utf-8")
+    code, out, err = _run(["verify", "--db", db], capsys)
+    assert code == 2
+    assert message in err
+    assert "LEAKEDTOKEN" not in out + err
+
+
+def test_a_hosted_provider_without_its_token_variable(
+    seeded: tuple[Path, str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root, db = seeded
+    monkeypatch.delenv("GOVERN_TEST_GH_TOKEN", raising=False)
+    (root / ".govern.toml").write_text(
+        'verify-with = "gh"\n[ci.gh]\nprovider = "github-actions"\n'
+        'repository = "example/app"\nworkflow = "verify.yml"\n'
+        'token-env = "GOVERN_TEST_GH_TOKEN"\n',
+        encoding="utf-8",
+    )
+    code, _, err = _run(["verify", "--db", db], capsys)
+    assert code == 2
+    assert "GOVERN_TEST_GH_TOKEN" in err
