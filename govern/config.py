@@ -44,6 +44,12 @@ _KEYS = {
     "ci",
     "verify-with",
     "verify-attempts",
+    "web",
+}
+_WEB_KEYS = {
+    "token-env": "GOVERN_WEB_TOKEN",
+    "github-webhook-secret-env": "GOVERN_GITHUB_WEBHOOK_SECRET",
+    "buildkite-webhook-token-env": "GOVERN_BUILDKITE_WEBHOOK_TOKEN",
 }
 CI_KINDS = ("command", "github-actions", "buildkite", "gitlab")
 _PROFILE_KEYS = {
@@ -138,6 +144,10 @@ class Config:
     ci: tuple[CIConfig, ...] = ()
     verify_with: str | None = None
     verify_attempts: int = 3
+    # The dashboard: the names of the variables that hold its secrets (never the secrets).
+    web_token_env: str = _WEB_KEYS["token-env"]
+    github_webhook_secret_env: str = _WEB_KEYS["github-webhook-secret-env"]
+    buildkite_webhook_token_env: str = _WEB_KEYS["buildkite-webhook-token-env"]
 
     def checked(self) -> Config:
         """Self, once every CI name that is referred to is defined."""
@@ -385,7 +395,33 @@ def parse_config(table: dict[str, Any], path: Path) -> Config:
         ci=_ci(table.get("ci", {}), where),
         verify_with=_string(table, "verify-with", where),
         verify_attempts=_attempts(table, where),
+        **_web(table.get("web", {}), where),
     ).checked()
+
+
+def _web(value: Any, where: str) -> dict[str, str]:
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where}: web must be a table ([tool.govern.web]), not {_show(value)}")
+    unknown = set(value) - set(_WEB_KEYS)
+    if unknown:
+        raise ConfigError(
+            f"{where}: unknown [tool.govern.web] key(s) {_names(unknown)}",
+            tip=f"Known keys: {', '.join(sorted(_WEB_KEYS))} (names of environment variables; "
+            "a secret itself never goes in a file).",
+        )
+    out: dict[str, str] = {}
+    for key, default in _WEB_KEYS.items():
+        name = value.get(key, default)
+        if not isinstance(name, str) or not name.replace("_", "").isalnum():
+            raise ConfigError(
+                f"{where}: web.{key} must name an environment variable, not {_show(name)}"
+            )
+        out[key.replace("-", "_")] = name
+    return {
+        "web_token_env": out["token_env"],
+        "github_webhook_secret_env": out["github_webhook_secret_env"],
+        "buildkite_webhook_token_env": out["buildkite_webhook_token_env"],
+    }
 
 
 def _ci(value: Any, where: str) -> tuple[CIConfig, ...]:

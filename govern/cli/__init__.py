@@ -67,6 +67,7 @@ from govern.cli import poll as _poll  # noqa: E402,F401
 from govern.cli import rules as _rules  # noqa: E402,F401
 from govern.cli import track as _track  # noqa: E402,F401
 from govern.cli import verify as _verify  # noqa: E402,F401
+from govern.cli import web as _web  # noqa: E402,F401
 
 
 def main(argv: list[str] | None = None) -> None:

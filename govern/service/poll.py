@@ -14,10 +14,11 @@ changes nothing else: a bad answer from the index is never a verdict.
 from __future__ import annotations
 
 import hashlib
+import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from packaging.specifiers import InvalidSpecifier, Specifier
@@ -38,7 +39,15 @@ from govern.index.model import (
 )
 from govern.index.pipconfig import IndexSettings, redact_url
 from govern.store.db import BULK, Store, advisory_key
-from govern.store.models import Annotation, Candidate, Event, Exclusion, IndexPage, as_utc
+from govern.store.models import (
+    Annotation,
+    Candidate,
+    Event,
+    Exclusion,
+    IndexPage,
+    PollRun,
+    as_utc,
+)
 from govern.store.models import Release as ReleaseRow
 
 if TYPE_CHECKING:
@@ -443,6 +452,7 @@ async def poll(
     recorded in one transaction, and its pages are dropped before the next.
     """
     when = now or datetime.now(UTC)
+    began = time.monotonic()
     result = PollResult()
     with store.session() as session:
         exclusions = watched(session, packages)
@@ -493,4 +503,18 @@ async def poll(
                 page.judged = inputs
             recorder.finish()
         del fetched
+    with store.session(write=True) as session:  # one row per poll: /metrics and the dashboard
+        elapsed = time.monotonic() - began
+        session.add(
+            PollRun(
+                started_at=when,
+                finished_at=when + timedelta(seconds=elapsed),
+                duration_seconds=round(elapsed, 3),
+                projects=result.projects,
+                fetched=result.fetched,
+                not_modified=result.not_modified,
+                failed=result.failed,
+                candidates_found=result.candidates_found,
+            )
+        )
     return result

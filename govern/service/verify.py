@@ -188,11 +188,25 @@ class Verifier:
                 query = query.where(col(Candidate.exclusion_id).in_(exclusion_ids))
             return list(session.exec(query).all())
 
-    async def poll(self, exclusion_ids: list[int] | None) -> None:
-        """Ask each provider about its runs still going; conclude those that ended."""
+    async def refresh(self, provider: str, run_ids: Sequence[str]) -> int:
+        """Conclude the runs a webhook says have ended (one status call per run, no loop);
+        returns how many verifications were concluded."""
+        before = sum(self.result.concluded.values())
+        await self.poll(None, only={(provider, run_id) for run_id in run_ids})
+        return sum(self.result.concluded.values()) - before
+
+    async def poll(
+        self, exclusion_ids: list[int] | None, *, only: set[tuple[str, str]] | None = None
+    ) -> None:
+        """Ask each provider about its runs still going; conclude those that ended.
+
+        ``only``: just these (provider, run id) pairs (a webhook's), orphans left alone.
+        """
         runs: dict[tuple[str, str], list[Verification]] = defaultdict(list)
         now = self.clock()
         for row in self._running(exclusion_ids):
+            if only is not None and (row.provider, row.run_id or "") not in only:
+                continue
             if row.run_id is None:
                 if now - as_utc(row.started_at) > _ORPHAN_AFTER:
                     detail = "the govern process that started this run ended before recording it"

@@ -144,6 +144,9 @@ class Exclusion(SQLModel, table=True):
     introduced_commit: str | None = Field(default=None, max_length=64)
     introduced_pull_request: int | None = None
     snoozed_until: date | None = None
+    # Set from the dashboard (govern serve): an owner over the annotation's, an acknowledgement.
+    assigned_owner: str | None = Field(default=None, max_length=256)
+    acknowledged_at: datetime | None = _when(nullable=True)
 
 
 class Event(SQLModel, table=True):
@@ -250,6 +253,22 @@ class Proposal(SQLModel, table=True):
     new_clause: str | None = Field(default=None, max_length=256)
     url: str | None = Field(default=None, sa_column=Column(Text))
     created_at: datetime = _when()
+
+
+class PollRun(SQLModel, table=True):
+    """One ``govern poll``: when, how long, what it found (for /metrics and the dashboard)."""
+
+    __tablename__ = "poll_run"
+
+    id: int | None = Field(default=None, primary_key=True)
+    started_at: datetime = _when(index=True)
+    finished_at: datetime = _when()
+    duration_seconds: float = 0.0
+    projects: int = 0
+    fetched: int = 0
+    not_modified: int = 0
+    failed: int = 0
+    candidates_found: int = 0
 
 
 class AppendOnly(Exception):

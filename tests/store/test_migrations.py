@@ -22,6 +22,7 @@ TABLES = {
     "verification",
     "proposal",
     "index_page",
+    "poll_run",
 }
 
 

@@ -1,0 +1,204 @@
+"""``govern serve`` (the dashboard), ``govern dashboard`` (its front page in a terminal),
+``govern report`` (the same as a static HTML page or a Markdown issue body)."""
+
+from __future__ import annotations
+
+import enum
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from govern.cli import app
+from govern.cli.track import DbOption, FormatOption, ViewFormat, _print_json
+from govern.errors import GovernError
+
+if TYPE_CHECKING:
+    from govern.config import Config
+    from govern.store.db import Store
+
+ConfigOption = Annotated[
+    Path | None, typer.Option("--config", help="A .govern.toml to use instead of here.")
+]
+
+
+def _web_stack() -> None:
+    try:
+        import fastapi  # noqa: F401
+        import jinja2  # noqa: F401
+        import uvicorn  # noqa: F401
+    except ImportError as exc:
+        raise GovernError(
+            f"the dashboard needs the web extra ({exc.name} is missing)",
+            tip="pip install 'govern[web]'",
+        ) from None
+
+
+def _state(store: Store, config: Config, http: Any = None) -> Any:
+    from govern.web.security import Secrets
+    from govern.web.state import AppState
+
+    secrets = Secrets.from_environ(
+        os.environ,
+        token_env=config.web_token_env,
+        github_env=config.github_webhook_secret_env,
+        buildkite_env=config.buildkite_webhook_token_env,
+    )
+    state = AppState(store=store, secrets=secrets, config=config)
+    if config.ci and http is not None:
+        from govern.cli.verify import _providers
+
+        providers, provider_for = _providers(config, http, None, False, None)
+        state.providers = providers
+        state.provider_for = provider_for
+    return state
+
+
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[
+        int, typer.Option("--port", help="Port to listen on.", min=1, max=65535)
+    ] = 8080,
+    config_file: ConfigOption = None,
+    db: DbOption = None,
+) -> None:
+    """The dashboard: pending relaxations, all exclusions, debt, a JSON API, webhooks, metrics.
+
+    Read-only unless the write token is set (the variable named by web.token-env,
+    GOVERN_WEB_TOKEN by default).
+    """
+    _web_stack()
+    import httpx
+    import uvicorn
+
+    from govern.config import load_config
+    from govern.store.db import open_store
+    from govern.web.app import create_app
+
+    config = load_config(Path.cwd(), config_file)
+    with open_store(db, configured=config.database) as store:
+        http = httpx.AsyncClient(timeout=30.0, follow_redirects=False)
+        state = _state(store, config, http)
+        mode = "read-write" if state.secrets.writable else "read-only"
+        typer.echo(
+            f"govern: serving {store.display_url} on http://{host}:{port}/ ({mode})", err=True
+        )
+        uvicorn.run(
+            create_app(state),
+            host=host,
+            port=port,
+            log_level="warning",
+            proxy_headers=False,
+            server_header=False,
+        )
+
+
+class ReportFormat(enum.StrEnum):
+    """Output of ``govern report``."""
+
+    HTML = "html"
+    MARKDOWN = "markdown"
+
+
+def _collect(store: Store) -> dict[str, Any]:
+    from govern.store.models import utcnow
+    from govern.web import views
+
+    now = utcnow()
+    with store.session() as session:
+        return {
+            "now": now,
+            "pending": views.pending(session, now=now, limit=200),
+            "attention": views.attention(session, now=now),
+        }
+
+
+@app.command()
+def dashboard(
+    config_file: ConfigOption = None, db: DbOption = None, fmt: FormatOption = ViewFormat.HUMAN
+) -> None:
+    """The pending relaxations, then overdue, failed and held, in the terminal."""
+    from govern.config import load_config
+    from govern.output.human import one_line, truncate
+    from govern.store.db import open_store
+
+    config = load_config(Path.cwd(), config_file)
+    with open_store(db, configured=config.database) as store:
+        found = _collect(store)
+    pending, attention = found["pending"], found["attention"]
+    if fmt is ViewFormat.JSON:
+        _print_json(
+            {
+                "schema": "govern.dashboard/1",
+                "pending": [item.as_dict() for item in pending.items],
+                "pending_total": pending.total,
+                "overdue_total": attention["overdue_total"],
+                "held_total": attention["held_total"],
+                "failed": [{**f, "finished": str(f["finished"])} for f in attention["failed"]],
+            }
+        )
+        return
+
+    def show(text: object, width: int = 110) -> str:
+        return truncate(one_line(str(text)), width)
+
+    typer.echo(f"Pending relaxations: {pending.total}")
+    for item in pending.items:
+        x = item.exclusion
+        evidence = item.evidence
+        verdict = (
+            f"{evidence.conclusion or 'running'} on {evidence.profile}"
+            + (f", installed {evidence.installed}" if evidence.installed else "")
+            if evidence
+            else "not verified yet"
+        )
+        typer.echo(f"  {show(x.package, 40)} {show(x.clause, 30)} -> {item.version} ({verdict})")
+        typer.echo(f"      - {show(item.before)}")
+        if item.after is not None:
+            typer.echo(f"      + {show(item.after)}")
+        typer.echo(
+            f"      {show(x.repository or '(no origin)', 50)} {show(x.source, 60)}:{x.line}"
+            f"  age {x.age_days} d  owner {show(x.owner or '-', 30)}"
+        )
+    typer.echo(f"Overdue: {attention['overdue_total']}")
+    for x in attention["overdue"]:
+        typer.echo(f"  {show(x.package, 40)} {show(x.clause, 30)} review by {x.review_by}")
+    typer.echo(f"Failed verifications: {len(attention['failed'])}")
+    for f in attention["failed"]:
+        typer.echo(
+            f"  {show(f['package'], 40)} {show(f['version'], 30)} on {show(f['profile'], 30)}"
+        )
+    typer.echo(f"Held: {attention['held_total']}")
+
+
+@app.command()
+def report(
+    fmt: Annotated[
+        ReportFormat, typer.Option("--format", "-f", help="html (a page) or markdown (an issue).")
+    ] = ReportFormat.MARKDOWN,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write here (default: stdout).")
+    ] = None,
+    config_file: ConfigOption = None,
+    db: DbOption = None,
+) -> None:
+    """The pending view as a static HTML page or a Markdown issue body."""
+    from govern.config import load_config
+    from govern.store.db import open_store
+
+    if fmt is ReportFormat.HTML:
+        _web_stack()
+    config = load_config(Path.cwd(), config_file)
+    with open_store(db, configured=config.database) as store:
+        found = _collect(store)
+    from govern.web.report import html, markdown
+
+    text = html(**found) if fmt is ReportFormat.HTML else markdown(**found)
+    if output is None:
+        sys.stdout.write(text)
+        return
+    output.write_text(text, encoding="utf-8")
+    typer.echo(f"govern: wrote {output}", err=True)

@@ -1,0 +1,1 @@
+"""The dashboard: pages, a JSON API, webhooks and metrics (``govern serve``)."""

@@ -1,0 +1,115 @@
+"""The dashboard's write actions, shared by the forms and the JSON API.
+
+Each adds an event to the exclusion's thread (who did what is the thread's business) and
+changes only dashboard-owned fields: ``snoozed_until``, ``assigned_owner``,
+``acknowledged_at``. "Verify now" starts :class:`~govern.service.verify.Verifier` for the
+exclusion in the background.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from datetime import date, datetime
+
+from sqlmodel import col, select
+
+from govern.store.models import Event, Exclusion
+from govern.web.state import AppState
+
+logger = logging.getLogger(__name__)
+MAX_OWNER = 256
+OWNER_PATTERN = r"^[^\x00-\x1f\x7f-\x9f]*$"  # no control characters
+
+
+class ActionError(ValueError):
+    """A write that cannot be done (unknown exclusion, a date in the past, ...)."""
+
+    def __init__(self, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+
+
+def _exclusion(state: AppState, key: str, session: object) -> Exclusion:
+    from sqlmodel import Session
+
+    assert isinstance(session, Session)
+    row = session.exec(select(Exclusion).where(col(Exclusion.key) == key)).first()
+    if row is None or row.id is None:
+        raise ActionError(f"no exclusion with id {key!r}", status=404)
+    return row
+
+
+def _event(row: Exclusion, kind: str, now: datetime, **detail: object) -> Event:
+    assert row.id is not None
+    return Event(exclusion_id=row.id, kind=kind, at=now, recorded_at=now, detail=dict(detail))
+
+
+def snooze(state: AppState, key: str, until: date) -> date:
+    """Hide the exclusion from the pending view until ``until`` (a future date)."""
+    now = state.clock()
+    with state.store.session(write=True) as session:
+        row = _exclusion(state, key, session)
+        if until <= now.date():
+            raise ActionError(f"snooze until {until.isoformat()}: the date must be in the future")
+        if until.year > now.year + 5:
+            raise ActionError("snooze for at most five years")
+        row.snoozed_until = until
+        session.add(_event(row, "snoozed", now, until=until.isoformat(), by="dashboard"))
+    return until
+
+
+def set_owner(state: AppState, key: str, owner: str) -> str | None:
+    """Assign an owner over the annotation's (empty: back to the annotation's)."""
+    now = state.clock()
+    with state.store.session(write=True) as session:
+        row = _exclusion(state, key, session)
+        if len(owner) > MAX_OWNER or not re.match(OWNER_PATTERN, owner):
+            raise ActionError(f"an owner is at most {MAX_OWNER} characters, none a control one")
+        cleaned = " ".join(owner.split())
+        row.assigned_owner = cleaned or None
+        session.add(_event(row, "owner-assigned", now, owner=cleaned or None, by="dashboard"))
+    return cleaned or None
+
+
+def acknowledge(state: AppState, key: str) -> datetime:
+    """Record that a person has seen the exclusion's current state."""
+    now = state.clock()
+    with state.store.session(write=True) as session:
+        row = _exclusion(state, key, session)
+        row.acknowledged_at = now
+        session.add(_event(row, "acknowledged", now, state=row.state, by="dashboard"))
+    return now
+
+
+def verify_now(state: AppState, key: str) -> str:
+    """Start verification of the exclusion's candidates in the background."""
+    with state.store.session() as session:
+        _exclusion(state, key, session)
+    if state.providers is None or state.provider_for is None:
+        raise ActionError(
+            "no CI provider is configured: add [tool.govern.ci.NAME] and verify-with", 409
+        )
+    from govern.service.verify import Verifier
+
+    verifier = Verifier(
+        state.store,
+        provider_for=state.provider_for,
+        providers=state.providers,
+        attempts=state.config.verify_attempts if state.config else 3,
+        clock=state.clock,
+    )
+
+    async def run() -> None:
+        try:
+            result = await verifier.run(key)
+        except Exception as exc:  # a background task must not die silently
+            logger.error("verify %s failed: %s", key, type(exc).__name__)
+            state.log.append(f"verify {key}: {type(exc).__name__}")
+            return
+        state.log.append(f"verify {key}: {result.started} started")
+
+    state.remember(asyncio.get_running_loop().create_task(run()))
+    return "started"

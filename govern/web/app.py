@@ -1,0 +1,389 @@
+"""``govern serve``: the dashboard application (FastAPI, Jinja2 rendered on the server).
+
+Pages: ``/`` (pending relaxations, then held, overdue and failed), ``/exclusions`` (all,
+filtered, searched, paginated), ``/exclusions/{id}`` (one exclusion's thread, candidates,
+verifications with logs, proposals and the write forms), ``/debt`` (held-back debt over
+time and an age histogram, SVG drawn on the server), ``/login``. The JSON API is under
+``/api/v1`` (:mod:`govern.web.api`); webhooks under ``/webhooks``; ``/healthz``; ``/metrics``.
+
+No JavaScript at all: the pages are HTML and a stylesheet served from the package, so the
+CSP allows no inline script or style. Jinja2 escapes every value (reasons, names and logs
+come from files and CI anyone can edit).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from datetime import date
+from importlib import resources
+from typing import Annotated, Any
+
+from fastapi import FastAPI, Form, Query, Request
+from fastapi.responses import (
+    HTMLResponse,
+    JSONResponse,
+    PlainTextResponse,
+    RedirectResponse,
+    Response,
+)
+from jinja2 import Environment, PackageLoader, select_autoescape
+
+from govern import __version__
+from govern.web import actions, api, views
+from govern.web.security import CSRF_COOKIE, SESSION_COOKIE, SESSION_SECONDS, SecurityHeaders
+from govern.web.state import AppState
+
+logger = logging.getLogger(__name__)
+
+_TEMPLATES = Environment(
+    loader=PackageLoader("govern.web", "templates"),
+    autoescape=select_autoescape(default=True, default_for_string=True),
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
+_STATIC = {"app.css": "text/css; charset=utf-8"}
+
+
+def _safe_url(value: object) -> str:
+    """A link from a repository or CI only if it is http(s): never ``javascript:`` and co."""
+    text = str(value or "").strip()
+    return text if text.lower().startswith(("https://", "http://")) else "#"
+
+
+_TEMPLATES.filters["safe_url"] = _safe_url
+
+
+def create_app(state: AppState) -> FastAPI:
+    """The ASGI application over a store (and its secrets and CI providers)."""
+    app = FastAPI(
+        title="govern",
+        version=__version__,
+        summary="Pending relaxations of dependency exclusions, their evidence and history.",
+        openapi_url="/api/v1/openapi.json",
+        docs_url=None,  # the interactive docs load scripts from a CDN: not here
+        redoc_url=None,
+    )
+    app.state.govern = state
+    app.include_router(api.router)
+    _pages(app)
+    _hooks(app)
+    _operations(app)
+    app.add_middleware(SecurityHeaders)
+    return app
+
+
+def _render(request: Request, template: str, status: int = 200, **context: Any) -> HTMLResponse:
+    state: AppState = request.app.state.govern
+    nonce = request.cookies.get(CSRF_COOKIE) or state.secrets.new_nonce()
+    page = _TEMPLATES.get_template(template).render(
+        request_path=request.url.path,
+        csrf=state.secrets.csrf_token(nonce),
+        signed_in=state.secrets.session_ok(request.cookies.get(SESSION_COOKIE)),
+        writable=state.secrets.writable,
+        version=__version__,
+        **context,
+    )
+    response = HTMLResponse(page, status_code=status)
+    if CSRF_COOKIE not in request.cookies:
+        response.set_cookie(CSRF_COOKIE, nonce, httponly=True, samesite="strict", path="/")
+    return response
+
+
+def _pages(app: FastAPI) -> None:
+    @app.get("/", response_class=HTMLResponse, include_in_schema=False)
+    def front(request: Request) -> HTMLResponse:
+        state: AppState = request.app.state.govern
+        now = state.clock()
+        with state.store.session() as session:
+            pending = views.pending(session, now=now)
+            attention = views.attention(session, now=now)
+        return _render(request, "index.html", pending=pending, attention=attention, now=now)
+
+    @app.get("/exclusions", response_class=HTMLResponse, include_in_schema=False)
+    def listing(
+        request: Request,
+        repository: str | None = None,
+        package: str | None = None,
+        kind: str | None = None,
+        state: str | None = None,
+        owner: str | None = None,
+        q: str | None = None,
+        page: Annotated[int, Query(ge=1, le=100_000)] = 1,
+        per_page: Annotated[int, Query(ge=1, le=views.MAX_PER_PAGE)] = views.PER_PAGE,
+    ) -> HTMLResponse:
+        app_state: AppState = request.app.state.govern
+        filters = views.Filters(
+            repository=_field(repository),
+            package=_field(package),
+            kind=kind if kind in views.KINDS else None,
+            state=state if state in views.STATES else None,
+            owner=_field(owner),
+            q=_field(q),
+        )
+        with app_state.store.session() as session:
+            found = views.browse(
+                session, filters, now=app_state.clock(), page=page, per_page=per_page
+            )
+        return _render(
+            request,
+            "exclusions.html",
+            found=found,
+            filters=filters,
+            query=filters.as_query(),
+            kinds=views.KINDS,
+            states=views.STATES,
+        )
+
+    @app.get("/exclusions/{key}", response_class=HTMLResponse, include_in_schema=False)
+    def one(request: Request, key: str, done: str | None = None) -> HTMLResponse:
+        from govern.store.queries import threads
+
+        state: AppState = request.app.state.govern
+        now = state.clock()
+        with state.store.session() as session:
+            found = views.find(session, key, now=now)
+            if found is None:
+                return _render(request, "missing.html", status=404, key=key)
+            thread = threads(session, key, now=now)
+            candidates = views.candidates_of(session, found.row_id)
+            proposals = views.proposals_of(session, found.row_id)
+        events = sorted((e for t in thread for e in t.events), key=lambda e: e.at)
+        return _render(
+            request,
+            "exclusion.html",
+            x=found,
+            events=events,
+            candidates=candidates,
+            proposals=proposals,
+            done=done if done in _DONE else None,
+            today=now.date(),
+        )
+
+    @app.get("/debt", response_class=HTMLResponse, include_in_schema=False)
+    def debt(request: Request, days: Annotated[int, Query(ge=7, le=1825)] = 180) -> HTMLResponse:
+        from govern.web.charts import DebtPoint, age_histogram, debt_over_time
+
+        state: AppState = request.app.state.govern
+        with state.store.session() as session:
+            series, ages = views.debt(session, now=state.clock(), days=days)
+        points = [DebtPoint(d.day, d.count, d.median_age_days) for d in series]
+        return _render(
+            request,
+            "debt.html",
+            over_time=debt_over_time(points),
+            histogram=age_histogram(ages),
+            days=days,
+            open_now=len(ages),
+        )
+
+    @app.get("/login", response_class=HTMLResponse, include_in_schema=False)
+    def login_form(request: Request) -> HTMLResponse:
+        return _render(request, "login.html")
+
+    @app.post("/login", include_in_schema=False)
+    def login(
+        request: Request,
+        token: Annotated[str, Form(max_length=4096)] = "",
+        csrf: Annotated[str, Form(max_length=256)] = "",
+    ) -> Response:
+        state: AppState = request.app.state.govern
+        if not state.secrets.csrf_ok(request.cookies.get(CSRF_COOKIE), csrf):
+            return _refused(request, "the form expired or came from another site; reload it")
+        if not state.secrets.token_ok(token):
+            logger.warning("dashboard sign-in refused from %s", _peer(request))
+            return _render(request, "login.html", status=403, error="That is not the token.")
+        response = RedirectResponse("/", status_code=303)
+        response.set_cookie(
+            SESSION_COOKIE,
+            state.secrets.new_session(),
+            max_age=SESSION_SECONDS,
+            httponly=True,
+            samesite="strict",
+            secure=request.url.scheme == "https",
+            path="/",
+        )
+        return response
+
+    @app.post("/logout", include_in_schema=False)
+    def logout(request: Request, csrf: Annotated[str, Form(max_length=256)] = "") -> Response:
+        state: AppState = request.app.state.govern
+        if not state.secrets.csrf_ok(request.cookies.get(CSRF_COOKIE), csrf):
+            return _refused(request, "the form expired or came from another site; reload it")
+        response = RedirectResponse("/", status_code=303)
+        response.delete_cookie(SESSION_COOKIE, path="/")
+        return response
+
+    @app.post("/exclusions/{key}/{action}", include_in_schema=False)
+    async def write(
+        request: Request,
+        key: str,
+        action: str,
+        csrf: Annotated[str, Form(max_length=256)] = "",
+        until: Annotated[str, Form(max_length=32)] = "",
+        owner: Annotated[str, Form(max_length=1024)] = "",
+    ) -> Response:
+        state: AppState = request.app.state.govern
+        if action not in _DONE:
+            return _refused(request, f"no such action: {action}", status=404)
+        if not state.secrets.csrf_ok(request.cookies.get(CSRF_COOKIE), csrf):
+            return _refused(request, "the form expired or came from another site; reload it")
+        if not state.secrets.session_ok(request.cookies.get(SESSION_COOKIE)):
+            logger.warning(
+                "dashboard write %s refused (no session) from %s", action, _peer(request)
+            )
+            return _refused(request, "sign in with the write token first", status=401)
+        try:
+            if action == "snooze":
+                try:
+                    when = date.fromisoformat(until)
+                except ValueError:
+                    return _refused(request, "give the date as YYYY-MM-DD", status=400)
+                actions.snooze(state, key, when)
+            elif action == "owner":
+                actions.set_owner(state, key, owner)
+            elif action == "acknowledge":
+                actions.acknowledge(state, key)
+            else:
+                actions.verify_now(state, key)
+        except actions.ActionError as exc:
+            return _refused(request, exc.message, status=exc.status)
+        return RedirectResponse(f"/exclusions/{_quote(key)}?done={action}", status_code=303)
+
+    @app.get("/static/{name}", include_in_schema=False)
+    def static(name: str) -> Response:
+        if name not in _STATIC:
+            return PlainTextResponse("not found", status_code=404)
+        data = resources.files("govern.web").joinpath("static", name).read_bytes()
+        return Response(
+            data, media_type=_STATIC[name], headers={"Cache-Control": "public, max-age=3600"}
+        )
+
+
+_DONE = ("snooze", "owner", "acknowledge", "verify")
+
+
+def _field(value: str | None) -> str | None:
+    """A filter from a query string: trimmed, bounded, None when empty."""
+    return (value.strip()[:256] or None) if value else None
+
+
+def _quote(key: str) -> str:
+    from urllib.parse import quote
+
+    return quote(key, safe="")
+
+
+def _peer(request: Request) -> str:
+    return request.client.host if request.client else "unknown"
+
+
+def _refused(request: Request, message: str, *, status: int = 403) -> HTMLResponse:
+    return _render(request, "refused.html", status=status, message=message)
+
+
+# -- webhooks -------------------------------------------------------------------------------
+
+
+def _hooks(app: FastAPI) -> None:
+    @app.post("/webhooks/github", include_in_schema=False)
+    async def github(request: Request) -> Response:
+        """GitHub: ``workflow_run`` / ``check_suite`` events, signed with the shared secret."""
+        state: AppState = request.app.state.govern
+        body = await request.body()
+        signature = request.headers.get("X-Hub-Signature-256")
+        if not state.secrets.github_signature_ok(body, signature):
+            why = "unsigned" if not signature else "wrongly signed"
+            logger.warning("GitHub webhook refused (%s) from %s", why, _peer(request))
+            state.log.append(f"github webhook refused: {why}")
+            return JSONResponse({"error": f"{why} request"}, status_code=401)
+        event = request.headers.get("X-GitHub-Event", "")
+        payload = _json(body)
+        if event == "ping":
+            return JSONResponse({"ok": True})
+        runs: list[str] = []
+        if event == "workflow_run" and isinstance(payload.get("workflow_run"), Mapping):
+            run = payload["workflow_run"]
+            if run.get("status") == "completed" and isinstance(run.get("id"), int):
+                runs.append(str(run["id"]))
+        elif event == "check_suite" and isinstance(payload.get("check_suite"), Mapping):
+            suite = payload["check_suite"]
+            for ref in (suite.get("head_sha"), suite.get("head_branch")):
+                if isinstance(ref, str) and ref:
+                    runs.append(f"checks:{ref}")
+        updated = await _refresh(state, "github-actions", runs)
+        return JSONResponse({"ok": True, "event": event, "updated": updated})
+
+    @app.post("/webhooks/buildkite", include_in_schema=False)
+    async def buildkite(request: Request) -> Response:
+        """Buildkite: ``build.finished`` events, with the webhook's token header."""
+        state: AppState = request.app.state.govern
+        token = request.headers.get("X-Buildkite-Token")
+        if not state.secrets.buildkite_token_ok(token):
+            why = "unsigned" if not token else "wrong token"
+            logger.warning("Buildkite webhook refused (%s) from %s", why, _peer(request))
+            state.log.append(f"buildkite webhook refused: {why}")
+            return JSONResponse({"error": f"{why} request"}, status_code=401)
+        payload = _json(await request.body())
+        runs: list[str] = []
+        build = payload.get("build")
+        if payload.get("event") == "build.finished" and isinstance(build, Mapping):
+            number = build.get("number")
+            if isinstance(number, int):
+                runs.append(str(number))
+        updated = await _refresh(state, "buildkite", runs)
+        return JSONResponse({"ok": True, "event": payload.get("event"), "updated": updated})
+
+
+def _json(body: bytes) -> dict[str, Any]:
+    try:
+        value = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+async def _refresh(state: AppState, kind: str, runs: list[str]) -> int:
+    """Conclude the verifications of these runs on the providers of this kind."""
+    if not runs or not state.providers:
+        return 0
+    from govern.service.verify import Verifier
+
+    updated = 0
+    for name, provider in state.providers.items():
+        if provider.kind != kind:
+            continue
+        verifier = Verifier(
+            state.store,
+            provider_for=lambda _p: None,
+            providers=state.providers,
+            attempts=state.config.verify_attempts if state.config else 3,
+            clock=state.clock,
+        )
+        updated += await verifier.refresh(name, runs)
+    return updated
+
+
+# -- operations -----------------------------------------------------------------------------
+
+
+def _operations(app: FastAPI) -> None:
+    @app.get("/healthz", include_in_schema=False)
+    def healthz(request: Request) -> Response:
+        state: AppState = request.app.state.govern
+        try:
+            with state.store.session() as session:
+                views.counts(session, now=state.clock())
+        except Exception as exc:  # the answer is the health: never a traceback
+            return JSONResponse({"status": "error", "error": type(exc).__name__}, status_code=503)
+        return JSONResponse({"status": "ok", "version": __version__})
+
+    @app.get("/metrics", include_in_schema=False)
+    def metrics(request: Request) -> Response:
+        from govern.web.metrics import render
+
+        state: AppState = request.app.state.govern
+        with state.store.session() as session:
+            text = render(session, now=state.clock())
+        return PlainTextResponse(text, media_type="text/plain; version=0.0.4; charset=utf-8")

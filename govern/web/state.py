@@ -1,0 +1,38 @@
+"""What every route of the dashboard shares: the store, the secrets, the CI providers, a clock."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from govern.store.models import utcnow
+from govern.web.security import Secrets
+
+if TYPE_CHECKING:
+    from govern.ci.base import Provider
+    from govern.config import Config
+    from govern.store.db import Store
+
+
+@dataclass
+class AppState:
+    """The dashboard's dependencies (injected, so tests can give their own)."""
+
+    store: Store
+    secrets: Secrets
+    config: Config | None = None
+    # CI providers by configured name (webhooks and "verify now" use them); None: built from
+    # the configuration on first use.
+    providers: Mapping[str, Provider] | None = None
+    provider_for: Callable[[str], Provider | None] | None = None
+    clock: Callable[[], datetime] = utcnow
+    tasks: set[asyncio.Task[Any]] = field(default_factory=set)
+    log: list[str] = field(default_factory=list)  # refused webhooks etc., newest last
+
+    def remember(self, task: asyncio.Task[Any]) -> None:
+        """Keep a background task alive until it ends."""
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)

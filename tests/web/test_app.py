@@ -1,0 +1,212 @@
+"""The dashboard over HTTP (in-process, Starlette's TestClient), on SQLite and PostgreSQL.
+
+Pages, the JSON API, write actions (token, sessions, CSRF), escaping, security headers,
+/healthz and /metrics. Browser tests with Debian's chromium are in ``test_browser.py``;
+webhooks in ``test_webhooks.py``; the OpenAPI description is fuzzed in ``test_schema.py``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+from webseed import HOSTILE, NOW, seed
+
+from govern.store.db import Store
+from govern.web.app import create_app
+from govern.web.security import CSP, Secrets
+from govern.web.state import AppState
+
+TOKEN = "govern-web-TOKEN-0123456789"
+
+
+@pytest.fixture
+def served(database_url: str, tmp_path: Path) -> Iterator[tuple[TestClient, str, Store]]:
+    with Store(database_url) as store:
+        key = seed(store, tmp_path, generated=200)
+        state = AppState(store=store, secrets=Secrets(token=TOKEN), clock=lambda: NOW)
+        with TestClient(create_app(state)) as client:
+            yield client, key, store
+
+
+def _csrf(html: str) -> str:
+    found = re.search(r'name="csrf" value="([0-9a-f]+)"', html)
+    assert found, "no CSRF field on the page"
+    return found.group(1)
+
+
+def test_the_front_page_lists_cupy_with_its_candidate_and_evidence(
+    served: tuple[TestClient, str, Store],
+) -> None:
+    client, _, _ = served
+    page = client.get("/")
+    assert page.status_code == 200
+    body = page.text
+    assert "cupy-cuda13x" in body
+    row = body[body.index('data-package="cupy-cuda13x"') :]
+    row = row[: row.index("</tr>")]
+    assert "14.1.1" in row
+    assert "installed 14.1.1" in row
+    assert "- cupy-cuda13x &lt; 14.1.0" in row
+    assert "+ cupy-cuda13x != 14.1.0" in row  # the narrow change: the bad release stays out
+    assert "actions/runs/9000001" in row
+    assert page.headers["content-security-policy"] == CSP
+    assert page.headers["x-frame-options"] == "DENY"
+    assert "frame-ancestors 'none'" in CSP
+    assert "<script" not in body.lower()
+
+
+def test_the_api_pending_and_filters(served: tuple[TestClient, str, Store]) -> None:
+    client, key, _ = served
+    pending = client.get("/api/v1/pending").json()
+    assert pending["total"] > len(pending["items"]) > 1
+    verified = [item["verified"] for item in pending["items"]]
+    assert verified == sorted(verified, reverse=True)  # verified first
+    first = next(item for item in pending["items"] if item["exclusion"]["id"] == key)
+    assert first["candidate"] == "14.1.1"
+    assert first["evidence"]["installed"] == "14.1.1"
+    assert first["change"]["after"] == "cupy-cuda13x != 14.1.0"
+    everything = client.get("/api/v1/exclusions", params={"per_page": 200}).json()
+    assert everything["total"] == 201
+    assert everything["pages"] == 2
+    caps = client.get("/api/v1/exclusions", params={"kind": "cap", "per_page": 200}).json()
+    assert caps["total"] < everything["total"]
+    assert {item["kind"] for item in caps["items"]} == {"cap"}
+    one = client.get("/api/v1/exclusions", params={"package": "cupy-cuda13x"}).json()
+    assert [item["id"] for item in one["items"]] == [key]
+    overdue = client.get("/api/v1/exclusions", params={"state": "overdue"}).json()
+    assert overdue["total"] > 0
+    assert {item["state"] for item in overdue["items"]} == {"overdue"}
+    owned = client.get("/api/v1/exclusions", params={"owner": "team-3"}).json()
+    assert owned["total"] > 0
+    assert all("team-3" in (item["owner"] or "") for item in owned["items"])
+    searched = client.get("/api/v1/exclusions", params={"q": "pytest"}).json()
+    assert [item["id"] for item in searched["items"]] == [key]  # the reason is searched
+    literal = client.get("/api/v1/exclusions", params={"q": "%"}).json()
+    assert literal["total"] == 0  # % is a character, not a wildcard
+    assert client.get("/api/v1/exclusions", params={"kind": "nonsense"}).status_code == 422
+
+
+def test_one_exclusion_page_shows_its_timeline(served: tuple[TestClient, str, Store]) -> None:
+    client, key, _ = served
+    page = client.get(f"/exclusions/{key}")
+    assert page.status_code == 200
+    timeline = page.text[page.text.index('id="timeline"') :]
+    timeline = timeline[: timeline.index("</ol>")]
+    for kind in ("added", "candidate-found", "verification-passed"):
+        assert kind in timeline
+    assert "imports pytest" in page.text
+    detail = client.get(f"/api/v1/exclusions/{key}").json()
+    assert [c["version"] for c in detail["candidates"]] == ["14.1.1"]
+    assert detail["candidates"][0]["verifications"][0]["installed"] == "14.1.1"
+    assert client.get("/exclusions/nope").status_code == 404
+    assert client.get("/api/v1/exclusions/nope").status_code == 404
+
+
+def test_repository_text_is_escaped_everywhere(served: tuple[TestClient, str, Store]) -> None:
+    client, _, _ = served
+    found = client.get("/api/v1/exclusions", params={"q": "owned", "per_page": 1}).json()
+    key = found["items"][0]["id"]
+    assert found["items"][0]["reason"] == HOSTILE
+    for path in (f"/exclusions/{key}", "/exclusions?q=owned", "/"):
+        body = client.get(path).text
+        assert "<script>alert" not in body
+        assert "<b>bold</b>" not in body
+    assert (
+        "&lt;script&gt;alert(&#39;owned&#39;)&lt;/script&gt;"
+        in client.get(f"/exclusions/{key}").text
+    )
+
+
+def test_writes_need_the_token(served: tuple[TestClient, str, Store]) -> None:
+    client, key, _ = served
+    snooze = {"until": "2026-09-01"}
+    assert client.post(f"/api/v1/exclusions/{key}/snooze", json=snooze).status_code == 401
+    wrong = {"Authorization": "Bearer nope"}
+    assert (
+        client.post(f"/api/v1/exclusions/{key}/snooze", json=snooze, headers=wrong).status_code
+        == 401
+    )
+    good = {"Authorization": f"Bearer {TOKEN}"}
+    answer = client.post(f"/api/v1/exclusions/{key}/snooze", json=snooze, headers=good)
+    assert answer.status_code == 200, answer.text
+    assert answer.json() == {"id": key, "action": "snooze", "value": "2026-09-01"}
+    assert key not in [i["exclusion"]["id"] for i in client.get("/api/v1/pending").json()["items"]]
+    past = client.post(
+        f"/api/v1/exclusions/{key}/snooze", json={"until": "2020-01-01"}, headers=good
+    )
+    assert past.status_code == 400
+    owner = client.post(f"/api/v1/exclusions/{key}/owner", json={"owner": "@gpu"}, headers=good)
+    assert owner.json()["value"] == "@gpu"
+    assert client.get(f"/api/v1/exclusions/{key}").json()["exclusion"]["owner"] == "@gpu"
+    kinds = [e["kind"] for e in client.get(f"/api/v1/exclusions/{key}").json()["thread"]]
+    assert "snoozed" in kinds
+    assert "owner-assigned" in kinds
+    missing = client.post("/api/v1/exclusions/nope/acknowledge", headers=good)
+    assert missing.status_code == 404
+    assert TOKEN not in missing.text
+
+
+def test_forms_need_a_session_and_a_csrf_token(served: tuple[TestClient, str, Store]) -> None:
+    client, key, _ = served
+    page = client.get(f"/exclusions/{key}")
+    csrf = _csrf(page.text)
+    # No session: refused, nothing changes.
+    refused = client.post(
+        f"/exclusions/{key}/acknowledge", data={"csrf": csrf}, follow_redirects=False
+    )
+    assert refused.status_code == 401
+    assert "sign in" in refused.text
+    # A wrong token at sign-in.
+    bad = client.post("/login", data={"token": "guess", "csrf": csrf}, follow_redirects=False)
+    assert bad.status_code == 403
+    # The right token gives a session; a form without the CSRF token is still refused.
+    good = client.post("/login", data={"token": TOKEN, "csrf": csrf}, follow_redirects=False)
+    assert good.status_code == 303
+    assert "govern_session" in good.headers["set-cookie"]
+    assert "httponly" in good.headers["set-cookie"].lower()
+    assert "samesite=strict" in good.headers["set-cookie"].lower()
+    forged = client.post(
+        f"/exclusions/{key}/acknowledge", data={"csrf": "0" * 64}, follow_redirects=False
+    )
+    assert forged.status_code == 403
+    done = client.post(
+        f"/exclusions/{key}/acknowledge", data={"csrf": csrf}, follow_redirects=False
+    )
+    assert done.status_code == 303
+    assert done.headers["location"] == f"/exclusions/{key}?done=acknowledge"
+    kinds = [e["kind"] for e in client.get(f"/api/v1/exclusions/{key}").json()["thread"]]
+    assert "acknowledged" in kinds
+
+
+def test_a_read_only_dashboard_refuses_every_write(database_url: str, tmp_path: Path) -> None:
+    with Store(database_url) as store:
+        key = seed(store, tmp_path, generated=0)
+        state = AppState(store=store, secrets=Secrets(), clock=lambda: NOW)
+        with TestClient(create_app(state)) as client:
+            answer = client.post(
+                f"/api/v1/exclusions/{key}/acknowledge", headers={"Authorization": "Bearer x"}
+            )
+            assert answer.status_code == 403
+            assert "read-only" in client.get("/").text
+
+
+def test_healthz_metrics_and_static(served: tuple[TestClient, str, Store]) -> None:
+    client, _, _ = served
+    assert client.get("/healthz").json()["status"] == "ok"
+    metrics = client.get("/metrics")
+    assert metrics.headers["content-type"].startswith("text/plain; version=0.0.4")
+    lines = [line for line in metrics.text.splitlines() if line and not line.startswith("#")]
+    assert lines
+    assert all(line.startswith("govern_") for line in lines)
+    assert 'govern_exclusions{state="verified"}' in metrics.text
+    assert re.search(r'govern_verifications_total\{conclusion="passed"\} 1\b', metrics.text)
+    css = client.get("/static/app.css")
+    assert css.status_code == 200
+    assert css.headers["content-type"].startswith("text/css")
+    assert client.get("/static/../app.py").status_code == 404
+    assert client.get("/debt").status_code == 200
+    assert "<svg" in client.get("/debt").text
