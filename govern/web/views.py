@@ -479,8 +479,11 @@ def browse(session: Session, filters: Filters, *, now: datetime, page: int, per_
         where.append(col(Exclusion.removed_at).is_(None))
         if state == "overdue":
             where.append(col(Annotation.review_by) < now.date())
-        elif state:
+        elif state:  # as shown: an overdue exclusion is listed as overdue, not as its state
             where.append(col(Exclusion.state) == state)
+            where.append(
+                or_(col(Annotation.review_by).is_(None), col(Annotation.review_by) >= now.date())
+            )
     if filters.owner:
         pattern = f"%{_like(filters.owner.lower())}%"
         where.append(
