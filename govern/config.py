@@ -401,7 +401,10 @@ def parse_config(table: dict[str, Any], path: Path) -> Config:
 
 def _web(value: Any, where: str) -> dict[str, str]:
     if not isinstance(value, dict):
-        raise ConfigError(f"{where}: web must be a table ([tool.govern.web]), not {_show(value)}")
+        raise ConfigError(
+            f"{where}: web must be a table ([tool.govern.web]), not {_show(value)}",
+            tip='Write [tool.govern.web] then token-env = "GOVERN_WEB_TOKEN".',
+        )
     unknown = set(value) - set(_WEB_KEYS)
     if unknown:
         raise ConfigError(
@@ -414,7 +417,8 @@ def _web(value: Any, where: str) -> dict[str, str]:
         name = value.get(key, default)
         if not isinstance(name, str) or not name.replace("_", "").isalnum():
             raise ConfigError(
-                f"{where}: web.{key} must name an environment variable, not {_show(name)}"
+                f"{where}: web.{key} must name an environment variable, not {_show(name)}",
+                tip=f'Write {key} = "{default}" (the name of a variable, not a secret).',
             )
         out[key.replace("-", "_")] = name
     return {

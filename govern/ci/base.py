@@ -111,7 +111,15 @@ class Started:
 
 
 class CIError(GovernError):
-    """A CI provider could not do what was asked. Never a verdict on the candidate."""
+    """A CI provider could not do what was asked. Never a verdict on the candidate.
+
+    ``status`` is the HTTP status of the answer that caused the error, when an answer
+    did (a connection error, a time-out or a local check has none).
+    """
+
+    def __init__(self, message: str, *, tip: str | None = None, status: int | None = None):
+        super().__init__(message, tip=tip)
+        self.status = status
 
 
 class CIAuthError(CIError):
@@ -121,8 +129,15 @@ class CIAuthError(CIError):
 class CIRateLimited(CIError):
     """The provider asks to wait: ``until`` is when to try again (None: unknown)."""
 
-    def __init__(self, message: str, *, until: datetime | None = None, tip: str | None = None):
-        super().__init__(message, tip=tip)
+    def __init__(
+        self,
+        message: str,
+        *,
+        until: datetime | None = None,
+        tip: str | None = None,
+        status: int | None = None,
+    ):
+        super().__init__(message, tip=tip, status=status)
         self.until = until
 
 
@@ -167,6 +182,13 @@ _PIP_LINE = re.compile(r"Successfully installed\s+(.+)$", re.MULTILINE)
 _UV_LINE = re.compile(r"^\s*\+\s+([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s]+)", re.MULTILINE)
 # GitHub Actions prefixes every log line with a timestamp: "2026-06-02T10:00:00.1234567Z "
 _TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT[0-9:.]+Z ", re.MULTILINE)
+# ANSI control sequences (ECMA-48 CSI: colours, bold, erase line), as CI logs keep them.
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
+
+
+def strip_ansi(text: str) -> str:
+    """``text`` without ANSI escape sequences (the colours a CI log keeps)."""
+    return _ANSI.sub("", text)
 
 
 def _as_version(text: str) -> str | None:
@@ -182,10 +204,10 @@ def find_evidence(log: str, package: str) -> str | None:
     Read, in order of trust: govern's marker line, pip's ``Successfully installed`` and
     uv's ``+ name==version``; the last such statement in the log wins (a later reinstall
     replaces an earlier one). Names compare canonically; a version that is not PEP 440 is
-    no evidence.
+    no evidence. ANSI colours and GitHub's line timestamps are ignored.
     """
     wanted = canonicalize_name(package)
-    text = _TIMESTAMP.sub("", log)
+    text = _TIMESTAMP.sub("", strip_ansi(log))
     found: list[tuple[int, str]] = []
     for match in _MARKER_LINE.finditer(text):
         if canonicalize_name(match.group(1)) == wanted and (v := _as_version(match.group(2))):

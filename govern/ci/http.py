@@ -7,11 +7,18 @@
   jitter, then raised as :class:`~govern.ci.base.CIUnavailable`;
 - 401 is :class:`~govern.ci.base.CIAuthError` ("the token in $GITHUB_TOKEN was refused");
 - 429, and 403 with a rate-limit signal (``Retry-After``, ``X-RateLimit-Remaining: 0``
-  with ``X-RateLimit-Reset``, ``RateLimit-Reset``), is :class:`~govern.ci.base.CIRateLimited`
-  with the moment to try again; a wait of a few seconds is slept through instead;
+  with ``X-RateLimit-Reset``, ``RateLimit-Reset``, Buildkite's per-user
+  ``RateLimit-User-*``), is :class:`~govern.ci.base.CIRateLimited`
+  with the moment to try again (:func:`rate_limit_until`); a wait of a few seconds is
+  slept through instead;
 - another 403 is an auth error (a token without the scope), 404 a configuration error
   (GitHub answers 404 for a repository the token cannot see);
 - a body that is not the JSON expected is :class:`~govern.ci.base.CIUnavailable`.
+
+Every error raised from an answer carries its HTTP status (``CIError.status``), so a
+provider tells a 404 or a 422 apart without reading the message. A request that must
+not be repeated (a dispatch, whose lost answer may still have started a run) is sent
+with ``attempts=1``.
 
 No message carries the token: every text that leaves here goes through
 :func:`~govern.ci.base.scrub` with the secrets in use.
@@ -35,6 +42,7 @@ _EPOCH_FLOOR = 1_000_000_000  # a reset header above this is a Unix time, below 
 _SHORT_WAIT = 10.0  # seconds of rate limit slept through rather than raised
 _MAX_JSON = 8 * 1024 * 1024
 _MESSAGE_LIMIT = 200
+_RESET_HEADERS = ("X-RateLimit-Reset", "RateLimit-Reset", "RateLimit-User-Reset")
 
 
 def _now() -> datetime:
@@ -42,7 +50,16 @@ def _now() -> datetime:
 
 
 def rate_limit_until(headers: httpx.Headers, now: datetime) -> datetime | None:
-    """When a rate-limited request may be sent again, from the vendors' headers, or None."""
+    """When a rate-limited request may be sent again, from the vendors' headers, or None.
+
+    ``Retry-After`` (seconds or an HTTP date) is an instruction and wins. Otherwise the
+    reset headers are read: GitHub's ``X-RateLimit-Reset`` (a Unix time), GitLab's
+    ``RateLimit-Reset`` (a Unix time) and Buildkite's ``RateLimit-Reset`` (seconds, the
+    organization's window) and ``RateLimit-User-Reset`` (seconds, the user's window,
+    https://buildkite.com/docs/apis/rest-api/limits). A value is a Unix time from
+    :data:`_EPOCH_FLOOR` up, else seconds from now; when several are present the latest
+    moment wins, since every exhausted limit must have reset.
+    """
     retry_after = headers.get("Retry-After")
     if retry_after is not None:
         text = retry_after.strip()
@@ -54,14 +71,16 @@ def rate_limit_until(headers: httpx.Headers, now: datetime) -> datetime | None:
             when = None
         if when is not None:
             return when if when.tzinfo else when.replace(tzinfo=UTC)
-    for name in ("X-RateLimit-Reset", "RateLimit-Reset"):
+    resets: list[datetime] = []
+    for name in _RESET_HEADERS:
         value = (headers.get(name) or "").strip()
         if value.isdigit() and len(value) < 16:
             number = int(value)
             if number >= _EPOCH_FLOOR:
-                return datetime.fromtimestamp(number, UTC)
-            return now + timedelta(seconds=number)
-    return None
+                resets.append(datetime.fromtimestamp(number, UTC))
+            else:
+                resets.append(now + timedelta(seconds=number))
+    return max(resets, default=None)
 
 
 def _is_rate_limited(response: httpx.Response) -> bool:
@@ -73,6 +92,7 @@ def _is_rate_limited(response: httpx.Response) -> bool:
     return (
         headers.get("X-RateLimit-Remaining") == "0"
         or headers.get("RateLimit-Remaining") == "0"
+        or headers.get("RateLimit-User-Remaining") == "0"
         or "Retry-After" in headers
     )
 
@@ -122,6 +142,22 @@ class ApiClient:
         self._sleep = sleep
         self._clock = clock
 
+    def with_credentials(self, headers: Mapping[str, str], *, token_source: str) -> ApiClient:
+        """A client for the same API with another credential (GitLab's trigger token):
+        the same secrets are scrubbed, retries and clock are shared."""
+        return ApiClient(
+            self._http,
+            vendor=self.vendor,
+            base_url=self.base_url,
+            headers=headers,
+            secrets=self._secrets,
+            token_source=token_source,
+            attempts=self._attempts,
+            backoff=self._backoff,
+            sleep=self._sleep,
+            clock=self._clock,
+        )
+
     def url(self, path: str) -> str:
         """An absolute URL: ``path`` under the base URL, or ``path`` itself when absolute."""
         if path.startswith(("http://", "https://")):
@@ -140,12 +176,21 @@ class ApiClient:
         json_body: Any = None,
         params: Mapping[str, str] | None = None,
         follow_redirects: bool = False,
+        attempts: int | None = None,
     ) -> httpx.Response:
-        """One API call, retried when transient; a 2xx or 3xx response, read in full."""
+        """One API call, retried when transient; a 2xx or 3xx response, read in full.
+
+        ``attempts`` overrides the client's number of attempts for this call: 1 sends a
+        request that must not be repeated once (no retry after a 5xx, a time-out or a
+        short rate limit).
+        """
         url = self.url(path)
         where = f"{self.vendor}: {method} {self._shown(url)}"
+        tries = self._attempts if attempts is None else max(1, attempts)
         reason = "no attempt"
-        for attempt in range(1, self._attempts + 1):
+        status: int | None = None
+        for attempt in range(1, tries + 1):
+            status = None
             try:
                 response = await self._http.request(
                     method,
@@ -168,7 +213,7 @@ class ApiClient:
                 if _is_rate_limited(response):
                     until = rate_limit_until(response.headers, self._clock())
                     wait = (until - self._clock()).total_seconds() if until else None
-                    if wait is not None and wait <= _SHORT_WAIT and attempt < self._attempts:
+                    if wait is not None and wait <= _SHORT_WAIT and attempt < tries:
                         await self._sleep(max(0.0, wait))
                         continue
                     shown = f" until {until:%Y-%m-%d %H:%M:%S} UTC" if until else ""
@@ -176,6 +221,7 @@ class ApiClient:
                         f"{where}: rate limited (HTTP {status}){shown}",
                         until=until,
                         tip="govern verify polls it again on its next run",
+                        status=status,
                     )
                 message = self.scrub(_message(response))
                 suffix = f": {message}" if message else ""
@@ -184,20 +230,22 @@ class ApiClient:
                         f"{self.vendor} refused the token from {self._token_source} "
                         f"(HTTP 401{suffix})",
                         tip=f"check that {self._token_source} holds a valid, unexpired token",
+                        status=status,
                     )
                 if status == 403:
                     raise CIAuthError(
                         f"{where}: HTTP 403{suffix}",
                         tip=f"the token from {self._token_source} lacks a permission this needs",
+                        status=status,
                     )
-                if status >= 500:
-                    reason = f"HTTP {status}"
-                else:
-                    raise CIError(f"{where}: HTTP {status}{suffix}")
-            if attempt < self._attempts:
+                if status < 500:
+                    raise CIError(f"{where}: HTTP {status}{suffix}", status=status)
+                reason = f"HTTP {status}"
+            if attempt < tries:
                 ceiling = self._backoff * 2 ** (attempt - 1)
                 await self._sleep(random.uniform(0.0, ceiling))  # noqa: S311 -- jitter
-        raise CIUnavailable(f"{where}: {reason} after {self._attempts} attempts")
+        attempts_made = f"{tries} attempt{'s' if tries > 1 else ''}"
+        raise CIUnavailable(f"{where}: {reason} after {attempts_made}", status=status)
 
     async def json(
         self,
@@ -206,18 +254,26 @@ class ApiClient:
         *,
         json_body: Any = None,
         params: Mapping[str, str] | None = None,
+        attempts: int | None = None,
     ) -> Any:
         """An API call whose answer is JSON (an empty body is None)."""
-        response = await self.request(method, path, json_body=json_body, params=params)
+        response = await self.request(
+            method, path, json_body=json_body, params=params, attempts=attempts
+        )
         if not response.content.strip():
             return None
+        status = response.status_code
         if len(response.content) > _MAX_JSON:
-            raise CIUnavailable(f"{self.vendor}: an answer of {len(response.content):,} bytes")
+            raise CIUnavailable(
+                f"{self.vendor}: an answer of {len(response.content):,} bytes", status=status
+            )
         try:
             return json.loads(response.content)
         except (ValueError, UnicodeDecodeError):
             where = self._shown(str(response.request.url))
-            raise CIUnavailable(f"{self.vendor}: {where} answered with invalid JSON") from None
+            raise CIUnavailable(
+                f"{self.vendor}: {where} answered with invalid JSON", status=status
+            ) from None
 
     async def text(self, path: str, *, limit: int = 4 * 1024 * 1024) -> str:
         """A log or other text resource (redirects followed), its last ``limit`` bytes."""

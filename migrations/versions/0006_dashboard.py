@@ -37,9 +37,7 @@ def upgrade() -> None:
     op.create_index(op.f("ix_poll_run_started_at"), "poll_run", ["started_at"], unique=False)
     op.add_column(
         "exclusion",
-        sa.Column(
-            "assigned_owner", sqlmodel.sql.sqltypes.AutoString(length=256), nullable=True
-        ),
+        sa.Column("assigned_owner", sqlmodel.sql.sqltypes.AutoString(length=256), nullable=True),
     )
     op.add_column(
         "exclusion", sa.Column("acknowledged_at", sa.DateTime(timezone=True), nullable=True)

@@ -1,0 +1,551 @@
+"""The ``github-actions`` provider: one workflow run per trial, or the check runs of a ref.
+
+**Dispatch mode** (the default) starts the configured workflow with a ``workflow_dispatch``
+event whose inputs name the candidate (``package``, ``version``, ``requirement``,
+``profile``, ``correlation_id`` and, when the exclusion has one, ``reproducer``). GitHub
+answers the dispatch with the new run's id when asked to (``return_run_details``, February
+2026); a server that does not know the parameter (an older GitHub Enterprise Server) is
+asked again without it, and the run is then found among the workflow's runs by the
+correlation id in its title: the workflow sets ``run-name: govern verify ${{
+inputs.correlation_id }}``. The id is matched as a whole word, so ``govern-7-1`` is never
+taken for ``govern-7-10``. A run GitHub does not list yet is recorded as
+``dispatch:<correlation id>`` and looked up again by :meth:`GitHubActions.status`.
+
+**Checks mode** (``mode = "checks"``) starts nothing: ``ref`` is a template
+(``"renovate/{package}-{version}"``) naming a branch or pull request whose checks some
+other automation runs, and the status is the summary of that ref's check runs.
+
+A pass counts only with evidence, read from the logs of the run's jobs (the log download
+answers with a redirect to another host; httpx drops the ``Authorization`` header on a
+redirect to another origin, so the token never reaches it).
+
+The GitHub REST API (version 2022-11-28) endpoints used:
+
+- https://docs.github.com/en/rest/actions/workflows#create-a-workflow-dispatch-event
+  (and https://github.blog/changelog/2026-02-19-workflow-dispatch-api-now-returns-run-ids)
+- https://docs.github.com/en/rest/actions/workflow-runs#list-workflow-runs-for-a-workflow
+- https://docs.github.com/en/rest/actions/workflow-runs#get-a-workflow-run
+- https://docs.github.com/en/rest/actions/workflow-runs#cancel-a-workflow-run
+- https://docs.github.com/en/rest/actions/workflow-jobs#list-jobs-for-a-workflow-run
+- https://docs.github.com/en/rest/actions/workflow-jobs#download-job-logs-for-a-workflow-run
+- https://docs.github.com/en/rest/checks/runs#list-check-runs-for-a-git-reference
+- https://docs.github.com/en/rest/using-the-rest-api/rate-limits-for-the-rest-api
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any, Unpack
+from urllib.parse import quote
+
+import httpx
+
+from govern import __version__
+from govern.ci import options as opts
+from govern.ci.base import (
+    CIError,
+    Conclusion,
+    RunRef,
+    RunStatus,
+    Started,
+    Trial,
+)
+from govern.ci.hosted import (
+    HostedProvider,
+    Job,
+    Settings,
+    judged,
+    optional_str,
+    timestamp,
+    trial_fields,
+)
+from govern.ci.http import expect
+from govern.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+KIND = "github-actions"
+VENDOR = "GitHub"
+API_VERSION = "2022-11-28"
+DEFAULT_API_URL = "https://api.github.com"
+MODES = ("dispatch", "checks")
+#: The check runs of GitHub Actions jobs carry this app slug; their ids are job ids.
+ACTIONS_APP = "github-actions"
+
+_DISPATCHED = "dispatch:"  # a run id not known yet: dispatch:<correlation id>
+_CHECKS = "checks:"  # checks mode: checks:<ref>
+_RUNNING = frozenset({"queued", "in_progress", "waiting", "requested", "pending"})
+_GREEN_CHECKS = frozenset({"success", "neutral", "skipped"})
+_FINAL: dict[str, tuple[Conclusion, str]] = {
+    "cancelled": (Conclusion.CANCELLED, "the run was cancelled"),
+    "timed_out": (Conclusion.TIMED_OUT, "GitHub timed the run out"),
+    "action_required": (
+        Conclusion.ERRORED,
+        "the run waits for someone to approve it (action_required)",
+    ),
+    "neutral": (Conclusion.ERRORED, "the run ended neutral: it neither passed nor failed"),
+    "skipped": (Conclusion.ERRORED, "the run was skipped"),
+    "stale": (Conclusion.ERRORED, "GitHub marked the run stale"),
+    "startup_failure": (
+        Conclusion.ERRORED,
+        "the workflow could not start (startup_failure): check the workflow file",
+    ),
+}
+_LOOKUP_WAITS = (1.0, 2.0, 3.0, 4.0, 5.0)  # seconds before each look for a dispatched run
+_CLOCK_SKEW = timedelta(minutes=2)  # the created>= filter allows for clocks that disagree
+_PER_PAGE = "100"
+# An older server refuses the unknown return_run_details key: 422, or 400 on some.
+_REFUSED_KEY = frozenset({400, 422})
+
+_REPOSITORY = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+_WORKFLOW_FILE = re.compile(r"^[A-Za-z0-9_.-]+\.ya?ml$")
+
+
+@dataclass(frozen=True, slots=True)
+class CheckRunInfo:
+    """One check run of a commit, as GitHub lists it.
+
+    ``app`` is the slug of the app that made it: ``github-actions`` for the jobs of a
+    workflow run, whose check run id is also the job id (so its log can be read).
+    """
+
+    id: int
+    name: str
+    status: str  # queued, in_progress, completed, waiting, requested, pending
+    conclusion: str | None  # success, failure, neutral, cancelled, skipped, timed_out, ...
+    html_url: str | None = None
+    app: str | None = None
+
+
+class GitHubActions(HostedProvider):
+    """Verify candidates with GitHub Actions (github.com or GitHub Enterprise Server)."""
+
+    kind = KIND
+    vendor = VENDOR
+    keys = opts.COMMON_KEYS | {"repository", "workflow", "ref", "mode"}
+    default_api_url = DEFAULT_API_URL
+    env_variable = "GITHUB_TOKEN"
+    needs = "the actions:write (and checks:read) permission on the repository"
+    shown = ("repository", "mode", "workflow", "ref")
+    log_limit = 16 * 1024 * 1024  # per job: the evidence line is near the start of a log
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        http: httpx.AsyncClient,
+        repository: str,
+        token: str,
+        workflow: str | int = "",
+        ref: str = "main",
+        mode: str = "dispatch",
+        **settings: Unpack[Settings],
+    ) -> None:
+        """A provider for ``repository`` ("owner/repo").
+
+        In dispatch mode ``workflow`` (a file name such as ``verify.yml``, or the numeric
+        id) is dispatched on branch ``ref``; in checks mode ``ref`` is a template with
+        ``{package}`` and ``{version}``. ``token`` is sent as a bearer token and scrubbed
+        from every message; ``token_source`` ("$GITHUB_TOKEN", in ``settings``) names it
+        in messages.
+        """
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
+        if not _REPOSITORY.match(repository):
+            raise ValueError(f"repository must be owner/name, not {repository!r}")
+        if mode == "dispatch" and not str(workflow):
+            raise ValueError("dispatch mode needs a workflow (a file name or an id)")
+        headers = {
+            "Authorization": f"Bearer {token}",
+            "Accept": "application/vnd.github+json",
+            "X-GitHub-Api-Version": API_VERSION,
+            "User-Agent": f"govern/{__version__}",
+        }
+        super().__init__(name, http=http, headers=headers, secrets=(token,), **settings)
+        self.repository = repository
+        self.workflow = str(workflow)
+        self.ref = ref
+        self.mode = mode
+        self._ask_run_details = True  # until the server rejects return_run_details
+        self._resolved: dict[str, str] = {}  # correlation id -> run id
+
+    # -- the provider interface ----------------------------------------------------------
+
+    async def start(self, trial: Trial) -> Started:
+        """Dispatch the workflow for the trial and find the run it started.
+
+        In checks mode nothing is started: the run is the ref the template names.
+        """
+        if self.mode == "checks":
+            return Started(RunRef(f"{_CHECKS}{self.checks_ref(trial)}"))
+        since = self._clock() - _CLOCK_SKEW
+        ref = await self._dispatch(trial)
+        if ref is not None:
+            log.debug("%s: dispatched %s as run %s", self.name, trial.requirement, ref.run_id)
+            return Started(ref)
+        for wait in _LOOKUP_WAITS:
+            await self._sleep(wait)
+            run = await self._find_run(trial.correlation_id, since)
+            if run is not None:
+                found = self._run_ref(run)
+                self._resolved[trial.correlation_id] = found.run_id
+                log.debug("%s: %s is run %s", self.name, trial.correlation_id, found.run_id)
+                return Started(found)
+        log.info(
+            "%s: GitHub does not list the run dispatched as %s yet; it is looked up again",
+            self.name,
+            trial.correlation_id,
+        )
+        return Started(RunRef(f"{_DISPATCHED}{trial.correlation_id}"))
+
+    async def status(self, trial: Trial, run: RunRef) -> RunStatus:
+        """The run's status; a completed run is judged with the evidence in its jobs' logs."""
+        if run.run_id.startswith(_CHECKS):
+            return await self.checks_status(trial, run.run_id.removeprefix(_CHECKS))
+        run_id = await self._resolve(run)
+        if run_id is None:
+            correlation_id = run.run_id.removeprefix(_DISPATCHED)
+            return RunStatus(None, f"GitHub does not list the run dispatched as {correlation_id}")
+        body = await self._api.json("GET", self._repo_path(f"actions/runs/{run_id}"))
+        data = expect(body, dict, "the workflow run", VENDOR)
+        state = expect(data.get("status"), str, "the run's status", VENDOR)
+        url = optional_str(data.get("html_url")) or run.url
+        if state != "completed":
+            shown = state if state in _RUNNING else f"{state} (taken as still running)"
+            return RunStatus(None, f"the workflow run is {shown}", url=url)
+        finished = timestamp(data.get("updated_at"))
+        ending, detail = _run_ending(data.get("conclusion"))
+        if isinstance(ending, Conclusion):
+            return RunStatus(ending, detail, url=url, finished_at=finished)
+        jobs = await self._jobs(run_id)
+        failed = [job.name for job in jobs if job.failed]
+        if not ending and failed:
+            detail = f"{detail}: job {', '.join(failed)} failed"
+        return await self.judge_logs(trial, ending, detail, jobs, url=url, finished_at=finished)
+
+    async def _cancel(self, run: RunRef) -> None:
+        """Ask GitHub to cancel the run (a finished run cannot be: 409)."""
+        if run.run_id.startswith(_CHECKS):
+            return  # govern did not start those runs
+        run_id = await self._resolve(run)
+        if run_id is not None:
+            await self._api.request("POST", self._repo_path(f"actions/runs/{run_id}/cancel"))
+
+    # -- check runs ----------------------------------------------------------------------
+
+    def checks_ref(self, trial: Trial) -> str:
+        """The ref whose check runs try the trial (checks mode): the template, filled in."""
+        return self.ref.format(package=trial.package, version=str(trial.version))
+
+    async def check_runs(self, ref: str) -> list[CheckRunInfo]:
+        """The latest check runs of ``ref`` (a sha, a branch, or ``refs/pull/N/head``)."""
+        body = await self._api.json(
+            "GET",
+            self._repo_path(f"commits/{quote(ref, safe='/')}/check-runs"),
+            params={"per_page": _PER_PAGE},
+        )
+        data = expect(body, dict, "the check-run list", VENDOR)
+        items = expect(data.get("check_runs"), list, "check_runs", VENDOR)
+        out: list[CheckRunInfo] = []
+        for item in items:
+            entry = expect(item, dict, "a check run", VENDOR)
+            app = entry.get("app")
+            out.append(
+                CheckRunInfo(
+                    id=expect(entry.get("id"), int, "a check run's id", VENDOR),
+                    name=optional_str(entry.get("name")) or "",
+                    status=expect(entry.get("status"), str, "a check run's status", VENDOR),
+                    conclusion=optional_str(entry.get("conclusion")),
+                    html_url=optional_str(entry.get("html_url")),
+                    app=optional_str(app.get("slug")) if isinstance(app, dict) else None,
+                )
+            )
+        return out
+
+    async def checks_status(self, trial: Trial, ref: str) -> RunStatus:
+        """The trial's status from the check runs of ``ref`` (see :func:`summarize_check_runs`).
+
+        When they all passed (or one failed), the logs of the GitHub Actions jobs among
+        them are read for the evidence.
+        """
+        checks = await self.check_runs(ref)
+        ending, _ = _checks_ending(checks)
+        if not isinstance(ending, bool):
+            return summarize_check_runs(checks, trial)
+        jobs = [self._job(c.id, c.name, c.conclusion) for c in checks if c.app == ACTIONS_APP]
+        text, problems = await self.read_logs(jobs)
+        return summarize_check_runs(checks, trial, self._api.scrub(text), problems=problems)
+
+    # -- helpers -------------------------------------------------------------------------
+
+    def inputs(self, trial: Trial) -> dict[str, str]:
+        """The workflow_dispatch inputs for a trial (all strings, as GitHub passes them)."""
+        return trial_fields(trial)
+
+    def _repo_path(self, rest: str) -> str:
+        return f"/repos/{self.repository}/{rest}"
+
+    def _workflow_path(self, rest: str) -> str:
+        return self._repo_path(f"actions/workflows/{quote(self.workflow, safe='')}/{rest}")
+
+    async def _dispatch(self, trial: Trial) -> RunRef | None:
+        """Send the dispatch; the run when GitHub says which it is, else None."""
+        body: dict[str, Any] = {"ref": self.ref, "inputs": self.inputs(trial)}
+        path = self._workflow_path("dispatches")
+        # A dispatch is not idempotent: an answer lost to a 5xx or a time-out may still have
+        # started a run, so it is sent once; the service tries again with a new attempt id.
+        if self._ask_run_details:
+            try:
+                answer = await self._api.json(
+                    "POST", path, json_body={**body, "return_run_details": True}, attempts=1
+                )
+            except CIError as exc:
+                # An older server refuses the unknown key: no run was started.
+                if exc.status not in _REFUSED_KEY or "return_run_details" not in exc.message:
+                    raise
+                self._ask_run_details = False
+                log.info(
+                    "%s: the server does not return run details; runs are looked up", self.name
+                )
+            else:
+                return _details_ref(answer)
+        await self._api.json("POST", path, json_body=body, attempts=1)
+        return None
+
+    async def _find_run(self, correlation_id: str, since: datetime | None) -> dict[str, Any] | None:
+        """The dispatched run whose title carries the correlation id, or None."""
+        params = {"event": "workflow_dispatch", "per_page": _PER_PAGE}
+        branch = self.ref.removeprefix("refs/heads/")
+        if branch:
+            params["branch"] = branch
+        if since is not None:
+            params["created"] = f">={since.astimezone(UTC):%Y-%m-%dT%H:%M:%SZ}"
+        body = await self._api.json("GET", self._workflow_path("runs"), params=params)
+        data = expect(body, dict, "the run list", VENDOR)
+        runs = expect(data.get("workflow_runs"), list, "workflow_runs", VENDOR)
+        pattern = correlation_pattern(correlation_id)
+        matches = [
+            run
+            for run in runs
+            if isinstance(run, dict)
+            and isinstance(run.get("id"), int)
+            and run.get("event", "workflow_dispatch") == "workflow_dispatch"
+            and any(
+                isinstance(run.get(key), str) and pattern.search(run[key])
+                for key in ("display_title", "name")
+            )
+        ]
+        # Two matches are two runs of the same attempt (a repeated dispatch): the first one.
+        return min(matches, key=lambda run: int(run["id"])) if matches else None
+
+    async def _resolve(self, run: RunRef) -> str | None:
+        """The numeric run id of a RunRef (looked up for ``dispatch:`` refs), or None."""
+        if not run.run_id.startswith(_DISPATCHED):
+            if not run.run_id.isdigit():
+                raise CIError(f"{VENDOR}: {run.run_id!r} is not a workflow run id")
+            return run.run_id
+        correlation_id = run.run_id.removeprefix(_DISPATCHED)
+        if correlation_id in self._resolved:
+            return self._resolved[correlation_id]
+        found = await self._find_run(correlation_id, None)
+        if found is None:
+            return None
+        run_id = str(found["id"])
+        self._resolved[correlation_id] = run_id
+        return run_id
+
+    def _run_ref(self, run: Mapping[str, Any]) -> RunRef:
+        return RunRef(str(run["id"]), url=optional_str(run.get("html_url")))
+
+    async def _jobs(self, run_id: str) -> list[Job]:
+        """The run's latest jobs."""
+        body = await self._api.json(
+            "GET", self._repo_path(f"actions/runs/{run_id}/jobs"), params={"per_page": _PER_PAGE}
+        )
+        data = expect(body, dict, "the job list", VENDOR)
+        items = expect(data.get("jobs"), list, "jobs", VENDOR)
+        jobs: list[Job] = []
+        for item in items:
+            job = expect(item, dict, "a job", VENDOR)
+            job_id = expect(job.get("id"), int, "a job's id", VENDOR)
+            name = optional_str(job.get("name")) or str(job_id)
+            jobs.append(self._job(job_id, name, optional_str(job.get("conclusion"))))
+        return jobs
+
+    def _job(self, job_id: int, name: str, conclusion: str | None) -> Job:
+        """A job (or the check run of one): its log is read unless it was skipped."""
+        path = self._repo_path(f"actions/jobs/{job_id}/logs")
+        return Job(
+            " ".join(name.split()),
+            None if conclusion == "skipped" else path,
+            conclusion,
+            failed=conclusion == "failure",
+        )
+
+
+# -- pure helpers ---------------------------------------------------------------------------
+
+
+def correlation_pattern(correlation_id: str) -> re.Pattern[str]:
+    """A pattern for the correlation id as a whole word (``govern-7-1`` not in ``-10``)."""
+    return re.compile(rf"(?<![\w.-]){re.escape(correlation_id)}(?![\w.-])")
+
+
+def summarize_check_runs(
+    checks: Sequence[CheckRunInfo],
+    trial: Trial,
+    log_text: str | None = None,
+    *,
+    problems: Sequence[str] = (),
+) -> RunStatus:
+    """The status of a trial from a ref's check runs and the logs of their Actions jobs.
+
+    Still running while any check run is not completed (or none exists yet). Once all
+    completed: a failure is ``failed``, else a time-out ``timed-out``, a cancellation
+    ``cancelled``, another unhappy conclusion (action_required, stale, startup_failure)
+    ``errored``; all success, neutral or skipped is ``passed``. ``passed`` and ``failed``
+    still need the evidence in ``log_text`` (:func:`~govern.ci.hosted.judged`);
+    ``problems`` are the logs that could not be read.
+    """
+    ending, detail = _checks_ending(checks)
+    url = next((c.html_url for c in checks if c.html_url), None)
+    if ending is None or isinstance(ending, Conclusion):
+        return RunStatus(ending, detail, url=url)
+    return judged(trial, ending, detail, log_text or "", url=url, problems=problems)
+
+
+def _checks_ending(checks: Sequence[CheckRunInfo]) -> tuple[bool | Conclusion | None, str]:
+    """None: running; True/False: green/red (evidence decides); a Conclusion: final."""
+    if not checks:
+        return None, "no check runs yet"
+    running = [c.name for c in checks if c.status != "completed"]
+    if running:
+        return None, f"{len(running)} of {len(checks)} check runs running ({_names(running)})"
+    by: dict[str, list[str]] = {}
+    for check in checks:
+        by.setdefault(check.conclusion or "none", []).append(check.name)
+    if "failure" in by:
+        return False, f"check runs failed: {_names(by['failure'])}"
+    if "timed_out" in by:
+        return Conclusion.TIMED_OUT, f"check runs timed out: {_names(by['timed_out'])}"
+    if "cancelled" in by:
+        return Conclusion.CANCELLED, f"check runs were cancelled: {_names(by['cancelled'])}"
+    other = sorted(set(by) - _GREEN_CHECKS)
+    if other:
+        names = [name for key in other for name in by[key]]
+        return Conclusion.ERRORED, f"check runs ended {', '.join(other)}: {_names(names)}"
+    return True, f"{len(checks)} check runs passed"
+
+
+def _run_ending(conclusion: Any) -> tuple[bool | Conclusion, str]:
+    """A completed workflow run's conclusion: True/False when evidence decides, else final."""
+    if conclusion == "success":
+        return True, "the workflow run succeeded"
+    if conclusion == "failure":
+        return False, "the workflow run failed"
+    if isinstance(conclusion, str) and conclusion in _FINAL:
+        return _FINAL[conclusion]
+    shown = repr(conclusion[:40]) if isinstance(conclusion, str) else "no conclusion"
+    return Conclusion.ERRORED, f"the workflow run completed with {shown}"
+
+
+def _details_ref(answer: Any) -> RunRef | None:
+    """The run from a dispatch's ``return_run_details`` answer (None for a 204)."""
+    if not isinstance(answer, dict):
+        return None
+    run_id = answer.get("workflow_run_id")
+    if not isinstance(run_id, int) or isinstance(run_id, bool) or run_id <= 0:
+        return None
+    return RunRef(str(run_id), url=optional_str(answer.get("html_url")))
+
+
+def _names(names: Sequence[str], limit: int = 5) -> str:
+    shown = ", ".join(names[:limit])
+    return shown if len(names) <= limit else f"{shown} and {len(names) - limit} more"
+
+
+# -- configuration --------------------------------------------------------------------------
+
+
+def from_config(
+    name: str,
+    options: Mapping[str, Any],
+    *,
+    http: httpx.AsyncClient,
+    environ: Mapping[str, str],
+) -> GitHubActions:
+    """A provider from the table ``[tool.govern.ci.NAME]``.
+
+    Keys: ``provider`` ("github-actions"), ``repository`` ("owner/repo"), ``workflow`` (a
+    file name or numeric id; dispatch mode), ``ref`` (the branch, default "main"; in checks
+    mode a template with ``{package}`` and ``{version}``), ``token-env`` (the variable that
+    holds the token, default GITHUB_TOKEN), ``api-url`` (GitHub Enterprise: ``https://HOST/
+    api/v3``), ``timeout`` (seconds) and ``mode`` ("dispatch" or "checks"). A token is
+    never written in the table, only the name of the variable that holds it.
+    """
+    GitHubActions.check_table(options, name)
+    mode = opts.choice(options, "mode", name, MODES)
+    repository = opts.string(options, "repository", name).strip()
+    if not _REPOSITORY.match(repository):
+        raise ConfigError(
+            f"{opts.where(name)}: repository must be owner/name, not {opts.shown(repository)}",
+            tip='Write repository = "owner/repo".',
+        )
+    workflow = _workflow(options, name, required=mode == "dispatch")
+    ref = opts.string(options, "ref", name, default="main" if mode == "dispatch" else None)
+    if mode == "checks":
+        _check_template(ref, name)
+    return GitHubActions(
+        name,
+        http=http,
+        repository=repository,
+        workflow=workflow,
+        ref=ref,
+        mode=mode,
+        **GitHubActions.connection(options, environ, name),
+    )
+
+
+def _workflow(options: Mapping[str, Any], name: str, *, required: bool) -> str | int:
+    """``workflow``: a workflow file name (``verify.yml``) or its numeric id."""
+    value = options.get("workflow")
+    if value is None:
+        if required:
+            raise ConfigError(
+                f"{opts.where(name)}: workflow is required: the workflow file to dispatch",
+                tip='Add workflow = "verify.yml" (the file under .github/workflows).',
+            )
+        return ""
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    if isinstance(value, str):
+        text = value.strip().removeprefix(".github/workflows/")
+        if _WORKFLOW_FILE.match(text) or text.isdigit():
+            return text
+    raise ConfigError(
+        f"{opts.where(name)}: workflow must be a workflow file name (verify.yml) or id,"
+        f" not {opts.shown(value)}",
+        tip='Write workflow = "verify.yml".',
+    )
+
+
+def _check_template(ref: str, name: str) -> None:
+    """In checks mode ``ref`` names each candidate's own ref: ``{version}`` is needed."""
+    try:
+        ref.format(package="pkg", version="1.0")
+    except (KeyError, IndexError, ValueError):
+        raise ConfigError(
+            f"{opts.where(name)}: ref {opts.shown(ref)} may only use the placeholders"
+            " {package} and {version}",
+            tip='Write ref = "renovate/{package}-{version}".',
+        ) from None
+    if "{version}" not in ref:
+        raise ConfigError(
+            f"{opts.where(name)}: in checks mode ref must contain {{version}}, so that each"
+            f" candidate has its own checks (not {opts.shown(ref)})",
+            tip='Write ref = "renovate/{package}-{version}".',
+        )
