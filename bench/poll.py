@@ -129,11 +129,13 @@ import threading
 import time
 import zipfile
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+
+from workdir import work_directory
 
 BENCH_DIR = Path(__file__).resolve().parent
 
@@ -1564,22 +1566,6 @@ def _sizes(text: str) -> list[int]:
     return sorted(set(sizes))
 
 
-@contextlib.contextmanager
-def work_directory(keep: bool) -> Iterator[Path]:
-    parent = BENCH_DIR / ".work"
-    parent.mkdir(exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix="poll-", dir=parent))
-    try:
-        yield work
-    finally:
-        if keep:
-            print(f"\nwork dir kept: {work}")
-        else:
-            shutil.rmtree(work, ignore_errors=True)
-            with contextlib.suppress(OSError):
-                parent.rmdir()  # only when nothing else (a kept run) is in it
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument(
@@ -1628,7 +1614,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     # As bench/audit.py: an installed wheel has its bytecode compiled; so has the checkout.
     compileall.compile_dir(Path(govern.__file__).parent, quiet=1)
-    with work_directory(args.keep) as work:
+    with work_directory(args.keep, "poll") as work:
         print(
             f"work dir: {work}{' (kept)' if args.keep else ' (removed at the end; --keep keeps)'}"
         )

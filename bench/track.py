@@ -60,7 +60,6 @@ from __future__ import annotations
 
 import argparse
 import compileall
-import contextlib
 import cProfile
 import json
 import os
@@ -70,15 +69,15 @@ import secrets
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from sqlalchemy import create_engine, func, select, table, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
+from workdir import work_directory
 
 BENCH_DIR = Path(__file__).resolve().parent
 
@@ -689,22 +688,6 @@ def print_targets(scenarios: Sequence[Scenario]) -> None:
             )
 
 
-@contextlib.contextmanager
-def work_directory(keep: bool) -> Iterator[Path]:
-    parent = BENCH_DIR / ".work"
-    parent.mkdir(exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix="track-", dir=parent))
-    try:
-        yield work
-    finally:
-        if keep:
-            print(f"\nwork dir kept: {work}")
-        else:
-            shutil.rmtree(work, ignore_errors=True)
-            with contextlib.suppress(OSError):
-                parent.rmdir()  # only when nothing else (a kept run) is in it
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument(
@@ -743,7 +726,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     # As bench/audit.py: an installed wheel has its bytecode compiled; so has the checkout.
     compileall.compile_dir(Path(govern.__file__).parent, quiet=1)
-    with work_directory(args.keep) as work:
+    with work_directory(args.keep, "track") as work:
         print(
             f"work dir: {work}{' (kept)' if args.keep else ' (removed at the end; --keep keeps)'}"
         )

@@ -34,7 +34,7 @@ from govern.errors import SchemaOutOfDate, StoreError
 ENV_VAR = "GOVERN_DATABASE_URL"
 #: The newest revision in migrations/versions (a test checks they agree). A database at
 #: this revision is opened without loading Alembic at all (~150 ms per command).
-SCHEMA_REVISION = "0006"
+SCHEMA_REVISION = "0007"
 # How long a writer waits for another one's transaction. Git is read before the lock is
 # taken, so a sync holds it only for its database work; ten minutes is generous.
 _SQLITE_BUSY_MS = 600_000

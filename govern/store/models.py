@@ -100,7 +100,12 @@ class Annotation(SQLModel, table=True):
     A changed reason adds a row and clears ``current`` on the one it replaces.
     """
 
-    __table_args__ = (Index("ix_annotation_current", "exclusion_id", "current"),)
+    __table_args__ = (
+        Index("ix_annotation_current", "exclusion_id", "current"),
+        # The dashboard's overdue reviews (count, and the soonest first): a range of the
+        # current ones, covering the join to the exclusion (bench/serve.py).
+        Index("ix_annotation_current_review_by", "current", "review_by", "exclusion_id"),
+    )
 
     id: int | None = Field(default=None, primary_key=True)
     exclusion_id: int = Field(foreign_key="exclusion.id", index=True)
@@ -123,6 +128,11 @@ class Exclusion(SQLModel, table=True):
     __table_args__ = (
         UniqueConstraint("repository_id", "key"),
         Index("ix_exclusion_package_state", "package", "state"),
+        # The dashboard's open exclusions by state, oldest first (pending, held), and their
+        # counts: one ordered range per state, stopped at a page; the counts read only this
+        # index. first_seen_at right after state: PostgreSQL takes no order from an index
+        # past a column matched by IS NULL (bench/serve.py).
+        Index("ix_exclusion_state_open", "state", "first_seen_at", "removed_at", "snoozed_until"),
     )
 
     id: int | None = Field(default=None, primary_key=True)

@@ -189,45 +189,91 @@ def _views(rows: Sequence[Any], now: datetime) -> list[ExclusionView]:
 
 
 # -- the front page -------------------------------------------------------------------------
+#
+# A fixed number of queries per page, however many items: the ids of a page come first from
+# narrow ordered queries (an index range each, stopped at the limit: see the indexes on
+# Exclusion and Annotation), then the rows of those ids, then what each item needs, for all
+# items at once (candidates, profiles, failed versions, published releases, evidence,
+# proposals). No query per item.
+
+PENDING_STATES = ("verified", "candidate", "verifying")
+
+
+def _by_ids(
+    session: Session, ids: Sequence[int], now: datetime
+) -> dict[int, tuple[ExclusionView, Annotation | None]]:
+    """The exclusions with these ids, as views, each with its current annotation."""
+    if not ids:
+        return {}
+    rows = session.exec(_base().where(col(Exclusion.id).in_(list(ids)))).all()
+    return {view.row_id: (view, row[1]) for view, row in zip(_views(rows, now), rows, strict=True)}
 
 
 def pending(session: Session, *, now: datetime, limit: int = PER_PAGE) -> Page:
     """Exclusions with a candidate or a verified release (not snoozed), verified first."""
-    active = (
+    shown = (
         col(Exclusion.removed_at).is_(None),
-        col(Exclusion.state).in_(("candidate", "verifying", "verified")),
         or_(col(Exclusion.snoozed_until).is_(None), col(Exclusion.snoozed_until) <= now.date()),
     )
-    total = session.execute(columns(func.count()).select_from(Exclusion).where(*active)).one()[0]
-    verified_first = (col(Exclusion.state) != "verified", col(Exclusion.first_seen_at))
-    rows = session.exec(_base().where(*active).order_by(*verified_first).limit(limit)).all()
-    views = _views(rows, now)
-    ids = [v.row_id for v in views]
+    total = session.execute(
+        columns(func.count())
+        .select_from(Exclusion)
+        .where(*shown, col(Exclusion.state).in_(PENDING_STATES))
+    ).one()[0]
+    ids = _pending_ids(session, shown, limit)
+    rows = _by_ids(session, ids, now)
     best = _best_candidates(session, ids)
     evidence = _evidence(session, [c for c, _ in best.values()])
     proposals = _proposals(session, ids)
+    profiles = _profiles(session, ids)
+    failed = _failed_versions(session, ids)
+    published = _published(session, {rows[i][0].package for i in ids if i in best and i in rows})
     items: list[PendingItem] = []
-    for view in views:
-        found = best.get(view.row_id)
-        if found is None:
+    for row_id in ids:
+        found = best.get(row_id)
+        if found is None or row_id not in rows:
             continue
+        view, note = rows[row_id]
         candidate, release = found
-        profiles = tuple(sorted(_profiles_of(session, view.row_id, release.id or 0)))
-        after, note = _change(session, view, release.version)
+        bad = _versions({*(note.bad_versions if note else ()), *failed.get(row_id, ())})
+        after, why = _change(view, release.version, bad, published.get(view.package, []))
         items.append(
             PendingItem(
                 exclusion=view,
                 version=release.version,
-                profiles=profiles,
+                profiles=tuple(sorted(profiles.get((row_id, release.id or 0), ()))),
                 verified=candidate.status == "passed",
                 evidence=evidence.get(candidate.id or 0),
                 before=view.requirement,
                 after=after,
-                note=note,
-                proposal_url=proposals.get(view.row_id),
+                note=why,
+                proposal_url=proposals.get(row_id),
             )
         )
     return Page(tuple(items), total, 1, limit)
+
+
+def _pending_ids(session: Session, shown: Sequence[Any], limit: int) -> list[int]:
+    """The first ``limit`` pending exclusions: the verified ones, then the candidate and
+    verifying ones together; oldest first in each group. One ordered query per state, each
+    stopped at what it can contribute: never a sort of every pending row."""
+    picked: list[tuple[bool, datetime, int]] = []
+    for group in (("verified",), ("candidate", "verifying")):
+        wanted = limit - len(picked)
+        if wanted <= 0:
+            break
+        for state in group:
+            picked.extend(
+                (state != "verified", as_utc(first), row_id)
+                for row_id, first in session.execute(
+                    columns(col(Exclusion.id), col(Exclusion.first_seen_at))
+                    .where(*shown, col(Exclusion.state) == state)
+                    .order_by(col(Exclusion.first_seen_at))
+                    .limit(wanted)
+                )
+            )
+    picked.sort()
+    return [row_id for _, _, row_id in picked[:limit]]
 
 
 def _best_candidates(session: Session, ids: Sequence[int]) -> dict[int, tuple[Candidate, Release]]:
@@ -280,16 +326,18 @@ class _Reversed:
         return hash(self.version)
 
 
-def _profiles_of(session: Session, exclusion_id: int, release_id: int) -> set[str]:
-    return set(
-        session.exec(
-            select(Candidate.profile).where(
-                col(Candidate.exclusion_id) == exclusion_id,
-                col(Candidate.release_id) == release_id,
-                col(Candidate.eligible),
-            )
-        ).all()
-    )
+def _profiles(session: Session, ids: Sequence[int]) -> dict[tuple[int, int], set[str]]:
+    """The profiles on which each (exclusion, release) is an eligible candidate."""
+    out: dict[tuple[int, int], set[str]] = defaultdict(set)
+    if not ids:
+        return out
+    for exclusion_id, release_id, profile in session.execute(
+        columns(
+            col(Candidate.exclusion_id), col(Candidate.release_id), col(Candidate.profile)
+        ).where(col(Candidate.exclusion_id).in_(list(ids)), col(Candidate.eligible))
+    ):
+        out[(exclusion_id, release_id)].add(profile)
+    return out
 
 
 def _evidence(session: Session, candidates: Sequence[Candidate]) -> dict[int, Evidence]:
@@ -331,17 +379,29 @@ def _proposals(session: Session, ids: Sequence[int]) -> dict[int, str]:
 
 def known_bad(session: Session, exclusion_id: int, note_bad: Sequence[str]) -> list[Version]:
     """Known-bad versions of an exclusion: its annotation's and its failed candidates'."""
-    texts = set(note_bad)
-    texts.update(
-        session.exec(
-            select(Release.version)
-            .join(Candidate, col(Candidate.release_id) == col(Release.id))
-            .where(
-                col(Candidate.exclusion_id) == exclusion_id,
-                col(Candidate.status).in_(("failed", "bad")),
-            )
-        ).all()
-    )
+    failed = _failed_versions(session, [exclusion_id])
+    return _versions({*note_bad, *failed.get(exclusion_id, ())})
+
+
+def _failed_versions(session: Session, ids: Sequence[int]) -> dict[int, set[str]]:
+    """The versions of the failed (or bad) candidates of each exclusion."""
+    out: dict[int, set[str]] = defaultdict(set)
+    if not ids:
+        return out
+    for exclusion_id, version in session.execute(
+        columns(col(Candidate.exclusion_id), col(Release.version))
+        .join(Release, col(Release.id) == col(Candidate.release_id))
+        .where(
+            col(Candidate.exclusion_id).in_(list(ids)),
+            col(Candidate.status).in_(("failed", "bad")),
+        )
+    ):
+        out[exclusion_id].add(version)
+    return out
+
+
+def _versions(texts: set[str]) -> list[Version]:
+    """The valid versions among ``texts``, sorted."""
     out: list[Version] = []
     for text in texts:
         try:
@@ -351,45 +411,37 @@ def known_bad(session: Session, exclusion_id: int, note_bad: Sequence[str]) -> l
     return sorted(out)
 
 
-def _change(session: Session, view: ExclusionView, version: str) -> tuple[str | None, str]:
+def _change(
+    view: ExclusionView, version: str, bad: Sequence[Version], published: Sequence[Version]
+) -> tuple[str | None, str]:
     """The requirement as it would be written after the narrow relaxation, and why."""
+    from packaging.requirements import Requirement
+
     from govern.exclusions import relax as relaxation
 
     try:
         candidate = Version(version)
         requirement = view.requirement.split("#", 1)[0].strip()
-        from packaging.requirements import Requirement
-
         specifiers = SpecifierSet(str(Requirement(requirement).specifier))
-        note_bad = _note_bad(session, view.row_id)
-        published = _published(session, view.package)
-        result = relaxation.relax(
-            specifiers,
-            view.clause,
-            candidate,
-            known_bad(session, view.row_id, note_bad),
-            published=published,
-        )
+        result = relaxation.relax(specifiers, view.clause, candidate, bad, published=published)
         after = relaxation.rewrite_requirement(view.requirement, result.after)
     except (InvalidVersion, InvalidSpecifier, ValueError) as exc:
         return None, f"no narrow change computed: {exc}"
     return after, result.note
 
 
-def _note_bad(session: Session, exclusion_id: int) -> list[str]:
-    note = session.exec(
-        select(Annotation).where(
-            col(Annotation.exclusion_id) == exclusion_id, col(Annotation.current)
+def _published(session: Session, packages: set[str]) -> dict[str, list[Version]]:
+    """The releases seen of each package (those whose version parses)."""
+    out: dict[str, list[Version]] = {package: [] for package in packages}
+    if not packages:
+        return out
+    for package, text in session.execute(
+        columns(col(Release.package), col(Release.version)).where(
+            col(Release.package).in_(sorted(packages))
         )
-    ).first()
-    return list(note.bad_versions) if note else []
-
-
-def _published(session: Session, package: str) -> list[Version]:
-    out: list[Version] = []
-    for text in session.exec(select(Release.version).where(col(Release.package) == package)):
+    ):
         try:
-            out.append(Version(text))
+            out[package].append(Version(text))
         except InvalidVersion:
             continue
     return out
@@ -399,32 +451,34 @@ def attention(session: Session, *, now: datetime, limit: int = 20) -> dict[str, 
     """Held, overdue and failed: counts, and the oldest or latest few of each."""
     open_ = col(Exclusion.removed_at).is_(None)
     today = now.date()
+    current = (col(Annotation.exclusion_id) == col(Exclusion.id)) & col(Annotation.current)
     overdue_where = (open_, col(Annotation.review_by) < today)
     overdue_total = session.execute(
-        columns(func.count())
-        .select_from(Exclusion)
-        .join(
-            Annotation,
-            (col(Annotation.exclusion_id) == col(Exclusion.id)) & col(Annotation.current),
-        )
-        .where(*overdue_where)
+        columns(func.count()).select_from(Exclusion).join(Annotation, current).where(*overdue_where)
     ).one()[0]
-    overdue = _views(
-        session.exec(
-            _base().where(*overdue_where).order_by(col(Annotation.review_by)).limit(limit)
-        ).all(),
-        now,
+    overdue_ids = list(
+        session.execute(
+            columns(col(Exclusion.id))
+            .select_from(Exclusion)
+            .join(Annotation, current)
+            .where(*overdue_where)
+            .order_by(col(Annotation.review_by))
+            .limit(limit)
+        ).scalars()
     )
     held_where = (open_, col(Exclusion.state) == "held")
     held_total = session.execute(
         columns(func.count()).select_from(Exclusion).where(*held_where)
     ).one()[0]
-    held = _views(
-        session.exec(
-            _base().where(*held_where).order_by(col(Exclusion.first_seen_at)).limit(limit)
-        ).all(),
-        now,
+    held_ids = list(
+        session.execute(
+            columns(col(Exclusion.id))
+            .where(*held_where)
+            .order_by(col(Exclusion.first_seen_at))
+            .limit(limit)
+        ).scalars()
     )
+    rows = _by_ids(session, [*overdue_ids, *held_ids], now)
     failed: list[dict[str, Any]] = []
     for verification, candidate, release, exclusion in session.exec(
         select(Verification, Candidate, Release, Exclusion)
@@ -450,9 +504,9 @@ def attention(session: Session, *, now: datetime, limit: int = 20) -> dict[str, 
             }
         )
     return {
-        "held": held,
+        "held": [rows[i][0] for i in held_ids if i in rows],
         "held_total": held_total,
-        "overdue": overdue,
+        "overdue": [rows[i][0] for i in overdue_ids if i in rows],
         "overdue_total": overdue_total,
         "failed": failed,
     }
