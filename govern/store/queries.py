@@ -232,38 +232,24 @@ def threads(session: Session, query: str, *, now: datetime) -> list[Thread]:
     seeds = [row_id for (row_id,) in session.execute(seed_query)]
     if not seeds:
         return []
-    # The graph, read by columns: predecessor links both ways, and every version's links.
-    neighbours: dict[int, set[int]] = defaultdict(set)
-    for row_id, predecessor in session.execute(
-        columns(col(Exclusion.id), col(Exclusion.predecessor_id)).where(
-            col(Exclusion.predecessor_id).is_not(None)
-        )
-    ):
-        neighbours[row_id].add(predecessor)
-        neighbours[predecessor].add(row_id)
-    by_link: dict[str, set[int]] = defaultdict(set)
-    links_of: dict[int, set[str]] = defaultdict(set)
-    for exclusion_id, links in session.execute(
-        columns(col(Annotation.exclusion_id), col(Annotation.links))
-    ):
-        for link in links or ():
-            by_link[link].add(exclusion_id)
-            links_of[exclusion_id].add(link)
-    # Each connected part reached from the seeds is one thread.
+    # Each connected part reached from the seeds is one thread. The graph is walked level by
+    # level in SQL (predecessor edges both ways, and exclusions whose annotations share a
+    # link), so a thread costs a few queries however large the store is.
     component: dict[int, int] = {}
     for seed in seeds:
         if seed in component:
             continue
         component[seed] = seed
-        queue = [seed]
-        while queue:
-            node = queue.pop()
-            reached = set(neighbours.get(node, ()))
-            for link in links_of.get(node, ()):
-                reached |= by_link[link]
-            for other in reached - component.keys():
+        frontier = {seed}
+        seen_links: set[str] = set()
+        while frontier:
+            reached = _predecessor_neighbours(session, frontier)
+            links = _links_of(session, frontier) - seen_links
+            seen_links |= links
+            reached |= _sharing(session, links)
+            frontier = reached - component.keys()
+            for other in frontier:
                 component[other] = seed
-                queue.append(other)
     all_rows: dict[int, tuple[Exclusion, Annotation | None, Source, Repository]] = {}
     members_ids = list(component)
     for start in range(0, len(members_ids), 500):
@@ -287,9 +273,67 @@ def threads(session: Session, query: str, *, now: datetime) -> list[Thread]:
             ),
             key=lambda e: (e.at, e.exclusion.row_id),
         )
-        links = sorted({link for m in members for n in notes.get(m, []) for link in n.links})
-        out.append(Thread(tuple(member_views), tuple(timeline), tuple(links)))
+        shared = sorted({link for m in members for n in notes.get(m, []) for link in n.links})
+        out.append(Thread(tuple(member_views), tuple(timeline), tuple(shared)))
     out.sort(key=lambda t: (t.exclusions[0].package != name, t.exclusions[0].first_seen))
+    return out
+
+
+_BATCH = 500
+
+
+def _batches(ids: set[int]) -> list[list[int]]:
+    ordered = sorted(ids)
+    return [ordered[i : i + _BATCH] for i in range(0, len(ordered), _BATCH)]
+
+
+def _predecessor_neighbours(session: Session, ids: set[int]) -> set[int]:
+    """Exclusions one predecessor edge away (either direction) from any of ``ids``."""
+    out: set[int] = set()
+    for batch in _batches(ids):
+        for row_id, predecessor in session.execute(
+            columns(col(Exclusion.id), col(Exclusion.predecessor_id)).where(
+                or_(col(Exclusion.id).in_(batch), col(Exclusion.predecessor_id).in_(batch))
+            )
+        ):
+            out.add(row_id)
+            if predecessor is not None:
+                out.add(predecessor)
+    return out
+
+
+def _links_of(session: Session, ids: set[int]) -> set[str]:
+    """Every link in any annotation version of ``ids``."""
+    out: set[str] = set()
+    for batch in _batches(ids):
+        for (links,) in session.execute(
+            columns(col(Annotation.links)).where(col(Annotation.exclusion_id).in_(batch))
+        ):
+            out.update(link for link in links or () if isinstance(link, str))
+    return out
+
+
+def _sharing(session: Session, links: set[str]) -> set[int]:
+    """Exclusions with an annotation version that lists any of ``links``.
+
+    The JSON column is matched as text first (``LIKE '%"<link>"%'``, which an index cannot
+    serve but the database scans without decoding a row), then checked exactly.
+    """
+    import json
+
+    from sqlalchemy import Text, cast
+
+    out: set[int] = set()
+    for link in sorted(links):
+        needle = json.dumps(link)
+        pattern = "%" + needle.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        for exclusion_id, found in session.execute(
+            columns(col(Annotation.exclusion_id), col(Annotation.links)).where(
+                cast(col(Annotation.links), Text).like(pattern, escape="\\")
+            )
+        ):
+            if link in (found or ()):
+                out.add(exclusion_id)
     return out
 
 

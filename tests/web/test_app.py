@@ -210,3 +210,31 @@ def test_healthz_metrics_and_static(served: tuple[TestClient, str, Store]) -> No
     assert client.get("/static/../app.py").status_code == 404
     assert client.get("/debt").status_code == 200
     assert "<svg" in client.get("/debt").text
+
+
+@pytest.mark.parametrize("extra", [0, 3, 4])
+def test_metrics_ages_match_the_store(database_url: str, tmp_path: Path, extra: int) -> None:
+    import statistics
+
+    from sqlmodel import select
+
+    from govern.store.models import Exclusion, as_utc
+    from govern.web.metrics import render
+
+    with Store(database_url) as store:
+        seed(store, tmp_path, generated=extra)
+        with store.session() as session:
+            ages = [
+                (NOW - as_utc(e.first_seen_at)).total_seconds() / 86400
+                for e in session.exec(select(Exclusion))
+            ]
+            text = render(session, now=NOW)
+    values = {
+        line.split(" ")[0]: float(line.split(" ")[1])
+        for line in text.splitlines()
+        if line.startswith("govern_exclusion_age_days")
+    }
+    assert values["govern_exclusion_age_days_max"] == round(max(ages), 1)
+    assert values["govern_exclusion_age_days_median"] == pytest.approx(
+        statistics.median(ages), abs=0.11
+    )
