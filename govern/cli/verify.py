@@ -36,11 +36,19 @@ def _providers(
     """Every configured provider by name, and the function that picks one per profile."""
     from govern.ci.command import Command
     from govern.ci.providers import build
+    from govern.errors import ConfigError
 
     root = config.path.parent if config.path is not None else Path.cwd()
-    providers: dict[str, Provider] = {
-        c.name: build(c, http=http, environ=os.environ, root=root) for c in config.ci
-    }
+    ad_hoc = command is not None or isolated
+    providers: dict[str, Provider] = {}
+    for ci in config.ci:
+        try:
+            providers[ci.name] = build(ci, http=http, environ=os.environ, root=root)
+        except ConfigError:
+            if not ad_hoc:
+                raise
+            # An ad hoc run needs none of the configured providers (a hosted one may lack
+            # its token here); their runs still going wait for a call that can reach them.
     adhoc: Provider | None = None
     if command is not None:
         try:

@@ -49,10 +49,19 @@ def _state(store: Store, config: Config, http: Any = None) -> Any:
     state = AppState(store=store, secrets=secrets, config=config)
     if config.ci and http is not None:
         from govern.cli.verify import _providers
+        from govern.errors import ConfigError
 
-        providers, provider_for = _providers(config, http, None, False, None)
-        state.providers = providers
-        state.provider_for = provider_for
+        try:
+            providers, provider_for = _providers(config, http, None, False, None)
+        except ConfigError as exc:  # the pages do not need CI: serve them, say what is off
+            typer.echo(
+                f"govern: warning: CI providers are off ({exc.message}): webhooks and "
+                "'verify now' will not reach CI",
+                err=True,
+            )
+        else:
+            state.providers = providers
+            state.provider_for = provider_for
     return state
 
 

@@ -60,3 +60,26 @@ def test_markdown_cells_cannot_inject_markup() -> None:
         "&lt;script&gt;x&lt;/script&gt; \\| \\[a\\]\\(javascript:1\\) \\*b\\*"
     )
     assert md("line\nbreak") == "line break"
+
+
+def test_serve_starts_without_ci_when_a_provider_token_is_missing(
+    db: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import httpx
+
+    from govern.cli.web import _state
+    from govern.config import load_config
+
+    monkeypatch.delenv("GOVERN_TEST_GH_TOKEN", raising=False)
+    (tmp_path / ".govern.toml").write_text(
+        '[ci.gh]\nprovider = "github-actions"\nrepository = "example/app"\n'
+        'workflow = "verify.yml"\ntoken-env = "GOVERN_TEST_GH_TOKEN"\n',
+        encoding="utf-8",
+    )
+    config = load_config(tmp_path)
+    with Store(db) as store:
+        state = _state(store, config, httpx.AsyncClient())
+    assert state.providers is None
+    err = capsys.readouterr().err
+    assert "CI providers are off" in err
+    assert "GOVERN_TEST_GH_TOKEN" in err
