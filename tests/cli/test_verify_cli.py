@@ -125,13 +125,7 @@ def test_a_hosted_provider_without_its_token_variable(
     seeded: tuple[Path, str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     root, db = seeded
-    monkeypatch.delenv("GOVERN_TEST_GH_TOKEN", raising=False)
-    (root / ".govern.toml").write_text(
-        'verify-with = "gh"\n[ci.gh]\nprovider = "github-actions"\n'
-        'repository = "example/app"\nworkflow = "verify.yml"\n'
-        'token-env = "GOVERN_TEST_GH_TOKEN"\n',
-        encoding="utf-8",
-    )
+    _github_without_token(root, monkeypatch)
     code, _, err = _run(["verify", "--db", db], capsys)
     assert code == 2
     assert "GOVERN_TEST_GH_TOKEN" in err
@@ -141,6 +135,14 @@ def test_an_ad_hoc_command_does_not_need_the_configured_providers_tokens(
     seeded: tuple[Path, str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     root, db = seeded
+    _github_without_token(root, monkeypatch)
+    code, out, err = _run(["verify", "--db", db, "--command", SAY], capsys)
+    assert code == 0, err
+    assert "passed     demo 1.1 on default (command, attempt 1, installed 1.1)" in out
+
+
+def _github_without_token(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A configured GitHub provider whose token variable is not set."""
     monkeypatch.delenv("GOVERN_TEST_GH_TOKEN", raising=False)
     (root / ".govern.toml").write_text(
         'verify-with = "gh"\n[ci.gh]\nprovider = "github-actions"\n'
@@ -148,6 +150,3 @@ def test_an_ad_hoc_command_does_not_need_the_configured_providers_tokens(
         'token-env = "GOVERN_TEST_GH_TOKEN"\n',
         encoding="utf-8",
     )
-    code, out, err = _run(["verify", "--db", db, "--command", SAY], capsys)
-    assert code == 0, err
-    assert "passed     demo 1.1 on default (command, attempt 1, installed 1.1)" in out
