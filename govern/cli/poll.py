@@ -108,6 +108,11 @@ def poll(
         finally:
             if bar is not None:
                 bar.__exit__(None, None, None)
+    # The store is closed and committed: nothing is left to release but memory, which
+    # the process's end frees at once (a 1,000-project poll spent 0.2 s freeing objects).
+    from govern.cli import STATE
+
+    STATE.fast_exit = True
     if fmt is ViewFormat.JSON:
         _print_json({"schema": "govern.poll/1", **result.as_dict()})
         return
