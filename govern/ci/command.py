@@ -31,6 +31,7 @@ import asyncio
 import contextlib
 import importlib.util
 import os
+import re
 import shlex
 import signal
 import sys
@@ -52,12 +53,18 @@ from govern.ci.base import (
     excerpt,
     find_evidence,
     judge_evidence,
+    scrub,
 )
 from govern.errors import ConfigError
 
 PLACEHOLDERS = ("package", "version", "requirement", "constraints", "profile", "python")
 _KEYS = {"provider", "command", "shell", "isolated", "timeout", "log-limit", "workdir"}
 _LOG_LIMIT = 1024 * 1024
+_SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSW|API_?KEY|CREDENTIAL|PRIVATE_KEY", re.IGNORECASE)
+_SECRET_MIN = 6  # shorter values are not scrubbed out of logs (too common)
+_COULD_NOT_RUN = (126, 127)  # a shell's "not executable" and "not found"
+_DRAIN_SECONDS = 2.0
+_EXIT_POLL = 0.02
 _INSTALL_TIMEOUT = 900.0
 # Index settings of pip's that would change where the candidate comes from.
 _PIP_INDEX_VARIABLES = (
@@ -117,6 +124,7 @@ class _Output:
 
     returncode: int | None
     log: str
+    started: bool = True  # False: the program could not be started at all
 
 
 class Command(Provider):
@@ -148,7 +156,14 @@ class Command(Provider):
         self.log_limit = log_limit
         self.workdir = workdir
         self.python = python
-        self._environ = dict(os.environ if environ is None else environ)
+        given = dict(os.environ if environ is None else environ)
+        # Credentials in govern's own environment (CI tokens, the dashboard's) are not the
+        # check's business: a reproducer comes from a repository file, and the log is shown
+        # on the dashboard. They are left out of the child's environment and scrubbed.
+        self._environ = {k: v for k, v in given.items() if not _SECRET_NAME.search(k)}
+        self._secrets = tuple(
+            v for k, v in given.items() if _SECRET_NAME.search(k) and len(v) >= _SECRET_MIN
+        )
         self._results: dict[str, RunStatus] = {}
 
     # -- Provider -----------------------------------------------------------------------------
@@ -187,7 +202,15 @@ class Command(Provider):
         )
         python = self.python
         log: list[str] = []
+        said: list[str] = []
         if self.isolated:
+            if trial.index_url is None:  # never a guess: pip alone would go to a public index
+                return self._finish(
+                    Conclusion.ERRORED,
+                    "no index is configured to install the candidate from (--index-url, "
+                    "index-url in [tool.govern], or pip's configuration)",
+                    log,
+                )
             venv = scratch / "venv"
             prepared = await self._prepare(trial, venv, constraints, env)
             log.append(prepared.log)
@@ -232,12 +255,19 @@ class Command(Provider):
         passed = True
         detail = ""
         for label, argv in checks:
-            log.append(f"$ {shlex.join(argv)}\n")
+            log.append(self._clean(f"$ {shlex.join(argv)}\n"))
             output = await self._process(argv, env, self.timeout)
             log.append(output.log)
+            said.append(output.log)  # evidence is what the processes printed, not our echo
             if output.returncode is None:
                 return self._finish(
                     Conclusion.TIMED_OUT, f"the {label} ran past {self.timeout:g} s", log
+                )
+            if not output.started or (self.shell and output.returncode in _COULD_NOT_RUN):
+                return self._finish(
+                    Conclusion.ERRORED,
+                    f"the {label} could not be run ({_exit(output.returncode, self.timeout)})",
+                    log,
                 )
             if output.returncode != 0:
                 passed = False
@@ -247,7 +277,7 @@ class Command(Provider):
             detail = "exit status 0" if len(checks) == 1 else f"{len(checks)} checks passed"
         installed = await self._installed(trial, python, env) if self.isolated else None
         if installed is None:
-            installed = find_evidence("".join(log), trial.package)
+            installed = find_evidence("".join(said), trial.package)
         conclusion, detail = judge_evidence(passed, trial, installed, detail)
         return self._finish(conclusion, detail, log, installed)
 
@@ -315,7 +345,8 @@ class Command(Provider):
                 start_new_session=True,
             )
         except OSError as exc:
-            return _Output(127, f"cannot run {argv[0]!r}: {exc.strerror or exc}\n")
+            reason = f"cannot run {argv[0]!r}: {exc.strerror or exc}\n"
+            return _Output(127, self._clean(reason), started=False)
         assert process.stdout is not None
         kept = bytearray()
         dropped = 0
@@ -330,21 +361,36 @@ class Command(Provider):
                     dropped += cut
                     del kept[:cut]
 
+        reader = asyncio.ensure_future(read())
         timed_out = False
         try:
             async with asyncio.timeout(timeout):
-                await asyncio.gather(read(), process.wait())
+                # Not process.wait(): on 3.11 it also waits for every pipe to close, which a
+                # leftover child holding stdout never does. returncode is set at the exit.
+                while process.returncode is None:
+                    await asyncio.sleep(_EXIT_POLL)
+            # A process that left a child holding its output (a server, `sleep &`) has
+            # ended: its output gets a moment to drain, then the group goes.
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(reader), _DRAIN_SECONDS)
         except TimeoutError:
             timed_out = True
         finally:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, signal.SIGKILL)  # leftovers too, whatever the exit
             if process.returncode is None:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(process.pid, signal.SIGKILL)
                 await process.wait()
+            if not reader.done():
+                with contextlib.suppress(TimeoutError, asyncio.CancelledError):
+                    await asyncio.wait_for(reader, _DRAIN_SECONDS)
         text = kept.decode("utf-8", errors="replace")
         if dropped:
             text = f"[... {dropped:,} bytes of output before ...]\n{text}"
-        return _Output(None if timed_out else process.returncode, _redact(text))
+        return _Output(None if timed_out else process.returncode, self._clean(text))
+
+    def _clean(self, text: str) -> str:
+        """Output as stored: URL credentials redacted, secrets of the environment scrubbed."""
+        return scrub(_redact(text), self._secrets)
 
     def _finish(
         self, conclusion: Conclusion, detail: str, log: Sequence[str], installed: str | None = None

@@ -49,6 +49,11 @@ def _providers(
                 raise
             # An ad hoc run needs none of the configured providers (a hosted one may lack
             # its token here); their runs still going wait for a call that can reach them.
+    if ad_hoc and _ADHOC in providers:
+        raise UsageError(
+            f"a configured provider is named {_ADHOC!r}, the name --command and --isolated use",
+            tip=f"Rename [tool.govern.ci.{_ADHOC}] (its runs would be mistaken for ad hoc ones).",
+        )
     adhoc: Provider | None = None
     if command is not None:
         try:

@@ -46,7 +46,14 @@ def _state(store: Store, config: Config, http: Any = None) -> Any:
         github_env=config.github_webhook_secret_env,
         buildkite_env=config.buildkite_webhook_token_env,
     )
+    from govern.index.pipconfig import IndexNotConfigured
+    from govern.index.settings import index_settings
+
     state = AppState(store=store, secrets=secrets, config=config)
+    try:
+        state.index = index_settings(config)
+    except IndexNotConfigured:
+        state.index = None  # an isolated "verify now" then errors, never guesses an index
     if config.ci and http is not None:
         from govern.cli.verify import _providers
         from govern.errors import ConfigError

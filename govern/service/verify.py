@@ -26,6 +26,7 @@ crash leaves a trace, closed as ``errored`` by the next call) and updated once i
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -62,7 +63,9 @@ from govern.store.models import (
 # Exclusion states this workflow may move between; any other (proposed, relaxed, ...) is a
 # person's or a later step's, and stays.
 _SETTLED = ("held", "candidate", "verifying", "verified")
-_ORPHAN_AFTER = timedelta(hours=1)  # a row without a run id this old lost its process
+# A row without a run id older than its provider's time-out plus this lost its process (a
+# local command has no run id until it ends; installs may take half an hour more).
+_ORPHAN_AFTER = timedelta(hours=1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,7 +211,9 @@ class Verifier:
             if only is not None and (row.provider, row.run_id or "") not in only:
                 continue
             if row.run_id is None:
-                if now - as_utc(row.started_at) > _ORPHAN_AFTER:
+                owner = self.providers.get(row.provider)
+                bound = _ORPHAN_AFTER + timedelta(seconds=owner.timeout if owner else 0)
+                if now - as_utc(row.started_at) > bound:
                     detail = "the govern process that started this run ended before recording it"
                     await self._conclude([row], RunStatus(Conclusion.ERRORED, detail))
                 continue
@@ -222,6 +227,14 @@ class Verifier:
             if trial is None:
                 continue
             run = RunRef(run_id, rows[0].run_url)
+            try:  # asked first: a run that ended is concluded, however late it is polled
+                status = await provider.status(trial, run)
+            except CIError as exc:
+                self._error(name, exc)
+                status = RunStatus(None)
+            if status.done:
+                await self._conclude(rows, status)
+                continue
             if (now - as_utc(rows[0].started_at)).total_seconds() > provider.timeout:
                 await provider.cancel(run)
                 status = RunStatus(
@@ -229,14 +242,6 @@ class Verifier:
                     f"no conclusion after {provider.timeout:g} s; cancelled",
                     url=rows[0].run_url,
                 )
-                await self._conclude(rows, status)
-                continue
-            try:
-                status = await provider.status(trial, run)
-            except CIError as exc:
-                self._error(name, exc)
-                continue
-            if status.done:
                 await self._conclude(rows, status)
 
     # -- new ones -------------------------------------------------------------------------
@@ -261,8 +266,7 @@ class Verifier:
             assert provider is not None
             if provider.name in self._refused:
                 continue
-            await self._start_group(provider, group)
-            started += 1
+            started += await self._start_group(provider, group)
         return started
 
     def _wanted(self, exclusion_ids: list[int] | None, profiles: Sequence[str]) -> list[_Wanted]:
@@ -325,10 +329,21 @@ class Verifier:
             )
         return out
 
-    async def _start_group(self, provider: Provider, group: list[_Wanted]) -> None:
-        first = group[0]
+    async def _start_group(self, provider: Provider, group: list[_Wanted]) -> bool:
+        """Start one run for the group's candidates still waiting; False if none was."""
         now = self.clock()
         with self.store.session(write=True) as session:
+            # Read again under the write lock: another call (the dashboard, another process,
+            # an earlier group of this one) may have tried or judged a candidate meanwhile.
+            current = []
+            for w in group:
+                candidate = session.get(Candidate, w.candidate_id)
+                if candidate is not None and candidate.status == "found":
+                    tried = _attempts(session, [w.candidate_id]).get(w.candidate_id, 0)
+                    if tried < self.attempts:
+                        candidate.status = "verifying"
+                        current.append(dataclasses.replace(w, attempt=tried + 1))
+            group = current
             rows = [
                 Verification(
                     candidate_id=w.candidate_id,
@@ -341,10 +356,9 @@ class Verifier:
             ]
             session.add_all(rows)
             session.flush()
-            for w in group:
-                candidate = session.get(Candidate, w.candidate_id)
-                if candidate is not None:
-                    candidate.status = "verifying"
+        if not group:
+            return False
+        first = group[0]
         indexes = self.index.indexes_for(first.package) if self.index is not None else ()
         trial = Trial(
             package=first.package,
@@ -362,7 +376,7 @@ class Verifier:
             self._error(provider.name, exc)
             status = RunStatus(Conclusion.ERRORED, f"the run could not start: {exc.message}")
             await self._conclude(rows, status)
-            return
+            return True
         self.result.started += 1
         with self.store.session(write=True) as session:
             for row in rows:
@@ -381,6 +395,7 @@ class Verifier:
             self._settle(session, {w.exclusion_id for w in group})
         if started.status.done:
             await self._conclude(rows, started.status)
+        return True
 
     # -- conclusions ----------------------------------------------------------------------
 
@@ -470,7 +485,11 @@ class Verifier:
             exclusion = session.get(Exclusion, exclusion_id)
             if exclusion is None or exclusion.state not in _SETTLED:
                 continue
-            by_version = statuses.get(exclusion_id, {})
+            by_version = {  # a version failed on any profile is bad for the whole line
+                version: found
+                for version, found in statuses.get(exclusion_id, {}).items()
+                if not found & {"failed", "bad"}
+            }
             everything = set().union(*by_version.values()) if by_version else set()
             if "verifying" in everything:
                 state = "verifying"

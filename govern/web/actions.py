@@ -98,6 +98,7 @@ def verify_now(state: AppState, key: str) -> str:
         state.store,
         provider_for=state.provider_for,
         providers=state.providers,
+        index=state.index,
         attempts=state.config.verify_attempts if state.config else 3,
         clock=state.clock,
     )

@@ -358,6 +358,7 @@ async def _refresh(state: AppState, kind: str, runs: list[str]) -> int:
             state.store,
             provider_for=lambda _p: None,
             providers=state.providers,
+            index=state.index,
             attempts=state.config.verify_attempts if state.config else 3,
             clock=state.clock,
         )

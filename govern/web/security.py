@@ -110,7 +110,7 @@ class Secrets:
             return False
         issued, nonce, mac = parts
         expected = self._sign("session", f"{issued}.{nonce}")
-        if not hmac.compare_digest(mac, expected):
+        if not hmac.compare_digest(mac.encode(), expected.encode()):
             return False
         age = (now if now is not None else time.time()) - int(issued)
         return 0 <= age <= SESSION_SECONDS
@@ -128,7 +128,7 @@ class Secrets:
         """Whether a form's token matches its cookie (constant time)."""
         if not nonce or not token:
             return False
-        return hmac.compare_digest(token, self.csrf_token(nonce))
+        return hmac.compare_digest(token.encode(), self.csrf_token(nonce).encode())
 
     # -- webhooks ---------------------------------------------------------------------------
 
@@ -137,7 +137,7 @@ class Secrets:
         if self.github_webhook_secret is None or not header or not header.startswith("sha256="):
             return False
         digest = hmac.new(self.github_webhook_secret.encode(), body, hashlib.sha256).hexdigest()
-        return hmac.compare_digest(header.removeprefix("sha256="), digest)
+        return hmac.compare_digest(header.removeprefix("sha256=").encode(), digest.encode())
 
     def buildkite_token_ok(self, header: str | None) -> bool:
         """Buildkite's ``X-Buildkite-Token`` (the webhook's token, sent as is)."""

@@ -14,6 +14,7 @@ from govern.web.security import Secrets
 if TYPE_CHECKING:
     from govern.ci.base import Provider
     from govern.config import Config
+    from govern.index.pipconfig import IndexSettings
     from govern.store.db import Store
 
 
@@ -28,6 +29,7 @@ class AppState:
     # the configuration on first use.
     providers: Mapping[str, Provider] | None = None
     provider_for: Callable[[str], Provider | None] | None = None
+    index: IndexSettings | None = None  # where an isolated verification installs from
     clock: Callable[[], datetime] = utcnow
     tasks: set[asyncio.Task[Any]] = field(default_factory=set)
     log: list[str] = field(default_factory=list)  # refused webhooks etc., newest last

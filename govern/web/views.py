@@ -521,7 +521,8 @@ def browse(session: Session, filters: Filters, *, now: datetime, page: int, per_
     page = max(1, page)
     where: list[Any] = []
     if filters.repository:
-        where.append(col(Repository.name).contains(filters.repository))
+        pattern = f"%{_like(filters.repository)}%"
+        where.append(col(Repository.name).like(pattern, escape="\\"))
     if filters.package:
         where.append(col(Exclusion.package) == canonicalize_name(filters.package))
     if filters.kind:

@@ -194,3 +194,68 @@ def test_judge_evidence_and_excerpt() -> None:
     assert cut.endswith("line 9999\n")
     assert len(cut) < 1100
     assert cut.splitlines()[1].startswith("line ")  # cut at a line start
+
+
+# -- regressions from the review of this provider ------------------------------------------
+
+
+def test_credentials_stay_out_of_the_check_and_its_log() -> None:
+    environ = {**os.environ, "GITHUB_TOKEN": "ghp_SECRET123456", "MY_API_KEY": "k3y-value-77"}
+    script = (
+        "import os; print('seen', os.environ.get('GITHUB_TOKEN'), os.environ.get('MY_API_KEY'));"
+        "print('echo ghp_SECRET123456 k3y-value-77');"
+        "print('govern-verify: installed demo==1.1')"
+    )
+    status = _run(Command("local", command=[PY, "-c", script], environ=environ))
+    assert status.conclusion is Conclusion.PASSED
+    assert status.log_excerpt is not None
+    assert "seen None None" in status.log_excerpt
+    assert "ghp_SECRET123456" not in status.log_excerpt
+    assert "k3y-value-77" not in status.log_excerpt
+
+
+def test_the_echoed_command_is_not_evidence() -> None:
+    command = ["set -e\nfalse\necho govern-verify: installed {requirement}"]
+    status = _run(Command("sh", command=command, shell=True))  # noqa: S604 -- the point
+    assert status.conclusion is Conclusion.ERRORED  # never FAILED: nothing was installed
+    assert "no evidence" in status.detail
+
+
+def test_a_check_that_cannot_start_is_no_verdict() -> None:
+    say = _say("govern-verify: installed demo==1.1")
+    trial = Trial(
+        package="demo",
+        version=Version("1.1"),
+        profile="x86",
+        correlation_id="govern-1-1",
+        reproducer="/nonexistent/pytest -k demo",
+    )
+    status = _run(Command("local", command=say), trial)
+    assert status.conclusion is Conclusion.ERRORED
+    assert "could not be run" in status.detail
+    missing = _run(Command("sh", command=["no-such-program-xyz"], shell=True))  # noqa: S604
+    assert missing.conclusion is Conclusion.ERRORED
+
+
+def test_a_leftover_background_process_neither_blocks_nor_survives(tmp_path: Path) -> None:
+    pid_file = tmp_path / "bg.pid"
+    command = [f"sleep 37 & echo $! > {pid_file}; echo govern-verify: installed demo==1.1"]
+    started = time.monotonic()
+    status = _run(Command("sh", command=command, shell=True, timeout=20))  # noqa: S604
+    assert time.monotonic() - started < 10
+    assert status.conclusion is Conclusion.PASSED
+    pid = int(pid_file.read_text())
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        stat = Path(f"/proc/{pid}/stat")
+        if not stat.exists() or " Z " in stat.read_text():
+            break
+        time.sleep(0.05)
+    else:
+        raise AssertionError("the background sleep survived the run")
+
+
+def test_an_isolated_run_without_an_index_never_guesses_one() -> None:
+    status = _run(Command("local", isolated=True))
+    assert status.conclusion is Conclusion.ERRORED
+    assert "no index is configured" in status.detail

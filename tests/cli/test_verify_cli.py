@@ -150,3 +150,15 @@ def _github_without_token(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         'token-env = "GOVERN_TEST_GH_TOKEN"\n',
         encoding="utf-8",
     )
+
+
+def test_a_configured_provider_named_like_the_ad_hoc_one_is_refused(
+    seeded: tuple[Path, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    root, db = seeded
+    (root / ".govern.toml").write_text(
+        f'[ci.command]\nprovider = "command"\ncommand = {json.dumps(SAY)}\n', encoding="utf-8"
+    )
+    code, _, err = _run(["verify", "--db", db, "--command", SAY], capsys)
+    assert code == 2
+    assert "named 'command'" in err

@@ -53,6 +53,7 @@ def test_report_as_markdown_and_html(
     page = target.read_text(encoding="utf-8")
     assert "cupy-cuda13x" in page
     assert "<script" not in page.lower()
+    assert 'a[aria-current="page"]' in page  # the inlined stylesheet is CSS, not escaped text
 
 
 def test_markdown_cells_cannot_inject_markup() -> None:

@@ -277,8 +277,45 @@ def test_a_run_whose_process_died_before_recording_it_is_closed(store: Store) ->
             )
         )
     provider = Scripted(passed("1.1"), passed("1.1"))
-    _verify(store, provider, clock=NOW + timedelta(hours=2))
+    _verify(store, provider, clock=NOW + timedelta(hours=1, minutes=30))
+    assert _rows(store)[0].conclusion is None  # within the provider's time-out: still going
+    _verify(store, provider, clock=NOW + timedelta(hours=3))
     orphan = _rows(store)[0]
     assert orphan.conclusion == "errored"
     assert orphan.detail is not None
     assert "ended before recording" in orphan.detail
+
+
+def test_a_run_that_ended_is_concluded_however_late_it_is_polled(store: Store) -> None:
+    provider = Scripted(RunStatus(None), RunStatus(None), timeout=600)
+    _verify(store, provider)
+    provider.later = passed("1.1")
+    result = _verify(store, provider, clock=NOW + timedelta(hours=2))  # far past the time-out
+    assert result.concluded["passed"] == 4
+    assert result.concluded.get("timed-out", 0) == 0
+    assert provider.cancelled == []
+
+
+class Racing(Scripted):
+    """While its first run goes, another caller judges the second group's candidates."""
+
+    def __init__(self, store: Store, *outcomes: RunStatus | Exception) -> None:
+        super().__init__(*outcomes)
+        self.store = store
+
+    async def start(self, trial: Trial) -> Started:
+        if not self.trials:
+            with self.store.session(write=True) as session:
+                for candidate in session.exec(select(Candidate).where(Candidate.profile == "x86")):
+                    candidate.status = "failed"
+        return await super().start(trial)
+
+
+def test_a_group_judged_meanwhile_is_not_started_again(store: Store) -> None:
+    provider = Racing(store, passed("1.1"), passed("1.1"))
+    result = _verify(store, provider)
+    assert [t.profile for t in provider.trials] == ["arm"]  # x86 was judged meanwhile
+    assert result.started == 1
+    statuses = _statuses(store)
+    assert {v for (_, p), v in statuses.items() if p == "x86"} == {"failed"}  # kept
+    assert _states(store) == ["held", "held"]  # 1.1 failed on x86: bad for the whole line

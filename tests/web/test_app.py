@@ -238,3 +238,27 @@ def test_metrics_ages_match_the_store(database_url: str, tmp_path: Path, extra: 
     assert values["govern_exclusion_age_days_median"] == pytest.approx(
         statistics.median(ages), abs=0.11
     )
+
+
+def test_odd_input_is_refused_never_a_server_error(
+    served: tuple[TestClient, str, Store],
+) -> None:
+    client, key, _ = served
+    body = b"{}"
+    odd = client.post(
+        "/webhooks/github",
+        content=body,
+        headers={"X-Hub-Signature-256": "sha256=\u00e9".encode(), "X-GitHub-Event": "ping"},
+    )
+    assert odd.status_code == 401
+    assert (
+        client.get("/", headers={"Cookie": "govern_session=1.a.\u00e9".encode()}).status_code == 200
+    )
+    page = client.get(f"/exclusions/{key}")
+    login = client.post("/login", data={"token": "x", "csrf": "\u00e9"})
+    assert login.status_code == 403
+    assert page.status_code == 200
+    everything = client.get("/api/v1/exclusions", params={"repository": "%"}).json()
+    assert everything["total"] == 0  # % is a character in a repository name, not a wildcard
+    some = client.get("/api/v1/exclusions", params={"repository": "example/app-1"}).json()
+    assert some["total"] > 0
