@@ -95,6 +95,9 @@ class RunStatus:
     log_excerpt: str | None = None
     url: str | None = None
     finished_at: datetime | None = None
+    # The run's id at the provider when the status found it out (a run that was not listed
+    # yet when it started); the verification rows take it, so webhooks can match them.
+    run_id: str | None = None
 
     @property
     def done(self) -> bool:

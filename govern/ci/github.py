@@ -34,6 +34,7 @@ The GitHub REST API (version 2022-11-28) endpoints used:
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 from collections.abc import Mapping, Sequence
@@ -210,6 +211,13 @@ class GitHubActions(HostedProvider):
         if run_id is None:
             correlation_id = run.run_id.removeprefix(_DISPATCHED)
             return RunStatus(None, f"GitHub does not list the run dispatched as {correlation_id}")
+        status = await self._run_status(trial, run, run_id)
+        if run.run_id != run_id:  # found out now: the store keeps the real id
+            status = dataclasses.replace(status, run_id=run_id)
+        return status
+
+    async def _run_status(self, trial: Trial, run: RunRef, run_id: str) -> RunStatus:
+        """The status of one workflow run by its numeric id."""
         body = await self._api.json("GET", self._repo_path(f"actions/runs/{run_id}"))
         data = expect(body, dict, "the workflow run", VENDOR)
         state = expect(data.get("status"), str, "the run's status", VENDOR)

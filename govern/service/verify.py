@@ -232,6 +232,8 @@ class Verifier:
             except CIError as exc:
                 self._error(name, exc)
                 status = RunStatus(None)
+            if status.run_id and status.run_id != run_id:
+                self._rename(rows, status.run_id)
             if status.done:
                 await self._conclude(rows, status)
                 continue
@@ -524,6 +526,15 @@ class Verifier:
             clause=exclusion.clause,
             reproducer=note.verify if note else None,
         )
+
+    def _rename(self, rows: Sequence[Verification], run_id: str) -> None:
+        """Store the id a provider found out for a run (``dispatch:...`` → its number)."""
+        with self.store.session(write=True) as session:
+            for stale in rows:
+                row = session.get(Verification, stale.id)
+                if row is not None:
+                    row.run_id = run_id[:256]
+                stale.run_id = run_id[:256]
 
     def _error(self, provider: str, exc: CIError) -> None:
         message = exc.message + (f" ({exc.tip})" if exc.tip else "")

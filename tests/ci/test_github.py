@@ -171,6 +171,9 @@ def test_a_run_not_listed_yet_is_resolved_by_status() -> None:
         [ours, _] = fake.run_ids()
         assert status.conclusion is Conclusion.PASSED
         assert status.url == f"{fake.url}/{fake.repository}/actions/runs/{ours}"
+        assert status.run_id == str(ours)  # the store keeps it: webhooks then match the run
+        known = gh.using(lambda p: p.status(TRIAL, RunRef(str(ours))))
+        assert known.run_id is None  # nothing new to learn
 
 
 def test_correlation_ids_match_as_whole_words() -> None:

@@ -319,3 +319,29 @@ def test_a_group_judged_meanwhile_is_not_started_again(store: Store) -> None:
     statuses = _statuses(store)
     assert {v for (_, p), v in statuses.items() if p == "x86"} == {"failed"}  # kept
     assert _states(store) == ["held", "held"]  # 1.1 failed on x86: bad for the whole line
+
+
+class Renaming(Scripted):
+    """A provider that learns its run's real id only when asked about it."""
+
+    async def status(self, trial: Trial, run: RunRef) -> RunStatus:
+        self.asked = [*getattr(self, "asked", []), run.run_id]
+        if run.run_id.startswith("run-"):
+            return RunStatus(None, "listed now", run_id=f"9{run.run_id.removeprefix('run-')}")
+        return self.later or RunStatus(None)
+
+
+def test_a_run_id_found_out_later_is_stored_for_webhooks(store: Store) -> None:
+    provider = Renaming(RunStatus(None), RunStatus(None))
+    _verify(store, provider)
+    _verify(store, provider, clock=NOW + timedelta(minutes=1))  # learns the real ids
+    assert {r.run_id for r in _rows(store)} == {"91", "92"}
+    provider.later = passed("1.1")
+    verifier = Verifier(
+        store,
+        provider_for=lambda _profile: provider,
+        providers={provider.name: provider},
+        clock=lambda: NOW + timedelta(minutes=2),
+    )
+    concluded = asyncio.run(verifier.refresh(provider.name, ["91"]))
+    assert concluded == 2  # the two repositories' verifications of that run
