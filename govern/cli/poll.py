@@ -29,6 +29,11 @@ IndexOption = Annotated[
 ]
 
 
+ConfigOption = Annotated[
+    Path | None, typer.Option("--config", help="A .govern.toml to use instead of here.")
+]
+
+
 async def fetch_pages(
     settings: IndexSettings,
     names: list[str],
@@ -71,9 +76,7 @@ def poll(
         typer.Option("--profile", help="Only these runtime profiles (repeatable)."),
     ] = None,
     index_url: IndexOption = None,
-    config_file: Annotated[
-        Path | None, typer.Option("--config", help="A .govern.toml to use instead of here.")
-    ] = None,
+    config_file: ConfigOption = None,
     db: DbOption = None,
     fmt: FormatOption = ViewFormat.HUMAN,
 ) -> None:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from govern.cli import app
-from govern.cli.poll import IndexOption
+from govern.cli.poll import ConfigOption, IndexOption
 from govern.cli.track import DbOption, FormatOption, ViewFormat, _print_json
 from govern.errors import UsageError
 
@@ -163,9 +163,7 @@ def verify(
         float, typer.Option("--poll-interval", help="With --wait: seconds between polls.", min=0)
     ] = 15.0,
     index_url: IndexOption = None,
-    config_file: Annotated[
-        Path | None, typer.Option("--config", help="A .govern.toml to use instead of here.")
-    ] = None,
+    config_file: ConfigOption = None,
     db: DbOption = None,
     fmt: FormatOption = ViewFormat.HUMAN,
 ) -> None:

@@ -12,16 +12,13 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from govern.cli import app
+from govern.cli.poll import ConfigOption
 from govern.cli.track import DbOption, FormatOption, ViewFormat, _print_json
 from govern.errors import GovernError
 
 if TYPE_CHECKING:
     from govern.config import Config
     from govern.store.db import Store
-
-ConfigOption = Annotated[
-    Path | None, typer.Option("--config", help="A .govern.toml to use instead of here.")
-]
 
 
 def _web_stack() -> None:

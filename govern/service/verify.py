@@ -59,6 +59,7 @@ from govern.store.models import (
     as_utc,
     utcnow,
 )
+from govern.store.queries import failed_versions
 
 # Exclusion states this workflow may move between; any other (proposed, relaxed, ...) is a
 # person's or a later step's, and stays.
@@ -292,7 +293,7 @@ class Verifier:
             rows = session.exec(query).all()
             ids = sorted({exclusion.id for _, _, exclusion in rows if exclusion.id is not None})
             notes = _notes(session, ids)
-            bad = _failed(session, ids)
+            bad = failed_versions(session, ids)
             tries = _attempts(session, [c.id for c, _, _ in rows if c.id is not None])
         out: list[_Wanted] = []
         for candidate, release, exclusion in rows:
@@ -436,37 +437,27 @@ class Verifier:
                     Conclusion.PASSED: "verification-passed",
                     Conclusion.FAILED: "verification-failed",
                 }.get(conclusion, "verification-errored")
+                ended = {
+                    "version": release.version,
+                    "profile": row.profile,
+                    "provider": row.provider,
+                    "attempt": row.attempt,
+                    "conclusion": conclusion.value,
+                    "installed": status.installed,
+                    "run_url": row.run_url,
+                    "detail": row.detail,
+                }
                 session.add(
                     Event(
                         exclusion_id=candidate.exclusion_id,
                         kind=kind,
                         at=row.finished_at,
                         recorded_at=now,
-                        detail={
-                            "version": release.version,
-                            "profile": row.profile,
-                            "provider": row.provider,
-                            "attempt": row.attempt,
-                            "conclusion": conclusion.value,
-                            "installed": status.installed,
-                            "run_url": row.run_url,
-                            "detail": row.detail,
-                        },
+                        detail=ended,
                     )
                 )
                 self.result.runs.append(
-                    {
-                        "verification": row.id,
-                        "package": release.package,
-                        "version": release.version,
-                        "profile": row.profile,
-                        "provider": row.provider,
-                        "attempt": row.attempt,
-                        "conclusion": conclusion.value,
-                        "installed": status.installed,
-                        "run_url": row.run_url,
-                        "detail": row.detail,
-                    }
+                    {"verification": row.id, "package": release.package, **ended}
                 )
                 self.result.concluded[conclusion.value] += 1
             self._settle(session, touched)
@@ -593,20 +584,6 @@ def _notes(session: Session, ids: Sequence[int | None]) -> dict[int, Annotation]
             )
         )
     }
-
-
-def _failed(session: Session, ids: Sequence[int]) -> dict[int, set[str]]:
-    """Versions whose verification failed (or were marked bad), by exclusion."""
-    out: dict[int, set[str]] = defaultdict(set)
-    if not ids:
-        return out
-    for exclusion_id, version in session.exec(
-        select(Candidate.exclusion_id, Release.version)
-        .join(Release, col(Release.id) == col(Candidate.release_id))
-        .where(col(Candidate.exclusion_id).in_(ids), col(Candidate.status).in_(("failed", "bad")))
-    ):
-        out[exclusion_id].add(version)
-    return out
 
 
 def _attempts(session: Session, candidate_ids: Sequence[int]) -> dict[int, int]:

@@ -12,7 +12,16 @@ from packaging.utils import canonicalize_name
 from sqlalchemy import select as columns
 from sqlmodel import Session, col, or_, select
 
-from govern.store.models import Annotation, Event, Exclusion, Repository, Source, as_utc
+from govern.store.models import (
+    Annotation,
+    Candidate,
+    Event,
+    Exclusion,
+    Release,
+    Repository,
+    Source,
+    as_utc,
+)
 
 ENDED = ("relaxed", "removed")
 
@@ -114,18 +123,46 @@ def _view(
     )
 
 
+# An exclusion's annotation in force (joined outer: not every exclusion has one).
+CURRENT_NOTE = (col(Annotation.exclusion_id) == col(Exclusion.id)) & col(Annotation.current)
+
+
+def joined(statement: Any) -> Any:
+    """``statement`` (over Exclusion) joined to its source, repository and current note."""
+    return (
+        statement.join(Source, col(Source.id) == col(Exclusion.source_id))
+        .join(Repository, col(Repository.id) == col(Exclusion.repository_id))
+        .join(Annotation, CURRENT_NOTE, isouter=True)
+    )
+
+
+def exclusion_rows() -> Any:
+    """Exclusions with their current annotation, source and repository (to filter)."""
+    return joined(select(Exclusion, Annotation, Source, Repository))
+
+
+def failed_versions(session: Session, ids: Sequence[int]) -> dict[int, set[str]]:
+    """Versions whose verification failed (or that were marked bad), by exclusion."""
+    out: dict[int, set[str]] = defaultdict(set)
+    if not ids:
+        return out
+    for exclusion_id, version in session.execute(
+        columns(col(Candidate.exclusion_id), col(Release.version))
+        .join(Release, col(Release.id) == col(Candidate.release_id))
+        .where(
+            col(Candidate.exclusion_id).in_(list(ids)),
+            col(Candidate.status).in_(("failed", "bad")),
+        )
+    ):
+        out[exclusion_id].add(version)
+    return out
+
+
 def _rows(
     session: Session, *where: Any
 ) -> list[tuple[Exclusion, Annotation | None, Source, Repository]]:
     statement = (
-        select(Exclusion, Annotation, Source, Repository)
-        .join(Source, col(Source.id) == col(Exclusion.source_id))
-        .join(Repository, col(Repository.id) == col(Exclusion.repository_id))
-        .join(
-            Annotation,
-            (col(Annotation.exclusion_id) == col(Exclusion.id)) & col(Annotation.current),
-            isouter=True,
-        )
+        exclusion_rows()
         .where(*where)
         .order_by(
             col(Repository.name), col(Source.path), col(Exclusion.line), col(Exclusion.clause)

@@ -40,7 +40,15 @@ from govern.store.models import (
     Verification,
     as_utc,
 )
-from govern.store.queries import ENDED, ExclusionView, _view
+from govern.store.queries import (
+    CURRENT_NOTE,
+    ENDED,
+    ExclusionView,
+    _view,
+    exclusion_rows,
+    failed_versions,
+    joined,
+)
 
 STATES = ("held", "candidate", "verifying", "verified", "proposed", "overdue", *ENDED)
 KINDS = ("not-equal", "cap", "pin", "ban")
@@ -162,19 +170,6 @@ class CandidateView:
         }
 
 
-def _base() -> Any:
-    return (
-        select(Exclusion, Annotation, Source, Repository)
-        .join(Source, col(Source.id) == col(Exclusion.source_id))
-        .join(Repository, col(Repository.id) == col(Exclusion.repository_id))
-        .join(
-            Annotation,
-            (col(Annotation.exclusion_id) == col(Exclusion.id)) & col(Annotation.current),
-            isouter=True,
-        )
-    )
-
-
 def _owned(view: ExclusionView, row: Exclusion) -> ExclusionView:
     """The view with the owner assigned on the dashboard, if any, over the annotation's."""
     if row.assigned_owner:
@@ -205,7 +200,7 @@ def _by_ids(
     """The exclusions with these ids, as views, each with its current annotation."""
     if not ids:
         return {}
-    rows = session.exec(_base().where(col(Exclusion.id).in_(list(ids)))).all()
+    rows = session.exec(exclusion_rows().where(col(Exclusion.id).in_(list(ids)))).all()
     return {view.row_id: (view, row[1]) for view, row in zip(_views(rows, now), rows, strict=True)}
 
 
@@ -226,7 +221,7 @@ def pending(session: Session, *, now: datetime, limit: int = PER_PAGE) -> Page:
     evidence = _evidence(session, [c for c, _ in best.values()])
     proposals = _proposals(session, ids)
     profiles = _profiles(session, ids)
-    failed = _failed_versions(session, ids)
+    failed = failed_versions(session, ids)
     published = _published(session, {rows[i][0].package for i in ids if i in best and i in rows})
     items: list[PendingItem] = []
     for row_id in ids:
@@ -377,29 +372,6 @@ def _proposals(session: Session, ids: Sequence[int]) -> dict[int, str]:
     }
 
 
-def known_bad(session: Session, exclusion_id: int, note_bad: Sequence[str]) -> list[Version]:
-    """Known-bad versions of an exclusion: its annotation's and its failed candidates'."""
-    failed = _failed_versions(session, [exclusion_id])
-    return _versions({*note_bad, *failed.get(exclusion_id, ())})
-
-
-def _failed_versions(session: Session, ids: Sequence[int]) -> dict[int, set[str]]:
-    """The versions of the failed (or bad) candidates of each exclusion."""
-    out: dict[int, set[str]] = defaultdict(set)
-    if not ids:
-        return out
-    for exclusion_id, version in session.execute(
-        columns(col(Candidate.exclusion_id), col(Release.version))
-        .join(Release, col(Release.id) == col(Candidate.release_id))
-        .where(
-            col(Candidate.exclusion_id).in_(list(ids)),
-            col(Candidate.status).in_(("failed", "bad")),
-        )
-    ):
-        out[exclusion_id].add(version)
-    return out
-
-
 def _versions(texts: set[str]) -> list[Version]:
     """The valid versions among ``texts``, sorted."""
     out: list[Version] = []
@@ -451,16 +423,13 @@ def attention(session: Session, *, now: datetime, limit: int = 20) -> dict[str, 
     """Held, overdue and failed: counts, and the oldest or latest few of each."""
     open_ = col(Exclusion.removed_at).is_(None)
     today = now.date()
-    current = (col(Annotation.exclusion_id) == col(Exclusion.id)) & col(Annotation.current)
     overdue_where = (open_, col(Annotation.review_by) < today)
-    overdue_total = session.execute(
-        columns(func.count()).select_from(Exclusion).join(Annotation, current).where(*overdue_where)
-    ).one()[0]
+    overdue_total = _overdue(session, today)
     overdue_ids = list(
         session.execute(
             columns(col(Exclusion.id))
             .select_from(Exclusion)
-            .join(Annotation, current)
+            .join(Annotation, CURRENT_NOTE)
             .where(*overdue_where)
             .order_by(col(Annotation.review_by))
             .limit(limit)
@@ -557,21 +526,10 @@ def browse(session: Session, filters: Filters, *, now: datetime, page: int, per_
                 func.lower(col(Annotation.reason)).like(pattern, escape="\\"),
             )
         )
-    counted = (
-        columns(func.count())
-        .select_from(Exclusion)
-        .join(Source, col(Source.id) == col(Exclusion.source_id))
-        .join(Repository, col(Repository.id) == col(Exclusion.repository_id))
-        .join(
-            Annotation,
-            (col(Annotation.exclusion_id) == col(Exclusion.id)) & col(Annotation.current),
-            isouter=True,
-        )
-        .where(*where)
-    )
+    counted = joined(columns(func.count()).select_from(Exclusion)).where(*where)
     total = session.execute(counted).one()[0]
     rows = session.exec(
-        _base()
+        exclusion_rows()
         .where(*where)
         .order_by(col(Repository.name), col(Source.path), col(Exclusion.line), col(Exclusion.id))
         .offset((page - 1) * per_page)
@@ -590,7 +548,7 @@ def _like(text: str) -> str:
 
 def find(session: Session, key: str, *, now: datetime) -> ExclusionView | None:
     """The exclusion with this id (the audit's stable key), or None."""
-    row = session.exec(_base().where(col(Exclusion.key) == key).limit(1)).first()
+    row = session.exec(exclusion_rows().where(col(Exclusion.key) == key).limit(1)).first()
     return _views([row], now)[0] if row is not None else None
 
 
@@ -725,15 +683,17 @@ def counts(session: Session, *, now: datetime) -> dict[str, int]:
         columns(col(Exclusion.state), func.count()).group_by(col(Exclusion.state))
     ).all():
         out[state] = int(number)
-    out["overdue"] = int(
+    out["overdue"] = _overdue(session, now.date())
+    return out
+
+
+def _overdue(session: Session, today: date) -> int:
+    """Open exclusions whose current annotation's review date has passed."""
+    return int(
         session.execute(
             columns(func.count())
             .select_from(Exclusion)
-            .join(
-                Annotation,
-                (col(Annotation.exclusion_id) == col(Exclusion.id)) & col(Annotation.current),
-            )
-            .where(col(Exclusion.removed_at).is_(None), col(Annotation.review_by) < now.date())
+            .join(Annotation, CURRENT_NOTE)
+            .where(col(Exclusion.removed_at).is_(None), col(Annotation.review_by) < today)
         ).one()[0]
     )
-    return out

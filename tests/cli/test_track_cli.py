@@ -7,8 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
-
-from govern.cli import main
+from clirun import run_cli as _run
 
 REQUIREMENTS = (
     "# Pinned until the cluster image moves to 2.x.\n"
@@ -18,13 +17,6 @@ REQUIREMENTS = (
     "torch==2.9.1  # govern: owner=@ml\n"
     "evil==1000000000.0.0  # banned: typosquat\n"
 )
-
-
-def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as exited:
-        main(argv)
-    out, err = capsys.readouterr()
-    return int(exited.value.code or 0), out, err
 
 
 @pytest.fixture

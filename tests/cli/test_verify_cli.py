@@ -13,9 +13,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from clirun import run_cli as _run
 from sqlmodel import select
 
-from govern.cli import main
 from govern.config import Config
 from govern.service.track import TrackOptions, track
 from govern.store.db import Store
@@ -23,13 +23,6 @@ from govern.store.models import Candidate, Exclusion, Release
 
 NOW = datetime(2026, 8, 1, tzinfo=UTC)
 SAY = f"{sys.executable} -c \"print('govern-verify: installed demo==' + '{{version}}')\""
-
-
-def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as exited:
-        main(argv)
-    out, err = capsys.readouterr()
-    return int(exited.value.code or 0), out, err
 
 
 @pytest.fixture

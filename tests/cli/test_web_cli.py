@@ -7,18 +7,11 @@ import json
 from pathlib import Path
 
 import pytest
+from clirun import run_cli as _run
 from webseed import seed
 
-from govern.cli import main
 from govern.store.db import Store
 from govern.web.report import md
-
-
-def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as exited:
-        main(argv)
-    out, err = capsys.readouterr()
-    return int(exited.value.code or 0), out, err
 
 
 @pytest.fixture

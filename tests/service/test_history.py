@@ -13,9 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from clirun import run_cli as _run
 from gitrepo import Repo
-
-from govern.cli import main
 
 BEFORE = "history/kv_connectors.txt@4742f9e6"
 CAPPED = "history/kv_connectors.txt@pr43530-reconstructed"
@@ -50,13 +49,6 @@ def vllm(tmp_path: Path, data: Path) -> Repo:
         author="Relaxer",
     )
     return repo
-
-
-def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as exited:
-        main(argv)
-    out, err = capsys.readouterr()
-    return int(exited.value.code or 0), out, err
 
 
 def test_history_replays_the_cupy_thread(

@@ -17,11 +17,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from clirun import run_cli as _run
 from indexserver import IndexFile, StaticIndex
 from sqlmodel import col, select
 from wheels import build_wheel
 
-from govern.cli import main
 from govern.store.db import Store
 from govern.store.models import Candidate, Event, Exclusion, Release, Verification
 
@@ -41,13 +41,6 @@ def _wheel(tmp: Path, version: str, broken: bool = False) -> IndexFile:
         tmp / "dists" / version, "cupy-demo", version, files={"cupy_demo/__init__.py": body}
     )
     return IndexFile.of(path, upload_time="2026-05-01T00:00:00Z")
-
-
-def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as exited:
-        main(argv)
-    out, err = capsys.readouterr()
-    return int(exited.value.code or 0), out, err
 
 
 @pytest.fixture
