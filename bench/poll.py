@@ -135,7 +135,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from workdir import work_directory
+from benchkit import where as _where
+from benchkit import work_directory
 
 BENCH_DIR = Path(__file__).resolve().parent
 
@@ -1295,19 +1296,6 @@ def floor_section(
 # --------------------------------------------------------------------------
 # Profile
 # --------------------------------------------------------------------------
-
-
-def _where(file_name: str, line: int, function: str) -> str:
-    """``module/path.py:line(function)``, shortened to the package's own path."""
-    if file_name == "~":
-        return function  # a builtin
-    for marker in ("site-packages/", f"{BENCH_DIR.parent}/"):
-        if marker in file_name:
-            file_name = file_name.split(marker, 1)[1]
-            break
-    else:
-        file_name = file_name.rsplit("/", 2)[-1] if "/" in file_name else file_name
-    return f"{file_name}:{line}({function})"
 
 
 def print_profile(profile: cProfile.Profile, label: str, wall: float) -> None:

@@ -104,9 +104,10 @@ from typing import IO, Any
 from urllib.parse import quote
 
 import httpx
+from benchkit import where as _where
+from benchkit import work_directory
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
-from workdir import work_directory
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO = BENCH_DIR.parent
@@ -640,19 +641,6 @@ def run_backend(
 # --------------------------------------------------------------------------
 # Profile
 # --------------------------------------------------------------------------
-
-
-def _where(file_name: str, line: int, function: str) -> str:
-    """``module/path.py:line(function)``, shortened to the package's own path."""
-    if file_name == "~":
-        return function  # a builtin
-    for marker in ("site-packages/", f"{REPO}/"):
-        if marker in file_name:
-            file_name = file_name.split(marker, 1)[1]
-            break
-    else:
-        file_name = file_name.rsplit("/", 2)[-1] if "/" in file_name else file_name
-    return f"{file_name}:{line}({function})"
 
 
 def print_profile(profile: cProfile.Profile, wall: float) -> None:

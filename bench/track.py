@@ -74,10 +74,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from benchkit import where as _where
+from benchkit import work_directory
 from sqlalchemy import create_engine, func, select, table, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
-from workdir import work_directory
 
 BENCH_DIR = Path(__file__).resolve().parent
 
@@ -566,19 +567,6 @@ def scenario(
 # --------------------------------------------------------------------------
 # Profile
 # --------------------------------------------------------------------------
-
-
-def _where(file_name: str, line: int, function: str) -> str:
-    """``module/path.py:line(function)``, shortened to the package's own path."""
-    if file_name == "~":
-        return function  # a builtin
-    for marker in ("site-packages/", f"{BENCH_DIR.parent}/"):
-        if marker in file_name:
-            file_name = file_name.split(marker, 1)[1]
-            break
-    else:
-        file_name = file_name.rsplit("/", 2)[-1] if "/" in file_name else file_name
-    return f"{file_name}:{line}({function})"
 
 
 def print_profile(profile: cProfile.Profile, label: str, wall: float) -> None:

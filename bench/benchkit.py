@@ -1,4 +1,4 @@
-"""The benchmarks' scratch directory: ``bench/.work/<prefix>-*``, removed at the end."""
+"""What the benchmarks share: their scratch directory and how a profile names a function."""
 
 from __future__ import annotations
 
@@ -26,3 +26,16 @@ def work_directory(keep: bool, prefix: str) -> Iterator[Path]:
             shutil.rmtree(work, ignore_errors=True)
             with contextlib.suppress(OSError):
                 parent.rmdir()  # only when nothing else (a kept run) is in it
+
+
+def where(file_name: str, line: int, function: str) -> str:
+    """``module/path.py:line(function)`` of a profile entry, shortened to the repository."""
+    if file_name == "~":
+        return function  # a builtin
+    for marker in ("site-packages/", f"{BENCH_DIR.parent}/"):
+        if marker in file_name:
+            file_name = file_name.split(marker, 1)[1]
+            break
+    else:
+        file_name = file_name.rsplit("/", 2)[-1] if "/" in file_name else file_name
+    return f"{file_name}:{line}({function})"
