@@ -1221,7 +1221,7 @@ POLL_IMPORTS = (
     "govern.config",
     "govern.index.settings",
     "govern.index.pipconfig",
-    "govern.store.db",
+    "govern.store.dbapi",
     "govern.service.poll",
     "govern.index.client",
     "govern.index.candidates",

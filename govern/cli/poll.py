@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
     from govern.index.model import FetchResult
     from govern.index.pipconfig import IndexSettings
     from govern.service.poll import PollResult
-    from govern.store.db import Store
+    from govern.store.dbapi import RawStore
 
 IndexOption = Annotated[
     str | None,
@@ -48,7 +49,7 @@ async def fetch_pages(
 
 
 async def _poll(
-    store: Store,
+    store: RawStore,
     settings: IndexSettings,
     profiles: list[Profile],
     packages: Sequence[str],
@@ -64,6 +65,29 @@ async def _poll(
     async with http_clients() as http:
         client = IndexClient(http, settings)
         return await run_poll(store, client, profiles, packages=packages, on_done=done)
+
+
+@contextlib.contextmanager
+def _open_store(db: str | None, configured: str | None) -> Iterator[RawStore]:
+    """The store, through sqlite3 alone when it is a SQLite file at the current schema.
+
+    A poll needs no ORM (:mod:`govern.service.poll`); SQLAlchemy is loaded only for a
+    store that needs it: PostgreSQL, a new or older SQLite file (created or migrated, or
+    refused with the reason, by :class:`~govern.store.db.Store`).
+    """
+    from govern.store.dbapi import RawStore, open_sqlite
+    from govern.store.location import resolve_url
+
+    url = resolve_url(db, configured=configured)
+    lean = open_sqlite(url)
+    if lean is not None:
+        with lean:
+            yield lean
+        return
+    from govern.store.db import Store
+
+    with Store(url) as store:
+        yield RawStore.of(store)
 
 
 @app.command()
@@ -91,19 +115,18 @@ def poll(
 
     from govern.config import load_config
     from govern.index.settings import index_settings, profiles_from
-    from govern.store.db import open_store
 
     config = load_config(Path.cwd(), config_file)
     profiles = profiles_from(config, profile or ())
     settings = index_settings(config, index_url)
     packages = sorted({canonicalize_name(p) for p in package or ()})
-    with open_store(db, configured=config.database) as store:
+    with _open_store(db, config.database) as store:
         bar: Any = None
         if sys.stderr.isatty() and fmt is ViewFormat.HUMAN:
             from govern.service.poll import watched
 
-            with store.session() as session:
-                total = len({w.package for w in watched(session, packages)})
+            with store.transaction() as tx:
+                total = len({w.package for w in watched(tx, packages)})
             bar = typer.progressbar(length=total, label="polling", file=sys.stderr, show_pos=True)
             bar.__enter__()
         try:

@@ -1,1 +1,40 @@
-"""The package index: the Simple API client (PEP 691/503), releases and candidates."""
+"""The package index: the Simple API client (PEP 691/503), releases and candidates.
+
+Importing this package imports httpx without its command-line client: httpx's
+``__init__`` imports ``httpx._main`` (click and rich, about 60 ms, half of httpx's
+import; encode/httpx discussion 3523, PR 3547) whenever they are installed, and
+``govern poll`` pays every millisecond of its start-up (``bench/poll.py``). The CLI
+module is stood in for while httpx loads, and ``httpx.main`` then loads the real one
+when it is called. Nothing else of httpx changes.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+from typing import Any
+
+
+def _import_httpx_without_its_cli() -> None:
+    if "httpx" in sys.modules:
+        return
+    stand_in = types.ModuleType("httpx._main")
+
+    def main(*args: Any, **kwargs: Any) -> Any:
+        """httpx's command-line client, loaded when it is asked for."""
+        if sys.modules.get("httpx._main") is stand_in:  # pragma: no cover (removed below)
+            del sys.modules["httpx._main"]
+        from httpx._main import main as real
+
+        return real(*args, **kwargs)
+
+    stand_in.main = main  # type: ignore[attr-defined]
+    sys.modules["httpx._main"] = stand_in
+    try:
+        import httpx  # noqa: F401
+    finally:
+        if sys.modules.get("httpx._main") is stand_in:
+            del sys.modules["httpx._main"]
+
+
+_import_httpx_without_its_cli()

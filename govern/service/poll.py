@@ -9,6 +9,12 @@ recorded as a candidate or with the reason it is not one, and a release that bec
 candidate adds a ``candidate-found`` event (and moves the exclusion from ``held`` to
 ``candidate``). A project that could not be fetched is recorded in ``index_page`` and
 changes nothing else: a bad answer from the index is never a verdict.
+
+The store is written through its driver (:mod:`govern.store.dbapi`), not the ORM: a
+poll touches a few tables in bulk, and ``govern poll`` on SQLite then never imports
+SQLAlchemy (about 0.3 s of start-up; ``bench/poll.py``). The tables are the models of
+:mod:`govern.store.models`; the tests read what a poll wrote through the ORM, on SQLite
+and on PostgreSQL.
 """
 
 from __future__ import annotations
@@ -23,9 +29,6 @@ from typing import TYPE_CHECKING, Any
 
 from packaging.specifiers import InvalidSpecifier, Specifier
 from packaging.version import InvalidVersion, Version
-from sqlalchemy import insert, text, update
-from sqlalchemy import select as columns
-from sqlmodel import Session, col, select
 
 from govern.index.model import (
     DistributionFile,
@@ -38,21 +41,12 @@ from govern.index.model import (
     releases,
 )
 from govern.index.pipconfig import IndexSettings, redact_url
-from govern.store.db import BULK, Store, advisory_key
-from govern.store.models import (
-    Annotation,
-    Candidate,
-    Event,
-    Exclusion,
-    IndexPage,
-    PollRun,
-    as_utc,
-)
-from govern.store.models import Release as ReleaseRow
+from govern.store.dbapi import RawStore, Transaction, expand
 
 if TYPE_CHECKING:
     from govern.index.candidates import Decision, Profile
     from govern.index.client import IndexClient
+    from govern.store.db import Store
 
 # Exclusions the watcher looks at: bans have no candidate, and requires-python is not a
 # package on the index.
@@ -102,36 +96,23 @@ class PollResult:
         }
 
 
-def watched(session: Session, packages: Sequence[str] = ()) -> list[Watched]:
+def watched(tx: Transaction, packages: Sequence[str] = ()) -> list[Watched]:
     """Active exclusions the watcher judges, with their known-bad versions."""
-    query = (
-        columns(
-            col(Exclusion.id),
-            col(Exclusion.package),
-            col(Exclusion.clause),
-            col(Exclusion.kind),
-            col(Exclusion.state),
-            col(Annotation.bad_versions),
-        )
-        .join(
-            Annotation,
-            (col(Annotation.exclusion_id) == col(Exclusion.id)) & col(Annotation.current),
-            isouter=True,
-        )
-        .where(
-            col(Exclusion.removed_at).is_(None),
-            col(Exclusion.kind).in_(_WATCHED_KINDS),
-            col(Exclusion.sub_kind) != "sentinel",
-            col(Exclusion.package) != "python",
-        )
+    query = expand(
+        "SELECT e.id, e.package, e.clause, e.kind, e.state, a.bad_versions FROM exclusion e"
+        " LEFT OUTER JOIN annotation a ON a.exclusion_id = e.id AND a.current"
+        " WHERE e.removed_at IS NULL AND e.kind IN (?*)"
+        " AND e.sub_kind != 'sentinel' AND e.package != 'python'",
+        len(_WATCHED_KINDS),
     )
+    params: list[Any] = list(_WATCHED_KINDS)
     if packages:
-        query = query.where(col(Exclusion.package).in_(list(packages)))
+        query += expand(" AND e.package IN (?*)", len(packages))
+        params += packages
     failed: dict[int, set[str]] = defaultdict(set)
-    for exclusion_id, version in session.execute(
-        columns(col(Candidate.exclusion_id), col(ReleaseRow.version))
-        .join(ReleaseRow, col(ReleaseRow.id) == col(Candidate.release_id))
-        .where(col(Candidate.status).in_(("failed", "bad")))
+    for exclusion_id, version in tx.rows(
+        "SELECT c.exclusion_id, r.version FROM candidate c JOIN release r ON r.id = c.release_id"
+        " WHERE c.status IN ('failed', 'bad')"
     ):
         failed[exclusion_id].add(version)
     return [
@@ -141,14 +122,51 @@ def watched(session: Session, packages: Sequence[str] = ()) -> list[Watched]:
             clause=clause,
             kind=kind,
             state=state,
-            known_bad=tuple(sorted({*(bad or []), *failed.get(row_id, set())})),
+            known_bad=tuple(sorted({*(tx.read_json(bad) or []), *failed.get(row_id, set())})),
         )
-        for row_id, package, clause, kind, state, bad in session.execute(query)
+        for row_id, package, clause, kind, state, bad in tx.rows(query, params)
     ]
 
 
+@dataclass(slots=True)
+class _Page:
+    """An ``index_page`` row, as the poll reads and writes it."""
+
+    id: int | None
+    package: str
+    index_url: str = ""
+    etag: str | None = None
+    last_modified: str | None = None
+    last_serial: int | None = None
+    fetched_at: datetime | None = None
+    failed_at: datetime | None = None
+    failure: str | None = None
+    failures: int = 0
+    judged: str | None = None
+    changed: bool = False
+
+
+def _pages(tx: Transaction, packages: Sequence[str]) -> dict[str, _Page]:
+    """The stored ``index_page`` rows of some packages."""
+    out: dict[str, _Page] = {}
+    for chunk in _chunks(packages):
+        for row in tx.rows(
+            expand(
+                "SELECT id, package, index_url, etag, last_modified, last_serial, fetched_at,"
+                " failed_at, failure, failures, judged FROM index_page WHERE package IN (?*)",
+                len(chunk),
+            ),
+            chunk,
+        ):
+            page = _Page(*row)
+            page.fetched_at = tx.read_when(page.fetched_at)
+            page.failed_at = tx.read_when(page.failed_at)
+            out[page.package] = page
+    return out
+
+
 def _validators(
-    session: Session, packages: Sequence[str], settings: IndexSettings
+    tx: Transaction, packages: Sequence[str], settings: IndexSettings
 ) -> dict[str, Validators]:
     """The stored validators of each page, if it came from the index asked first now.
 
@@ -156,7 +174,7 @@ def _validators(
     page that came from an extra index): sending it could make a fresh page look stale.
     """
     out: dict[str, Validators] = {}
-    for page in session.exec(select(IndexPage).where(col(IndexPage.package).in_(packages))):
+    for page in _pages(tx, packages).values():
         if page.fetched_at is None:
             continue
         if page.index_url and page.index_url != redact_url(settings.indexes_for(page.package)[0]):
@@ -214,55 +232,52 @@ class _Recorder:
     """Writes one batch of poll results in bulk: a few statements per table.
 
     Everything a batch needs is read first (pages, releases, candidates), compared in
-    Python, and written with executemany inserts and updates by primary key; no query
-    runs between the writes, so nothing is flushed row by row.
+    Python, and written with executemany inserts and updates by primary key.
     """
 
-    def __init__(self, session: Session, names: Sequence[str], ids: Sequence[int], now: datetime):
-        self.session = session
+    def __init__(self, tx: Transaction, names: Sequence[str], ids: Sequence[int], now: datetime):
+        self.tx = tx
         self.now = now
-        self.pages = {
-            page.package: page
-            for page in session.exec(select(IndexPage).where(col(IndexPage.package).in_(names)))
-        }
+        self.pages = _pages(tx, names)
         self.releases: dict[tuple[str, str], dict[str, Any]] = {}
-        for row in session.execute(
-            columns(
-                col(ReleaseRow.id),
-                col(ReleaseRow.package),
-                col(ReleaseRow.version),
-                col(ReleaseRow.first_seen_at),
-                col(ReleaseRow.files),
-            ).where(col(ReleaseRow.package).in_(names))
-        ):
-            self.releases[(row.package, row.version)] = dict(row._mapping)
+        for chunk in _chunks(names):
+            for release_id, package, version, first_seen, files in tx.rows(
+                expand(
+                    "SELECT id, package, version, first_seen_at, files FROM release"
+                    " WHERE package IN (?*)",
+                    len(chunk),
+                ),
+                chunk,
+            ):
+                self.releases[(package, version)] = {
+                    "id": release_id,
+                    "first_seen_at": tx.read_when(first_seen),
+                    "files": tx.read_json(files),
+                }
         self.candidates: dict[tuple[int, int, str], tuple[int, bool, str | None, str]] = {}
         for chunk in _chunks(list(ids)):
-            for row in session.execute(
-                columns(
-                    col(Candidate.id),
-                    col(Candidate.exclusion_id),
-                    col(Candidate.release_id),
-                    col(Candidate.profile),
-                    col(Candidate.eligible),
-                    col(Candidate.reason),
-                    col(Candidate.role),
-                ).where(col(Candidate.exclusion_id).in_(chunk))
+            for row_id, exclusion_id, release_id, profile, eligible, reason, role in tx.rows(
+                expand(
+                    "SELECT id, exclusion_id, release_id, profile, eligible, reason, role"
+                    " FROM candidate WHERE exclusion_id IN (?*)",
+                    len(chunk),
+                ),
+                chunk,
             ):
-                key = (row.exclusion_id, row.release_id, row.profile)
-                self.candidates[key] = (row.id, row.eligible, row.reason, row.role)
+                key = (exclusion_id, release_id, profile)
+                self.candidates[key] = (row_id, bool(eligible), reason, role)
         self._by_package: dict[str, list[tuple[str, dict[str, Any]]]] | None = None
         self._ids: dict[str, tuple[dict[Version, int], dict[Version, datetime]]] = {}
-        self.new_candidates: list[dict[str, Any]] = []
-        self.changed_candidates: list[dict[str, Any]] = []
-        self.events: list[dict[str, Any]] = []
+        self.new_candidates: list[tuple[Any, ...]] = []
+        self.changed_candidates: list[tuple[Any, ...]] = []
+        self.events: list[tuple[Any, ...]] = []
         self.promoted: set[int] = set()
 
     def page(self, package: str, result: FetchResult) -> None:
         page = self.pages.get(package)
         if page is None:
-            page = self.pages[package] = IndexPage(package=package, index_url="")
-            self.session.add(page)
+            page = self.pages[package] = _Page(id=None, package=package)
+        page.changed = True
         if isinstance(result, Fetched):
             page.etag = result.page.etag
             page.last_modified = result.page.last_modified
@@ -279,47 +294,51 @@ class _Recorder:
 
     def record(self, fetched: dict[str, list[Release]]) -> int:
         """Insert new releases and update changed ones; returns how many are new."""
-        new_rows: list[dict[str, Any]] = []
-        changed: list[dict[str, Any]] = []
+        tx = self.tx
+        new_rows: list[tuple[Any, ...]] = []
+        changed: list[tuple[Any, ...]] = []
         for package, found in fetched.items():
             for release in found:
                 files = [_file_json(f) for f in release.files]
                 requires = sorted({f.requires_python for f in release.files if f.requires_python})
-                values = {
-                    "files": files,
-                    "uploaded_at": release.upload_time,
-                    "yanked": release.yanked,
-                    "yanked_reason": release.yanked_reason,
-                    "requires_python": "; ".join(requires)[:256] or None,
-                }
-                stored = self.releases.get((package, str(release.version)))
+                values = (
+                    tx.json(files),
+                    tx.when(release.upload_time),
+                    release.yanked,
+                    release.yanked_reason,
+                    "; ".join(requires)[:256] or None,
+                )
+                version = str(release.version)
+                stored = self.releases.get((package, version))
                 if stored is None:
-                    row = {
-                        "package": package,
-                        "version": str(release.version),
-                        "first_seen_at": self.now,
-                        **values,
-                    }
-                    new_rows.append(row)
-                    self.releases[(package, str(release.version))] = {
+                    new_rows.append((package, version, tx.when(self.now), *values))
+                    self.releases[(package, version)] = {
                         "id": None,
                         "first_seen_at": self.now,
                         "files": files,
                     }
                 elif stored["files"] != files:
-                    changed.append({"id": stored["id"], **values})
+                    changed.append((*values, stored["id"]))
                     stored["files"] = files
+        tx.executemany(
+            "INSERT INTO release (package, version, first_seen_at, files, uploaded_at, yanked,"
+            " yanked_reason, requires_python) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            new_rows,
+        )
         if new_rows:
-            self.session.execute(insert(ReleaseRow), new_rows, execution_options=BULK)
             for chunk in _chunks(sorted(fetched)):
-                for new_id, package, version in self.session.execute(
-                    columns(
-                        col(ReleaseRow.id), col(ReleaseRow.package), col(ReleaseRow.version)
-                    ).where(col(ReleaseRow.package).in_(chunk))
+                for new_id, package, version in tx.rows(
+                    expand(
+                        "SELECT id, package, version FROM release WHERE package IN (?*)", len(chunk)
+                    ),
+                    chunk,
                 ):
                     self.releases[(package, version)]["id"] = new_id
-        if changed:
-            self.session.execute(update(ReleaseRow), changed, execution_options=BULK)
+        tx.executemany(
+            "UPDATE release SET files = ?, uploaded_at = ?, yanked = ?, yanked_reason = ?,"
+            " requires_python = ? WHERE id = ?",
+            changed,
+        )
         return len(new_rows)
 
     def _of(self, package: str) -> list[tuple[str, dict[str, Any]]]:
@@ -350,7 +369,7 @@ class _Recorder:
             except InvalidVersion:
                 continue
             ids[parsed] = row["id"]
-            seen[parsed] = as_utc(row["first_seen_at"])
+            seen[parsed] = row["first_seen_at"]
         self._ids[package] = (ids, seen)
         return ids, seen
 
@@ -374,6 +393,7 @@ class _Recorder:
             )
         except (InvalidSpecifier, ValueError):
             return
+        tx = self.tx
         ids, first_seen = self.ids(exclusion.package)
         for profile in profiles:
             decisions: list[Decision] = candidates(
@@ -386,32 +406,35 @@ class _Recorder:
                 key = (exclusion.id, release_id, profile.name)
                 role = str(decision.role)
                 before = self.candidates.get(key)
-                values = {"eligible": decision.eligible, "reason": decision.reason, "role": role}
                 if before is None:
                     self.new_candidates.append(
-                        {
-                            "exclusion_id": exclusion.id,
-                            "release_id": release_id,
-                            "profile": profile.name,
-                            "status": "found",
-                            "found_at": self.now,
-                            **values,
-                        }
+                        (
+                            exclusion.id,
+                            release_id,
+                            profile.name,
+                            "found",
+                            tx.when(self.now),
+                            decision.eligible,
+                            decision.reason,
+                            role,
+                        )
                     )
                     self.candidates[key] = (0, decision.eligible, decision.reason, role)
-                elif before[1:] != (decision.eligible, decision.reason, role):
-                    self.changed_candidates.append({"id": before[0], **values})
+                elif before[0] and before[1:] != (decision.eligible, decision.reason, role):
+                    self.changed_candidates.append(
+                        (decision.eligible, decision.reason, role, before[0])
+                    )
                 if not decision.eligible or (before is not None and before[1]):
                     continue
                 detail = {"version": str(decision.version), "profile": profile.name, "role": role}
                 self.events.append(
-                    {
-                        "exclusion_id": exclusion.id,
-                        "kind": "candidate-found",
-                        "at": self.now,
-                        "recorded_at": self.now,
-                        "detail": detail,
-                    }
+                    (
+                        exclusion.id,
+                        "candidate-found",
+                        tx.when(self.now),
+                        tx.when(self.now),
+                        tx.json(detail),
+                    )
                 )
                 result.candidates_found += 1
                 result.found.append(
@@ -421,24 +444,61 @@ class _Recorder:
                     self.promoted.add(exclusion.id)
 
     def finish(self) -> None:
-        """Write the candidates, events and state changes of the batch."""
-        if self.new_candidates:
-            self.session.execute(insert(Candidate), self.new_candidates, execution_options=BULK)
-        changed = [c for c in self.changed_candidates if c["id"]]
-        if changed:
-            self.session.execute(update(Candidate), changed, execution_options=BULK)
-        if self.events:
-            self.session.execute(insert(Event), self.events, execution_options=BULK)
+        """Write the pages, candidates, events and state changes of the batch."""
+        tx = self.tx
+        pages = [p for p in self.pages.values() if p.changed]
+        values = [
+            (
+                p.index_url,
+                p.etag,
+                p.last_modified,
+                p.last_serial,
+                tx.when(p.fetched_at),
+                tx.when(p.failed_at),
+                p.failure,
+                p.failures,
+                p.judged,
+            )
+            for p in pages
+        ]
+        tx.executemany(
+            "INSERT INTO index_page (package, index_url, etag, last_modified, last_serial,"
+            " fetched_at, failed_at, failure, failures, judged)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [(p.package, *v) for p, v in zip(pages, values, strict=True) if p.id is None],
+        )
+        tx.executemany(
+            "UPDATE index_page SET index_url = ?, etag = ?, last_modified = ?, last_serial = ?,"
+            " fetched_at = ?, failed_at = ?, failure = ?, failures = ?, judged = ? WHERE id = ?",
+            [(*v, p.id) for p, v in zip(pages, values, strict=True) if p.id is not None],
+        )
+        tx.executemany(
+            "INSERT INTO candidate (exclusion_id, release_id, profile, status, found_at,"
+            " eligible, reason, role) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            self.new_candidates,
+        )
+        tx.executemany(
+            "UPDATE candidate SET eligible = ?, reason = ?, role = ? WHERE id = ?",
+            self.changed_candidates,
+        )
+        tx.executemany(
+            "INSERT INTO event (exclusion_id, kind, at, recorded_at, detail)"
+            " VALUES (?, ?, ?, ?, ?)",
+            self.events,
+        )
         if self.promoted:
-            self.session.execute(
-                update(Exclusion)
-                .where(col(Exclusion.id).in_(sorted(self.promoted)), col(Exclusion.state) == "held")
-                .values(state="candidate")
+            promoted = sorted(self.promoted)
+            tx.execute(
+                expand(
+                    "UPDATE exclusion SET state = 'candidate' WHERE state = 'held' AND id IN (?*)",
+                    len(promoted),
+                ),
+                promoted,
             )
 
 
 async def poll(
-    store: Store,
+    store: RawStore | Store,
     client: IndexClient,
     profiles: Sequence[Profile],
     *,
@@ -449,15 +509,18 @@ async def poll(
     """Fetch every watched project once, then record releases and candidates.
 
     Projects go in batches of 500: each batch is fetched (outside any lock), then
-    recorded in one transaction, and its pages are dropped before the next.
+    recorded in one transaction, and its pages are dropped before the next. ``store``
+    is a :class:`~govern.store.dbapi.RawStore`, or an open ``Store`` whose connections
+    it borrows.
     """
+    raw = store if isinstance(store, RawStore) else RawStore.of(store)
     when = now or datetime.now(UTC)
     began = time.monotonic()
     result = PollResult()
-    with store.session() as session:
-        exclusions = watched(session, packages)
+    with raw.transaction() as tx:
+        exclusions = watched(tx, packages)
         names = sorted({e.package for e in exclusions})
-        validators = _validators(session, names, client.settings)
+        validators = _validators(tx, names, client.settings)
     result.exclusions = len(exclusions)
     result.projects = len(names)
     by_package: dict[str, list[Watched]] = defaultdict(list)
@@ -465,13 +528,10 @@ async def poll(
         by_package[exclusion.package].append(exclusion)
     for batch in _chunks(names):
         fetched = await client.fetch_many(batch, validators, on_done=on_done)
-        with store.session(write=True) as session, session.no_autoflush:
-            if session.get_bind().dialect.name == "postgresql":  # one poll writes at a time
-                session.execute(
-                    text("SELECT pg_advisory_xact_lock(:k)"), {"k": advisory_key("poll")}
-                )
+        with raw.transaction(write=True) as tx:
+            tx.lock("poll")  # one poll writes at a time
             ids = [e.id for name in batch for e in by_package[name]]
-            recorder = _Recorder(session, batch, ids, when)
+            recorder = _Recorder(tx, batch, ids, when)
             pages: dict[str, list[Release]] = {}
             for package in batch:
                 outcome = fetched.get(package)
@@ -503,18 +563,20 @@ async def poll(
                 page.judged = inputs
             recorder.finish()
         del fetched
-    with store.session(write=True) as session:  # one row per poll: /metrics and the dashboard
+    with raw.transaction(write=True) as tx:  # one row per poll: /metrics and the dashboard
         elapsed = time.monotonic() - began
-        session.add(
-            PollRun(
-                started_at=when,
-                finished_at=when + timedelta(seconds=elapsed),
-                duration_seconds=round(elapsed, 3),
-                projects=result.projects,
-                fetched=result.fetched,
-                not_modified=result.not_modified,
-                failed=result.failed,
-                candidates_found=result.candidates_found,
-            )
+        tx.execute(
+            "INSERT INTO poll_run (started_at, finished_at, duration_seconds, projects, fetched,"
+            " not_modified, failed, candidates_found) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                tx.when(when),
+                tx.when(when + timedelta(seconds=elapsed)),
+                round(elapsed, 3),
+                result.projects,
+                result.fetched,
+                result.not_modified,
+                result.failed,
+                result.candidates_found,
+            ),
         )
     return result

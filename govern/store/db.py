@@ -14,9 +14,7 @@ database at an older revision is left alone until ``govern db upgrade``.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import io
-import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,37 +28,33 @@ if TYPE_CHECKING:
     from sqlmodel import Session
 
 from govern.errors import SchemaOutOfDate, StoreError
+from govern.store.location import (
+    ENV_VAR,
+    SCHEMA_REVISION,
+    SQLITE_PRAGMAS,
+    advisory_key,
+    default_url,
+    resolve_url,
+)
 
-ENV_VAR = "GOVERN_DATABASE_URL"
-#: The newest revision in migrations/versions (a test checks they agree). A database at
-#: this revision is opened without loading Alembic at all (~150 ms per command).
-SCHEMA_REVISION = "0007"
-# How long a writer waits for another one's transaction. Git is read before the lock is
-# taken, so a sync holds it only for its database work; ten minutes is generous.
-_SQLITE_BUSY_MS = 600_000
+__all__ = [
+    "BULK",
+    "ENV_VAR",
+    "SCHEMA_REVISION",
+    "SchemaState",
+    "Store",
+    "advisory_key",
+    "create_store_engine",
+    "default_url",
+    "migrations_dir",
+    "open_store",
+    "redact",
+    "redact_text",
+    "resolve_url",
+]
+
 # The lock key of schema migrations on PostgreSQL (any fixed 63-bit number).
 _MIGRATION_LOCK = 0x676F7665726E  # "govern"
-
-
-def default_url() -> str:
-    """SQLite in the user's data directory (created on first use)."""
-    from platformdirs import user_data_path
-
-    return f"sqlite:///{user_data_path('govern', appauthor=False) / 'govern.db'}"
-
-
-def resolve_url(
-    cli: str | None, environ: Mapping[str, str] | None = None, configured: str | None = None
-) -> str:
-    """The database URL: ``--db``, else the environment, else configuration, else the default.
-
-    A bare path (``--db ./govern.db``) means SQLite at that path.
-    """
-    env = os.environ if environ is None else environ
-    for value in (cli, env.get(ENV_VAR), configured):
-        if value:
-            return value if "://" in value else f"sqlite:///{Path(value).expanduser().absolute()}"
-    return default_url()
 
 
 def redact(url: str | URL) -> str:
@@ -108,10 +102,8 @@ def _configure_sqlite(engine: Engine) -> None:
     def _connect(dbapi_connection: Any, _record: Any) -> None:
         dbapi_connection.isolation_level = None  # SQLAlchemy emits BEGIN itself (below)
         cursor = dbapi_connection.cursor()
-        cursor.execute(f"PRAGMA busy_timeout = {_SQLITE_BUSY_MS}")
-        cursor.execute("PRAGMA journal_mode = WAL")
-        cursor.execute("PRAGMA foreign_keys = ON")
-        cursor.execute("PRAGMA synchronous = NORMAL")
+        for pragma in SQLITE_PRAGMAS:
+            cursor.execute(pragma)
         cursor.close()
 
     @event.listens_for(engine, "begin")
@@ -162,11 +154,6 @@ def migrations_dir() -> Path:
 #: default, which splits one batch into a statement per distinct set of columns
 #: (thousands for 10,000 rows); rendering NULLs keeps one executemany.
 BULK = {"render_nulls": True}
-
-
-def advisory_key(name: str) -> int:
-    """A signed 64-bit key for ``pg_advisory_xact_lock`` from a name."""
-    return int.from_bytes(hashlib.sha256(name.encode("utf-8")).digest()[:8], "big", signed=True)
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,6 +20,8 @@ from sqlalchemy.orm import Session as OrmSession
 from sqlalchemy.types import TypeDecorator
 from sqlmodel import Field, SQLModel
 
+from govern.store.dbapi import as_utc as as_utc  # re-exported: the models read with it
+
 # Named constraints, so later migrations can alter them (SQLite's batch mode needs names).
 SQLModel.metadata.naming_convention = {
     "ix": "ix_%(column_0_label)s",
@@ -32,11 +34,6 @@ SQLModel.metadata.naming_convention = {
 def utcnow() -> datetime:
     """Now, in UTC (timezone-aware)."""
     return datetime.now(UTC)
-
-
-def as_utc(value: datetime) -> datetime:
-    """``value`` as an aware UTC datetime (SQLite hands back naive ones)."""
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
 class UTCDateTime(TypeDecorator[datetime]):

@@ -10,6 +10,8 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -383,3 +385,137 @@ def test_an_unchanged_project_is_not_judged_again(
     _poll(store, index.url, [patient])  # a cooldown depends on the clock: always judged
     _poll(store, index.url, [patient])
     assert calls == 3
+
+
+def test_what_a_poll_writes_reads_back_through_the_orm(store: Store, index: StaticIndex) -> None:
+    """The poll writes with plain SQL (govern.store.dbapi); the models must read it as theirs."""
+    from govern.store.models import PollRun
+
+    result = _poll(store, index.url, [X86])
+    assert result.candidates_found == 1
+    with store.session() as session:
+        releases = session.exec(select(ReleaseRow)).all()
+        assert {r.first_seen_at for r in releases} == {NOW}
+        assert {r.version for r in releases} >= {"14.0.1", "14.1.0", "14.1.1", "14.1.2"}
+        yanked = next(r for r in releases if r.version == "14.1.2")
+        assert yanked.yanked is True
+        assert yanked.yanked_reason == "broken build"
+        assert yanked.uploaded_at == datetime(2026, 6, 10, 12, tzinfo=UTC)
+        assert yanked.files[0]["filename"].startswith("cupy_cuda13x-14.1.2-")
+        candidates = session.exec(select(Candidate)).all()
+        assert {c.found_at for c in candidates} == {NOW}
+        assert {c.status for c in candidates} == {"found"}
+        assert any(c.eligible for c in candidates)
+        assert any(not c.eligible and c.reason for c in candidates)
+        found = session.exec(select(Event).where(Event.kind == "candidate-found")).one()
+        assert (found.at, found.recorded_at) == (NOW, NOW)
+        assert found.detail == {"version": "14.1.1", "profile": "cuda13", "role": "newest"}
+        page = session.exec(select(IndexPage)).one()
+        assert page.fetched_at == NOW
+        assert page.etag
+        assert page.failures == 0
+        run = session.exec(select(PollRun)).one()
+        assert run.started_at == NOW
+        assert run.finished_at >= NOW
+        assert (run.projects, run.fetched, run.candidates_found) == (1, 1, 1)
+        assert session.exec(select(Exclusion)).one().state == "candidate"
+
+
+def test_a_failed_write_leaves_nothing_behind(store: Store) -> None:
+    from govern.store.dbapi import RawStore
+
+    raw = RawStore.of(store)
+
+    def interrupted() -> None:
+        with raw.transaction(write=True) as tx:
+            tx.execute(
+                "INSERT INTO poll_run (started_at, finished_at, duration_seconds, projects,"
+                " fetched, not_modified, failed, candidates_found)"
+                " VALUES (?, ?, 0, 0, 0, 0, 0, 0)",
+                (tx.when(NOW), tx.when(NOW)),
+            )
+            raise RuntimeError("interrupted")
+
+    with pytest.raises(RuntimeError):
+        interrupted()
+    with raw.transaction() as tx:
+        assert tx.rows("SELECT count(*) FROM poll_run") == [(0,)]
+
+
+def test_a_refused_statement_is_a_store_error_not_a_traceback(store: Store) -> None:
+    from govern.errors import StoreError
+    from govern.store.dbapi import RawStore
+
+    raw = RawStore.of(store)
+
+    def refused() -> None:
+        with raw.transaction(write=True) as tx:
+            tx.execute("INSERT INTO no_such_table VALUES (?)", (1,))
+
+    with pytest.raises(StoreError) as raised:
+        refused()
+    assert "cannot use the database" in str(raised.value)
+    with raw.transaction() as tx:  # the connection is usable afterwards
+        assert tx.rows("SELECT count(*) FROM poll_run") == [(0,)]
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_poll_on_sqlite_loads_neither_the_orm_nor_httpx_s_cli(
+    store: Store, index: StaticIndex, database_url: str, tmp_path: Path
+) -> None:
+    """``govern poll`` on a SQLite store at the current schema: sqlite3 and httpx, no more."""
+    probe = (
+        "import json, sys\n"
+        "from govern.cli import main\n"
+        "try:\n"
+        f"    main(['poll', '--db', {database_url!r}, '--index-url', {index.url!r},"
+        " '-f', 'json'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "heavy = sorted(m for m in sys.modules if m.split('.')[0] in {'sqlalchemy', 'sqlmodel',"
+        " 'alembic', 'pydantic', 'rich', 'fastapi', 'apscheduler'} or m == 'httpx._main')\n"
+        "print('HEAVY', heavy, file=sys.stderr)\n"
+    )
+    env = {**os.environ, "PIP_CONFIG_FILE": os.devnull}
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
+    )
+    assert "HEAVY []" in done.stderr, done.stderr
+    assert json.loads(done.stdout)["fetched"] == 1
+
+
+def test_a_store_sqlite3_cannot_open_alone_goes_through_the_full_store(tmp_path: Path) -> None:
+    from govern.store.dbapi import open_sqlite
+
+    new = tmp_path / "new.db"
+    assert open_sqlite(f"sqlite:///{new}") is None  # missing: the full store creates it
+    assert not new.exists()
+    assert open_sqlite(f"sqlite:///{new}?mode=ro") is None
+    assert open_sqlite("sqlite:///relative.db") is None
+    assert open_sqlite("sqlite://") is None
+    assert open_sqlite("postgresql://u@h/db") is None
+    with Store(f"sqlite:///{new}") as created:
+        created.ensure_schema()
+    opened = open_sqlite(f"sqlite:///{new}")
+    assert opened is not None
+    opened.close()
+    with Store(f"sqlite:///{new}") as created, created.connection() as connection:
+        connection.exec_driver_sql("UPDATE alembic_version SET version_num = '0001'")
+    assert open_sqlite(f"sqlite:///{new}") is None  # another revision: the store explains
+
+
+def test_govern_poll_creates_a_new_sqlite_store(
+    index: StaticIndex, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    os.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exited:
+        main(["poll", "--db", str(tmp_path / "fresh.db"), "--index-url", index.url, "-f", "json"])
+    out, err = capsys.readouterr()
+    assert exited.value.code in (0, None), err
+    assert json.loads(out)["projects"] == 0
+    assert (tmp_path / "fresh.db").is_file()

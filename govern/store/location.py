@@ -1,0 +1,68 @@
+"""Where the store is, and the facts about it that need no database library.
+
+Read by :mod:`govern.store.db` (the SQLAlchemy engine) and by :mod:`govern.store.dbapi`
+(the driver alone, for ``govern poll``), so that both open the same database the same
+way: the URL, the schema revision, SQLite's connection settings, the lock keys.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+ENV_VAR = "GOVERN_DATABASE_URL"
+#: The newest revision in migrations/versions (a test checks they agree). A database at
+#: this revision is opened without loading Alembic at all (~150 ms per command).
+SCHEMA_REVISION = "0007"
+# How long a writer waits for another one's transaction. Git is read before the lock is
+# taken, so a sync holds it only for its database work; ten minutes is generous.
+SQLITE_BUSY_MS = 600_000
+#: Every SQLite connection's settings: WAL (readers never wait for the writer), foreign
+#: keys, and a writer that waits for the lock instead of failing.
+SQLITE_PRAGMAS = (
+    f"PRAGMA busy_timeout = {SQLITE_BUSY_MS}",
+    "PRAGMA journal_mode = WAL",
+    "PRAGMA foreign_keys = ON",
+    "PRAGMA synchronous = NORMAL",
+)
+
+
+def default_url() -> str:
+    """SQLite in the user's data directory (created on first use)."""
+    from platformdirs import user_data_path
+
+    return f"sqlite:///{user_data_path('govern', appauthor=False) / 'govern.db'}"
+
+
+def resolve_url(
+    cli: str | None, environ: Mapping[str, str] | None = None, configured: str | None = None
+) -> str:
+    """The database URL: ``--db``, else the environment, else configuration, else the default.
+
+    A bare path (``--db ./govern.db``) means SQLite at that path.
+    """
+    env = os.environ if environ is None else environ
+    for value in (cli, env.get(ENV_VAR), configured):
+        if value:
+            return value if "://" in value else f"sqlite:///{Path(value).expanduser().absolute()}"
+    return default_url()
+
+
+def sqlite_path(url: str) -> Path | None:
+    """The file of a plain ``sqlite:///<absolute path>`` URL; None for any other URL.
+
+    Only the form :func:`resolve_url` and the default produce: anything else (a driver
+    name, a query string, a relative path, memory) is left to SQLAlchemy to interpret.
+    """
+    prefix = "sqlite:///"
+    if not url.startswith(prefix) or "?" in url:
+        return None
+    path = Path(url[len(prefix) :])
+    return path if path.is_absolute() else None
+
+
+def advisory_key(name: str) -> int:
+    """A signed 64-bit key for ``pg_advisory_xact_lock`` from a name."""
+    return int.from_bytes(hashlib.sha256(name.encode("utf-8")).digest()[:8], "big", signed=True)
