@@ -11,13 +11,16 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
 from string import Formatter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from packaging.specifiers import InvalidSpecifier, Specifier
 
 from govern.errors import ConfigError
-from govern.exclusions.annotations import CommentSettings, ConfigAnnotation
-from govern.exclusions.links import LinkContext
+
+if TYPE_CHECKING:
+    # Loaded when used: `govern poll` reads the configuration but no comment (the
+    # annotation parser is a quarter of its start-up; bench/poll.py).
+    from govern.exclusions.annotations import CommentSettings, ConfigAnnotation
 
 _KEYS = {
     "policy",
@@ -167,6 +170,9 @@ class Config:
     @property
     def comments(self) -> CommentSettings:
         """How comments are read into annotations."""
+        from govern.exclusions.annotations import CommentSettings
+        from govern.exclusions.links import LinkContext
+
         return CommentSettings(
             style=self.comment_style,
             scope=self.comment_scope,
@@ -305,6 +311,8 @@ def _review_by(value: Any, where: str) -> date:
 
 
 def _annotation(item: Any, where: str) -> ConfigAnnotation:
+    from govern.exclusions.annotations import ConfigAnnotation
+
     if not isinstance(item, dict) or not isinstance(item.get("package"), str):
         raise ConfigError(
             f'{where}: each [[annotations]] entry needs package = "name"',

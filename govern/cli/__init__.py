@@ -3,6 +3,11 @@
 Every command imports its stack lazily, so ``govern audit`` never loads the
 database, HTTP or web code. Errors cross one boundary (:func:`main`): one line,
 a ``Tip:``, exit code 2; the traceback only with ``--debug``.
+
+This module loads nothing but the standard library: the Typer application is
+:mod:`govern.cli.app`, imported for every command but ``govern poll``, which parses
+its own options (:mod:`govern.cli.poll`: Typer and the other commands are a fifth of
+a small poll's run; ``bench/poll.py``).
 """
 
 from __future__ import annotations
@@ -10,21 +15,8 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import dataclass
-from typing import Annotated
 
-import typer
-
-from govern import __version__
 from govern.errors import GovernError
-
-app = typer.Typer(
-    name="govern",
-    help="Dependency-pin governance: every exclusion, its reason, and when it can go.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
-)
 
 
 @dataclass
@@ -41,39 +33,21 @@ class _State:
 STATE = _State()
 
 
-def _version(value: bool) -> None:
-    if value:
-        typer.echo(f"govern {__version__}")
-        raise typer.Exit()
+def _dispatch(argv: list[str] | None) -> None:
+    args = sys.argv[1:] if argv is None else argv
+    if args[:1] == ["poll"]:
+        from govern.cli.poll import poll_main
 
+        poll_main(args[1:])  # exits
+    from govern.cli.app import app
 
-@app.callback()
-def _root(
-    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks for errors.")] = False,
-    version: Annotated[
-        bool,
-        typer.Option(
-            "--version", callback=_version, is_eager=True, help="Print the version and exit."
-        ),
-    ] = False,
-) -> None:
-    """govern: track exclusions, watch for fixes, verify, propose relaxations."""
-    STATE.debug = debug
-
-
-# Commands register themselves on ``app`` when imported.
-from govern.cli import audit as _audit  # noqa: E402,F401
-from govern.cli import poll as _poll  # noqa: E402,F401
-from govern.cli import rules as _rules  # noqa: E402,F401
-from govern.cli import track as _track  # noqa: E402,F401
-from govern.cli import verify as _verify  # noqa: E402,F401
-from govern.cli import web as _web  # noqa: E402,F401
+    app(args=args, prog_name="govern")
 
 
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point with the single error boundary."""
     try:
-        app(args=argv, prog_name="govern")
+        _dispatch(argv)
     except GovernError as exc:
         if STATE.debug:
             raise

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from govern.cli import STATE, app
+from govern.cli import STATE
+from govern.cli.app import app
 from govern.errors import UsageError
 from govern.output import OutputFormat
 

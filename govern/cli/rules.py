@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from govern.cli import app
+from govern.cli.app import app
 
 
 @app.command()

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import enum
-import json
 import sys
 from datetime import date
 from pathlib import Path
@@ -11,31 +9,14 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from govern.cli import app
+from govern.cli.app import app
+from govern.cli.options import DbOption, FormatOption
+from govern.cli.output import ViewFormat
+from govern.cli.output import print_json as _print_json
 from govern.errors import UsageError
 
 if TYPE_CHECKING:
     from govern.store.db import Store
-
-DbOption = Annotated[
-    str | None,
-    typer.Option(
-        "--db",
-        help="Database URL or SQLite file (else GOVERN_DATABASE_URL, else `database` in "
-        "[tool.govern], else SQLite in the user's data directory).",
-        show_default=False,
-    ),
-]
-
-
-class ViewFormat(enum.StrEnum):
-    """Output of ``govern track``, ``status`` and ``history``."""
-
-    HUMAN = "human"
-    JSON = "json"
-
-
-FormatOption = Annotated[ViewFormat, typer.Option("--format", "-f", help="Output format.")]
 
 db_app = typer.Typer(help="The store's schema: upgrade, downgrade, show the revision.")
 app.add_typer(db_app, name="db")
@@ -196,10 +177,6 @@ def _day(value: str | None, option: str) -> date | None:
         raise UsageError(
             f"{option} {value!r} is not a date", tip="Write it as YYYY-MM-DD."
         ) from None
-
-
-def _print_json(document: dict[str, Any]) -> None:
-    sys.stdout.write(json.dumps(document, indent=2, default=str) + "\n")
 
 
 _STATES = (

@@ -9,9 +9,15 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from govern.cli import app
-from govern.cli.poll import ConfigOption, IndexOption
-from govern.cli.track import DbOption, FormatOption, ViewFormat, _print_json
+from govern.cli.app import app
+from govern.cli.options import (
+    ConfigOption,
+    DbOption,
+    FormatOption,
+    IndexOption,
+)
+from govern.cli.output import ViewFormat
+from govern.cli.output import print_json as _print_json
 from govern.errors import UsageError
 
 if TYPE_CHECKING:

@@ -11,9 +11,14 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from govern.cli import app
-from govern.cli.poll import ConfigOption
-from govern.cli.track import DbOption, FormatOption, ViewFormat, _print_json
+from govern.cli.app import app
+from govern.cli.options import (
+    ConfigOption,
+    DbOption,
+    FormatOption,
+)
+from govern.cli.output import ViewFormat
+from govern.cli.output import print_json as _print_json
 from govern.errors import GovernError
 
 if TYPE_CHECKING:

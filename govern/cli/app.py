@@ -1,0 +1,72 @@
+"""The Typer application: the global options, and every command but ``poll``'s options.
+
+Importing this module registers the commands (each module adds its own to ``app``).
+``govern poll`` is registered here as a pass-through to :mod:`govern.cli.poll`, which
+parses its options with :mod:`argparse` so that a poll never loads Typer (see
+:mod:`govern.cli`).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from govern import __version__
+from govern.cli import STATE
+
+app = typer.Typer(
+    name="govern",
+    help="Dependency-pin governance: every exclusion, its reason, and when it can go.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"govern {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks for errors.")] = False,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """govern: track exclusions, watch for fixes, verify, propose relaxations."""
+    STATE.debug = debug
+
+
+def _poll(ctx: typer.Context) -> None:
+    """Ask the package index about every tracked exclusion: releases, candidates, and why not.
+
+    One request per project, conditional (an unchanged project costs a 304). A project
+    that cannot be fetched is recorded and changes nothing. `govern poll --help` for
+    its options.
+    """
+    from govern.cli.poll import poll_main
+
+    poll_main(list(ctx.args))
+
+
+# Commands register themselves on ``app`` when imported (in the order of `govern --help`).
+from govern.cli import audit as _audit  # noqa: E402,F401
+
+app.command(
+    "poll",
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+    add_help_option=False,
+)(_poll)
+
+from govern.cli import rules as _rules  # noqa: E402,F401
+from govern.cli import track as _track  # noqa: E402,F401
+from govern.cli import verify as _verify  # noqa: E402,F401
+from govern.cli import web as _web  # noqa: E402,F401
