@@ -212,13 +212,17 @@ def _file_from_json(item: dict[str, Any]) -> DistributionFile:
     )
 
 
-def _judging(profiles: Sequence[Profile], exclusions: Sequence[Watched]) -> str:
-    """A hash of what judging a project depends on besides its page (and the clock)."""
-    parts = [
-        repr(sorted(repr(p) for p in profiles)),
-        repr(sorted((e.id, e.clause, e.kind, e.known_bad) for e in exclusions)),
-    ]
+def _judging(profiles: str, exclusions: Sequence[Watched]) -> str:
+    """A hash of what judging a project depends on besides its page (and the clock).
+
+    ``profiles`` is :func:`_profiles_key` of the poll's profiles.
+    """
+    parts = [profiles, repr(sorted((e.id, e.clause, e.kind, e.known_bad) for e in exclusions))]
     return hashlib.sha256("\n".join(parts).encode("utf-8")).hexdigest()
+
+
+def _profiles_key(profiles: Sequence[Profile]) -> str:
+    return repr(sorted(repr(p) for p in profiles))
 
 
 _CHUNK = 500  # projects fetched and recorded per transaction (bounds memory)
@@ -235,11 +239,26 @@ class _Recorder:
     Python, and written with executemany inserts and updates by primary key.
     """
 
-    def __init__(self, tx: Transaction, names: Sequence[str], ids: Sequence[int], now: datetime):
+    def __init__(self, tx: Transaction, names: Sequence[str], now: datetime):
         self.tx = tx
         self.now = now
         self.pages = _pages(tx, names)
         self.releases: dict[tuple[str, str], dict[str, Any]] = {}
+        self.candidates: dict[tuple[int, int, str], tuple[int, bool, str | None, str]] = {}
+        self._by_package: dict[str, list[tuple[str, dict[str, Any]]]] | None = None
+        self._ids: dict[str, tuple[dict[Version, int], dict[Version, datetime]]] = {}
+        self.new_candidates: list[tuple[Any, ...]] = []
+        self.changed_candidates: list[tuple[Any, ...]] = []
+        self.events: list[tuple[Any, ...]] = []
+        self.promoted: set[int] = set()
+
+    def load(self, names: Sequence[str], ids: Sequence[int]) -> None:
+        """Read the stored releases of ``names`` and the candidates of exclusions ``ids``.
+
+        Only the projects to record (a 200) or to judge again: an unchanged project
+        judged on the same inputs (the usual 304) needs neither.
+        """
+        tx = self.tx
         for chunk in _chunks(names):
             for release_id, package, version, first_seen, files in tx.rows(
                 expand(
@@ -254,7 +273,6 @@ class _Recorder:
                     "first_seen_at": tx.read_when(first_seen),
                     "files": tx.read_json(files),
                 }
-        self.candidates: dict[tuple[int, int, str], tuple[int, bool, str | None, str]] = {}
         for chunk in _chunks(list(ids)):
             for row_id, exclusion_id, release_id, profile, eligible, reason, role in tx.rows(
                 expand(
@@ -266,12 +284,6 @@ class _Recorder:
             ):
                 key = (exclusion_id, release_id, profile)
                 self.candidates[key] = (row_id, bool(eligible), reason, role)
-        self._by_package: dict[str, list[tuple[str, dict[str, Any]]]] | None = None
-        self._ids: dict[str, tuple[dict[Version, int], dict[Version, datetime]]] = {}
-        self.new_candidates: list[tuple[Any, ...]] = []
-        self.changed_candidates: list[tuple[Any, ...]] = []
-        self.events: list[tuple[Any, ...]] = []
-        self.promoted: set[int] = set()
 
     def page(self, package: str, result: FetchResult) -> None:
         page = self.pages.get(package)
@@ -526,12 +538,15 @@ async def poll(
     by_package: dict[str, list[Watched]] = defaultdict(list)
     for exclusion in exclusions:
         by_package[exclusion.package].append(exclusion)
+    # Judging without a cooldown depends on no clock: a 304 judged on the same inputs
+    # (profiles, clauses, known-bad versions) is skipped.
+    timeless = all(not p.minimum_release_age for p in profiles)
+    profiles_key = _profiles_key(profiles)
     for batch in _chunks(names):
         fetched = await client.fetch_many(batch, validators, on_done=on_done)
         with raw.transaction(write=True) as tx:
             tx.lock("poll")  # one poll writes at a time
-            ids = [e.id for name in batch for e in by_package[name]]
-            recorder = _Recorder(tx, batch, ids, when)
+            recorder = _Recorder(tx, batch, when)
             pages: dict[str, list[Release]] = {}
             for package in batch:
                 outcome = fetched.get(package)
@@ -547,20 +562,25 @@ async def poll(
                     pages[package] = releases(outcome.page.files)
                 else:
                     result.not_modified += 1
-            result.releases_new += recorder.record(pages)
-            timeless = all(not p.minimum_release_age for p in profiles)
+            judging: dict[str, str | None] = {}
             for package in batch:
                 outcome = fetched.get(package)
                 if outcome is None or isinstance(outcome, FetchFailed):
                     continue
-                inputs = _judging(profiles, by_package[package]) if timeless else None
-                page = recorder.pages[package]
-                if isinstance(outcome, NotModified) and inputs and page.judged == inputs:
-                    continue  # same page, same profiles, clauses and known-bad: same verdicts
+                inputs = _judging(profiles_key, by_package[package]) if timeless else None
+                unchanged = isinstance(outcome, NotModified) and inputs is not None
+                if unchanged and recorder.pages[package].judged == inputs:
+                    continue  # same page, profiles, clauses and known-bad: same verdicts
+                judging[package] = inputs
+            recorder.load(
+                sorted(judging), [e.id for name in sorted(judging) for e in by_package[name]]
+            )
+            result.releases_new += recorder.record(pages)
+            for package, inputs in judging.items():
                 found = pages.get(package) or recorder.stored(package)
                 for exclusion in by_package[package]:
                     recorder.judge(exclusion, found, profiles, result)
-                page.judged = inputs
+                recorder.pages[package].judged = inputs
             recorder.finish()
         del fetched
     with raw.transaction(write=True) as tx:  # one row per poll: /metrics and the dashboard
