@@ -134,7 +134,7 @@ class Profile:
         if self.python is not None:
             return self.python
         text = self.markers.get("python_full_version") or self.markers.get("python_version")
-        return Version(text) if text else None
+        return _version(text) if text else None
 
     def python_full(self) -> Version:
         """The Python version that ``requires-python`` is checked against.
@@ -145,20 +145,20 @@ class Profile:
         """
         target = self._target()
         if target is None:
-            return Version(".".join(str(part) for part in sys.version_info[:3]))
+            return _running_python()
         if len(target.release) >= 3:
             return target
-        return Version(".".join(str(part) for part in (*target.release, 0, 0)[:3]))
+        return _padded(target.release)
 
     def _major_minor(self) -> tuple[int, int]:
         release = self.python_full().release
         return release[0], release[1]
 
-    def _ordered_tags(self) -> tuple[Tag, ...]:
-        """Supported tags, most preferred first."""
+    def _tag_key(self) -> tuple[str, tuple[int, int] | None, tuple[str, ...]]:
+        """What the supported tags depend on: (implementation, Python, platforms)."""
         target = self._target()
         python = None if target is None else (target.release[0], target.release[1])
-        return _supported(self.implementation, python, self.platforms)
+        return self.implementation, python, self.platforms
 
     def supported_tags(self) -> frozenset[Tag]:
         """The wheel tags this profile installs, computed through :mod:`packaging.tags`.
@@ -169,9 +169,7 @@ class Profile:
         Python nor platforms set (and the running implementation), ``sys_tags()``. Cached
         per (implementation, Python, platforms).
         """
-        target = self._target()
-        python = None if target is None else (target.release[0], target.release[1])
-        return _supported_set(self.implementation, python, self.platforms)
+        return _supported_set(*self._tag_key())
 
     def interpreter(self) -> str:
         """The interpreter tag of the profile, e.g. ``cp312`` (used in reasons)."""
@@ -182,9 +180,7 @@ class Profile:
         """The platform named in reasons: the profile's first, else this machine's own."""
         if self.platforms:
             return self.platforms[0]
-        names = [t.platform for t in self._ordered_tags() if t.platform != "any"]
-        real = [name for name in names if not name.startswith("linux_")]
-        return (real or names or ["any"])[0]
+        return _own_platform(*self._tag_key())
 
     def python_label(self) -> str:
         """The profile's Python in reasons, e.g. ``py3.12``."""
@@ -473,7 +469,9 @@ def _installable(release: Release, profile: Profile) -> tuple[str | None, str | 
     if not release.files:
         return f"{version} has no files", None
     supported = profile.supported_tags()
-    wheels = [f for f in release.files if f.kind is FileKind.WHEEL and f.tags & supported]
+    wheels = [
+        f for f in release.files if f.kind is FileKind.WHEEL and not f.tags.isdisjoint(supported)
+    ]
     sdists = [f for f in release.files if f.kind is FileKind.SDIST]
     usable = wheels + (sdists if profile.allow_sdist else [])
     if not usable:
@@ -507,7 +505,7 @@ def _installable(release: Release, profile: Profile) -> tuple[str | None, str | 
 
 def _no_wheel(release: Release, profile: Profile, *, has_sdist: bool) -> str:
     """Why no wheel of a release fits: the platform, or only the interpreter."""
-    platforms = {t.platform for t in profile.supported_tags()}
+    platforms = _supported_platforms(*profile._tag_key())
     wheels = [f for f in release.files if f.kind is FileKind.WHEEL]
     on_platform = any(t.platform in platforms for f in wheels for t in f.tags)
     if on_platform:
@@ -654,6 +652,41 @@ def _supported_set(
     implementation: str, python: tuple[int, int] | None, platforms: tuple[str, ...]
 ) -> frozenset[Tag]:
     return frozenset(_supported(implementation, python, platforms))
+
+
+@functools.lru_cache(maxsize=64)
+def _supported_platforms(
+    implementation: str, python: tuple[int, int] | None, platforms: tuple[str, ...]
+) -> frozenset[str]:
+    return frozenset(tag.platform for tag in _supported(implementation, python, platforms))
+
+
+@functools.lru_cache(maxsize=64)
+def _own_platform(
+    implementation: str, python: tuple[int, int] | None, platforms: tuple[str, ...]
+) -> str:
+    """The platform named in reasons for a profile without platforms: this machine's own."""
+    supported = _supported(implementation, python, platforms)
+    names = [t.platform for t in supported if t.platform != "any"]
+    real = [name for name in names if not name.startswith("linux_")]
+    return (real or names or ["any"])[0]
+
+
+@functools.lru_cache(maxsize=64)
+def _version(text: str) -> Version:
+    """A version parsed once (a profile's marker Python, asked for at every release)."""
+    return Version(text)
+
+
+@functools.cache
+def _running_python() -> Version:
+    return Version(".".join(str(part) for part in sys.version_info[:3]))
+
+
+@functools.lru_cache(maxsize=64)
+def _padded(release: tuple[int, ...]) -> Version:
+    """A ``major.minor`` release as ``major.minor.0``."""
+    return Version(".".join(str(part) for part in (*release, 0, 0)[:3]))
 
 
 def _expand_platforms(platforms: Iterable[str]) -> list[str]:

@@ -93,6 +93,13 @@ class _Body:
     header_serial: int | None
 
 
+def _counted(result: FetchResult, requests: int) -> FetchResult:
+    """The result with ``requests`` attempts counted (itself when that is its count)."""
+    if result.requests == requests:
+        return result
+    return dataclasses.replace(result, requests=requests)
+
+
 def _plural(count: int, word: str) -> str:
     return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
@@ -195,6 +202,7 @@ class IndexClient:
             self._slots.put_nowait(clients[slot % len(clients)])
         self._attempts = attempts
         self._timeout = timeout
+        self._request_timeout = httpx.Timeout(timeout)  # built once, not at every request
         self._max_bytes = max_bytes
         self._backoff = backoff
         self._sleep = sleep
@@ -242,7 +250,7 @@ class IndexClient:
         assert result is not None  # indexes_for never answers an empty tuple
         if isinstance(result, FetchFailed) and result.status in (404, 410) and len(indexes) > 1:
             result = dataclasses.replace(result, reason=f"not on any of the {len(indexes)} indexes")
-        return dataclasses.replace(result, requests=requests)
+        return _counted(result, requests)
 
     async def fetch_many(
         self,
@@ -305,12 +313,10 @@ class IndexClient:
             finally:
                 self._slots.put_nowait(http)
             if isinstance(outcome, _Body):
-                return dataclasses.replace(
-                    await self._parse(outcome, project, clean_index, validators),
-                    requests=attempt,
-                )
+                parsed = await self._parse(outcome, project, clean_index, validators)
+                return _counted(parsed, attempt)
             if not isinstance(outcome, _Transient):
-                return dataclasses.replace(outcome, requests=attempt)
+                return _counted(outcome, attempt)
             transient = outcome
             logger.debug("%s: attempt %d: %s", redact_url(url), attempt, outcome.reason)
             if attempt == self._attempts:
@@ -350,7 +356,7 @@ class IndexClient:
     ) -> _Body | _Transient | FetchResult:
         """One request: a body to parse, a transient failure, or a final result."""
         try:
-            request = http.build_request("GET", url, headers=headers, timeout=self._timeout)
+            request = http.build_request("GET", url, headers=headers, timeout=self._request_timeout)
         except httpx.InvalidURL:
             return FetchFailed(project, f"invalid index URL {redact_url(url)!r}", retryable=False)
         try:
@@ -384,7 +390,8 @@ class IndexClient:
     ) -> _Body | _Transient | FetchResult:
         """What one response means; reads the body of a 200 within ``max_bytes``."""
         status = response.status_code
-        logger.debug("GET %s -> %d", redact_url(str(response.url)), status)
+        if logger.isEnabledFor(logging.DEBUG):  # the URL is not made into text for nothing
+            logger.debug("GET %s -> %d", redact_url(str(response.url)), status)
         if status != 200:
             await _drain(response)
         if status == 304:

@@ -42,6 +42,22 @@ _USERINFO = re.compile(r"(?<=//)[^/?#]*@")
 _HASH_FRAGMENT = re.compile(r"^([a-z0-9_]{1,32})=([0-9a-fA-F]{1,256})$")
 # Messages quote page content; a hostile page must not make them huge.
 _QUOTE_LIMIT = 80
+# An absolute http(s) URL that urljoin() gives back unchanged against any base it can parse:
+# a lower-case scheme, a plain ASCII authority, no ";params", a query or fragment only when
+# not empty (urlunsplit drops an empty "?" or "#"), no white space or control character.
+_PLAIN_URL = re.compile(
+    r"https?://[-A-Za-z0-9._~%!$&'()*+,=:@]+"
+    r"(?P<path>/[^\x00-\x20\x7f?#;]*)?"
+    r"(?:\?[^\x00-\x20\x7f#]+)?"
+    r"(?:#[^\x00-\x20\x7f]+)?"
+)
+# A relative reference to a file in a folder (``../../files/demo-1.0.tar.gz#sha256=...``): no
+# scheme, authority, params or query, and a file name that is neither "." nor "..". Against
+# a base with an authority, urljoin(base, url) is urljoin(base, folder) + the rest.
+_PLAIN_RELATIVE = re.compile(
+    r"(?!//)(?P<folder>[^\x00-\x20\x7f:?#;]*/)(?P<name>[^\x00-\x20\x7f:?#;/]+)"
+    r"(?:#[^\x00-\x20\x7f]+)?"
+)
 
 
 class SimpleParseError(ValueError):
@@ -50,7 +66,49 @@ class SimpleParseError(ValueError):
 
 def strip_credentials(url: str) -> str:
     """The URL without its userinfo (``https://user:token@host/x`` → ``https://host/x``)."""
-    return _USERINFO.sub("", url, count=1)
+    return _USERINFO.sub("", url, count=1) if "@" in url else url
+
+
+class _Resolver:
+    """``urljoin(base, url)`` for the file URLs of one page, without work it need not do.
+
+    A plain absolute URL (:data:`_PLAIN_URL`) is its own resolution; a plain relative one
+    (:data:`_PLAIN_RELATIVE`) is its folder, resolved once per page, and the rest. Any
+    other URL goes through urljoin, which may raise ValueError.
+    """
+
+    def __init__(self, base: str) -> None:
+        self._base = base
+        try:
+            urlsplit(base)
+            self._shortcuts = True
+        except ValueError:  # urljoin raises for every URL against this base
+            self._shortcuts = False
+        # The folder shortcut holds for a base with an authority: a plain one.
+        self._folders: dict[str, str] | None = {} if _PLAIN_URL.fullmatch(base) else None
+
+    def __call__(self, url: str) -> str:
+        if self._shortcuts and _PLAIN_URL.fullmatch(url):
+            return url
+        if self._folders is not None:
+            match = _PLAIN_RELATIVE.fullmatch(url)
+            if match is not None and match["name"] not in (".", ".."):
+                folder = match["folder"]
+                joined = self._folders.get(folder)
+                if joined is None:
+                    joined = self._folders[folder] = urljoin(self._base, folder)
+                return joined + url[len(folder) :]
+        return urljoin(self._base, url)
+
+
+def _split(url: str) -> tuple[str, str, str]:
+    """The URL without its fragment, the fragment, and the path (urldefrag, urlsplit)."""
+    match = _PLAIN_URL.fullmatch(url)
+    if match is not None:
+        absolute, _, fragment = url.partition("#")
+        return absolute, fragment, match["path"] or ""
+    absolute, fragment = urldefrag(url)
+    return absolute, fragment, urlsplit(absolute).path
 
 
 def _quote(value: object) -> str:
@@ -119,6 +177,8 @@ def _check_api_version(version: str) -> None:
 
 def _expect(value: object, kind: type | tuple[type, ...], what: str) -> Any:
     kinds = kind if isinstance(kind, tuple) else (kind,)
+    if type(value) in kinds:  # the common case: exactly a type asked for
+        return value
     # bool is an int in Python, but JSON true is never a number here.
     if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
         raise SimpleParseError(f"{what} is not a {_type_name(kinds)}")
@@ -130,9 +190,25 @@ def _type_name(kinds: tuple[type, ...]) -> str:
     return " or ".join(names.get(k, k.__name__) for k in kinds)
 
 
-def _upload_time(value: object, what: str) -> datetime | None:
+def _field(
+    item: Mapping[str, Any],
+    key: str,
+    kind: type | tuple[type, ...],
+    where: str,
+    default: object = None,
+) -> Any:
+    """``item.get(key, default)`` checked by :func:`_expect` as ``<where>.<key>``."""
+    value = item.get(key, default)
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    if type(value) in kinds:  # the common case, without building the message
+        return value
+    return _expect(value, kinds, f"{where}.{key}")
+
+
+def _upload_time(value: object, where: str) -> datetime | None:
     if value is None:
         return None
+    what = f"{where}.upload-time"
     text = _expect(value, str, what)
     try:
         moment = datetime.fromisoformat(text)
@@ -141,28 +217,27 @@ def _upload_time(value: object, what: str) -> datetime | None:
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
-def _json_file(entry: object, index: int, *, project: str, base_url: str) -> DistributionFile:
+def _json_file(entry: object, index: int, *, project: str, resolve: _Resolver) -> DistributionFile:
     where = f"files[{index}]"
     item: dict[str, Any] = _expect(entry, dict, where)
-    filename: str = _expect(item.get("filename"), str, f"{where}.filename")
-    url: str = _expect(item.get("url"), str, f"{where}.url")
-    hashes_value: dict[str, Any] = _expect(item.get("hashes", {}), dict, f"{where}.hashes")
-    hashes = {
-        _expect(algo, str, f"{where}.hashes key"): _expect(digest, str, f"{where}.hashes.{algo}")
-        for algo, digest in hashes_value.items()
-    }
+    filename: str = _field(item, "filename", str, where)
+    url: str = _field(item, "url", str, where)
+    hashes: dict[str, Any] = _field(item, "hashes", dict, where, {})
+    for algo, digest in hashes.items():
+        if type(algo) is not str or type(digest) is not str:
+            _expect(algo, str, f"{where}.hashes key")
+            _expect(digest, str, f"{where}.hashes.{algo}")
     requires_python = item.get("requires-python")
     if requires_python is not None:
-        _expect(requires_python, str, f"{where}.requires-python")
-    yanked_value = item.get("yanked", False)
-    _expect(yanked_value, (bool, str), f"{where}.yanked")
+        _field(item, "requires-python", str, where)
+    yanked_value = _field(item, "yanked", (bool, str), where, False)
     yanked = bool(yanked_value) or isinstance(yanked_value, str)
     reason = yanked_value if isinstance(yanked_value, str) and yanked_value else None
     size = item.get("size")
-    if size is not None and (_expect(size, int, f"{where}.size") < 0):
+    if size is not None and (_field(item, "size", int, where) < 0):
         raise SimpleParseError(f"{where}.size is negative")
     try:
-        absolute = urljoin(base_url, url)
+        absolute = resolve(url)
     except ValueError:  # e.g. a malformed IPv6 host
         raise SimpleParseError(f"{where}.url {_quote(url)} is not a URL") from None
     return file_from(
@@ -172,7 +247,7 @@ def _json_file(entry: object, index: int, *, project: str, base_url: str) -> Dis
         requires_python=requires_python,
         yanked=yanked,
         yanked_reason=reason,
-        upload_time=_upload_time(item.get("upload-time"), f"{where}.upload-time"),
+        upload_time=_upload_time(item.get("upload-time"), where),
         size=size,
         hashes=hashes,
     )
@@ -204,12 +279,16 @@ def parse_json(data: bytes, *, name: str, base_url: str) -> ProjectPage:
         if canonicalize_name(page_name) != project:
             raise SimpleParseError(f"the page is for {_quote(page_name)}, not {project!r}")
     files_value: list[Any] = _expect(root.get("files"), list, "files")
+    resolve = _Resolver(base_url)
     files = tuple(
-        _json_file(entry, i, project=project, base_url=base_url)
+        _json_file(entry, i, project=project, resolve=resolve)
         for i, entry in enumerate(files_value)
     )
     versions_value: list[Any] = _expect(root.get("versions", []), list, "versions")
-    versions = tuple(_expect(v, str, f"versions[{i}]") for i, v in enumerate(versions_value))
+    versions = tuple(
+        v if type(v) is str else _expect(v, str, f"versions[{i}]")
+        for i, v in enumerate(versions_value)
+    )
     return ProjectPage(
         name=project,
         files=files,
@@ -326,12 +405,11 @@ def _start_tags(text: str) -> list[str]:
 
 
 def _html_file(
-    anchor: Mapping[str, str | None], *, project: str, base: str
+    anchor: Mapping[str, str | None], *, project: str, resolve: _Resolver
 ) -> DistributionFile | None:
     href = (anchor.get("href") or "").strip()
     try:
-        absolute, fragment = urldefrag(urljoin(base, href))
-        path = urlsplit(absolute).path
+        absolute, fragment, path = _split(resolve(href))
     except ValueError:  # a malformed URL is not a file
         return None
     filename = unquote(path.rsplit("/", 1)[-1])
@@ -386,8 +464,9 @@ def parse_html(
         except ValueError:  # a malformed <base href> is ignored, as browsers do
             base = base_url
     files: list[DistributionFile] = []
+    resolve = _Resolver(base)
     for anchor in collector.anchors:
-        file = _html_file(anchor, project=project, base=base)
+        file = _html_file(anchor, project=project, resolve=resolve)
         if file is not None:
             files.append(file)
     return ProjectPage(

@@ -852,3 +852,54 @@ def test_nearest_is_published_and_exact_when_published(version: str, published: 
     assert found in {Version(p) for p in published}
     if Version(version) in {Version(p) for p in published}:
         assert found == Version(version)
+
+
+# ----------------------------------------------------------------------------- cached per profile
+
+NO_X86 = "2.0 has no manylinux_2_28_x86_64 wheel"
+
+
+def test_profiles_judged_in_turn_keep_their_own_verdicts() -> None:
+    # Tags, platforms and the padded Python are cached per (implementation, Python,
+    # platforms): profiles judged one after the other on the same releases must each get
+    # their own verdicts and reasons, whatever was judged before.
+    found = releases([wheel("2.0", CP312_ARM), wheel("2.1", CP312_X86, requires_python=">=3.12.1")])
+    x86_patch = Profile(name="x86-3.12.4", python=Version("3.12.4"), platforms=X86.platforms)
+    x86_313 = Profile(name="x86-3.13", python=Version("3.13"), platforms=X86.platforms)
+    expected = {
+        X86: [("2.1", "2.1 requires Python >=3.12.1 (profile py3.12)"), ("2.0", NO_X86)],
+        ARM: [("2.1", "2.1 has no manylinux_2_28_aarch64 wheel"), ("2.0", None)],
+        x86_patch: [("2.1", None)],
+        x86_313: [("2.1", "2.1 has no wheel for cp313 on manylinux_2_28_x86_64"), ("2.0", NO_X86)],
+    }
+    for _ in range(2):
+        for profile, decisions in expected.items():
+            got = candidates(OPEN, found, profile, now=NOW)
+            assert [(str(d.version), d.reason) for d in got] == decisions, profile.name
+
+
+def test_padded_pythons_of_two_profiles_are_not_mixed_up() -> None:
+    found = releases([wheel("2.0", "py3-none-any", requires_python=">=3.13")])
+    py312 = Profile(name="3.12", python=Version("3.12"), platforms=X86.platforms)
+    py313 = Profile(name="3.13", markers={"python_version": "3.13"}, platforms=X86.platforms)
+    for _ in range(2):
+        [old] = candidates(OPEN, found, py312, now=NOW)
+        assert old.reason == "2.0 requires Python >=3.13 (profile py3.12)"
+        assert candidates(OPEN, found, py313, now=NOW)[0].eligible
+
+
+@pytest.mark.parametrize(
+    ("profile", "full"),
+    [
+        (Profile(python=Version("3.12")), "3.12.0"),
+        (Profile(python=Version("3.12.0.0")), "3.12.0.0"),  # equal to 3.12.0, not the same
+        (Profile(python=Version("3.12.0")), "3.12.0"),
+        (Profile(python=Version("3.9")), "3.9.0"),
+        (Profile(markers={"python_version": "3.12"}), "3.12.0"),
+        (Profile(markers={"python_full_version": "3.8.10"}), "3.8.10"),
+        (Profile(markers={"python_full_version": "3.13.1"}), "3.13.1"),
+    ],
+)
+def test_the_python_of_each_profile_is_its_own(profile: Profile, full: str) -> None:
+    for _ in range(2):  # the second answer comes from the caches
+        assert str(profile.python_full()) == full

@@ -666,6 +666,8 @@ def test_no_credentials_in_any_reason_or_log(
     assert all(SECRET not in repr(result) for result in results)
     assert all(SECRET not in record.getMessage() for record in caplog.records)
     assert any(record.levelno == logging.DEBUG for record in caplog.records)
+    answers = [r.getMessage() for r in caplog.records if r.name == "govern.index.client"]
+    assert f"GET {faults.url}ok/ -> 200" in answers  # each answer is logged at debug level
     assert fetched(results[-2]).page.files[0].url == f"{faults.base}/files/ok-1.0.tar.gz"
     assert all(h["authorization"].startswith("Basic ") for h in faults.headers["/simple/ok/"])
 

@@ -7,6 +7,7 @@ import json
 import time
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import urldefrag, urljoin, urlsplit
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -19,6 +20,8 @@ from govern.index.model import FileKind, releases
 from govern.index.simple import (
     SimpleParseError,
     _AnchorCollector,
+    _Resolver,
+    _split,
     file_from,
     parse_html,
     parse_json,
@@ -410,3 +413,136 @@ def test_the_prescan_finds_what_htmlparser_finds(text: str) -> None:
     assert result.api_version == reference.api_version
     prefix = "https://index.test" + (reference.base_href or "/simple/demo/")
     assert all(f.url.startswith(prefix) for f in result.files)
+
+
+# -- URL resolution -----------------------------------------------------------------------------
+# File URLs are resolved without urljoin when it would change nothing (a plain absolute URL)
+# or only join the folder (a plain relative one, its folder joined once per page): the
+# result must be urljoin's, character for character, or the same ValueError.
+
+_URL_PIECES = [
+    *("/", "//", ".", "..", "./", "../", ":", ";", "?", "#", "%", "%2F", "@", "=", "&"),
+    *(" ", "\t", "\n", "\x00", "\x7f", "\\", "[", "]", "[::1]", "\u00e9", "\u2100"),
+    *("http:", "https:", "HTTPS:", "ftp:", "https://", "http://", "//h", "host", "h.test"),
+    *("a", "demo-1.0.tar.gz", "demo-1.0-py3-none-any.whl", "sha256=ab", "8080", "q=1"),
+]
+_URLS = st.lists(st.sampled_from(_URL_PIECES), max_size=8).map("".join)
+_BASES = (
+    st.sampled_from(
+        [
+            BASE,
+            "http://127.0.0.1:8080/simple/pkg-00001/",
+            "https://h",
+            "https://h/a",
+            "https://h/a/b?x=1#f",
+            "https://u:p@h/s/",
+            "https://h/a;p/b/",
+            "HTTPS://H/x/",
+            "http://[::1]/s/",
+            "http://[::1/s/",
+            "https:///no-host/",
+            "file:///x/y/",
+            "relative/base/",
+            "",
+        ]
+    )
+    | _URLS
+)
+
+
+def _outcome(join: Any, *args: str) -> Any:
+    try:
+        return join(*args)
+    except ValueError:
+        return ValueError
+
+
+@settings(max_examples=1000, deadline=None)
+@given(_BASES, st.lists(_URLS, min_size=1, max_size=4))
+def test_resolved_urls_are_urljoins(base: str, urls: list[str]) -> None:
+    resolve = _Resolver(base)
+    for url in [*urls, *urls]:  # again: the folders joined before are reused
+        assert _outcome(resolve, url) == _outcome(urljoin, base, url), url
+
+
+@pytest.mark.parametrize(
+    ("base", "url"),
+    [
+        ("http://[::1/s/", "https://files.test/x"),  # urljoin cannot parse the base: raises
+        ("http://[::1/s/", "x/demo-1.0.tar.gz"),
+        (BASE, "//x"),  # a host, not a folder
+        (BASE, "//h/a/../b"),
+        (BASE, "https://files.test/a;"),  # urljoin drops an empty ";", "?" or "#"
+        (BASE, "https://files.test/a;b"),
+        (BASE, "https://files.test/a?#"),
+        (BASE, "https://files.test/a?q#"),
+        (BASE, "https://files.test?q"),
+        (BASE, "x:/demo-1.0.tar.gz"),  # a scheme
+        (BASE, "a/:b"),
+        (BASE, "a/..."),
+        (BASE, "a/../.."),
+        ("https://h", "../x/y"),  # a base without a path
+        ("https://h/a/b?q=1#f", "c/d"),  # the base's query and fragment go
+        ("https://h/a;p/b", "c/d"),
+        ("ftp://h/a/", "b/c"),
+        ("file:///x/y/", "https://files.test/z"),
+        ("", "a/b"),
+    ],
+)
+def test_resolved_urls_are_urljoins_in_the_corners(base: str, url: str) -> None:
+    resolve = _Resolver(base)
+    assert _outcome(resolve, "z/demo-1.0.tar.gz") == _outcome(urljoin, base, "z/demo-1.0.tar.gz")
+    for _ in range(2):
+        assert _outcome(resolve, url) == _outcome(urljoin, base, url)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(_URLS)
+def test_split_urls_are_urldefrags(url: str) -> None:
+    def reference(url: str) -> tuple[str, str, str]:
+        absolute, fragment = urldefrag(url)
+        return absolute, fragment, urlsplit(absolute).path
+
+    assert _outcome(_split, url) == _outcome(reference, url)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "../../files/demo-1.0.tar.gz",
+        "../../files/other/demo-1.0.tar.gz",  # another folder: not the first one's join
+        "demo-1.0.tar.gz",
+        "./demo-1.0.tar.gz",
+        "/files/demo-1.0.tar.gz",
+        "../../files/demo-1.0.tar.gz#sha256=ab",
+        "../../files/./x/../demo-1.0.tar.gz",
+        "../../files/..",
+        "../../files/.",
+        "../../files/demo-1.0.tar.gz?",
+        "../../files/demo-1.0.tar.gz#",
+        "../../files/demo-1.0.tar.gz;x",
+        "//mirror.test/files/demo-1.0.tar.gz",
+        "https://files.test/demo-1.0.tar.gz",
+        "https://files.test/demo-1.0.tar.gz?",
+        "https://files.test/demo-1.0.tar.gz#",
+        "https://files.test/a;b",
+        "https://files.test/a;",
+        "//x",
+        "HTTPS://Files.test/demo-1.0.tar.gz",
+        "https://files.test",
+        "http://[::1/x",
+    ],
+)
+def test_every_file_url_of_a_page_is_urljoin_of_the_page_url(url: str) -> None:
+    files = [
+        {"filename": "demo-1.0.tar.gz", "url": "../../files/demo-1.0.tar.gz"},
+        {"filename": "demo-1.0.tar.gz", "url": url},
+    ]
+    expected = _outcome(urljoin, BASE, url)
+    if expected is ValueError:
+        with pytest.raises(SimpleParseError, match="is not a URL"):
+            parse_json(page(files=files), name="demo", base_url=BASE)
+        return
+    first, second = parse_json(page(files=files), name="demo", base_url=BASE).files
+    assert first.url == "https://index.test/files/demo-1.0.tar.gz"
+    assert second.url == expected
