@@ -20,6 +20,8 @@ _ENV = (
     "PIP_INDEX_URL",
     "PIP_EXTRA_INDEX_URL",
     "XDG_DATA_HOME",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
 )
 
 

@@ -20,6 +20,7 @@ import html
 import json
 import os
 import socket
+import ssl
 import subprocess
 import sys
 import threading
@@ -122,6 +123,8 @@ class _Served:
         self._lock = threading.Lock()
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
+        # Set before start() to serve HTTPS with this server-side context.
+        self.tls: ssl.SSLContext | None = None
 
     def handle(self, handler: _Handler, path: str) -> None:
         """Answer one GET (subclasses)."""
@@ -151,8 +154,8 @@ class _Served:
 
     @property
     def base(self) -> str:
-        """``http://127.0.0.1:<port>``."""
-        return f"http://127.0.0.1:{self.port}"
+        """``http://127.0.0.1:<port>`` (``https`` when :attr:`tls` is set)."""
+        return f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}"
 
     @property
     def url(self) -> str:
@@ -163,6 +166,8 @@ class _Served:
         """Listen on a free port of 127.0.0.1 and serve from a thread."""
         self.stopping.clear()
         self._server = _Server(_Handler, self)
+        if self.tls is not None:  # the handshake happens at accept()
+            self._server.socket = self.tls.wrap_socket(self._server.socket, server_side=True)
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
         )

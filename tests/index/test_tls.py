@@ -1,0 +1,123 @@
+"""HTTPS indexes: certificates verified, and loaded only when a TLS connection is made.
+
+The server is :class:`indexserver.StaticIndex` with a self-signed certificate for
+127.0.0.1 made by ``openssl`` (Debian's; nothing is downloaded).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import ssl
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from indexserver import IndexFile, StaticIndex
+
+from govern.index.client import IndexClient, http_clients, tls_context
+from govern.index.model import Fetched, FetchFailed, FetchResult
+from govern.index.pipconfig import IndexSettings
+
+pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="needs openssl")
+
+
+@pytest.fixture(scope="module")
+def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    where = tmp_path_factory.mktemp("tls")
+    cert, key = where / "cert.pem", where / "key.pem"
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "2",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+        ],  # fmt: skip
+        check=True,
+        capture_output=True,
+    )
+    return cert, key
+
+
+@pytest.fixture
+def https_index(tmp_path: Path, certificate: tuple[Path, Path]) -> Iterator[StaticIndex]:
+    cert, key = certificate
+    served = StaticIndex(tmp_path / "index", {"demo": [IndexFile("demo-1.0-py3-none-any.whl")]})
+    served.tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    served.tls.load_cert_chain(cert, key)
+    with served:
+        yield served
+
+
+def _fetch(url: str) -> FetchResult:
+    async def go() -> FetchResult:
+        async with http_clients(2) as http:
+            client = IndexClient(http, IndexSettings(url, source="test"), attempts=1)
+            return await client.fetch("demo")
+
+    return asyncio.run(go())
+
+
+def test_an_index_whose_certificate_is_trusted(
+    https_index: StaticIndex, certificate: tuple[Path, Path]
+) -> None:
+    os.environ["SSL_CERT_FILE"] = str(certificate[0])  # restored by tests/conftest.py
+    result = _fetch(https_index.url)
+    assert https_index.url.startswith("https://")
+    assert isinstance(result, Fetched), result
+    assert [f.filename for f in result.page.files] == ["demo-1.0-py3-none-any.whl"]
+
+
+def test_an_untrusted_certificate_is_a_failure_not_a_page(https_index: StaticIndex) -> None:
+    os.environ.pop("SSL_CERT_FILE", None)
+    os.environ.pop("SSL_CERT_DIR", None)
+    result = _fetch(https_index.url)  # certifi's bundle does not know this certificate
+    assert isinstance(result, FetchFailed)
+    assert "CERTIFICATE_VERIFY_FAILED" in result.reason or "certificate" in result.reason
+
+
+def test_certificates_load_at_the_first_tls_connection_only(
+    https_index: StaticIndex, certificate: tuple[Path, Path], tmp_path: Path
+) -> None:
+    os.environ["SSL_CERT_FILE"] = str(certificate[0])
+    context = tls_context()
+    assert context.verify_mode == ssl.CERT_REQUIRED  # verifying before anything is loaded
+    assert context.check_hostname
+    assert context.cert_store_stats()["x509_ca"] == 0
+
+    async def get(url: str) -> int:
+        async with httpx.AsyncClient(verify=context, trust_env=False) as http:
+            return (await http.get(url)).status_code
+
+    with StaticIndex(tmp_path / "plain", {"demo": []}) as plain:
+        assert asyncio.run(get(plain.url + "demo/")) == 200
+    assert context.cert_store_stats()["x509_ca"] == 0  # plain http: nothing loaded
+    assert asyncio.run(get(https_index.url + "demo/")) == 200
+    assert context.cert_store_stats()["x509_ca"] == 1  # the trusted self-signed certificate
+
+
+def test_the_environment_is_ignored_when_not_trusted(certificate: tuple[Path, Path]) -> None:
+    os.environ["SSL_CERT_FILE"] = str(certificate[0])
+    import certifi
+
+    ignoring = tls_context(trust_env=False)
+    assert ignoring._trust == (certifi.where(), None)  # type: ignore[attr-defined]
+    assert tls_context()._trust == (str(certificate[0]), None)  # type: ignore[attr-defined]
+    os.environ.pop("SSL_CERT_FILE")
+    os.environ["SSL_CERT_DIR"] = str(certificate[0].parent)
+    assert tls_context()._trust == (None, str(certificate[0].parent))  # type: ignore[attr-defined]
