@@ -29,10 +29,20 @@ pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="needs o
 def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     where = tmp_path_factory.mktemp("tls")
     cert, key = where / "cert.pem", where / "key.pem"
-    command = (
-        "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=127.0.0.1"
-        " -addext subjectAltName=IP:127.0.0.1"
-    ).split()
+    command = [
+        "openssl",
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=127.0.0.1",
+        "-addext",
+        "subjectAltName=IP:127.0.0.1",
+    ]
     subprocess.run(
         [*command, "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True
     )
