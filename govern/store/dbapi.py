@@ -43,8 +43,6 @@ from govern.store.location import (
 if TYPE_CHECKING:
     from govern.store.db import Store
 
-_SQLITE_FORMAT = "%Y-%m-%d %H:%M:%S.%f"  # SQLAlchemy's DATETIME storage on SQLite
-
 
 def as_utc(value: datetime) -> datetime:
     """``value`` as an aware UTC datetime (SQLite hands back naive ones)."""
@@ -110,7 +108,10 @@ class Transaction:
         if value is None:
             return None
         utc = as_utc(value)
-        return utc.strftime(_SQLITE_FORMAT) if self._sqlite else utc
+        if not self._sqlite:
+            return utc
+        # SQLAlchemy's "%Y-%m-%d %H:%M:%S.%f", by isoformat (strftime is 5x slower).
+        return utc.replace(tzinfo=None).isoformat(sep=" ", timespec="microseconds")
 
     def json(self, value: Any) -> str:
         """A JSON column's value to bind."""
