@@ -6,7 +6,6 @@ Read once per run from the audited root; invalid configuration is a
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
@@ -583,6 +582,8 @@ def load_config(root: Path, explicit: Path | None = None) -> Config:
                     tip="Name an existing .govern.toml, or leave out --config.",
                 )
             continue
+        import tomllib  # here: a directory without configuration never needs it
+
         try:
             with path.open("rb") as handle:
                 data = tomllib.load(handle)

@@ -57,7 +57,6 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from packaging import tags
-from packaging.markers import Marker, default_environment
 from packaging.specifiers import InvalidSpecifier, Specifier, SpecifierSet
 from packaging.tags import Tag
 from packaging.version import InvalidVersion, Version
@@ -65,6 +64,8 @@ from packaging.version import InvalidVersion, Version
 from govern.index.model import DistributionFile, FileKind, Release
 
 if TYPE_CHECKING:
+    from packaging.markers import Marker
+
     from govern.exclusions.model import Exclusion
 
 _KINDS = frozenset({"not-equal", "cap", "pin", "ban"})
@@ -194,6 +195,8 @@ class Profile:
         platform's ``sys_platform``/``platform_system``/``platform_machine``/``os_name`` put
         in, and ``markers`` laid over the result.
         """
+        from packaging.markers import default_environment  # only profiles with markers
+
         env: dict[str, str] = {key: str(value) for key, value in default_environment().items()}
         target = self._target()
         if target is not None:
@@ -219,6 +222,8 @@ class Profile:
         """
         if marker is None:
             return True
+        from packaging.markers import Marker
+
         parsed = marker if isinstance(marker, Marker) else Marker(marker)
         return parsed.evaluate(dict(self.environment()))
 
