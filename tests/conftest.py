@@ -22,6 +22,8 @@ _ENV = (
     "XDG_DATA_HOME",
     "SSL_CERT_FILE",
     "SSL_CERT_DIR",
+    *(f"{scheme}_proxy" for scheme in ("http", "https", "all", "no")),
+    *(f"{scheme}_PROXY" for scheme in ("HTTP", "HTTPS", "ALL", "NO")),
 )
 
 

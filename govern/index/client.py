@@ -32,6 +32,7 @@ import netrc as netrc_module
 import os
 import random
 import ssl
+import urllib.request
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
@@ -179,17 +180,60 @@ def tls_context(*, trust_env: bool = True) -> ssl.SSLContext:
     return context
 
 
+class IndexHTTP(httpx.AsyncClient):
+    """An httpx client that also lends its transport, for requests that need none of its layers.
+
+    A plain GET of a page needs nothing of the client around the transport (redirects,
+    authentication, cookies, proxies, hooks) when no proxy applies and the client holds
+    no cookie; those layers cost a third of a 304's time (bench/poll.py).
+    :class:`IndexClient` then sends through :attr:`direct`, and goes through the client
+    whenever a layer is needed: credentials, a redirect (its target is requested through
+    the client, which follows any further one under its rules, and so is every later
+    request to that index), a stored cookie. Only ``Accept`` and the validators are sent
+    directly, so nothing needs stripping before a redirect to another origin. A cookie
+    set on a direct answer is stored as the client would. ``direct`` is None when a proxy
+    may apply (``trust_env`` and any proxy setting).
+    """
+
+    def __init__(
+        self, *, verify: ssl.SSLContext, limits: httpx.Limits, trust_env: bool, **kwargs: Any
+    ) -> None:
+        super().__init__(verify=verify, limits=limits, trust_env=trust_env, **kwargs)
+        # A transport of its own: the client's is not public. Only one of the two pools is
+        # used by a slot, but for an index that redirects (then both, one connection each).
+        # getproxies() maps schemes to proxies, and "no" to NO_PROXY (not a proxy).
+        proxied = trust_env and any(scheme != "no" for scheme in urllib.request.getproxies())
+        self.direct: httpx.AsyncHTTPTransport | None = (
+            None if proxied else httpx.AsyncHTTPTransport(verify=verify, limits=limits)
+        )
+
+    async def aclose(self) -> None:
+        """Close the client, and the direct transport's connection."""
+        try:
+            await super().aclose()
+        finally:
+            if self.direct is not None:
+                await self.direct.aclose()
+
+    async def __aexit__(self, *exc: Any) -> None:
+        try:
+            await super().__aexit__(*exc)
+        finally:
+            if self.direct is not None:
+                await self.direct.aclose()
+
+
 @asynccontextmanager
 async def http_clients(
     count: int = 16, *, trust_env: bool = True
-) -> AsyncIterator[list[httpx.AsyncClient]]:
+) -> AsyncIterator[list[IndexHTTP]]:
     """``count`` httpx clients of one keep-alive connection each, for an :class:`IndexClient`.
 
     One shared pool of ``count`` connections costs httpcore a scan of every connection at
     each request start and end (measured: 1.7 s of CPU for 1,000 loopback requests at 16,
     against 0.8 s for 16 one-connection clients, each used by one request at a time). The
-    clients share one TLS context (building one costs 20 ms); proxies and certificates
-    come from the environment as httpx reads it (unless ``trust_env`` is False).
+    clients share one TLS context (:func:`tls_context`); proxies and certificates come
+    from the environment as httpx reads it (unless ``trust_env`` is False).
     """
     if count < 1:
         raise ValueError("count must be positive")
@@ -198,9 +242,7 @@ async def http_clients(
     async with AsyncExitStack() as stack:
         yield [
             await stack.enter_async_context(
-                httpx.AsyncClient(
-                    follow_redirects=False, verify=tls, limits=limits, trust_env=trust_env
-                )
+                IndexHTTP(verify=tls, limits=limits, trust_env=trust_env, follow_redirects=False)
             )
             for _ in range(count)
         ]
@@ -246,6 +288,9 @@ class IndexClient:
         self._attempts = attempts
         self._timeout = timeout
         self._request_timeout = httpx.Timeout(timeout)  # built once, not at every request
+        self._extensions = {"timeout": self._request_timeout.as_dict()}
+        # Indexes that answered a direct request with a redirect: the client follows them.
+        self._redirecting: set[str] = set()
         self._max_bytes = max_bytes
         self._backoff = backoff
         self._sleep = sleep
@@ -350,7 +395,9 @@ class IndexClient:
             http = await self._slots.get()
             try:
                 async with asyncio.timeout(self._timeout):
-                    outcome = await self._attempt(http, url, headers, auth, project, conditional)
+                    outcome = await self._attempt(
+                        http, url, headers, auth, project, conditional, clean_index
+                    )
             except TimeoutError:
                 outcome = _Transient(f"timed out after {self._timeout:g} s")
             finally:
@@ -396,17 +443,24 @@ class IndexClient:
         auth: httpx.Auth | None,
         project: str,
         conditional: bool,
+        index: str,
     ) -> _Body | _Transient | FetchResult:
         """One request: a body to parse, a transient failure, or a final result."""
+        direct: httpx.AsyncBaseTransport | None = getattr(http, "direct", None)
+        if auth is not None or index in self._redirecting or http.cookies:
+            direct = None  # a layer of the client is needed (see IndexHTTP)
         try:
-            request = http.build_request("GET", url, headers=headers, timeout=self._request_timeout)
+            if direct is not None:
+                response = await self._direct(http, direct, url, headers)
+                if response.has_redirect_location:  # the client follows it, under its rules
+                    target = response.url.join(response.headers["Location"])
+                    await response.aclose()
+                    self._redirecting.add(index)  # and every later request to this index
+                    response = await self._send(http, str(target), headers, auth)
+            else:
+                response = await self._send(http, url, headers, auth)
         except httpx.InvalidURL:
             return FetchFailed(project, f"invalid index URL {redact_url(url)!r}", retryable=False)
-        try:
-            if auth is None:
-                response = await http.send(request, stream=True, follow_redirects=True)
-            else:
-                response = await http.send(request, stream=True, follow_redirects=True, auth=auth)
         except httpx.TimeoutException:
             return _Transient(f"timed out after {self._timeout:g} s")
         except httpx.TooManyRedirects:
@@ -427,6 +481,36 @@ class IndexClient:
             return FetchFailed(project, self._scrub(_describe(exc)), retryable=False)
         finally:
             await response.aclose()
+
+    async def _send(
+        self,
+        http: httpx.AsyncClient,
+        url: str,
+        headers: Mapping[str, str],
+        auth: httpx.Auth | None,
+    ) -> httpx.Response:
+        """The request through the client: redirects, credentials, cookies, proxies."""
+        request = http.build_request("GET", url, headers=headers, timeout=self._request_timeout)
+        if auth is None:
+            return await http.send(request, stream=True, follow_redirects=True)
+        return await http.send(request, stream=True, follow_redirects=True, auth=auth)
+
+    async def _direct(
+        self,
+        http: httpx.AsyncClient,
+        transport: httpx.AsyncBaseTransport,
+        url: str,
+        headers: Mapping[str, str],
+    ) -> httpx.Response:
+        """The request straight through the client's transport (see :class:`IndexHTTP`)."""
+        merged = http.headers.copy()  # the client's defaults: User-Agent, Accept-Encoding
+        merged.update(headers)
+        request = httpx.Request("GET", url, headers=merged, extensions=self._extensions)
+        response = await transport.handle_async_request(request)
+        response.request = request
+        if "set-cookie" in response.headers:
+            http.cookies.extract_cookies(response)  # kept as the client would
+        return response
 
     async def _answer(
         self, response: httpx.Response, project: str, conditional: bool

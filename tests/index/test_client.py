@@ -13,7 +13,7 @@ import sys
 import threading
 import time
 import tracemalloc
-from collections.abc import Coroutine, Iterator
+from collections.abc import Coroutine, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -87,11 +87,18 @@ async def fetch(
     http: httpx.AsyncClient | None = None,
     **options: Any,
 ) -> FetchResult:
-    """One fetch with a fresh httpx client (no proxies from the environment)."""
+    """One fetch with a fresh httpx client (no proxies from the environment).
+
+    Without ``http``, the client is what ``govern poll`` uses (:func:`http_clients`), so
+    every test here runs the direct path and its fallbacks to the client's layers.
+    """
     if isinstance(settings, str):
         settings = settings_for(settings)
-    async with http or httpx.AsyncClient(trust_env=False) as session:
-        return await IndexClient(session, settings, **options).fetch(name, validators)
+    if http is not None:
+        async with http as session:
+            return await IndexClient(session, settings, **options).fetch(name, validators)
+    async with http_clients(1, trust_env=False) as sessions:
+        return await IndexClient(sessions, settings, **options).fetch(name, validators)
 
 
 def fetched(result: FetchResult) -> Fetched:
@@ -819,3 +826,74 @@ def test_a_warm_poll_reuses_its_connections(clients: str) -> None:
     assert 1 <= cold_connections <= 4
     assert 1 <= warm_connections <= 4  # was one per 304 before the body was drained
     assert max(overlap) == 1
+
+
+# -- the direct path of IndexHTTP and its fallbacks to the client's layers ------------------
+
+
+def _fetch_in_turn(url: str, names: Sequence[str]) -> list[FetchResult]:
+    """Several fetches, one after the other, through one client of ``http_clients``."""
+
+    async def go() -> list[FetchResult]:
+        async with http_clients(1, trust_env=False) as http:
+            client = IndexClient(http, settings_for(url))
+            return [await client.fetch(name) for name in names]
+
+    return run(go())
+
+
+def test_a_direct_request_sends_the_client_s_default_headers(faults: FaultServer) -> None:
+    path = faults.script("demo", Reply(body=json_page("demo")))
+    fetched(_fetch_in_turn(faults.url, ["demo"])[0])
+    sent = faults.headers[path][0]
+    assert sent["user-agent"].startswith("python-httpx/")
+    assert "gzip" in sent["accept-encoding"]
+    assert sent["accept"] == ACCEPT
+
+
+def test_a_cookie_set_on_a_direct_answer_is_kept_and_sent(faults: FaultServer) -> None:
+    faults.script(
+        "first", Reply(body=json_page("first"), headers={"Set-Cookie": "session=s1; Path=/"})
+    )
+    later = faults.script("second", Reply(body=json_page("second")))
+    results = _fetch_in_turn(faults.url, ["first", "second"])
+    assert all(isinstance(r, Fetched) for r in results), results
+    assert faults.headers[later][0].get("cookie") == "session=s1"
+
+
+def test_a_redirect_costs_no_extra_request(faults: FaultServer) -> None:
+    first = faults.script("demo", Redirect("/elsewhere/demo/", status=301))
+    faults.script("/elsewhere/demo/", Reply(body=json_page("demo", ["demo-1.0.tar.gz"])))
+    second = faults.script("other", Redirect("/elsewhere/other/", status=302))
+    faults.script("/elsewhere/other/", Reply(body=json_page("other")))
+    demo, other = _fetch_in_turn(faults.url, ["demo", "other"])
+    assert fetched(demo).page.files[0].url == f"{faults.base}/files/demo-1.0.tar.gz"
+    fetched(other)
+    assert faults.count(first) == faults.count(second) == 1
+    assert faults.count("/elsewhere/demo/") == faults.count("/elsewhere/other/") == 1
+
+
+@pytest.mark.parametrize("variable", ["HTTP_PROXY", "https_proxy", "ALL_PROXY"])
+def test_no_direct_path_when_a_proxy_may_apply(variable: str) -> None:
+    async def direct(trust_env: bool) -> bool:
+        async with http_clients(1, trust_env=trust_env) as [http]:
+            return http.direct is not None
+
+    os.environ["NO_PROXY"] = "127.0.0.1,localhost"  # not a proxy (restored by conftest.py)
+    assert run(direct(trust_env=True))
+    os.environ[variable] = "http://127.0.0.1:9"
+    assert not run(direct(trust_env=True))  # httpx's proxy mounts decide
+    assert run(direct(trust_env=False))
+
+
+def test_a_proxy_in_the_environment_is_honoured(faults: FaultServer) -> None:
+    path = faults.script("demo", Reply(body=json_page("demo")))
+    os.environ["HTTP_PROXY"] = "http://127.0.0.1:9"  # nothing listens: the proxy is used
+
+    async def go() -> FetchResult:
+        async with http_clients(1, trust_env=True) as http:
+            return await IndexClient(http, settings_for(faults.url), attempts=1).fetch("demo")
+
+    result = failed(run(go()))
+    assert "connection failed" in result.reason
+    assert faults.count(path) == 0
