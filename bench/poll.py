@@ -1218,6 +1218,8 @@ def memory_section(server: Nginx, tree: IndexTree, work: Path, timeout: float) -
 # What a poll imports before its first request (the CLI, then its lazy imports).
 POLL_IMPORTS = (
     "govern.cli",
+    "govern.cli.poll",
+    "asyncio",
     "govern.config",
     "govern.index.settings",
     "govern.index.pipconfig",
@@ -1660,7 +1662,7 @@ def _run(args: argparse.Namespace, nginx: str, work: Path) -> int:
             return 0
         # Warm the OS cache: the interpreter and govern's modules.
         subprocess.run(
-            [sys.executable, "-c", "import govern.cli, govern.service.poll, httpx, sqlmodel"],
+            [sys.executable, "-c", "import govern.cli.poll, govern.service.poll, govern.index.client"],
             check=False,
             capture_output=True,
         )
