@@ -242,6 +242,7 @@ class _Recorder:
     def __init__(self, tx: Transaction, names: Sequence[str], now: datetime):
         self.tx = tx
         self.now = now
+        self.bound_now = tx.when(now)  # bound once: every row of the batch is stamped with it
         self.pages = _pages(tx, names)
         self.releases: dict[tuple[str, str], dict[str, Any]] = {}
         self.candidates: dict[tuple[int, int, str], tuple[int, bool, str | None, str]] = {}
@@ -323,7 +324,7 @@ class _Recorder:
                 version = str(release.version)
                 stored = self.releases.get((package, version))
                 if stored is None:
-                    new_rows.append((package, version, tx.when(self.now), *values))
+                    new_rows.append((package, version, self.bound_now, *values))
                     self.releases[(package, version)] = {
                         "id": None,
                         "first_seen_at": self.now,
@@ -425,7 +426,7 @@ class _Recorder:
                             release_id,
                             profile.name,
                             "found",
-                            tx.when(self.now),
+                            self.bound_now,
                             decision.eligible,
                             decision.reason,
                             role,
@@ -443,8 +444,8 @@ class _Recorder:
                     (
                         exclusion.id,
                         "candidate-found",
-                        tx.when(self.now),
-                        tx.when(self.now),
+                        self.bound_now,
+                        self.bound_now,
                         tx.json(detail),
                     )
                 )
