@@ -97,6 +97,7 @@ def parser() -> argparse.ArgumentParser:
     """``govern poll``'s options."""
     made = _Parser(
         prog="govern poll",
+        allow_abbrev=False,  # as Typer: --pack is not --package
         description=SUMMARY
         + " One request per project, conditional (an unchanged project costs a 304)."
         " A project that cannot be fetched is recorded and changes nothing.",

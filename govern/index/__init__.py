@@ -24,8 +24,15 @@ def _import_httpx_without_its_cli() -> None:
         """httpx's command-line client, loaded when it is asked for."""
         if sys.modules.get("httpx._main") is stand_in:  # pragma: no cover (removed below)
             del sys.modules["httpx._main"]
-        from httpx._main import main as real
-
+        try:
+            from httpx._main import main as real
+        except ImportError:  # as httpx says when its CLI's dependencies are missing
+            print(
+                "The httpx command line client could not run because the required "
+                "dependencies were not installed.\nMake sure you've installed "
+                "everything with: pip install 'httpx[cli]'"
+            )
+            sys.exit(1)
         return real(*args, **kwargs)
 
     stand_in.main = main  # type: ignore[attr-defined]

@@ -32,6 +32,7 @@ import netrc as netrc_module
 import os
 import random
 import ssl
+import sys
 import urllib.request
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -44,6 +45,7 @@ from urllib.parse import quote
 import httpx
 from packaging.utils import InvalidName, canonicalize_name
 
+from govern.errors import ConfigError
 from govern.index.model import (
     Fetched,
     FetchFailed,
@@ -167,16 +169,40 @@ class _TrustOnFirstUse(ssl.SSLContext):
 
 
 def tls_context(*, trust_env: bool = True) -> ssl.SSLContext:
-    """The verifying TLS context of the index clients (its CA certificates loaded on use)."""
-    context = _TrustOnFirstUse(ssl.PROTOCOL_TLS_CLIENT)
+    """The verifying TLS context of the index clients.
+
+    Set up as :func:`ssl.create_default_context` sets up a client context on this Python
+    (3.13 adds strict and partial-chain verification; ``SSLKEYLOGFILE``). certifi's bundle
+    loads at the first TLS connection; a bundle the user names (``SSL_CERT_FILE``,
+    ``SSL_CERT_DIR``) loads at once, so a wrong one stops the command with its reason
+    (a :class:`ConfigError`) instead of failing every project of a poll.
+    """
+    context = _TrustOnFirstUse(ssl.PROTOCOL_TLS_CLIENT)  # CERT_REQUIRED, check_hostname
+    if sys.version_info >= (3, 13):
+        context.verify_flags |= ssl.VERIFY_X509_PARTIAL_CHAIN | ssl.VERIFY_X509_STRICT
+    keylog = os.environ.get("SSLKEYLOGFILE")
+    if keylog and not sys.flags.ignore_environment:
+        context.keylog_filename = keylog
+    named = None
+    trust: tuple[str | None, str | None]
     if trust_env and os.environ.get("SSL_CERT_FILE"):
-        context._trust = (os.environ["SSL_CERT_FILE"], None)
+        named, trust = "SSL_CERT_FILE", (os.environ["SSL_CERT_FILE"], None)
     elif trust_env and os.environ.get("SSL_CERT_DIR"):
-        context._trust = (None, os.environ["SSL_CERT_DIR"])
+        named, trust = "SSL_CERT_DIR", (None, os.environ["SSL_CERT_DIR"])
     else:
         import certifi
 
-        context._trust = (certifi.where(), None)
+        trust = (certifi.where(), None)
+    context._trust = trust
+    if named is not None:
+        try:
+            context._load()
+        except (OSError, ssl.SSLError) as exc:
+            raise ConfigError(
+                f"{named}={os.environ[named]} cannot be read as CA certificates: "
+                f"{getattr(exc, 'strerror', None) or exc}",
+                tip=f"Point {named} at PEM certificates of the CAs you trust, or unset it.",
+            ) from None
     return context
 
 
@@ -199,12 +225,13 @@ class IndexHTTP(httpx.AsyncClient):
         self, *, verify: ssl.SSLContext, limits: httpx.Limits, trust_env: bool, **kwargs: Any
     ) -> None:
         super().__init__(verify=verify, limits=limits, trust_env=trust_env, **kwargs)
+        layered = {"proxy", "mounts", "transport", "auth", "event_hooks", "cookies"} & set(kwargs)
         # A transport of its own: the client's is not public. Only one of the two pools is
         # used by a slot, but for an index that redirects (then both, one connection each).
         # getproxies() maps schemes to proxies, and "no" to NO_PROXY (not a proxy).
         proxied = trust_env and any(scheme != "no" for scheme in urllib.request.getproxies())
         self.direct: httpx.AsyncHTTPTransport | None = (
-            None if proxied else httpx.AsyncHTTPTransport(verify=verify, limits=limits)
+            None if proxied or layered else httpx.AsyncHTTPTransport(verify=verify, limits=limits)
         )
 
     async def aclose(self) -> None:
@@ -453,10 +480,13 @@ class IndexClient:
             if direct is not None:
                 response = await self._direct(http, direct, url, headers)
                 if response.has_redirect_location:  # the client follows it, under its rules
-                    target = response.url.join(response.headers["Location"])
                     await response.aclose()
                     self._redirecting.add(index)  # and every later request to this index
-                    response = await self._send(http, str(target), headers, auth)
+                    try:
+                        target = str(response.url.join(response.headers["Location"]))
+                    except httpx.InvalidURL:
+                        target = url  # the client meets the bad Location itself (retried)
+                    response = await self._send(http, target, headers, auth)
             else:
                 response = await self._send(http, url, headers, auth)
         except httpx.InvalidURL:
@@ -507,9 +537,13 @@ class IndexClient:
         merged.update(headers)
         request = httpx.Request("GET", url, headers=merged, extensions=self._extensions)
         response = await transport.handle_async_request(request)
-        response.request = request
-        if "set-cookie" in response.headers:
-            http.cookies.extract_cookies(response)  # kept as the client would
+        try:
+            response.request = request
+            if "set-cookie" in response.headers:
+                http.cookies.extract_cookies(response)  # kept as the client would
+        except BaseException:
+            await response.aclose()  # the slot's one connection goes back to its pool
+            raise
         return response
 
     async def _answer(

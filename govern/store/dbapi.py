@@ -66,7 +66,11 @@ class Transaction:
         self._sqlite = dialect == "sqlite"
 
     def _sql(self, statement: str) -> str:
-        return statement if self._sqlite else statement.replace("?", "%s")
+        if self._sqlite:
+            return statement
+        if "%" in statement:  # psycopg would read it as a placeholder: bind the value instead
+            raise ValueError(f"a statement for both backends holds a '%': {statement[:60]!r}")
+        return statement.replace("?", "%s")
 
     def rows(self, statement: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """Every row of a query."""
@@ -142,14 +146,18 @@ class RawStore:
         display_url: str,
         errors: tuple[type[BaseException], ...],
         *,
+        operational: tuple[type[BaseException], ...] = (),
         release: Callable[[Any], None] | None = None,
         close: Callable[[], None] | None = None,
     ) -> None:
+        """``errors``: the driver's base error; ``operational``: the ones that mean the
+        database cannot be used (locked, unreachable), rather than a refused statement."""
         self._connect = connect
         self._release = release or (lambda connection: connection.close())
         self.dialect = dialect
         self.display_url = display_url
         self._errors = errors
+        self._operational = operational
         self._close = close
 
     @classmethod
@@ -159,7 +167,16 @@ class RawStore:
         engine = store.engine
         dbapi = engine.dialect.dbapi
         errors: tuple[type[BaseException], ...] = (dbapi.Error,) if dbapi is not None else ()
-        return cls(engine.raw_connection, engine.dialect.name, store.display_url, errors)
+        operational: tuple[type[BaseException], ...] = (
+            (dbapi.OperationalError,) if dbapi is not None else ()
+        )
+        return cls(
+            engine.raw_connection,
+            engine.dialect.name,
+            store.display_url,
+            errors,
+            operational=operational,
+        )
 
     def close(self) -> None:
         """Close what this store opened itself (nothing when it borrows a ``Store``'s)."""
@@ -193,11 +210,13 @@ class RawStore:
                 done.execute("BEGIN IMMEDIATE" if write else "BEGIN")
             try:
                 yield done
+                done.execute("COMMIT") if sqlite else connection.commit()
             except BaseException:
+                # Also after a failed COMMIT: SQLite keeps the transaction open, and the
+                # connection serves the command's next transaction.
                 with contextlib.suppress(*self._errors):
                     done.execute("ROLLBACK") if sqlite else connection.rollback()
                 raise
-            done.execute("COMMIT") if sqlite else connection.commit()
         except self._errors as exc:
             raise self._failure(exc) from None
         finally:
@@ -208,6 +227,11 @@ class RawStore:
 
         lines = str(exc).strip().splitlines()
         first = redact(lines[0] if lines else type(exc).__name__)
+        if not isinstance(exc, self._operational):
+            return StoreError(
+                f"the database at {self.display_url} refused a change: {first}",
+                tip="Rerun the command; if it fails again, report it with --debug.",
+            )
         if "locked" in first:
             tip = (
                 "Another govern run has held the database's write lock for long;"
@@ -250,6 +274,7 @@ def open_sqlite(url: str) -> RawStore | None:
         "sqlite",
         url,
         (sqlite3.Error,),
+        operational=(sqlite3.OperationalError,),
         release=lambda _connection: None,
         close=connection.close,
     )

@@ -54,10 +54,11 @@ def sqlite_path(url: str) -> Path | None:
     """The file of a plain ``sqlite:///<absolute path>`` URL; None for any other URL.
 
     Only the form :func:`resolve_url` and the default produce: anything else (a driver
-    name, a query string, a relative path, memory) is left to SQLAlchemy to interpret.
+    name, a query string, a percent-escape, a relative path, memory) is left to
+    SQLAlchemy to interpret.
     """
     prefix = "sqlite:///"
-    if not url.startswith(prefix) or "?" in url:
+    if not url.startswith(prefix) or "?" in url or "%" in url:  # SQLAlchemy decodes %XX
         return None
     path = Path(url[len(prefix) :])
     return path if path.is_absolute() else None

@@ -96,6 +96,9 @@ def test_help_and_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run_cli(["poll", "--bogus"], capsys)
     assert code == 2
     assert "govern poll: error: unrecognized arguments: --bogus" in err
+    code, _, err = run_cli(["poll", "--pack", "numpy"], capsys)  # no abbreviations
+    assert code == 2
+    assert "unrecognized arguments: --pack" in err
     code, _, err = run_cli(["poll", "--format", "yaml"], capsys)
     assert code == 2
     assert "invalid ViewFormat value" in err or "invalid choice" in err

@@ -897,3 +897,18 @@ def test_a_proxy_in_the_environment_is_honoured(faults: FaultServer) -> None:
     result = failed(run(go()))
     assert "connection failed" in result.reason
     assert faults.count(path) == 0
+
+
+def test_a_bad_redirect_location_leaves_the_connection_usable(faults: FaultServer) -> None:
+    faults.script("bad", Redirect("http://a:abc/"))  # not a URL: the port is not a number
+    good = faults.script("good", Reply(body=json_page("good")))
+
+    async def go() -> list[FetchResult]:
+        async with http_clients(1, trust_env=False) as http:
+            client = IndexClient(http, settings_for(faults.url), attempts=1, timeout=5.0)
+            return [await client.fetch("bad"), await client.fetch("good")]
+
+    bad, fine = run(go())
+    assert failed(bad).retryable  # a bad answer of the index: retried by the next poll
+    fetched(fine)  # the slot's one connection went back to its pool
+    assert faults.count(good) == 1

@@ -86,11 +86,10 @@ def test_an_untrusted_certificate_is_a_failure_not_a_page(https_index: StaticInd
     assert "CERTIFICATE_VERIFY_FAILED" in result.reason or "certificate" in result.reason
 
 
-def test_certificates_load_at_the_first_tls_connection_only(
-    https_index: StaticIndex, certificate: tuple[Path, Path], tmp_path: Path
+def test_certifi_s_bundle_loads_at_the_first_tls_connection_only(
+    https_index: StaticIndex, tmp_path: Path
 ) -> None:
-    os.environ["SSL_CERT_FILE"] = str(certificate[0])
-    context = tls_context()
+    context = tls_context()  # no SSL_CERT_FILE: certifi's bundle, loaded on use
     assert context.verify_mode == ssl.CERT_REQUIRED  # verifying before anything is loaded
     assert context.check_hostname
     assert context.cert_store_stats()["x509_ca"] == 0
@@ -102,8 +101,37 @@ def test_certificates_load_at_the_first_tls_connection_only(
     with StaticIndex(tmp_path / "plain", {"demo": []}) as plain:
         assert asyncio.run(get(plain.url + "demo/")) == 200
     assert context.cert_store_stats()["x509_ca"] == 0  # plain http: nothing loaded
-    assert asyncio.run(get(https_index.url + "demo/")) == 200
-    assert context.cert_store_stats()["x509_ca"] == 1  # the trusted self-signed certificate
+    with pytest.raises(httpx.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
+        asyncio.run(get(https_index.url + "demo/"))  # certifi does not know this one
+    assert context.cert_store_stats()["x509_ca"] > 50  # loaded, and used to refuse it
+
+
+def test_the_context_is_set_up_as_python_s_default_client_context() -> None:
+    ours, default = tls_context(), ssl.create_default_context()
+    assert ours.verify_mode == default.verify_mode
+    assert ours.check_hostname == default.check_hostname
+    assert ours.verify_flags == default.verify_flags
+    assert ours.options == default.options
+    assert ours.minimum_version == default.minimum_version
+
+
+def test_a_named_bundle_loads_at_once_and_a_broken_one_is_a_config_error(
+    certificate: tuple[Path, Path], tmp_path: Path
+) -> None:
+    from govern.errors import ConfigError
+
+    os.environ["SSL_CERT_FILE"] = str(certificate[0])
+    assert tls_context().cert_store_stats()["x509_ca"] == 1
+    os.environ["SSL_CERT_FILE"] = str(tmp_path / "missing.pem")
+    with pytest.raises(ConfigError) as missing:
+        tls_context()
+    assert "SSL_CERT_FILE=" in missing.value.message
+    assert missing.value.tip
+    (tmp_path / "garbage.pem").write_text("not a certificate\n", encoding="utf-8")
+    os.environ["SSL_CERT_FILE"] = str(tmp_path / "garbage.pem")
+    with pytest.raises(ConfigError):
+        tls_context()
+    assert tls_context(trust_env=False)._trust is not None  # type: ignore[attr-defined]
 
 
 def test_the_environment_is_ignored_when_not_trusted(certificate: tuple[Path, Path]) -> None:
@@ -112,7 +140,5 @@ def test_the_environment_is_ignored_when_not_trusted(certificate: tuple[Path, Pa
 
     ignoring = tls_context(trust_env=False)
     assert ignoring._trust == (certifi.where(), None)  # type: ignore[attr-defined]
-    assert tls_context()._trust == (str(certificate[0]), None)  # type: ignore[attr-defined]
-    os.environ.pop("SSL_CERT_FILE")
-    os.environ["SSL_CERT_DIR"] = str(certificate[0].parent)
-    assert tls_context()._trust == (None, str(certificate[0].parent))  # type: ignore[attr-defined]
+    assert ignoring.cert_store_stats()["x509_ca"] == 0  # not loaded yet
+    assert tls_context().cert_store_stats()["x509_ca"] == 1  # SSL_CERT_FILE, loaded

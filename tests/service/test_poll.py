@@ -450,11 +450,19 @@ def test_a_refused_statement_is_a_store_error_not_a_traceback(store: Store) -> N
 
     def refused() -> None:
         with raw.transaction(write=True) as tx:
-            tx.execute("INSERT INTO no_such_table VALUES (?)", (1,))
+            tx.execute("INSERT INTO poll_run (started_at) VALUES (NULL)")  # NOT NULL
 
     with pytest.raises(StoreError) as raised:
         refused()
-    assert "cannot use the database" in str(raised.value)
+    assert "refused a change" in str(raised.value)
+    assert raised.value.tip
+    with raw.transaction() as tx:
+        like = "SELECT 1 WHERE 'a' LIKE 'a%'"  # psycopg would read the % as a placeholder
+        if raw.dialect == "sqlite":
+            assert tx.rows(like) == [(1,)]
+        else:
+            with pytest.raises(ValueError, match="'%'"):
+                tx.rows(like)
     with raw.transaction() as tx:  # the connection is usable afterwards
         assert tx.rows("SELECT count(*) FROM poll_run") == [(0,)]
 
@@ -500,6 +508,7 @@ def test_a_store_sqlite3_cannot_open_alone_goes_through_the_full_store(tmp_path:
     assert open_sqlite("sqlite:///relative.db") is None
     assert open_sqlite("sqlite://") is None
     assert open_sqlite("postgresql://u@h/db") is None
+    assert open_sqlite(f"sqlite:///{tmp_path}/a%20b.db") is None  # SQLAlchemy decodes it
     with Store(f"sqlite:///{new}") as created:
         created.ensure_schema()
     opened = open_sqlite(f"sqlite:///{new}")
