@@ -1662,7 +1662,7 @@ def _run(args: argparse.Namespace, nginx: str, work: Path) -> int:
             return 0
         # Warm the OS cache: the interpreter and govern's modules.
         subprocess.run(
-            [sys.executable, "-c", "import govern.cli.poll, govern.service.poll, govern.index.client"],
+            [sys.executable, "-c", "import govern.cli.poll, govern.service.poll, govern.index"],
             check=False,
             capture_output=True,
         )
