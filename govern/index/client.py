@@ -172,10 +172,11 @@ def tls_context(*, trust_env: bool = True) -> ssl.SSLContext:
     """The verifying TLS context of the index clients.
 
     Set up as :func:`ssl.create_default_context` sets up a client context on this Python
-    (3.13 adds strict and partial-chain verification; ``SSLKEYLOGFILE``). certifi's bundle
-    loads at the first TLS connection; a bundle the user names (``SSL_CERT_FILE``,
-    ``SSL_CERT_DIR``) loads at once, so a wrong one stops the command with its reason
-    (a :class:`ConfigError`) instead of failing every project of a poll.
+    (3.13 adds strict and partial-chain verification; ``SSLKEYLOGFILE``). The CA
+    certificates load at the first TLS connection; a bundle the user names
+    (``SSL_CERT_FILE``, ``SSL_CERT_DIR``, set on many machines) must exist, or the
+    command stops with a :class:`ConfigError` instead of failing every project of a
+    poll. A file that exists but holds no certificate fails the first TLS connection.
     """
     context = _TrustOnFirstUse(ssl.PROTOCOL_TLS_CLIENT)  # CERT_REQUIRED, check_hostname
     if sys.version_info >= (3, 13):
@@ -183,27 +184,25 @@ def tls_context(*, trust_env: bool = True) -> ssl.SSLContext:
     keylog = os.environ.get("SSLKEYLOGFILE")
     if keylog and not sys.flags.ignore_environment:
         context.keylog_filename = keylog
-    named = None
-    trust: tuple[str | None, str | None]
-    if trust_env and os.environ.get("SSL_CERT_FILE"):
-        named, trust = "SSL_CERT_FILE", (os.environ["SSL_CERT_FILE"], None)
-    elif trust_env and os.environ.get("SSL_CERT_DIR"):
-        named, trust = "SSL_CERT_DIR", (None, os.environ["SSL_CERT_DIR"])
-    else:
+    cafile = os.environ.get("SSL_CERT_FILE") if trust_env else None
+    capath = os.environ.get("SSL_CERT_DIR") if trust_env and not cafile else None
+    if cafile and not os.path.isfile(cafile):
+        raise _unreadable("SSL_CERT_FILE", cafile)
+    if capath and not os.path.isdir(capath):
+        raise _unreadable("SSL_CERT_DIR", capath)
+    if not cafile and not capath:
         import certifi
 
-        trust = (certifi.where(), None)
-    context._trust = trust
-    if named is not None:
-        try:
-            context._load()
-        except (OSError, ssl.SSLError) as exc:
-            raise ConfigError(
-                f"{named}={os.environ[named]} cannot be read as CA certificates: "
-                f"{getattr(exc, 'strerror', None) or exc}",
-                tip=f"Point {named} at PEM certificates of the CAs you trust, or unset it.",
-            ) from None
+        cafile = certifi.where()
+    context._trust = (cafile, capath)
     return context
+
+
+def _unreadable(variable: str, value: str) -> ConfigError:
+    return ConfigError(
+        f"{variable}={value}: no such {'file' if variable.endswith('FILE') else 'directory'}",
+        tip=f"Point {variable} at the PEM certificates of the CAs you trust, or unset it.",
+    )
 
 
 class IndexHTTP(httpx.AsyncClient):

@@ -115,23 +115,25 @@ def test_the_context_is_set_up_as_python_s_default_client_context() -> None:
     assert ours.minimum_version == default.minimum_version
 
 
-def test_a_named_bundle_loads_at_once_and_a_broken_one_is_a_config_error(
-    certificate: tuple[Path, Path], tmp_path: Path
+def test_a_named_bundle_must_exist_and_one_without_certificates_fails_its_connection(
+    https_index: StaticIndex, tmp_path: Path
 ) -> None:
     from govern.errors import ConfigError
 
-    os.environ["SSL_CERT_FILE"] = str(certificate[0])
-    assert tls_context().cert_store_stats()["x509_ca"] == 1
     os.environ["SSL_CERT_FILE"] = str(tmp_path / "missing.pem")
     with pytest.raises(ConfigError) as missing:
         tls_context()
     assert "SSL_CERT_FILE=" in missing.value.message
     assert missing.value.tip
-    (tmp_path / "garbage.pem").write_text("not a certificate\n", encoding="utf-8")
-    os.environ["SSL_CERT_FILE"] = str(tmp_path / "garbage.pem")
+    os.environ.pop("SSL_CERT_FILE")
+    os.environ["SSL_CERT_DIR"] = str(tmp_path / "missing")
     with pytest.raises(ConfigError):
         tls_context()
-    assert tls_context(trust_env=False)._trust is not None  # type: ignore[attr-defined]
+    os.environ.pop("SSL_CERT_DIR")
+    (tmp_path / "garbage.pem").write_text("not a certificate\n", encoding="utf-8")
+    os.environ["SSL_CERT_FILE"] = str(tmp_path / "garbage.pem")
+    result = _fetch(https_index.url)
+    assert isinstance(result, FetchFailed)  # never a page fetched without verification
 
 
 def test_the_environment_is_ignored_when_not_trusted(certificate: tuple[Path, Path]) -> None:
@@ -141,4 +143,4 @@ def test_the_environment_is_ignored_when_not_trusted(certificate: tuple[Path, Pa
     ignoring = tls_context(trust_env=False)
     assert ignoring._trust == (certifi.where(), None)  # type: ignore[attr-defined]
     assert ignoring.cert_store_stats()["x509_ca"] == 0  # not loaded yet
-    assert tls_context().cert_store_stats()["x509_ca"] == 1  # SSL_CERT_FILE, loaded
+    assert tls_context()._trust == (str(certificate[0]), None)  # type: ignore[attr-defined]
