@@ -193,7 +193,6 @@ class GitHubActions(HostedProvider):
             run = await self._find_run(trial.correlation_id, since)
             if run is not None:
                 found = self._run_ref(run)
-                self._resolved[trial.correlation_id] = found.run_id
                 log.debug("%s: %s is run %s", self.name, trial.correlation_id, found.run_id)
                 return Started(found)
         log.info(

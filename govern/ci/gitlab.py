@@ -55,16 +55,12 @@ __all__ = [
     "TRIGGER",
     "GitLab",
     "from_config",
-    "trial_variables",
 ]
 
 VENDOR = "gitlab"
 API_URL = "https://gitlab.com/api/v4"
 #: the kinds of token that start a pipeline: an access token, or a pipeline trigger token
 PRIVATE, TRIGGER = TOKEN_KINDS = ("private", "trigger")
-#: the trial as pipeline variables (GOVERN_PACKAGE, GOVERN_VERSION, ...)
-trial_variables = trial_env
-
 _STATES = RunStates(
     noun="pipeline",
     id_key="id",

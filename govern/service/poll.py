@@ -459,9 +459,12 @@ class _Recorder:
     def finish(self) -> None:
         """Write the pages, candidates, events and state changes of the batch."""
         tx = self.tx
-        pages = [p for p in self.pages.values() if p.changed]
-        values = [
-            (
+        inserts: list[tuple[Any, ...]] = []
+        updates: list[tuple[Any, ...]] = []
+        for p in self.pages.values():
+            if not p.changed:
+                continue
+            values = (
                 p.index_url,
                 p.etag,
                 p.last_modified,
@@ -472,18 +475,20 @@ class _Recorder:
                 p.failures,
                 p.judged,
             )
-            for p in pages
-        ]
+            if p.id is None:
+                inserts.append((p.package, *values))
+            else:
+                updates.append((*values, p.id))
         tx.executemany(
             "INSERT INTO index_page (package, index_url, etag, last_modified, last_serial,"
             " fetched_at, failed_at, failure, failures, judged)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [(p.package, *v) for p, v in zip(pages, values, strict=True) if p.id is None],
+            inserts,
         )
         tx.executemany(
             "UPDATE index_page SET index_url = ?, etag = ?, last_modified = ?, last_serial = ?,"
             " fetched_at = ?, failed_at = ?, failure = ?, failures = ?, judged = ? WHERE id = ?",
-            [(*v, p.id) for p, v in zip(pages, values, strict=True) if p.id is not None],
+            updates,
         )
         tx.executemany(
             "INSERT INTO candidate (exclusion_id, release_id, profile, status, found_at,"

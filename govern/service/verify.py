@@ -339,10 +339,11 @@ class Verifier:
             # Read again under the write lock: another call (the dashboard, another process,
             # an earlier group of this one) may have tried or judged a candidate meanwhile.
             current = []
+            attempts = _attempts(session, [w.candidate_id for w in group])
             for w in group:
                 candidate = session.get(Candidate, w.candidate_id)
                 if candidate is not None and candidate.status == "found":
-                    tried = _attempts(session, [w.candidate_id]).get(w.candidate_id, 0)
+                    tried = attempts.get(w.candidate_id, 0)
                     if tried < self.attempts:
                         candidate.status = "verifying"
                         current.append(dataclasses.replace(w, attempt=tried + 1))

@@ -34,7 +34,9 @@ from govern.store.location import (
     SQLITE_PRAGMAS,
     advisory_key,
     default_url,
+    refused,
     resolve_url,
+    unusable,
 )
 
 __all__ = [
@@ -319,10 +321,7 @@ class Store:
             with engine.connect() as connection:
                 yield connection
         except OperationalError as exc:
-            raise StoreError(
-                f"cannot use the database at {self.display_url}: {_first_line(exc)}",
-                tip=_tip(exc),
-            ) from None
+            raise unusable(self.display_url, exc) from None
 
     @contextlib.contextmanager
     def session(self, *, write: bool = False) -> Iterator[Session]:
@@ -339,27 +338,9 @@ class Store:
             with Session(bind, expire_on_commit=False) as session, session.begin():
                 yield session
         except OperationalError as exc:
-            raise StoreError(
-                f"cannot use the database at {self.display_url}: {_first_line(exc)}",
-                tip=_tip(exc),
-            ) from None
+            raise unusable(self.display_url, exc) from None
         except DBAPIError as exc:
-            raise StoreError(
-                f"the database at {self.display_url} refused a change: {_first_line(exc)}",
-                tip="Rerun the command; if it fails again, report it with --debug.",
-            ) from None
-
-
-def _tip(exc: BaseException) -> str:
-    if "database is locked" in str(exc):
-        return "Another govern run has held the database's write lock for long; retry when it ends."
-    return f"Check --db / {ENV_VAR}, and that the server is running."
-
-
-def _first_line(exc: BaseException) -> str:
-    origin = getattr(exc, "orig", None) or exc
-    lines = str(origin).strip().splitlines()
-    return redact_text(lines[0] if lines else type(exc).__name__)
+            raise refused(self.display_url, exc) from None
 
 
 def redact_text(message: str) -> str:

@@ -28,25 +28,22 @@ import contextlib
 import json
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from govern.errors import StoreError
 from govern.store.location import (
-    ENV_VAR,
     SCHEMA_REVISION,
     SQLITE_PRAGMAS,
     advisory_key,
+    as_utc,
+    refused,
     sqlite_path,
+    unusable,
 )
 
 if TYPE_CHECKING:
     from govern.store.db import Store
-
-
-def as_utc(value: datetime) -> datetime:
-    """``value`` as an aware UTC datetime (SQLite hands back naive ones)."""
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
 def expand(statement: str, count: int) -> str:
@@ -223,23 +220,9 @@ class RawStore:
             self._release(connection)
 
     def _failure(self, exc: BaseException) -> StoreError:
-        from govern.sources.requirements_txt import redact  # the one redaction of URLs
-
-        lines = str(exc).strip().splitlines()
-        first = redact(lines[0] if lines else type(exc).__name__)
-        if not isinstance(exc, self._operational):
-            return StoreError(
-                f"the database at {self.display_url} refused a change: {first}",
-                tip="Rerun the command; if it fails again, report it with --debug.",
-            )
-        if "locked" in first:
-            tip = (
-                "Another govern run has held the database's write lock for long;"
-                " retry when it ends."
-            )
-        else:
-            tip = f"Check --db / {ENV_VAR}, and that the server is running."
-        return StoreError(f"cannot use the database at {self.display_url}: {first}", tip=tip)
+        if isinstance(exc, self._operational):
+            return unusable(self.display_url, exc)
+        return refused(self.display_url, exc)
 
 
 def open_sqlite(url: str) -> RawStore | None:

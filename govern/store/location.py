@@ -2,7 +2,8 @@
 
 Read by :mod:`govern.store.db` (the SQLAlchemy engine) and by :mod:`govern.store.dbapi`
 (the driver alone, for ``govern poll``), so that both open the same database the same
-way: the URL, the schema revision, SQLite's connection settings, the lock keys.
+way and tell its failures alike: the URL, the schema revision, SQLite's connection
+settings, the lock keys, timestamps in UTC, the errors a driver raises.
 """
 
 from __future__ import annotations
@@ -10,7 +11,10 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from pathlib import Path
+
+from govern.errors import StoreError
 
 ENV_VAR = "GOVERN_DATABASE_URL"
 #: The newest revision in migrations/versions (a test checks they agree). A database at
@@ -67,3 +71,34 @@ def sqlite_path(url: str) -> Path | None:
 def advisory_key(name: str) -> int:
     """A signed 64-bit key for ``pg_advisory_xact_lock`` from a name."""
     return int.from_bytes(hashlib.sha256(name.encode("utf-8")).digest()[:8], "big", signed=True)
+
+
+def as_utc(value: datetime) -> datetime:
+    """``value`` as an aware UTC datetime (SQLite hands back naive ones)."""
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def unusable(display_url: str, exc: BaseException) -> StoreError:
+    """The database cannot be used (locked, unreachable, ...): the driver's reason, redacted."""
+    if "database is locked" in str(exc):
+        tip = "Another govern run has held the database's write lock for long; retry when it ends."
+    else:
+        tip = f"Check --db / {ENV_VAR}, and that the server is running."
+    return StoreError(f"cannot use the database at {display_url}: {first_line(exc)}", tip=tip)
+
+
+def refused(display_url: str, exc: BaseException) -> StoreError:
+    """The database refused a statement (a constraint, a type): the driver's reason."""
+    return StoreError(
+        f"the database at {display_url} refused a change: {first_line(exc)}",
+        tip="Rerun the command; if it fails again, report it with --debug.",
+    )
+
+
+def first_line(exc: BaseException) -> str:
+    """The first line of a driver's error (SQLAlchemy's wrapped one too), credentials hidden."""
+    from govern.sources.requirements_txt import redact  # the one redaction of URLs in text
+
+    origin = getattr(exc, "orig", None) or exc
+    lines = str(origin).strip().splitlines()
+    return redact(lines[0] if lines else type(exc).__name__)

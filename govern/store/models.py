@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session as OrmSession
 from sqlalchemy.types import TypeDecorator
 from sqlmodel import Field, SQLModel
 
-from govern.store.dbapi import as_utc as as_utc  # re-exported: the models read with it
+from govern.store.location import as_utc as as_utc  # re-exported: the models read with it
 
 # Named constraints, so later migrations can alter them (SQLite's batch mode needs names).
 SQLModel.metadata.naming_convention = {

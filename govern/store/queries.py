@@ -363,7 +363,7 @@ def _sharing(session: Session, links: set[str]) -> set[int]:
     out: set[int] = set()
     for link in sorted(links):
         needle = json.dumps(link)
-        pattern = "%" + needle.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        pattern = f"%{like_literal(needle)}%"
         for exclusion_id, found in session.execute(
             columns(col(Annotation.exclusion_id), col(Annotation.links)).where(
                 cast(col(Annotation.links), Text).like(pattern, escape="\\")
@@ -372,6 +372,11 @@ def _sharing(session: Session, links: set[str]) -> set[int]:
             if link in (found or ()):
                 out.add(exclusion_id)
     return out
+
+
+def like_literal(text: str) -> str:
+    """``text`` for a LIKE pattern (``escape="\\"``): its own % and _ taken literally."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 def _all_notes(session: Session, ids: list[int | None]) -> dict[int, list[Annotation]]:

@@ -163,16 +163,15 @@ def _pages(app: FastAPI) -> None:
 
     @app.get("/debt", response_class=HTMLResponse, include_in_schema=False)
     def debt(request: Request, days: Annotated[int, Query(ge=7, le=1825)] = 180) -> HTMLResponse:
-        from govern.web.charts import DebtPoint, age_histogram, debt_over_time
+        from govern.web.charts import age_histogram, debt_over_time
 
         state: AppState = request.app.state.govern
         with state.store.session() as session:
             series, ages = views.debt(session, now=state.clock(), days=days)
-        points = [DebtPoint(d.day, d.count, d.median_age_days) for d in series]
         return _render(
             request,
             "debt.html",
-            over_time=debt_over_time(points),
+            over_time=debt_over_time(series),
             histogram=age_histogram(ages),
             days=days,
             open_now=len(ages),

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from typing import Any
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.specifiers import InvalidSpecifier
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 from sqlalchemy import func, or_
@@ -48,7 +48,9 @@ from govern.store.queries import (
     exclusion_rows,
     failed_versions,
     joined,
+    like_literal,
 )
+from govern.web.charts import DebtPoint
 
 STATES = ("held", "candidate", "verifying", "verified", "proposed", "overdue", *ENDED)
 KINDS = ("not-equal", "cap", "pin", "ban")
@@ -394,9 +396,9 @@ def _change(
     try:
         candidate = Version(version)
         requirement = view.requirement.split("#", 1)[0].strip()
-        specifiers = SpecifierSet(str(Requirement(requirement).specifier))
+        specifiers = Requirement(requirement).specifier
         result = relaxation.relax(specifiers, view.clause, candidate, bad, published=published)
-        after = relaxation.rewrite_requirement(view.requirement, result.after)
+        after = result.rewrite(view.requirement)
     except (InvalidVersion, InvalidSpecifier, ValueError) as exc:
         return None, f"no narrow change computed: {exc}"
     return after, result.note
@@ -490,7 +492,7 @@ def browse(session: Session, filters: Filters, *, now: datetime, page: int, per_
     page = max(1, page)
     where: list[Any] = []
     if filters.repository:
-        pattern = f"%{_like(filters.repository)}%"
+        pattern = f"%{like_literal(filters.repository)}%"
         where.append(col(Repository.name).like(pattern, escape="\\"))
     if filters.package:
         where.append(col(Exclusion.package) == canonicalize_name(filters.package))
@@ -509,7 +511,7 @@ def browse(session: Session, filters: Filters, *, now: datetime, page: int, per_
                 or_(col(Annotation.review_by).is_(None), col(Annotation.review_by) >= now.date())
             )
     if filters.owner:
-        pattern = f"%{_like(filters.owner.lower())}%"
+        pattern = f"%{like_literal(filters.owner.lower())}%"
         where.append(
             or_(
                 func.lower(col(Exclusion.assigned_owner)).like(pattern, escape="\\"),
@@ -517,7 +519,7 @@ def browse(session: Session, filters: Filters, *, now: datetime, page: int, per_
             )
         )
     if filters.q:
-        pattern = f"%{_like(filters.q.lower())}%"
+        pattern = f"%{like_literal(filters.q.lower())}%"
         where.append(
             or_(
                 func.lower(col(Exclusion.package)).like(pattern, escape="\\"),
@@ -536,11 +538,6 @@ def browse(session: Session, filters: Filters, *, now: datetime, page: int, per_
         .limit(per_page)
     ).all()
     return Page(tuple(_views(rows, now)), total, page, per_page)
-
-
-def _like(text: str) -> str:
-    """``text`` for a LIKE pattern: its own % and _ (and the escape) taken literally."""
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 # -- one exclusion --------------------------------------------------------------------------
@@ -618,16 +615,9 @@ def proposals_of(session: Session, exclusion_id: int) -> list[dict[str, Any]]:
 # -- debt -----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class DebtDay:
-    """Open exclusions on one day: how many, and their median age."""
-
-    day: date
-    count: int
-    median_age_days: float | None
-
-
-def debt(session: Session, *, now: datetime, days: int = 180) -> tuple[list[DebtDay], list[float]]:
+def debt(
+    session: Session, *, now: datetime, days: int = 180
+) -> tuple[list[DebtPoint], list[float]]:
     """Per day over the last ``days``: open exclusions and their median age; and the ages
     of those open now (for the histogram). One query of two columns; counted in Python."""
     spans = [
@@ -640,7 +630,7 @@ def debt(session: Session, *, now: datetime, days: int = 180) -> tuple[list[Debt
     ]
     today = now.date()
     start = today - timedelta(days=days - 1)
-    series: list[DebtDay] = []
+    series: list[DebtPoint] = []
     # Sample ages on at most ~60 days (medians are costly); counts come from a sweep.
     step = max(1, days // 60)
     delta: dict[date, int] = defaultdict(int)
@@ -667,7 +657,7 @@ def debt(session: Session, *, now: datetime, days: int = 180) -> tuple[list[Debt
                 if first <= moment and (removed is None or removed > moment)
             ]
             median = round(statistics.median(ages), 1) if ages else None
-        series.append(DebtDay(day, max(0, running), median))
+        series.append(DebtPoint(day, max(0, running), median))
     ages_now = [
         max(0.0, (now - first).total_seconds() / 86400)
         for first, removed in spans
