@@ -64,6 +64,7 @@ from govern.index.simple import (
     parse_json,
     strip_credentials,
 )
+from govern.index.streams import AsyncioTransport
 
 logger = logging.getLogger(__name__)
 
@@ -223,14 +224,18 @@ class IndexHTTP(httpx.AsyncClient):
     def __init__(
         self, *, verify: ssl.SSLContext, limits: httpx.Limits, trust_env: bool, **kwargs: Any
     ) -> None:
-        super().__init__(verify=verify, limits=limits, trust_env=trust_env, **kwargs)
         layered = {"proxy", "mounts", "transport", "auth", "event_hooks", "cookies"} & set(kwargs)
-        # A transport of its own: the client's is not public. Only one of the two pools is
-        # used by a slot, but for an index that redirects (then both, one connection each).
         # getproxies() maps schemes to proxies, and "no" to NO_PROXY (not a proxy).
         proxied = trust_env and any(scheme != "no" for scheme in urllib.request.getproxies())
+        if not proxied and not layered:
+            # httpx reads no proxy from the environment for a client given a transport,
+            # hence only when none applies.
+            kwargs["transport"] = AsyncioTransport(verify=verify, limits=limits)
+        super().__init__(verify=verify, limits=limits, trust_env=trust_env, **kwargs)
+        # A transport of its own: the client's is not public. Only one of the two pools is
+        # used by a slot, but for an index that redirects (then both, one connection each).
         self.direct: httpx.AsyncHTTPTransport | None = (
-            None if proxied or layered else httpx.AsyncHTTPTransport(verify=verify, limits=limits)
+            None if proxied or layered else AsyncioTransport(verify=verify, limits=limits)
         )
 
     async def aclose(self) -> None:

@@ -10,7 +10,6 @@ import asyncio
 import os
 import shutil
 import ssl
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,30 +22,6 @@ from govern.index.model import Fetched, FetchFailed, FetchResult
 from govern.index.pipconfig import IndexSettings
 
 pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="needs openssl")
-
-
-@pytest.fixture(scope="module")
-def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    where = tmp_path_factory.mktemp("tls")
-    cert, key = where / "cert.pem", where / "key.pem"
-    command = [
-        "openssl",
-        "req",
-        "-x509",
-        "-newkey",
-        "rsa:2048",
-        "-nodes",
-        "-days",
-        "2",
-        "-subj",
-        "/CN=127.0.0.1",
-        "-addext",
-        "subjectAltName=IP:127.0.0.1",
-    ]
-    subprocess.run(
-        [*command, "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True
-    )
-    return cert, key
 
 
 @pytest.fixture
