@@ -28,7 +28,6 @@ import asyncio
 import dataclasses
 import email.utils
 import logging
-import netrc as netrc_module
 import os
 import random
 import ssl
@@ -39,7 +38,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import quote
 
 import httpx
@@ -65,6 +64,9 @@ from govern.index.simple import (
     strip_credentials,
 )
 from govern.index.streams import AsyncioTransport
+
+if TYPE_CHECKING:
+    import netrc
 
 logger = logging.getLogger(__name__)
 
@@ -683,7 +685,7 @@ def _describe(exc: Exception) -> str:
 
 def _netrc_entries(
     setting: bool | str | Path,
-) -> netrc_module.netrc | None:
+) -> netrc.netrc | None:
     """The netrc file to take credentials from (None: none, unreadable or invalid)."""
     if setting is False:
         return None
@@ -693,14 +695,16 @@ def _netrc_entries(
         path = Path(setting)
     if not path.is_file():
         return None
+    import netrc  # here: most machines have no netrc file
+
     try:
-        return netrc_module.netrc(str(path))
-    except (OSError, netrc_module.NetrcParseError) as exc:
+        return netrc.netrc(str(path))
+    except (OSError, netrc.NetrcParseError) as exc:
         logger.debug("netrc file %s ignored: %s", path, type(exc).__name__)
         return None
 
 
-def _credentials_for(index: str, entries: netrc_module.netrc | None) -> tuple[str, str] | None:
+def _credentials_for(index: str, entries: netrc.netrc | None) -> tuple[str, str] | None:
     """User and password from the index URL's userinfo, else from netrc, else None."""
     try:
         url = httpx.URL(index)

@@ -25,7 +25,6 @@ in the URL (``https://user:token@host/simple``); the client turns them into a Ba
 
 from __future__ import annotations
 
-import configparser
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -136,6 +135,8 @@ def _read_pip_files(files: Sequence[Path], command: str) -> dict[str, _Value]:
     for path in files:
         if not path.is_file():
             continue
+        import configparser  # here: most machines have no pip configuration file
+
         parser = configparser.RawConfigParser()
         try:
             parser.read(path, encoding="utf-8")

@@ -17,9 +17,9 @@ from packaging.tags import Tag
 from packaging.version import Version
 
 from govern.index.model import FileKind, releases
+from govern.index.pep503 import _AnchorCollector
 from govern.index.simple import (
     SimpleParseError,
-    _AnchorCollector,
     _Resolver,
     _split,
     file_from,

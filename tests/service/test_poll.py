@@ -482,10 +482,11 @@ def test_poll_on_sqlite_loads_neither_the_orm_nor_httpx_s_cli(
         "    pass\n"
         "heavy = sorted(m for m in sys.modules if m.split('.')[0] in {'sqlalchemy', 'sqlmodel',"
         " 'alembic', 'pydantic', 'rich', 'fastapi', 'apscheduler', 'typer', 'click'}"
-        " or m in ('httpx._main', 'govern.cli.app'))\n"
+        " or m in ('httpx._main', 'govern.cli.app', 'html.parser', 'configparser', 'netrc'))\n"
         "print('HEAVY', heavy, file=sys.stderr)\n"
     )
-    env = {**os.environ, "PIP_CONFIG_FILE": os.devnull}
+    # No pip configuration and no netrc file: neither parser loads; JSON pages: no HTML one.
+    env = {**os.environ, "PIP_CONFIG_FILE": os.devnull, "NETRC": str(tmp_path / "no-netrc")}
     done = subprocess.run(
         [sys.executable, "-c", probe],
         cwd=tmp_path,
