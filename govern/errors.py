@@ -13,7 +13,8 @@ are never errors: they are :class:`govern.policy.Finding` values.
     ├── SourceNotFound           a path named by the user does not exist
     ├── StoreError               the database cannot be opened, migrated or written
     │   └── SchemaOutOfDate      the database is at an older revision: govern db upgrade
-    └── GitError                 git is missing, or a git command failed (forge/git.py)
+    ├── GitError                 git is missing, or a git command failed (forge/git.py)
+    └── IndexUnavailable         a poll could read no project from the index
 """
 
 from __future__ import annotations
@@ -50,3 +51,7 @@ class StoreError(GovernError):
 
 class SchemaOutOfDate(StoreError):
     """The database holds an older (or unknown) schema revision."""
+
+
+class IndexUnavailable(GovernError):
+    """A poll in which every project failed: the index (or the way to it) is the problem."""

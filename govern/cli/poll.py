@@ -143,7 +143,12 @@ def parser() -> argparse.ArgumentParser:
 
 
 def poll_main(argv: Sequence[str]) -> NoReturn:
-    """``govern poll [options]``: parse, poll, report, and exit (0, or 2 on an error)."""
+    """``govern poll [options]``: parse, poll, report, and exit.
+
+    0 when the poll read the index (some projects may have failed: each is reported and
+    recorded); 2 when the run could not be done, including a poll whose every project
+    failed (after the report: the failures are in it and in the store).
+    """
     options = parser().parse_args(list(argv))
     result = poll(
         packages=options.package,
@@ -156,7 +161,24 @@ def poll_main(argv: Sequence[str]) -> NoReturn:
     fmt: ViewFormat = options.fmt
     if fmt is ViewFormat.JSON:
         print_json({"schema": "govern.poll/1", **result.as_dict()})
-        raise SystemExit(0)
+    else:
+        _print_human(result)
+    if result.projects and result.failed == result.projects:
+        # Nothing was read: for cron or CI the poll did not happen (each failure is
+        # recorded all the same). Some failures among answers are a normal poll.
+        from govern.errors import IndexUnavailable
+
+        _package, reason = result.failures[0]
+        raise IndexUnavailable(
+            f"the poll read none of the {result.projects} projects from the index "
+            f"(first failure: {reason})",
+            tip="check --index-url (or index-url in [tool.govern] or pip's configuration) "
+            "and the network; `govern poll --package NAME` retries one project",
+        )
+    raise SystemExit(0)
+
+
+def _print_human(result: PollResult) -> None:
     print(
         f"{result.projects} projects for {result.exclusions} exclusions: "
         f"{result.fetched} fetched, {result.not_modified} unchanged, {result.failed} failed; "
@@ -169,7 +191,6 @@ def poll_main(argv: Sequence[str]) -> NoReturn:
         )
     for package_name, reason in result.failures:
         print(f"  failed: {package_name}: {reason}", file=sys.stderr)
-    raise SystemExit(0)
 
 
 def poll(

@@ -19,7 +19,7 @@ from typing import Any
 
 import httpx
 import pytest
-from indexserver import FaultServer, IndexFile, Reply, StaticIndex, Truncated
+from indexserver import FaultServer, IndexFile, Reply, StaticIndex, Truncated, json_page
 from packaging.version import Version
 from sqlmodel import col, select
 
@@ -226,6 +226,44 @@ def test_no_index_anywhere_is_a_clear_error(
     err = capsys.readouterr().err
     assert err.startswith("govern: error:")
     assert "Tip:" in err
+
+
+def test_a_poll_that_read_nothing_exits_2_after_its_report(
+    database_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # DESIGN's contract: 2 when the run could not be done. An index that answers no
+    # project (down, wrong URL, a proxy in the way) is that, for a cron job or CI; the
+    # report still comes first and each failure is recorded.
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "requirements.txt").write_text(CAP + "numpy != 2.0.0  # broken\n", encoding="utf-8")
+    with Store(database_url) as opened:
+        track(opened, root, None, config=Config(), options=TrackOptions(now=NOW))
+    os.chdir(tmp_path)
+    with FaultServer() as faults:
+        faults.script("cupy-cuda13x", Reply(500, b"oops"))
+        faults.script("numpy", Reply(404, b"no such project"))
+        argv = ["poll", "--db", database_url, "--index-url", faults.url, "-f", "json"]
+        with pytest.raises(SystemExit) as exited:
+            main(argv)
+        out, err = capsys.readouterr()
+        assert exited.value.code == 2
+        document = json.loads(out)
+        assert (document["projects"], document["failed"]) == (2, 2)
+        assert err.startswith("govern: error: the poll read none of the 2 projects")
+        assert "500" in err.splitlines()[0]  # the first failure, sorted by package
+        assert "Tip: check --index-url" in err
+
+        # The next poll reads one project and fails the other: a normal poll, exit 0.
+        faults.script("cupy-cuda13x", Reply(body=json_page("cupy-cuda13x")))
+        with pytest.raises(SystemExit) as exited:
+            main(argv)
+        out, err = capsys.readouterr()
+        assert exited.value.code == 0, err
+        assert (json.loads(out)["fetched"], json.loads(out)["failed"]) == (1, 1)
+    with Store(database_url) as opened, opened.session() as session:
+        pages = {page.package: page.failures for page in session.exec(select(IndexPage))}
+    assert pages == {"cupy-cuda13x": 0, "numpy": 2}
 
 
 def test_bad_answers_are_recorded_and_never_a_verdict(database_url: str, tmp_path: Path) -> None:
