@@ -48,6 +48,7 @@ async def _poll(
     profiles: list[Profile],
     packages: Sequence[str],
     bar: Any,
+    refresh: bool = False,
 ) -> PollResult:
     from govern.index.client import IndexClient, http_clients
     from govern.service.poll import poll as run_poll
@@ -58,7 +59,9 @@ async def _poll(
 
     async with http_clients() as http:
         client = IndexClient(http, settings)
-        return await run_poll(store, client, profiles, packages=packages, on_done=done)
+        return await run_poll(
+            store, client, profiles, packages=packages, on_done=done, refresh=refresh
+        )
 
 
 @contextlib.contextmanager
@@ -117,6 +120,12 @@ def parser() -> argparse.ArgumentParser:
         help="Only these runtime profiles (repeatable).",
     )
     made.add_argument(
+        "--refresh",
+        action="store_true",
+        help="Ask the index about every project, even one whose last answer is still fresh "
+        "(the index's Cache-Control max-age, an hour at most).",
+    )
+    made.add_argument(
         "--index-url",
         metavar="URL",
         help="The Simple API root (else index-url in [tool.govern], else pip's configuration).",
@@ -157,6 +166,7 @@ def poll_main(argv: Sequence[str]) -> NoReturn:
         config_file=options.config,
         db=options.db,
         fmt=options.fmt,
+        refresh=options.refresh,
     )
     fmt: ViewFormat = options.fmt
     if fmt is ViewFormat.JSON:
@@ -181,7 +191,9 @@ def poll_main(argv: Sequence[str]) -> NoReturn:
 def _print_human(result: PollResult) -> None:
     print(
         f"{result.projects} projects for {result.exclusions} exclusions: "
-        f"{result.fetched} fetched, {result.not_modified} unchanged, {result.failed} failed; "
+        f"{result.fetched} fetched, {result.not_modified} unchanged"
+        + (f" ({result.fresh} still fresh, not asked)" if result.fresh else "")
+        + f", {result.failed} failed; "
         f"{result.releases_new} new releases, {result.candidates_found} new candidates"
     )
     for found in result.found:
@@ -201,6 +213,7 @@ def poll(
     config_file: Path | None = None,
     db: str | None = None,
     fmt: ViewFormat = ViewFormat.HUMAN,
+    refresh: bool = False,
 ) -> PollResult:
     """One poll of every tracked exclusion (or of ``packages``) on the configured profiles."""
     import asyncio  # here: asyncio (and ssl) would cost `govern audit` 25 ms at start-up
@@ -226,7 +239,7 @@ def poll(
             bar = typer.progressbar(length=total, label="polling", file=sys.stderr, show_pos=True)
             bar.__enter__()
         try:
-            result = asyncio.run(_poll(store, settings, chosen, names, bar))
+            result = asyncio.run(_poll(store, settings, chosen, names, bar, refresh))
         finally:
             if bar is not None:
                 bar.__exit__(None, None, None)

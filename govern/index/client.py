@@ -64,6 +64,7 @@ from govern.index.simple import (
     strip_credentials,
 )
 from govern.index.streams import AsyncioTransport
+from govern.store.location import as_utc  # stdlib only: HTTP dates are compared in UTC
 
 if TYPE_CHECKING:
     import netrc
@@ -74,6 +75,9 @@ logger = logging.getLogger(__name__)
 ACCEPT = f"{JSON_CONTENT_TYPE}, {HTML_CONTENT_TYPE};q=0.2, {LEGACY_HTML_CONTENT_TYPE};q=0.01"
 MAX_RETRY_AFTER = 300.0  # seconds: a longer Retry-After ends the fetch (the next poll retries)
 MAX_BACKOFF = 60.0  # seconds: the ceiling of one jittered backoff
+# A watcher exists to notice a release the day it appears: an index's word that a page
+# stays fresh (Cache-Control) is taken for an hour at most.
+MAX_FRESH = 3600.0
 _THREAD_PARSE = 1024 * 1024  # bodies larger than this are parsed off the event loop
 _SECRET_MIN = 4  # shorter user names / passwords are not scrubbed out of texts (too common)
 
@@ -98,6 +102,7 @@ class _Body:
     etag: str | None
     last_modified: str | None
     header_serial: int | None
+    fresh_for: float
 
 
 def _counted(result: FetchResult, requests: int) -> FetchResult:
@@ -131,9 +136,38 @@ def parse_retry_after(value: str | None, now: datetime | None = None) -> float |
         when = email.utils.parsedate_to_datetime(text)
     except (TypeError, ValueError, IndexError):
         return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
+    return max(0.0, (as_utc(when) - (now or datetime.now(UTC))).total_seconds())
+
+
+def freshness(headers: httpx.Headers, now: datetime | None = None) -> float:
+    """Seconds an answer stays fresh for a private cache (RFC 9111 4.2.1), at most MAX_FRESH.
+
+    ``Cache-Control: max-age`` (``no-cache`` and ``no-store`` mean 0), else ``Expires``
+    less ``Date``; less the ``Age`` a CDN reports. Anything unreadable counts as stale
+    (0: revalidate), as the RFC asks of an invalid ``Expires``; no heuristic freshness.
+    """
+    max_age: float | None = None
+    for directive in headers.get_list("Cache-Control", split_commas=True):
+        name, _, value = directive.strip().partition("=")
+        name = name.strip().lower()
+        if name in ("no-cache", "no-store"):
+            return 0.0
+        if name == "max-age":
+            seconds = value.strip().strip('"')
+            max_age = float(seconds) if seconds.isdigit() and len(seconds) < 12 else 0.0
+    if max_age is None:
+        expires = headers.get("Expires")
+        if expires is None:
+            return 0.0
+        try:
+            until = email.utils.parsedate_to_datetime(expires)
+            date = headers.get("Date")
+            said = email.utils.parsedate_to_datetime(date) if date else now or datetime.now(UTC)
+        except (TypeError, ValueError, IndexError):
+            return 0.0
+        max_age = (as_utc(until) - as_utc(said)).total_seconds()
+    age = _header_int(headers.get("Age")) or 0
+    return min(max(max_age - age, 0.0), MAX_FRESH)
 
 
 def _header_int(value: str | None) -> int | None:
@@ -563,7 +597,7 @@ class IndexClient:
             await _drain(response)
         if status == 304:
             if conditional:
-                return NotModified(project)
+                return NotModified(project, fresh_for=freshness(response.headers))
             return FetchFailed(project, "HTTP 304 to a request without validators", 304, False)
         if status in (404, 410):
             return FetchFailed(project, "not on the index", status=status, retryable=False)
@@ -615,6 +649,7 @@ class IndexClient:
             etag=response.headers.get("ETag"),
             last_modified=response.headers.get("Last-Modified"),
             header_serial=_header_int(response.headers.get("X-PyPI-Last-Serial")),
+            fresh_for=freshness(response.headers),
         )
 
     def _too_big(self, project: str) -> FetchFailed:
@@ -644,7 +679,8 @@ class IndexClient:
                 etag=body.etag,
                 last_modified=body.last_modified,
                 index_url=index,
-            )
+            ),
+            fresh_for=body.fresh_for,
         )
 
     def _scrub(self, text: str) -> str:

@@ -75,14 +75,17 @@ class Fetched:
 
     page: ProjectPage
     requests: int = 1  # attempts made (retries included)
+    fresh_for: float = 0.0  # seconds the answer stays fresh (Cache-Control); 0: ask again
 
 
 @dataclass(frozen=True, slots=True)
 class NotModified:
-    """The index answered 304: the stored page still holds."""
+    """The stored page still holds: the index answered 304, or was not asked at all
+    (``requests`` 0) because its last answer is still fresh."""
 
     name: str
     requests: int = 1
+    fresh_for: float = 0.0  # as in Fetched: a 304 renews the stored answer's freshness
 
 
 @dataclass(frozen=True, slots=True)

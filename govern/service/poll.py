@@ -71,7 +71,8 @@ class PollResult:
 
     projects: int = 0
     fetched: int = 0
-    not_modified: int = 0
+    not_modified: int = 0  # unchanged pages: a 304, or fresh and not asked
+    fresh: int = 0  # of which not asked: the last answer is still fresh (Cache-Control)
     failed: int = 0
     requests: int = 0
     releases_new: int = 0
@@ -86,6 +87,7 @@ class PollResult:
             "projects": self.projects,
             "fetched": self.fetched,
             "not_modified": self.not_modified,
+            "fresh": self.fresh,
             "failed": self.failed,
             "requests": self.requests,
             "releases_new": self.releases_new,
@@ -143,6 +145,7 @@ class _Page:
     failure: str | None = None
     failures: int = 0
     judged: str | None = None
+    fresh_until: datetime | None = None
     changed: bool = False
 
 
@@ -153,7 +156,8 @@ def _pages(tx: Transaction, packages: Sequence[str]) -> dict[str, _Page]:
         for row in tx.rows(
             expand(
                 "SELECT id, package, index_url, etag, last_modified, last_serial, fetched_at,"
-                " failed_at, failure, failures, judged FROM index_page WHERE package IN (?*)",
+                " failed_at, failure, failures, judged, fresh_until FROM index_page"
+                " WHERE package IN (?*)",
                 len(chunk),
             ),
             chunk,
@@ -161,26 +165,33 @@ def _pages(tx: Transaction, packages: Sequence[str]) -> dict[str, _Page]:
             page = _Page(*row)
             page.fetched_at = tx.read_when(page.fetched_at)
             page.failed_at = tx.read_when(page.failed_at)
+            page.fresh_until = tx.read_when(page.fresh_until)
             out[page.package] = page
     return out
 
 
-def _validators(
-    tx: Transaction, packages: Sequence[str], settings: IndexSettings
-) -> dict[str, Validators]:
-    """The stored validators of each page, if it came from the index asked first now.
+def _stored(
+    tx: Transaction, packages: Sequence[str], settings: IndexSettings, now: datetime
+) -> tuple[dict[str, Validators], set[str]]:
+    """The stored validators of each page, and the pages still fresh at ``now``.
 
-    An ETag or serial of one index means nothing to another (a mapping that changed, a
-    page that came from an extra index): sending it could make a fresh page look stale.
+    Only a page that came from the index asked first now counts: an ETag or serial of
+    one index means nothing to another (a mapping that changed, a page that came from
+    an extra index), and sending it could make a fresh page look stale. A page is fresh
+    when its last answer said so (``fresh_until``) and no failure came after it.
     """
-    out: dict[str, Validators] = {}
+    validators: dict[str, Validators] = {}
+    fresh: set[str] = set()
     for page in _pages(tx, packages).values():
         if page.fetched_at is None:
             continue
         if page.index_url and page.index_url != redact_url(settings.indexes_for(page.package)[0]):
             continue
-        out[page.package] = Validators(page.etag, page.last_modified, page.last_serial)
-    return out
+        validators[page.package] = Validators(page.etag, page.last_modified, page.last_serial)
+        failed_since = page.failed_at is not None and page.failed_at >= page.fetched_at
+        if page.fresh_until is not None and page.fresh_until > now and not failed_since:
+            fresh.add(page.package)
+    return validators, fresh
 
 
 def _file_json(file: DistributionFile) -> dict[str, Any]:
@@ -291,6 +302,8 @@ class _Recorder:
         if page is None:
             page = self.pages[package] = _Page(id=None, package=package)
         page.changed = True
+        if isinstance(result, NotModified) and not result.requests:
+            return  # not asked (still fresh): nothing was learnt
         if isinstance(result, Fetched):
             page.etag = result.page.etag
             page.last_modified = result.page.last_modified
@@ -300,10 +313,14 @@ class _Recorder:
             page.fetched_at = self.now
             page.failure = None
             page.failures = 0
+            # Counted from the poll's start: an answer later in the poll expires early.
+            fresh_for = result.fresh_for
+            page.fresh_until = self.now + timedelta(seconds=fresh_for) if fresh_for > 0 else None
         elif isinstance(result, FetchFailed):
             page.failed_at = self.now
             page.failure = result.reason
             page.failures += 1
+            page.fresh_until = None
 
     def record(self, fetched: dict[str, list[Release]]) -> int:
         """Insert new releases and update changed ones; returns how many are new."""
@@ -474,6 +491,7 @@ class _Recorder:
                 p.failure,
                 p.failures,
                 p.judged,
+                tx.when(p.fresh_until),
             )
             if p.id is None:
                 inserts.append((p.package, *values))
@@ -481,13 +499,14 @@ class _Recorder:
                 updates.append((*values, p.id))
         tx.executemany(
             "INSERT INTO index_page (package, index_url, etag, last_modified, last_serial,"
-            " fetched_at, failed_at, failure, failures, judged)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " fetched_at, failed_at, failure, failures, judged, fresh_until)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             inserts,
         )
         tx.executemany(
             "UPDATE index_page SET index_url = ?, etag = ?, last_modified = ?, last_serial = ?,"
-            " fetched_at = ?, failed_at = ?, failure = ?, failures = ?, judged = ? WHERE id = ?",
+            " fetched_at = ?, failed_at = ?, failure = ?, failures = ?, judged = ?,"
+            " fresh_until = ? WHERE id = ?",
             updates,
         )
         tx.executemany(
@@ -523,13 +542,15 @@ async def poll(
     packages: Sequence[str] = (),
     now: datetime | None = None,
     on_done: Callable[[str, FetchResult], None] | None = None,
+    refresh: bool = False,
 ) -> PollResult:
     """Fetch every watched project once, then record releases and candidates.
 
     Projects go in batches of 500: each batch is fetched (outside any lock), then
     recorded in one transaction, and its pages are dropped before the next. ``store``
     is a :class:`~govern.store.dbapi.RawStore`, or an open ``Store`` whose connections
-    it borrows.
+    it borrows. A project whose last answer is still fresh (the index's Cache-Control,
+    at most an hour) is not asked again, unless ``refresh``: it counts as unchanged.
     """
     raw = store if isinstance(store, RawStore) else RawStore.of(store)
     when = now or datetime.now(UTC)
@@ -538,7 +559,9 @@ async def poll(
     with raw.transaction() as tx:
         exclusions = watched(tx, packages)
         names = sorted({e.package for e in exclusions})
-        validators = _validators(tx, names, client.settings)
+        validators, fresh = _stored(tx, names, client.settings, when)
+    if refresh:
+        fresh = set()
     result.exclusions = len(exclusions)
     result.projects = len(names)
     by_package: dict[str, list[Watched]] = defaultdict(list)
@@ -549,7 +572,13 @@ async def poll(
     timeless = all(not p.minimum_release_age for p in profiles)
     profiles_key = _profiles_key(profiles)
     for batch in _chunks(names):
-        fetched = await client.fetch_many(batch, validators, on_done=on_done)
+        asked = [name for name in batch if name not in fresh]
+        fetched = await client.fetch_many(asked, validators, on_done=on_done)
+        for name in batch:
+            if name in fresh:
+                fetched[name] = NotModified(name, requests=0)
+                if on_done is not None:
+                    on_done(name, fetched[name])
         with raw.transaction(write=True) as tx:
             tx.lock("poll")  # one poll writes at a time
             recorder = _Recorder(tx, batch, when)
@@ -568,6 +597,8 @@ async def poll(
                     pages[package] = releases(outcome.page.files)
                 else:
                     result.not_modified += 1
+                    if not outcome.requests:
+                        result.fresh += 1
             judging: dict[str, str | None] = {}
             for package in batch:
                 outcome = fetched.get(package)

@@ -210,6 +210,9 @@ class IndexPage(SQLModel, table=True):
     # clauses, known-bad versions); on a 304 with the same hash and no cooldown, nothing
     # can have changed and the judging is skipped.
     judged: str | None = Field(default=None, max_length=64)
+    # Until when the last answer is fresh (its Cache-Control max-age, less its Age, at
+    # most an hour): a poll before then does not ask again (RFC 9111), unless --refresh.
+    fresh_until: datetime | None = _when(nullable=True)
 
 
 class Candidate(SQLModel, table=True):

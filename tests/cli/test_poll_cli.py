@@ -75,6 +75,7 @@ def test_options_parse_into_the_poll(monkeypatch: pytest.MonkeyPatch) -> None:
                 "sqlite:////tmp/g.db",
                 "-f",
                 "json",
+                "--refresh",
             ]
         )
     assert exited.value.code == 0
@@ -85,6 +86,7 @@ def test_options_parse_into_the_poll(monkeypatch: pytest.MonkeyPatch) -> None:
         "config_file": Path("x.toml"),
         "db": "sqlite:////tmp/g.db",
         "fmt": ViewFormat.JSON,
+        "refresh": True,
     }
 
 

@@ -104,7 +104,7 @@ def test_db_commands(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
     assert "needs `govern db upgrade`" in out
     code, out, _ = _run(["db", "upgrade", "--db", db], capsys)
     assert code == 0
-    assert "empty -> 0007" in out
+    assert "empty -> 0008" in out
     code, out, _ = _run(["db", "current", "--db", db], capsys)
     assert "(up to date)" in out
     code, out, _ = _run(["db", "downgrade", "base", "--db", db], capsys)

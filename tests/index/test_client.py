@@ -14,6 +14,7 @@ import threading
 import time
 import tracemalloc
 from collections.abc import Coroutine, Iterator, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -43,7 +44,14 @@ from packaging.version import Version
 from wheels import build_sdist, build_wheel, sha256
 
 from govern.index import client as client_module
-from govern.index.client import ACCEPT, IndexClient, http_clients, parse_retry_after
+from govern.index.client import (
+    ACCEPT,
+    MAX_FRESH,
+    IndexClient,
+    freshness,
+    http_clients,
+    parse_retry_after,
+)
 from govern.index.model import (
     Fetched,
     FetchFailed,
@@ -346,6 +354,55 @@ def test_a_retry_after_over_the_cap_ends_the_fetch(faults: FaultServer) -> None:
 )
 def test_parse_retry_after(value: str | None, seconds: float | None) -> None:
     assert parse_retry_after(value) == seconds
+
+
+DATE = "Thu, 03 Dec 2026 04:00:00 GMT"
+
+
+@pytest.mark.parametrize(
+    ("headers", "seconds"),
+    [
+        ({"Cache-Control": "max-age=600, public"}, 600.0),  # the public index's pages
+        ({"Cache-Control": "public, max-age=600", "Age": "250"}, 350.0),  # from a CDN's cache
+        ({"Cache-Control": 'MAX-AGE="60"'}, 60.0),  # names are case-insensitive; quoted value
+        ({"Cache-Control": "max-age=600", "Age": "900"}, 0.0),  # older than its lifetime
+        ({"Cache-Control": "max-age=0, must-revalidate"}, 0.0),
+        ({"Cache-Control": "max-age=600, no-cache"}, 0.0),
+        ({"Cache-Control": "no-store, max-age=600"}, 0.0),
+        ({"Cache-Control": "max-age=-1"}, 0.0),  # not a delta-seconds: stale
+        ({"Cache-Control": "max-age=soon"}, 0.0),
+        ({"Cache-Control": "max-age=31536000"}, MAX_FRESH),  # a year is taken as an hour
+        ({"Cache-Control": "s-maxage=600"}, 0.0),  # for shared caches only
+        ({"Expires": "Thu, 03 Dec 2026 04:05:00 GMT", "Date": DATE}, 300.0),
+        ({"Expires": "Thu, 03 Dec 2026 04:05:00 GMT", "Date": DATE, "Age": "60"}, 240.0),
+        ({"Expires": "0", "Date": DATE}, 0.0),  # invalid: already expired (RFC 9111 5.3)
+        ({"Expires": "Thu, 03 Dec 2026 03:00:00 GMT", "Date": DATE}, 0.0),
+        ({"Cache-Control": "max-age=60", "Expires": "Thu, 03 Dec 2026 05:00:00 GMT"}, 60.0),
+        ({}, 0.0),  # no heuristic freshness: a page without a word is asked again
+        ({"Last-Modified": "Thu, 03 Dec 2025 04:00:00 GMT"}, 0.0),
+    ],
+)
+def test_freshness(headers: dict[str, str], seconds: float) -> None:
+    assert freshness(httpx.Headers(headers)) == seconds
+
+
+def test_freshness_without_a_date_counts_from_now() -> None:
+    now = datetime(2026, 12, 3, 4, 0, tzinfo=UTC)
+    headers = httpx.Headers({"Expires": "Thu, 03 Dec 2026 04:10:00 GMT"})
+    assert freshness(headers, now=now) == 600.0
+
+
+def test_a_304_and_a_200_carry_their_freshness(faults: FaultServer) -> None:
+    path = faults.script(
+        "demo",
+        Reply(body=json_page("demo"), headers={"Cache-Control": "max-age=120", "ETag": '"a"'}),
+    )
+    first = fetched(run(fetch(faults.url, "demo")))
+    assert first.fresh_for == 120.0
+    faults.script("demo", Reply(304, b"", headers={"Cache-Control": "max-age=30", "Age": "10"}))
+    again = run(fetch(faults.url, "demo", validators=Validators(etag='"a"')))
+    assert again == NotModified("demo", requests=1, fresh_for=20.0)
+    assert faults.count(path) == 2
 
 
 def test_a_past_retry_after_date_means_now() -> None:

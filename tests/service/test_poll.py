@@ -31,6 +31,7 @@ from govern.index.pipconfig import IndexSettings
 from govern.service.poll import PollResult, poll
 from govern.service.track import TrackOptions, track
 from govern.store.db import Store
+from govern.store.location import as_utc
 from govern.store.models import Candidate, Event, Exclusion, IndexPage
 from govern.store.models import Release as ReleaseRow
 
@@ -81,11 +82,20 @@ def store(database_url: str, tmp_path: Path) -> Iterator[Store]:
         yield opened
 
 
-def _poll(store: Store, url: str, profiles: list[Profile], **client: Any) -> PollResult:
+def _poll(
+    store: Store,
+    url: str,
+    profiles: list[Profile],
+    *,
+    now: datetime = NOW,
+    refresh: bool = False,
+    **client: Any,
+) -> PollResult:
     async def go() -> PollResult:
         async with httpx.AsyncClient(trust_env=False) as http:
             settings = IndexSettings(url, source="test")
-            return await poll(store, IndexClient(http, settings, **client), profiles, now=NOW)
+            index = IndexClient(http, settings, **client)
+            return await poll(store, index, profiles, now=now, refresh=refresh)
 
     return asyncio.run(go())
 
@@ -163,6 +173,46 @@ def test_a_failing_index_changes_nothing(store: Store, tmp_path: Path) -> None:
         assert session.exec(select(Exclusion)).one().state == "held"
         assert session.exec(select(Event).where(Event.kind == "candidate-found")).all() == []
         assert session.exec(select(ReleaseRow)).all() == []
+
+
+def test_a_fresh_answer_is_not_asked_again_until_it_expires(store: Store) -> None:
+    # RFC 9111: max-age less Age is how long the answer stays fresh (here 500 s).
+    page = json_page("cupy-cuda13x", [f.filename for f in cupy_files()])
+    cached = {"Cache-Control": "public, max-age=600", "Age": "100"}
+    with FaultServer() as faults:
+        path = faults.script("cupy-cuda13x", Reply(body=page, headers=cached))
+        assert _poll(store, faults.url, [X86]).fetched == 1
+        # Still fresh, and a new profile: judged again from the stored releases.
+        again = _poll(store, faults.url, [X86, ARM], now=NOW + timedelta(seconds=499))
+        assert faults.count(path) == 1
+        assert (again.fresh, again.not_modified, again.fetched, again.requests) == (1, 1, 0, 0)
+        assert _candidates(store)[("14.1.3", "arm")][0]  # the aarch64-only release, for arm
+        later = _poll(store, faults.url, [X86], now=NOW + timedelta(seconds=501))
+        assert (faults.count(path), later.fetched, later.fresh) == (2, 1, 0)
+        forced = _poll(store, faults.url, [X86], now=NOW + timedelta(seconds=502), refresh=True)
+        assert (faults.count(path), forced.fetched, forced.fresh) == (3, 1, 0)
+    with store.session() as session:
+        stored = session.exec(select(IndexPage)).one()
+        assert stored.fresh_until is not None
+        assert as_utc(stored.fresh_until) == NOW + timedelta(seconds=502 + 500)
+
+
+def test_a_failure_ends_freshness_and_no_cache_never_starts_it(store: Store) -> None:
+    page = json_page("cupy-cuda13x", [f.filename for f in cupy_files()])
+    with FaultServer() as faults:
+        path = faults.script(
+            "cupy-cuda13x", Reply(body=page, headers={"Cache-Control": "max-age=60"})
+        )
+        _poll(store, faults.url, [X86])
+        faults.script("cupy-cuda13x", Reply(404, b"gone"))
+        failed = _poll(store, faults.url, [X86], now=NOW + timedelta(seconds=1), refresh=True)
+        assert failed.failed == 1
+        faults.script("cupy-cuda13x", Reply(body=page, headers={"Cache-Control": "no-cache"}))
+        back = _poll(store, faults.url, [X86], now=NOW + timedelta(seconds=2))
+        assert (back.fetched, back.fresh) == (1, 0)  # the failure ended the freshness
+        again = _poll(store, faults.url, [X86], now=NOW + timedelta(seconds=3))
+        assert (again.fetched, again.fresh) == (1, 0)  # no-cache: always asked
+        assert faults.count(path) == 4
 
 
 def test_a_stale_page_is_ignored(store: Store, index: StaticIndex) -> None:
