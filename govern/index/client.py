@@ -63,7 +63,7 @@ from govern.index.simple import (
     parse_json,
     strip_credentials,
 )
-from govern.index.streams import AsyncioTransport
+from govern.index.transport import H11Transport
 from govern.store.location import as_utc  # stdlib only: HTTP dates are compared in UTC
 
 if TYPE_CHECKING:
@@ -266,12 +266,12 @@ class IndexHTTP(httpx.AsyncClient):
         if not proxied and not layered:
             # httpx reads no proxy from the environment for a client given a transport,
             # hence only when none applies.
-            kwargs["transport"] = AsyncioTransport(verify=verify, limits=limits)
+            kwargs["transport"] = H11Transport(verify=verify, limits=limits)
         super().__init__(verify=verify, limits=limits, trust_env=trust_env, **kwargs)
         # A transport of its own: the client's is not public. Only one of the two pools is
         # used by a slot, but for an index that redirects (then both, one connection each).
-        self.direct: httpx.AsyncHTTPTransport | None = (
-            None if proxied or layered else AsyncioTransport(verify=verify, limits=limits)
+        self.direct: httpx.AsyncBaseTransport | None = (
+            None if proxied or layered else H11Transport(verify=verify, limits=limits)
         )
 
     async def aclose(self) -> None:
