@@ -14,6 +14,7 @@ import sys
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -98,19 +99,41 @@ def test_requests_share_one_keep_alive_connection() -> None:
 
 
 def test_a_connection_the_server_closed_while_idle_is_replaced() -> None:
-    # httpcore asks the stream whether an idle connection is readable before reusing it;
-    # asyncio has already read the end of the stream, so the stream must say so itself.
+    # asyncio reads the end of the stream as it comes, so the transport must see it before
+    # reusing a connection. POSTs: a failed reuse would not be sent again, and fail.
     async def go() -> tuple[list[str], int]:
         async with Server(answer_once) as server, httpx.AsyncClient(transport=transport()) as c:
             texts = []
             for _ in range(3):
-                texts.append((await c.get(server.url())).text)
+                texts.append((await c.post(server.url(), content=b"x")).text)
                 await asyncio.sleep(0.05)  # the server's close arrives
             return texts, server.connections
 
     texts, connections = asyncio.run(go())
     assert texts == ["ok", "ok", "ok"]
     assert connections == 3
+
+
+def test_bytes_on_an_idle_connection_are_not_taken_for_the_next_answer() -> None:
+    # Node and others send "408 Request Timeout" on an idle keep-alive connection, then
+    # close: reused, the 408 would be read as the answer to the next request.
+    async def times_out(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(OK)
+        await writer.drain()
+        await asyncio.sleep(0.05)
+        writer.write(b"HTTP/1.1 408 Request Timeout\r\nContent-Length: 0\r\n\r\n")
+        await writer.drain()
+        await asyncio.sleep(1)  # not even closed yet
+
+    async def go() -> tuple[list[int], int]:
+        async with Server(times_out) as server, httpx.AsyncClient(transport=transport()) as c:
+            first = await c.get(server.url())
+            await asyncio.sleep(0.2)
+            second = await c.get(server.url())
+            return [first.status_code, second.status_code], server.connections
+
+    assert asyncio.run(go()) == ([200, 200], 2)
 
 
 def test_a_silent_server_is_a_read_timeout() -> None:
@@ -329,18 +352,18 @@ def test_closing_the_transport_closes_a_response_in_flight(
         await writer.drain()
         await asyncio.sleep(30)
 
-    async def go() -> tuple[float, bool]:
+    async def go() -> tuple[float, int]:
         async with Server(stalls, tls=_server_tls(certificate)) as server:
             sent = transport(_client_tls(certificate))
             response = await sent.handle_async_request(httpx.Request("GET", server.url("https")))
-            stream = response.extensions["network_stream"]
+            sock = response.extensions["network_stream"].get_extra_info("socket")
             started = time.monotonic()
             await sent.aclose()
-            return time.monotonic() - started, stream.writer.transport.is_closing()
+            return time.monotonic() - started, sock.fileno()
 
-    took, closed = asyncio.run(go())
+    took, fileno = asyncio.run(go())
     assert took < 1.0
-    assert closed
+    assert fileno == -1  # the socket itself is closed: aborted, not a TLS shutdown pending
 
 
 def test_the_index_clients_use_this_transport(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -391,3 +414,157 @@ print(sorted(m for m in sys.modules if m.split(".")[0] in ("httpcore", "anyio", 
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=tmp_path
     )
     assert out.stdout.strip() == "[]", out.stderr
+
+
+def test_a_write_the_peer_does_not_read_is_a_write_timeout() -> None:
+    async def never_reads(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await asyncio.sleep(5)
+
+    async def go() -> None:
+        async with Server(never_reads) as server, httpx.AsyncClient(transport=transport()) as c:
+            await c.post(server.url(), content=b"x" * (64 * 1024 * 1024), timeout=0.3)
+
+    with pytest.raises(httpx.WriteTimeout):
+        asyncio.run(go())
+
+
+def test_an_empty_body_closed_unread_keeps_the_connection() -> None:
+    # A 304 that nobody reads: its (empty) body is complete, the connection goes back.
+    async def not_modified(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while True:
+            await reader.readuntil(b"\r\n\r\n")
+            writer.write(b'HTTP/1.1 304 Not Modified\r\nETag: "a"\r\n\r\n')
+            await writer.drain()
+
+    async def go() -> tuple[list[int], int]:
+        async with Server(not_modified) as server:
+            sent = transport()
+            codes = []
+            for _ in range(3):
+                response = await sent.handle_async_request(httpx.Request("GET", server.url()))
+                codes.append(response.status_code)
+                await response.aclose()
+            await sent.aclose()
+            return codes, server.connections
+
+    assert asyncio.run(go()) == ([304, 304, 304], 1)
+
+
+def test_a_body_cancelled_half_read_closes_its_connection() -> None:
+    async def slow(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while True:
+            await reader.readuntil(b"\r\n\r\n")
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nten bytes.")
+            await writer.drain()
+            await asyncio.sleep(0.5)
+            writer.write(b"." * 90)
+            await writer.drain()
+
+    async def go() -> tuple[int, int]:
+        async with Server(slow) as server:
+            sent = transport()
+            response = await sent.handle_async_request(httpx.Request("GET", server.url()))
+            with pytest.raises(TimeoutError):
+                async with asyncio.timeout(0.2):
+                    await response.aread()
+            await response.aclose()
+            response = await sent.handle_async_request(httpx.Request("GET", server.url()))
+            assert len(await response.aread()) == 100
+            await response.aclose()
+            await sent.aclose()
+            return server.connections, len(sent._open)
+
+    assert asyncio.run(go()) == (2, 0)
+
+
+def test_a_protocol_switch_is_refused_at_once() -> None:
+    async def switches(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(
+            b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\nConnection: Upgrade\r\n\r\n"
+        )
+        await writer.drain()
+        await asyncio.sleep(5)
+
+    async def go() -> None:
+        async with Server(switches) as server, httpx.AsyncClient(transport=transport()) as c:
+            headers = {"Upgrade": "x", "Connection": "Upgrade"}
+            await c.get(server.url(), headers=headers, timeout=3.0)
+
+    started = time.monotonic()
+    with pytest.raises(httpx.RemoteProtocolError, match="101"):
+        asyncio.run(go())
+    assert time.monotonic() - started < 2.0
+
+
+def test_max_connections_queues_requests_and_the_pool_timeout_ends_a_wait() -> None:
+    async def go() -> tuple[list[int], int]:
+        async with Server(answer) as server, httpx.AsyncClient(transport=transport()) as c:
+            responses = await asyncio.gather(*(c.get(server.url()) for _ in range(4)))
+            # Held open (unread): the one slot is taken. Its short body arrived whole, so
+            # closing it unread keeps the connection.
+            held = await c.send(c.build_request("GET", server.url()), stream=True)
+            with pytest.raises(httpx.PoolTimeout):
+                await c.get(server.url(), timeout=httpx.Timeout(5.0, pool=0.1))
+            await held.aclose()
+            assert (await c.get(server.url())).status_code == 200  # the slot came back
+            return [r.status_code for r in responses], server.connections
+
+    assert asyncio.run(go()) == ([200] * 4, 1)
+
+
+def test_idle_connections_are_bounded_across_origins() -> None:
+    async def go() -> tuple[int, int]:
+        async with (
+            Server(answer) as one,
+            Server(answer) as two,
+            httpx.AsyncClient(transport=transport()) as c,
+        ):
+            for url in (one.url(), two.url(), one.url()):
+                await c.get(url)
+            return one.connections, two.connections
+
+    # One idle connection in all: the one to the first server went when the second's came.
+    assert asyncio.run(go()) == (2, 1)
+
+
+def test_connecting_moves_on_from_an_address_that_never_answers() -> None:
+    # Happy eyeballs: a host with two addresses, the first silent (its accept queue full,
+    # as a dead address drops SYNs), is reached on the second within the connect timeout.
+    async def go() -> tuple[int, float]:
+        async with Server(answer) as server:
+            port = server.port
+            silent_listener = socket.socket()
+            silent_listener.bind(("127.0.0.2", port))
+            silent_listener.listen(0)
+            filling = []
+            for _ in range(3):
+                sock = socket.socket()
+                sock.setblocking(False)
+                sock.connect_ex(("127.0.0.2", port))
+                filling.append(sock)
+            loop = asyncio.get_running_loop()
+            real = loop.getaddrinfo
+
+            async def two_addresses(host: Any, *args: Any, **kwargs: Any) -> Any:
+                if host in ("twoaddr.test", b"twoaddr.test"):
+                    return [
+                        (socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.2", port)),
+                        (socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", port)),
+                    ]
+                return await real(host, *args, **kwargs)
+
+            loop.getaddrinfo = two_addresses  # type: ignore[method-assign]  # this loop only
+            try:
+                async with httpx.AsyncClient(transport=transport()) as c:
+                    started = time.monotonic()
+                    response = await c.get(f"http://twoaddr.test:{port}/", timeout=3.0)
+                    return response.status_code, time.monotonic() - started
+            finally:
+                silent_listener.close()
+                for sock in filling:
+                    sock.close()
+
+    status, took = asyncio.run(go())
+    assert status == 200
+    assert took < 2.0
