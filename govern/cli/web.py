@@ -26,16 +26,16 @@ if TYPE_CHECKING:
     from govern.store.db import Store
 
 
-def _web_stack() -> None:
-    try:
-        import fastapi  # noqa: F401
-        import jinja2  # noqa: F401
-        import uvicorn  # noqa: F401
-    except ImportError as exc:
-        raise GovernError(
-            f"the dashboard needs the web extra ({exc.name} is missing)",
-            tip="pip install 'govern[web]'",
-        ) from None
+def _web_stack(*modules: str) -> None:
+    """Stop with a tip when the web extra is missing (looked up, not imported)."""
+    from importlib.util import find_spec
+
+    for name in modules or ("fastapi", "jinja2", "uvicorn"):
+        if find_spec(name) is None:
+            raise GovernError(
+                f"the dashboard needs the web extra ({name} is missing)",
+                tip="pip install 'govern[web]'",
+            )
 
 
 def _state(store: Store, config: Config, http: Any = None) -> Any:
@@ -208,7 +208,7 @@ def report(
     from govern.store.db import open_store
 
     if fmt is ReportFormat.HTML:
-        _web_stack()
+        _web_stack("jinja2")  # a page rendered here: no server
     config = load_config(Path.cwd(), config_file)
     with open_store(db, configured=config.database) as store:
         found = _collect(store)

@@ -92,16 +92,7 @@ def verify_now(state: AppState, key: str) -> str:
         raise ActionError(
             "no CI provider is configured: add [tool.govern.ci.NAME] and verify-with", 409
         )
-    from govern.service.verify import Verifier
-
-    verifier = Verifier(
-        state.store,
-        provider_for=state.provider_for,
-        providers=state.providers,
-        index=state.index,
-        attempts=state.config.verify_attempts if state.config else 3,
-        clock=state.clock,
-    )
+    verifier = state.verifier()
 
     async def run() -> None:
         try:

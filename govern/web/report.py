@@ -67,19 +67,12 @@ def markdown(*, now: datetime, pending: Any, attention: dict[str, Any]) -> str:
 
 def html(*, now: datetime, pending: Any, attention: dict[str, Any]) -> str:
     """A standalone page (the stylesheet inlined, no script)."""
-    from jinja2 import Environment, PackageLoader, select_autoescape
-
     from govern import __version__
-    from govern.web.app import _safe_url
+    from govern.web.templating import environment
 
-    environment = Environment(
-        loader=PackageLoader("govern.web", "templates"),
-        autoescape=select_autoescape(default=True, default_for_string=True),
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-    environment.filters["safe_url"] = _safe_url
     css = resources.files("govern.web").joinpath("static", "app.css").read_text(encoding="utf-8")
-    return environment.get_template("report.html").render(
-        now=now, pending=pending, attention=attention, css=css, version=__version__
+    return (
+        environment()
+        .get_template("report.html")
+        .render(now=now, pending=pending, attention=attention, css=css, version=__version__)
     )

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from govern.ci.base import Provider
     from govern.config import Config
     from govern.index.pipconfig import IndexSettings
+    from govern.service.verify import Verifier
     from govern.store.db import Store
 
 
@@ -33,6 +34,24 @@ class AppState:
     clock: Callable[[], datetime] = utcnow
     tasks: set[asyncio.Task[Any]] = field(default_factory=set)
     log: list[str] = field(default_factory=list)  # refused webhooks etc., newest last
+
+    def verifier(self) -> Verifier:
+        """A verifier over this state's store, providers and index settings.
+
+        Without a ``provider_for`` (webhooks only conclude runs already started), it
+        starts nothing.
+        """
+        from govern.service.verify import Verifier
+
+        provider_for = self.provider_for or (lambda _profile: None)
+        return Verifier(
+            self.store,
+            provider_for=provider_for,
+            providers=self.providers or {},
+            index=self.index,
+            attempts=self.config.verify_attempts if self.config else 3,
+            clock=self.clock,
+        )
 
     def remember(self, task: asyncio.Task[Any]) -> None:
         """Keep a background task alive until it ends."""

@@ -4,6 +4,8 @@ for real in ``tests/web/test_browser.py``)."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,6 +14,7 @@ from webseed import seed
 
 from govern.store.db import Store
 from govern.web.report import md
+from govern.web.templating import safe_url
 
 
 @pytest.fixture
@@ -49,6 +52,39 @@ def test_report_as_markdown_and_html(
     assert 'a[aria-current="page"]' in page  # the inlined stylesheet is CSS, not escaped text
 
 
+def test_the_html_report_renders_without_the_web_server(db: str, tmp_path: Path) -> None:
+    # `govern report` is a command for CI and cron: it must not load FastAPI/Starlette.
+    target = tmp_path / "report.html"
+    probe = (
+        "import sys\n"
+        "from govern.cli import main\n"
+        "try:\n"
+        f"    main(['report', '--db', {db!r}, '--format', 'html', '-o', {str(target)!r}])\n"
+        "except SystemExit as exc:\n"
+        "    assert exc.code in (0, None), exc.code\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('fastapi', 'starlette')))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=tmp_path
+    )
+    assert done.stdout.strip() == "[]", done.stderr
+    assert "cupy-cuda13x" in target.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        ("https://ci.example/run/1", "https://ci.example/run/1"),
+        (" HTTP://ci.example/ ", "HTTP://ci.example/"),
+        ("javascript:alert(1)", "#"),
+        ("data:text/html,x", "#"),
+        (None, "#"),
+    ],
+)
+def test_links_are_http_or_nothing(value: object, shown: str) -> None:
+    assert safe_url(value) == shown
+
+
 def test_markdown_cells_cannot_inject_markup() -> None:
     assert md("<script>x</script> | [a](javascript:1) *b*") == (
         "&lt;script&gt;x&lt;/script&gt; \\| \\[a\\]\\(javascript:1\\) \\*b\\*"
@@ -77,3 +113,13 @@ def test_serve_starts_without_ci_when_a_provider_token_is_missing(
     err = capsys.readouterr().err
     assert "CI providers are off" in err
     assert "GOVERN_TEST_GH_TOKEN" in err
+
+
+def test_a_missing_web_extra_is_an_error_with_a_tip() -> None:
+    from govern.cli.web import _web_stack
+    from govern.errors import GovernError
+
+    _web_stack("jinja2")  # installed with the test extras: no error
+    with pytest.raises(GovernError, match=r"web extra \(govern_no_such_module is missing\)") as e:
+        _web_stack("jinja2", "govern_no_such_module")
+    assert e.value.tip == "pip install 'govern[web]'"

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy import text
 from webseed import HOSTILE, NOW, seed
 
 from govern.store.db import Store
@@ -210,6 +211,18 @@ def test_healthz_metrics_and_static(served: tuple[TestClient, str, Store]) -> No
     assert client.get("/static/../app.py").status_code == 404
     assert client.get("/debt").status_code == 200
     assert "<svg" in client.get("/debt").text
+
+
+def test_healthz_is_503_when_the_store_cannot_answer(database_url: str) -> None:
+    with Store(database_url) as store:
+        state = AppState(store=store, secrets=Secrets(token=TOKEN), clock=lambda: NOW)
+        with TestClient(create_app(state)) as client:
+            assert client.get("/healthz").json()["status"] == "ok"
+            with store.engine.begin() as connection:  # a store that lost its schema
+                connection.execute(text("DROP TABLE alembic_version"))
+            answer = client.get("/healthz")
+    assert answer.status_code == 503
+    assert answer.json()["status"] == "error"
 
 
 @pytest.mark.parametrize("extra", [0, 3, 4])
