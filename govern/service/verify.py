@@ -181,7 +181,10 @@ class Verifier:
 
     # -- running ones ---------------------------------------------------------------------
 
-    def _running(self, exclusion_ids: list[int] | None) -> list[Verification]:
+    def _running(
+        self, exclusion_ids: list[int] | None, only: set[tuple[str, str]] | None = None
+    ) -> list[Verification]:
+        """Verifications not concluded yet (of some exclusions; of some runs: a webhook's)."""
         with self.store.session() as session:
             query = (
                 select(Verification)
@@ -190,6 +193,11 @@ class Verifier:
             )
             if exclusion_ids is not None:
                 query = query.where(col(Candidate.exclusion_id).in_(exclusion_ids))
+            if only is not None:  # narrowed in SQL; the exact pairs are checked by the caller
+                query = query.where(
+                    col(Verification.provider).in_({provider for provider, _ in only}),
+                    col(Verification.run_id).in_({run_id for _, run_id in only}),
+                )
             return list(session.exec(query).all())
 
     async def refresh(self, provider: str, run_ids: Sequence[str]) -> int:
@@ -208,7 +216,7 @@ class Verifier:
         """
         runs: dict[tuple[str, str], list[Verification]] = defaultdict(list)
         now = self.clock()
-        for row in self._running(exclusion_ids):
+        for row in self._running(exclusion_ids, only):
             if only is not None and (row.provider, row.run_id or "") not in only:
                 continue
             if row.run_id is None:

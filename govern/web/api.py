@@ -224,23 +224,16 @@ def exclusions(
 )
 def exclusion(request: Request, key: str) -> dict[str, Any]:
     """One exclusion: its governance thread, candidates with verifications, proposals."""
-    from govern.store.queries import threads
-
     state = state_of(request)
-    now = state.clock()
     with state.store.session() as session:
-        found = views.find(session, key, now=now)
-        if found is None:
-            raise HTTPException(404, f"no exclusion with id {key!r}")
-        thread = list(threads(session, key, now=now))
-        candidates = views.candidates_of(session, found.row_id)
-        proposals = views.proposals_of(session, found.row_id)
-    events = [e.as_dict() for t in thread for e in t.events]
+        shown = views.detail(session, key, now=state.clock())
+    if shown is None:
+        raise HTTPException(404, f"no exclusion with id {key!r}")
     return {
-        "exclusion": found.as_dict(),
-        "thread": events,
-        "candidates": [c.as_dict() for c in candidates],
-        "proposals": proposals,
+        "exclusion": shown.exclusion.as_dict(),
+        "thread": [e.as_dict() for e in shown.events],
+        "candidates": [c.as_dict() for c in shown.candidates],
+        "proposals": shown.proposals,
     }
 
 

@@ -128,25 +128,19 @@ def _pages(app: FastAPI) -> None:
 
     @app.get("/exclusions/{key}", response_class=HTMLResponse, include_in_schema=False)
     def one(request: Request, key: str, done: str | None = None) -> HTMLResponse:
-        from govern.store.queries import threads
-
         state: AppState = request.app.state.govern
         now = state.clock()
         with state.store.session() as session:
-            found = views.find(session, key, now=now)
-            if found is None:
-                return _render(request, "missing.html", status=404, key=key)
-            thread = threads(session, key, now=now)
-            candidates = views.candidates_of(session, found.row_id)
-            proposals = views.proposals_of(session, found.row_id)
-        events = sorted((e for t in thread for e in t.events), key=lambda e: e.at)
+            shown = views.detail(session, key, now=now)
+        if shown is None:
+            return _render(request, "missing.html", status=404, key=key)
         return _render(
             request,
             "exclusion.html",
-            x=found,
-            events=events,
-            candidates=candidates,
-            proposals=proposals,
+            x=shown.exclusion,
+            events=shown.events,
+            candidates=shown.candidates,
+            proposals=shown.proposals,
             done=done if done in _DONE else None,
             today=now.date(),
         )

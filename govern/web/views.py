@@ -44,11 +44,13 @@ from govern.store.queries import (
     CURRENT_NOTE,
     ENDED,
     ExclusionView,
+    TimelineEvent,
     _view,
     exclusion_rows,
     failed_versions,
     joined,
     like_literal,
+    threads,
 )
 from govern.web.charts import DebtPoint
 
@@ -541,6 +543,28 @@ def browse(session: Session, filters: Filters, *, now: datetime, page: int, per_
 
 
 # -- one exclusion --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Detail:
+    """One exclusion as its page and ``/api/v1/exclusions/{id}`` show it."""
+
+    exclusion: ExclusionView
+    events: list[TimelineEvent]  # its governance thread's events, oldest first
+    candidates: list[CandidateView]
+    proposals: list[dict[str, Any]]
+
+
+def detail(session: Session, key: str, *, now: datetime) -> Detail | None:
+    """The exclusion with this id, its thread, candidates and proposals; None if unknown."""
+    found = find(session, key, now=now)
+    if found is None:
+        return None
+    thread = threads(session, key, now=now)
+    events = sorted((e for t in thread for e in t.events), key=lambda e: e.at)
+    return Detail(
+        found, events, candidates_of(session, found.row_id), proposals_of(session, found.row_id)
+    )
 
 
 def find(session: Session, key: str, *, now: datetime) -> ExclusionView | None:
