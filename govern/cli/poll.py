@@ -155,8 +155,8 @@ def poll_main(argv: Sequence[str]) -> NoReturn:
     """``govern poll [options]``: parse, poll, report, and exit.
 
     0 when the poll read the index (some projects may have failed: each is reported and
-    recorded); 2 when the run could not be done, including a poll whose every project
-    failed (after the report: the failures are in it and in the store).
+    recorded); 2 when the run could not be done, including a poll in which every project
+    asked failed (after the report: the failures are in it and in the store).
     """
     options = parser().parse_args(list(argv))
     result = poll(
@@ -173,14 +173,17 @@ def poll_main(argv: Sequence[str]) -> NoReturn:
         print_json({"schema": "govern.poll/1", **result.as_dict()})
     else:
         _print_human(result)
-    if result.projects and result.failed == result.projects:
-        # Nothing was read: for cron or CI the poll did not happen (each failure is
-        # recorded all the same). Some failures among answers are a normal poll.
+    asked = result.projects - result.fresh
+    if asked and result.failed == asked:
+        # Nothing asked was read: for cron or CI the poll did not happen (each failure is
+        # recorded all the same), even if some pages are still fresh from an earlier poll.
+        # Some failures among answers are a normal poll.
         from govern.errors import IndexUnavailable
 
         _package, reason = result.failures[0]
+        projects = "the project" if asked == 1 else f"any of the {asked} projects"
         raise IndexUnavailable(
-            f"the poll read none of the {result.projects} projects from the index "
+            f"the index answered none of the requests: could not read {projects} asked "
             f"(first failure: {reason})",
             tip="check --index-url (or index-url in [tool.govern] or pip's configuration) "
             "and the network; `govern poll --package NAME` retries one project",

@@ -27,15 +27,21 @@ if TYPE_CHECKING:
 
 
 def _web_stack(*modules: str) -> None:
-    """Stop with a tip when the web extra is missing (looked up, not imported)."""
-    from importlib.util import find_spec
+    """Stop with a tip when the web extra (or what it needs) is missing or broken.
+
+    ``modules``: what the command uses (``govern report`` renders with Jinja alone, and
+    must not load the server); default: the whole web stack.
+    """
+    import importlib
 
     for name in modules or ("fastapi", "jinja2", "uvicorn"):
-        if find_spec(name) is None:
+        try:
+            importlib.import_module(name)
+        except ImportError as exc:  # missing, or installed without what it needs
             raise GovernError(
-                f"the dashboard needs the web extra ({name} is missing)",
+                f"the dashboard needs the web extra ({exc.name or name} is missing)",
                 tip="pip install 'govern[web]'",
-            )
+            ) from None
 
 
 def _state(store: Store, config: Config, http: Any = None) -> Any:

@@ -130,51 +130,71 @@ def parse_retry_after(value: str | None, now: datetime | None = None) -> float |
     if value is None or not value.strip():
         return None
     text = value.strip()
-    if text.isdigit():
+    if _is_digits(text):
         return float(text)
-    try:
-        when = email.utils.parsedate_to_datetime(text)
-    except (TypeError, ValueError, IndexError):
+    when = _http_date(text)
+    if when is None:
         return None
-    return max(0.0, (as_utc(when) - (now or datetime.now(UTC))).total_seconds())
+    return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
 
 
 def freshness(headers: httpx.Headers, now: datetime | None = None) -> float:
-    """Seconds an answer stays fresh for a private cache (RFC 9111 4.2.1), at most MAX_FRESH.
+    """Seconds an answer stays fresh for a private cache (RFC 9111 4.2), at most MAX_FRESH.
 
-    ``Cache-Control: max-age`` (``no-cache`` and ``no-store`` mean 0), else ``Expires``
-    less ``Date``; less the ``Age`` a CDN reports. Anything unreadable counts as stale
-    (0: revalidate), as the RFC asks of an invalid ``Expires``; no heuristic freshness.
+    The lifetime is the first ``Cache-Control: max-age`` (``no-cache`` and ``no-store``
+    mean 0; a value too large to read is taken as the cap), else ``Expires`` less ``Date``;
+    less the answer's age: the larger of its ``Age`` (a CDN's) and the time since its
+    ``Date`` (a cache that does not send ``Age``). Anything unreadable counts as stale (0:
+    ask again next time), as the RFC asks of an invalid ``Expires``; no heuristic freshness.
+    ``now`` is when the answer arrived (default: the clock).
     """
-    max_age: float | None = None
+    now = now or datetime.now(UTC)
+    lifetime: float | None = None
     for directive in headers.get_list("Cache-Control", split_commas=True):
         name, _, value = directive.strip().partition("=")
         name = name.strip().lower()
         if name in ("no-cache", "no-store"):
             return 0.0
-        if name == "max-age":
+        if name == "max-age" and lifetime is None:
             seconds = value.strip().strip('"')
-            max_age = float(seconds) if seconds.isdigit() and len(seconds) < 12 else 0.0
-    if max_age is None:
+            if not _is_digits(seconds):
+                lifetime = 0.0
+            else:  # RFC 9111 1.2.2: a value too large to hold is taken as very large
+                lifetime = MAX_FRESH if len(seconds) > 10 else float(seconds)
+    date = _http_date(headers.get("Date"))
+    if lifetime is None:
         expires = headers.get("Expires")
-        if expires is None:
+        until = _http_date(expires)
+        if until is None:
             return 0.0
-        try:
-            until = email.utils.parsedate_to_datetime(expires)
-            date = headers.get("Date")
-            said = email.utils.parsedate_to_datetime(date) if date else now or datetime.now(UTC)
-        except (TypeError, ValueError, IndexError):
-            return 0.0
-        max_age = (as_utc(until) - as_utc(said)).total_seconds()
-    age = _header_int(headers.get("Age")) or 0
-    return min(max(max_age - age, 0.0), MAX_FRESH)
+        lifetime = (until - (date or now)).total_seconds()
+    age = float(_header_int(headers.get("Age")) or 0)
+    if date is not None:  # whole seconds, as Date has them
+        age = max(age, float(int((now - date).total_seconds())))
+    return min(max(lifetime - age, 0.0), MAX_FRESH)
+
+
+def _is_digits(text: str) -> bool:
+    """ASCII digits only (``str.isdigit`` also accepts "²", which ``int`` refuses)."""
+    return text.isascii() and text.isdigit()
+
+
+def _http_date(value: str | None) -> datetime | None:
+    """An HTTP date as aware UTC, or None when missing or unreadable."""
+    if not value:
+        return None
+    try:
+        return as_utc(email.utils.parsedate_to_datetime(value.strip()))
+    except (TypeError, ValueError, IndexError):
+        return None
 
 
 def _header_int(value: str | None) -> int | None:
+    """A header's non-negative integer (the first of a repeated header), or None."""
     if value is None:
         return None
-    text = value.strip()
-    return int(text) if text.isdigit() and len(text) < 20 else None
+    text = value.split(",", 1)[0].strip()
+    return int(text) if _is_digits(text) and len(text) < 20 else None
 
 
 class _TrustOnFirstUse(ssl.SSLContext):
@@ -296,9 +316,10 @@ async def http_clients(
 ) -> AsyncIterator[list[IndexHTTP]]:
     """``count`` httpx clients of one keep-alive connection each, for an :class:`IndexClient`.
 
-    One shared pool of ``count`` connections costs httpcore a scan of every connection at
-    each request start and end (measured: 1.7 s of CPU for 1,000 loopback requests at 16,
-    against 0.8 s for 16 one-connection clients, each used by one request at a time). The
+    Each client sends one request at a time through :class:`~govern.index.transport.H11Transport`
+    (or httpx's own transport behind a proxy, where one shared pool of ``count`` connections
+    costs httpcore a scan of every connection at each request start and end: 1.7 s of CPU
+    for 1,000 loopback requests at 16, against 0.8 s for 16 one-connection clients). The
     clients share one TLS context (:func:`tls_context`); proxies and certificates come
     from the environment as httpx reads it (unless ``trust_env`` is False).
     """

@@ -31,6 +31,7 @@ from fastapi.responses import (
 from sqlalchemy import text
 
 from govern import __version__
+from govern.store.location import SCHEMA_REVISION
 from govern.web import actions, api, views
 from govern.web.security import CSRF_COOKIE, SESSION_COOKIE, SESSION_SECONDS, SecurityHeaders
 from govern.web.state import AppState
@@ -347,10 +348,15 @@ def _operations(app: FastAPI) -> None:
     def healthz(request: Request) -> Response:
         state: AppState = request.app.state.govern
         try:
-            with state.store.session() as session:  # reachable, at this schema: one row
-                session.execute(text("SELECT 1 FROM alembic_version")).one()
+            with state.store.session() as session:  # reachable, and at this govern's schema
+                revision = session.execute(text("SELECT version_num FROM alembic_version")).one()[0]
         except Exception as exc:  # the answer is the health: never a traceback
             return JSONResponse({"status": "error", "error": type(exc).__name__}, status_code=503)
+        if revision != SCHEMA_REVISION:
+            return JSONResponse(
+                {"status": "error", "error": f"schema {revision}, needs {SCHEMA_REVISION}"},
+                status_code=503,
+            )
         return JSONResponse({"status": "ok", "version": __version__})
 
     @app.get("/metrics", include_in_schema=False)

@@ -383,7 +383,34 @@ DATE = "Thu, 03 Dec 2026 04:00:00 GMT"
     ],
 )
 def test_freshness(headers: dict[str, str], seconds: float) -> None:
-    assert freshness(httpx.Headers(headers)) == seconds
+    received = datetime(2026, 12, 3, 4, 0, tzinfo=UTC)  # as DATE says
+    assert freshness(httpx.Headers(headers), now=received) == seconds
+
+
+@pytest.mark.parametrize(
+    ("headers", "seconds"),
+    [
+        # A cache that keeps an answer without saying so in Age: its Date tells.
+        ({"Cache-Control": "max-age=600", "Date": "Thu, 03 Dec 2026 03:55:00 GMT"}, 300.0),
+        ({"Cache-Control": "max-age=600", "Date": DATE, "Age": "120"}, 480.0),  # Age larger
+        (
+            {"Expires": "Thu, 03 Dec 2026 04:05:00 GMT", "Date": "Thu, 03 Dec 2026 03:59:00 GMT"},
+            300.0,
+        ),
+        ({"Expires": "Thu, 03 Dec 2026 04:05:00 GMT", "Date": "not a date"}, 300.0),  # from now
+        ({"Cache-Control": "max-age=\u00b2"}, 0.0),  # a digit to str.isdigit, not to int
+        ({"Cache-Control": "max-age=600", "Age": "\u00b2"}, 600.0),  # an unreadable Age: none
+        ({"Cache-Control": "max-age=0, max-age=600"}, 0.0),  # the first one counts
+        ({"Cache-Control": "max-age=99999999999999999999"}, MAX_FRESH),  # too large: the cap
+        ({"Cache-Control": "max-age=600", "Age": "100, 200"}, 500.0),  # a repeated Age
+        ({"Cache-Control": "max-age=600", "Date": "Thu, 03 Dec 2026 04:10:00 GMT"}, 600.0),
+    ],
+)
+def test_freshness_counts_the_age_of_an_answer(headers: dict[str, str], seconds: float) -> None:
+    # The last case: a server clock ahead of ours is no reason to trust it longer.
+    received = datetime(2026, 12, 3, 4, 0, tzinfo=UTC)
+    raw = [(name.encode(), value.encode("latin-1")) for name, value in headers.items()]
+    assert freshness(httpx.Headers(raw), now=received) == seconds  # bytes, as h11 hands them
 
 
 def test_freshness_without_a_date_counts_from_now() -> None:
@@ -398,10 +425,12 @@ def test_a_304_and_a_200_carry_their_freshness(faults: FaultServer) -> None:
         Reply(body=json_page("demo"), headers={"Cache-Control": "max-age=120", "ETag": '"a"'}),
     )
     first = fetched(run(fetch(faults.url, "demo")))
-    assert first.fresh_for == 120.0
+    assert 119.0 <= first.fresh_for <= 120.0  # less the time since the server's Date
     faults.script("demo", Reply(304, b"", headers={"Cache-Control": "max-age=30", "Age": "10"}))
     again = run(fetch(faults.url, "demo", validators=Validators(etag='"a"')))
-    assert again == NotModified("demo", requests=1, fresh_for=20.0)
+    assert isinstance(again, NotModified)
+    assert (again.name, again.requests) == ("demo", 1)
+    assert 19.0 <= again.fresh_for <= 20.0
     assert faults.count(path) == 2
 
 

@@ -300,7 +300,10 @@ def test_a_poll_that_read_nothing_exits_2_after_its_report(
         assert exited.value.code == 2
         document = json.loads(out)
         assert (document["projects"], document["failed"]) == (2, 2)
-        assert err.startswith("govern: error: the poll read none of the 2 projects")
+        assert err.startswith(
+            "govern: error: the index answered none of the requests: "
+            "could not read any of the 2 projects asked"
+        )
         assert "500" in err.splitlines()[0]  # the first failure, sorted by package
         assert "Tip: check --index-url" in err
 
@@ -314,6 +317,36 @@ def test_a_poll_that_read_nothing_exits_2_after_its_report(
     with Store(database_url) as opened, opened.session() as session:
         pages = {page.package: page.failures for page in session.exec(select(IndexPage))}
     assert pages == {"cupy-cuda13x": 0, "numpy": 2}
+
+
+def test_an_outage_is_exit_2_even_while_some_pages_are_fresh(
+    database_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "requirements.txt").write_text(CAP + "numpy != 2.0.0  # broken\n", encoding="utf-8")
+    with Store(database_url) as opened:
+        track(opened, root, None, config=Config(), options=TrackOptions(now=NOW))
+    os.chdir(tmp_path)
+    cupy = json_page("cupy-cuda13x", [f.filename for f in cupy_files()])
+    with FaultServer() as faults:
+        faults.script("cupy-cuda13x", Reply(body=cupy, headers={"Cache-Control": "max-age=600"}))
+        faults.script("numpy", Reply(body=json_page("numpy", ["numpy-2.0.1-py3-none-any.whl"])))
+        argv = ["poll", "--db", database_url, "--index-url", faults.url]
+        with pytest.raises(SystemExit) as exited:
+            main(argv)
+        assert exited.value.code == 0
+        capsys.readouterr()
+        faults.script("numpy", Reply(404, b"gone"))  # and cupy-cuda13x is still fresh
+        with pytest.raises(SystemExit) as exited:
+            main(argv)
+    out, err = capsys.readouterr()
+    assert exited.value.code == 2
+    assert "1 unchanged (1 still fresh, not asked), 1 failed" in out  # the report first
+    assert "failed: numpy: not on the index" in err
+    assert (
+        "govern: error: the index answered none of the requests: could not read the project" in err
+    )
 
 
 def test_bad_answers_are_recorded_and_never_a_verdict(database_url: str, tmp_path: Path) -> None:

@@ -218,9 +218,14 @@ def test_healthz_is_503_when_the_store_cannot_answer(database_url: str) -> None:
         state = AppState(store=store, secrets=Secrets(token=TOKEN), clock=lambda: NOW)
         with TestClient(create_app(state)) as client:
             assert client.get("/healthz").json()["status"] == "ok"
+            with store.engine.begin() as connection:  # downgraded under a running server
+                connection.execute(text("UPDATE alembic_version SET version_num = '0001'"))
+            older = client.get("/healthz")
             with store.engine.begin() as connection:  # a store that lost its schema
                 connection.execute(text("DROP TABLE alembic_version"))
             answer = client.get("/healthz")
+    assert older.status_code == 503
+    assert "schema 0001" in older.json()["error"]
     assert answer.status_code == 503
     assert answer.json()["status"] == "error"
 
