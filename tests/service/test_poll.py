@@ -278,18 +278,23 @@ def test_no_index_anywhere_is_a_clear_error(
     assert "Tip:" in err
 
 
-def test_a_poll_that_read_nothing_exits_2_after_its_report(
-    database_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    # DESIGN's contract: 2 when the run could not be done. An index that answers no
-    # project (down, wrong URL, a proxy in the way) is that, for a cron job or CI; the
-    # report still comes first and each failure is recorded.
+def _track_cupy_and_numpy(database_url: str, tmp_path: Path) -> None:
+    """A store tracking the CuPy cap and a numpy exclusion; the working directory beside it."""
     root = tmp_path / "repo"
     root.mkdir()
     (root / "requirements.txt").write_text(CAP + "numpy != 2.0.0  # broken\n", encoding="utf-8")
     with Store(database_url) as opened:
         track(opened, root, None, config=Config(), options=TrackOptions(now=NOW))
     os.chdir(tmp_path)
+
+
+def test_a_poll_that_read_nothing_exits_2_after_its_report(
+    database_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # DESIGN's contract: 2 when the run could not be done. An index that answers no
+    # project (down, wrong URL, a proxy in the way) is that, for a cron job or CI; the
+    # report still comes first and each failure is recorded.
+    _track_cupy_and_numpy(database_url, tmp_path)
     with FaultServer() as faults:
         faults.script("cupy-cuda13x", Reply(500, b"oops"))
         faults.script("numpy", Reply(404, b"no such project"))
@@ -322,12 +327,7 @@ def test_a_poll_that_read_nothing_exits_2_after_its_report(
 def test_an_outage_is_exit_2_even_while_some_pages_are_fresh(
     database_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    root = tmp_path / "repo"
-    root.mkdir()
-    (root / "requirements.txt").write_text(CAP + "numpy != 2.0.0  # broken\n", encoding="utf-8")
-    with Store(database_url) as opened:
-        track(opened, root, None, config=Config(), options=TrackOptions(now=NOW))
-    os.chdir(tmp_path)
+    _track_cupy_and_numpy(database_url, tmp_path)
     cupy = json_page("cupy-cuda13x", [f.filename for f in cupy_files()])
     with FaultServer() as faults:
         faults.script("cupy-cuda13x", Reply(body=cupy, headers={"Cache-Control": "max-age=600"}))
