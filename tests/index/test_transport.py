@@ -18,6 +18,8 @@ from typing import Any
 
 import httpx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from govern.index.client import http_clients, tls_context
 from govern.index.transport import H11Transport
@@ -568,3 +570,43 @@ def test_connecting_moves_on_from_an_address_that_never_answers() -> None:
     status, took = asyncio.run(go())
     assert status == 200
     assert took < 2.0
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    bodies=st.lists(st.binary(min_size=0, max_size=3000), min_size=1, max_size=3),
+    chunked=st.booleans(),
+    cuts=st.lists(st.integers(min_value=1, max_value=400), min_size=1, max_size=8),
+)
+def test_answers_split_anywhere_are_read_whole_on_one_connection(
+    bodies: list[bytes], chunked: bool, cuts: list[int]
+) -> None:
+    # However the server's bytes are cut into reads (a head split mid-line, a chunk size
+    # split from its data), every answer is framed exactly and the connection is reused.
+    def framed(body: bytes) -> bytes:
+        if not chunked:
+            return b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body) + body
+        chunks = b"".join(
+            b"%x\r\n%s\r\n" % (len(body[i : i + 700]), body[i : i + 700])
+            for i in range(0, len(body), 700)
+        )
+        return b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + chunks + b"0\r\n\r\n"
+
+    async def dribble(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        for body in bodies:
+            await reader.readuntil(b"\r\n\r\n")
+            data = framed(body)
+            at, step = 0, 0
+            while at < len(data):
+                size = cuts[step % len(cuts)]
+                writer.write(data[at : at + size])
+                await writer.drain()
+                await asyncio.sleep(0)  # a separate read on the other side, most of the time
+                at, step = at + size, step + 1
+
+    async def go() -> tuple[list[bytes], int]:
+        async with Server(dribble) as server, httpx.AsyncClient(transport=transport()) as c:
+            got = [(await c.get(server.url())).content for _ in bodies]
+            return got, server.connections
+
+    assert asyncio.run(go()) == (bodies, 1)
