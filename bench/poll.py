@@ -73,7 +73,11 @@ What is measured, in one run, side by side against the same index:
    importtime`` of a warm poll (the twelve slowest imports); govern's cold median is split
    into that floor and the rest.
 
-7. With ``--profile``, on the largest size, in-process (``govern.cli.main``, govern's
+7. As information beside the targets, each size polled cold and warm inside this process
+   with govern's modules already loaded (as a daemon would poll): the medians of
+   ``--rounds`` rounds and warm / cold without the start-up a fresh process pays.
+
+8. With ``--profile``, on the largest size, in-process (``govern.cli.main``, govern's
    modules already imported): a cold and a warm poll with their phases timed (the client's
    ``fetch_many``, the rest of the service's ``poll``: store and judging, and the CLI
    around it), then a cold and a warm poll under cProfile, with the top functions by
@@ -129,7 +133,7 @@ import threading
 import time
 import zipfile
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -1387,12 +1391,7 @@ def profile_section(server: Nginx, tree: IndexTree, work: Path) -> None:
         print(f"no tracked database for {tree.size} projects: profile skipped")
         return
     argv = poll_argv(server, tree, db)[3:]  # after "python -m govern"
-    saved_env = dict(os.environ)
-    saved_cwd = Path.cwd()
-    os.environ.clear()
-    os.environ.update(base_env(work))
-    os.chdir(tree.repo)
-    try:
+    with _as_a_child(tree, work):
         print(f"\nphases, in-process without the profiler ({tree.size:,} projects):")
         for label in ("cold", "warm"):
             if label == "cold":
@@ -1417,10 +1416,54 @@ def profile_section(server: Nginx, tree: IndexTree, work: Path) -> None:
                 + ", ".join(f"{key} {counts.get(key)}" for key in POLL_KEYS)
             )
             print_profile(profile, label, wall)
+
+
+@contextlib.contextmanager
+def _as_a_child(tree: IndexTree, work: Path) -> Iterator[None]:
+    """This process's environment and working directory as a poll child's, then put back."""
+    saved_env = dict(os.environ)
+    saved_cwd = Path.cwd()
+    os.environ.clear()
+    os.environ.update(base_env(work))
+    os.chdir(tree.repo)
+    try:
+        yield
     finally:
         os.chdir(saved_cwd)
         os.environ.clear()
         os.environ.update(saved_env)
+
+
+def in_process_section(server: Nginx, trees: Sequence[IndexTree], work: Path, rounds: int) -> None:
+    """Cold and warm polls inside this process, its modules loaded (as in a daemon).
+
+    Information beside the targets: what a poll costs without the interpreter's start-up
+    and imports, which a fresh process pays on every run. One untimed poll first loads
+    what the first call imports; then ``rounds`` rounds of a cold poll (the tracked
+    database restored) and a warm one.
+    """
+    print("\nin-process polls, govern's modules already loaded (as in a daemon; information):")
+    for tree in trees:
+        db = work / "db" / f"govern-{tree.size}.db"
+        snapshot = work / "db" / f"tracked-{tree.size}.db"
+        if not snapshot.exists():
+            continue
+        argv = poll_argv(server, tree, db)[3:]
+        with _as_a_child(tree, work):
+            restore(snapshot, db)
+            _in_process(argv)
+            colds, warms = [], []
+            for _ in range(rounds):
+                restore(snapshot, db)
+                colds.append(_phases(argv)[0])
+                warms.append(_phases(argv)[0])
+        cold, warm = statistics.median(colds), statistics.median(warms)
+        print(
+            f"  {tree.size:,} projects: cold {cold:.3f} s, warm {warm:.3f} s, "
+            f"warm / cold = {warm / cold:.2f} (rounds: "
+            + ", ".join(f"{c:.3f}/{w:.3f}" for c, w in zip(colds, warms, strict=True))
+            + ")"
+        )
 
 
 # --------------------------------------------------------------------------
@@ -1676,6 +1719,7 @@ def _run(args: argparse.Namespace, nginx: str, work: Path) -> int:
         )
         print_table(results, memory)
         print_targets(results, memory)
+        in_process_section(server, trees, work, args.rounds)
         floors = floor_section(server, trees[-1], work, args.rounds, args.timeout)
         imports = next((f for f in floors if f.label.startswith("python -c 'import")), None)
         if imports is not None:
