@@ -43,8 +43,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Unpack
 from urllib.parse import quote
 
-import httpx
-
 from govern import __version__
 from govern.ci import options as opts
 from govern.ci.base import (
@@ -66,6 +64,7 @@ from govern.ci.hosted import (
 )
 from govern.ci.http import expect
 from govern.errors import ConfigError
+from govern.index.lean import httpx
 
 log = logging.getLogger(__name__)
 

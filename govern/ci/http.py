@@ -34,9 +34,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import httpx
-
 from govern.ci.base import CIAuthError, CIError, CIRateLimited, CIUnavailable, scrub
+from govern.index.lean import httpx
 
 _EPOCH_FLOOR = 1_000_000_000  # a reset header above this is a Unix time, below it seconds
 _SHORT_WAIT = 10.0  # seconds of rate limit slept through rather than raised

@@ -50,15 +50,15 @@ async def _poll(
     bar: Any,
     refresh: bool = False,
 ) -> PollResult:
-    from govern.index.client import IndexClient, http_clients
+    from govern.index.ondemand import OnDemandClient
     from govern.service.poll import poll as run_poll
 
     def done(name: str, _result: FetchResult) -> None:
         if bar is not None:
             bar.update(1)
 
-    async with http_clients() as http:
-        client = IndexClient(http, settings)
+    # Opened at the first fetch: a poll whose every page is still fresh loads no HTTP code.
+    async with OnDemandClient(settings) as client:
         return await run_poll(
             store, client, profiles, packages=packages, on_done=done, refresh=refresh
         )

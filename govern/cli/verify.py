@@ -99,8 +99,7 @@ async def _verify(
     wait_timeout: float,
     poll_interval: float,
 ) -> VerifyResult:
-    import httpx
-
+    from govern.index.lean import httpx
     from govern.service.verify import Verifier
 
     async with httpx.AsyncClient(timeout=30.0, follow_redirects=False) as http:

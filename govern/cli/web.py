@@ -95,10 +95,10 @@ def serve(
     GOVERN_WEB_TOKEN by default).
     """
     _web_stack()
-    import httpx
     import uvicorn
 
     from govern.config import load_config
+    from govern.index.lean import httpx
     from govern.store.db import open_store
     from govern.web.app import create_app
 

@@ -41,10 +41,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import quote
 
-import httpx
 from packaging.utils import InvalidName, canonicalize_name
 
 from govern.errors import ConfigError
+from govern.index.lean import httpx
 from govern.index.model import (
     Fetched,
     FetchFailed,

@@ -38,7 +38,8 @@ import ssl
 from typing import Any
 
 import h11
-import httpx
+
+from govern.index.lean import httpx
 
 _READ_SIZE = 64 * 1024
 _HIGH_WATER = 256 * 1024  # bytes buffered before the socket is no longer read

@@ -22,10 +22,10 @@ from __future__ import annotations
 import hashlib
 import time
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from packaging.specifiers import InvalidSpecifier, Specifier
 from packaging.version import InvalidVersion, Version
@@ -45,8 +45,28 @@ from govern.store.dbapi import RawStore, Transaction, expand
 
 if TYPE_CHECKING:
     from govern.index.candidates import Decision, Profile
-    from govern.index.client import IndexClient
     from govern.store.db import Store
+
+
+class PageSource(Protocol):
+    """Where a poll reads project pages: an :class:`~govern.index.client.IndexClient`, or
+    an :class:`~govern.index.ondemand.OnDemandClient` that opens one at its first fetch."""
+
+    @property
+    def settings(self) -> IndexSettings:
+        """The indexes it reads (the stored validators are kept per index)."""
+        ...
+
+    async def fetch_many(
+        self,
+        names: Iterable[str],
+        validators: Mapping[str, Validators] | None = None,
+        *,
+        on_done: Callable[[str, FetchResult], None] | None = None,
+    ) -> dict[str, FetchResult]:
+        """Every project once; see :meth:`govern.index.client.IndexClient.fetch_many`."""
+        ...
+
 
 # Exclusions the watcher looks at: bans have no candidate, and requires-python is not a
 # package on the index.
@@ -536,7 +556,7 @@ class _Recorder:
 
 async def poll(
     store: RawStore | Store,
-    client: IndexClient,
+    client: PageSource,
     profiles: Sequence[Profile],
     *,
     packages: Sequence[str] = (),
@@ -573,7 +593,8 @@ async def poll(
     profiles_key = _profiles_key(profiles)
     for batch in _chunks(names):
         asked = [name for name in batch if name not in fresh]
-        fetched = await client.fetch_many(asked, validators, on_done=on_done)
+        # Nothing to ask (every page fresh): an on-demand client stays closed.
+        fetched = await client.fetch_many(asked, validators, on_done=on_done) if asked else {}
         for name in batch:
             if name in fresh:
                 fetched[name] = NotModified(name, requests=0)
