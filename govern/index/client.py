@@ -43,6 +43,7 @@ from urllib.parse import quote
 
 from packaging.utils import InvalidName, canonicalize_name
 
+from govern import __version__
 from govern.errors import ConfigError
 from govern.index.lean import httpx
 from govern.index.model import (
@@ -71,6 +72,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+# Who is asking, for the index's operators (as pip and uv name themselves).
+USER_AGENT = f"govern/{__version__} (dependency-pin watcher) python-httpx/{httpx.__version__}"
 # PEP 691 negotiation: JSON first, the versioned HTML next, legacy HTML last.
 ACCEPT = f"{JSON_CONTENT_TYPE}, {HTML_CONTENT_TYPE};q=0.2, {LEGACY_HTML_CONTENT_TYPE};q=0.01"
 MAX_RETRY_AFTER = 300.0  # seconds: a longer Retry-After ends the fetch (the next poll retries)
@@ -327,10 +330,17 @@ async def http_clients(
         raise ValueError("count must be positive")
     tls = tls_context(trust_env=trust_env)
     limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
+    headers = {"User-Agent": USER_AGENT}
     async with AsyncExitStack() as stack:
         yield [
             await stack.enter_async_context(
-                IndexHTTP(verify=tls, limits=limits, trust_env=trust_env, follow_redirects=False)
+                IndexHTTP(
+                    verify=tls,
+                    limits=limits,
+                    trust_env=trust_env,
+                    follow_redirects=False,
+                    headers=headers,
+                )
             )
             for _ in range(count)
         ]

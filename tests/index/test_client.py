@@ -43,10 +43,12 @@ from indexserver import (
 from packaging.version import Version
 from wheels import build_sdist, build_wheel, sha256
 
+from govern import __version__
 from govern.index import client as client_module
 from govern.index.client import (
     ACCEPT,
     MAX_FRESH,
+    USER_AGENT,
     IndexClient,
     freshness,
     http_clients,
@@ -932,7 +934,8 @@ def test_a_direct_request_sends_the_client_s_default_headers(faults: FaultServer
     path = faults.script("demo", Reply(body=json_page("demo")))
     fetched(_fetch_in_turn(faults.url, ["demo"])[0])
     sent = faults.headers[path][0]
-    assert sent["user-agent"].startswith("python-httpx/")
+    assert sent["user-agent"] == USER_AGENT
+    assert USER_AGENT.startswith(f"govern/{__version__} ")
     assert "gzip" in sent["accept-encoding"]
     assert sent["accept"] == ACCEPT
 
