@@ -35,10 +35,9 @@ async def fetch_pages(
     on_done: Any = None,
 ) -> dict[str, FetchResult]:
     """Each package's page, fetched once, concurrently (for ``audit --online``)."""
-    from govern.index.client import IndexClient, http_clients
+    from govern.index.ondemand import OnDemandClient
 
-    async with http_clients() as http:
-        client = IndexClient(http, settings)
+    async with OnDemandClient(settings) as client:
         return await client.fetch_many(names, {}, on_done=on_done)
 
 

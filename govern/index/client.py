@@ -166,8 +166,7 @@ def freshness(headers: httpx.Headers, now: datetime | None = None) -> float:
                 lifetime = MAX_FRESH if len(seconds) > 10 else float(seconds)
     date = _http_date(headers.get("Date"))
     if lifetime is None:
-        expires = headers.get("Expires")
-        until = _http_date(expires)
+        until = _http_date(headers.get("Expires"))
         if until is None:
             return 0.0
         lifetime = (until - (date or now)).total_seconds()

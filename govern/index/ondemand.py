@@ -28,7 +28,6 @@ class OnDemandClient:
 
     def __init__(self, settings: IndexSettings, *, connections: int = 16, **options: Any):
         self.settings = settings
-        self.opened = False  # whether a fetch came (the HTTP clients were made)
         self._connections = connections
         self._options = options
         self._stack = AsyncExitStack()
@@ -53,5 +52,4 @@ class OnDemandClient:
 
             http = await self._stack.enter_async_context(http_clients(self._connections))
             self._client = IndexClient(http, self.settings, **self._options)
-            self.opened = True
         return await self._client.fetch_many(names, validators, on_done=on_done)

@@ -321,9 +321,9 @@ class _Recorder:
         page = self.pages.get(package)
         if page is None:
             page = self.pages[package] = _Page(id=None, package=package)
-        page.changed = True
         if isinstance(result, NotModified) and not result.requests:
-            return  # not asked (still fresh): nothing was learnt
+            return  # not asked (still fresh): nothing learnt, nothing to write
+        page.changed = True
         if isinstance(result, Fetched):
             page.etag = result.page.etag
             page.last_modified = result.page.last_modified
@@ -341,6 +341,13 @@ class _Recorder:
             page.failure = result.reason
             page.failures += 1
             page.fresh_until = None
+
+    def judged(self, package: str, inputs: str | None) -> None:
+        """Remember what the judging of a package depended on (written if it changed)."""
+        page = self.pages[package]
+        if page.judged != inputs:
+            page.judged = inputs
+            page.changed = True
 
     def record(self, fetched: dict[str, list[Release]]) -> int:
         """Insert new releases and update changed ones; returns how many are new."""
@@ -638,7 +645,7 @@ async def poll(
                 found = pages.get(package) or recorder.stored(package)
                 for exclusion in by_package[package]:
                     recorder.judge(exclusion, found, profiles, result)
-                recorder.pages[package].judged = inputs
+                recorder.judged(package, inputs)
             recorder.finish()
         del fetched
     with raw.transaction(write=True) as tx:  # one row per poll: /metrics and the dashboard
