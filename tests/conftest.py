@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import gc
+import logging
 import os
+import signal
 import subprocess
 import uuid
 from collections.abc import Iterator
@@ -30,7 +32,8 @@ _ENV = (
 
 @pytest.fixture(autouse=True)
 def _restore_process_state(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """Reset the CLI flags, the collector, the environment and the cwd after each test.
+    """Reset the CLI flags, the collector, the environment and the cwd after each test;
+    and the signal handlers and APScheduler's logger, which ``govern daemon`` sets.
 
     The user's data directory points into a temporary folder, so a command run without
     --db never touches the real default database.
@@ -42,6 +45,9 @@ def _restore_process_state(tmp_path_factory: pytest.TempPathFactory) -> Iterator
     saved_debug = STATE.debug
     saved_fast_exit = STATE.fast_exit
     saved_gc = gc.isenabled()
+    saved_signals = {signum: signal.getsignal(signum) for signum in (signal.SIGTERM, signal.SIGINT)}
+    scheduler_log = logging.getLogger("apscheduler")
+    saved_log = (scheduler_log.level, scheduler_log.propagate, list(scheduler_log.handlers))
     try:
         for name in _ENV:
             os.environ.pop(name, None)
@@ -50,6 +56,11 @@ def _restore_process_state(tmp_path_factory: pytest.TempPathFactory) -> Iterator
     finally:
         STATE.debug = saved_debug
         STATE.fast_exit = saved_fast_exit
+        for signum, handler in saved_signals.items():
+            signal.signal(signum, handler)
+        scheduler_log.setLevel(saved_log[0])
+        scheduler_log.propagate = saved_log[1]
+        scheduler_log.handlers[:] = saved_log[2]
         if saved_gc:
             gc.enable()
         else:

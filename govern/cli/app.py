@@ -66,6 +66,7 @@ app.command(
     add_help_option=False,
 )(_poll)
 
+from govern.cli import daemon as _daemon  # noqa: E402,F401
 from govern.cli import rules as _rules  # noqa: E402,F401
 from govern.cli import track as _track  # noqa: E402,F401
 from govern.cli import verify as _verify  # noqa: E402,F401

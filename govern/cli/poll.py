@@ -172,14 +172,14 @@ def poll_main(argv: Sequence[str]) -> NoReturn:
         print_json({"schema": "govern.poll/1", **result.as_dict()})
     else:
         _print_human(result)
-    asked = result.projects - result.fresh
-    if asked and result.failed == asked:
+    if result.unavailable:
         # Nothing asked was read: for cron or CI the poll did not happen (each failure is
         # recorded all the same), even if some pages are still fresh from an earlier poll.
         # Some failures among answers are a normal poll.
         from govern.errors import IndexUnavailable
 
         _package, reason = result.failures[0]
+        asked = result.projects - result.fresh
         projects = "the project" if asked == 1 else f"any of the {asked} projects"
         raise IndexUnavailable(
             f"the index answered none of the requests: could not read {projects} asked "
@@ -191,13 +191,7 @@ def poll_main(argv: Sequence[str]) -> NoReturn:
 
 
 def _print_human(result: PollResult) -> None:
-    print(
-        f"{result.projects} projects for {result.exclusions} exclusions: "
-        f"{result.fetched} fetched, {result.not_modified} unchanged"
-        + (f" ({result.fresh} still fresh, not asked)" if result.fresh else "")
-        + f", {result.failed} failed; "
-        f"{result.releases_new} new releases, {result.candidates_found} new candidates"
-    )
+    print(result.summary())
     for found in result.found:
         print(
             f"  candidate: {found['package']} {found['version']} for {found['clause']} "

@@ -86,7 +86,7 @@ def _providers(
     return providers, provider_for
 
 
-async def _verify(
+async def verify_once(
     store: Store,
     config: Config,
     settings: IndexSettings | None,
@@ -99,6 +99,7 @@ async def _verify(
     wait_timeout: float,
     poll_interval: float,
 ) -> VerifyResult:
+    """One verification call: new candidates' runs started, runs still going collected."""
     from govern.index.lean import httpx
     from govern.service.verify import Verifier
 
@@ -195,7 +196,7 @@ def verify(
         settings = None  # only an isolated install needs the index
     with open_store(db, configured=config.database) as store:
         result = asyncio.run(
-            _verify(
+            verify_once(
                 store,
                 config,
                 settings,

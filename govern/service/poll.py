@@ -117,6 +117,22 @@ class PollResult:
             "found": self.found,
         }
 
+    def summary(self) -> str:
+        """One line: what was asked and what came of it."""
+        fresh = f" ({self.fresh} still fresh, not asked)" if self.fresh else ""
+        return (
+            f"{self.projects} projects for {self.exclusions} exclusions: "
+            f"{self.fetched} fetched, {self.not_modified} unchanged{fresh}, "
+            f"{self.failed} failed; {self.releases_new} new releases, "
+            f"{self.candidates_found} new candidates"
+        )
+
+    @property
+    def unavailable(self) -> bool:
+        """Every project asked failed: the index (or the way to it) is the problem."""
+        asked = self.projects - self.fresh
+        return bool(asked) and self.failed == asked
+
 
 def watched(tx: Transaction, packages: Sequence[str] = ()) -> list[Watched]:
     """Active exclusions the watcher judges, with their known-bad versions."""

@@ -1,0 +1,220 @@
+"""``govern daemon``: sync, poll and verify on a schedule, until stopped."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from govern.cli import STATE
+from govern.cli.app import app
+from govern.cli.options import ConfigOption, DbOption, FormatOption, IndexOption
+from govern.cli.output import ViewFormat
+from govern.errors import GovernError, UsageError
+
+if TYPE_CHECKING:
+    from govern.config import Config
+    from govern.daemon.jobs import Job
+    from govern.store.db import Store
+
+_EVERY_HELP = "Between two {job} runs: 90s, 15m, 1h, 1d, or off."
+
+
+def _printer(fmt: ViewFormat) -> Any:
+    """Each event as a line on standard output, flushed (a journal reads it at once)."""
+
+    def emit(event: dict[str, Any]) -> None:
+        at = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+        if fmt is ViewFormat.JSON:
+            line = json.dumps(
+                {"schema": "govern.daemon/1", "at": at, **event},
+                default=str,
+                separators=(",", ":"),
+            )
+        else:
+            line = f"{at} {_human(event)}"
+        print(line, flush=True)
+
+    return emit
+
+
+def _human(event: dict[str, Any]) -> str:
+    kind = event["event"]
+    if kind == "job":
+        state = "ok" if event["ok"] else "FAILED"
+        upcoming = f"; next {event['next_run_at']}" if event.get("next_run_at") else ""
+        return (
+            f"{event['job']} {state} in {event['duration_seconds']:.2f} s: "
+            f"{event['summary']}{upcoming}"
+        )
+    if kind == "started":
+        jobs = ", ".join(f"{name} {what}" for name, what in event["jobs"].items())
+        return (
+            f"govern daemon started (pid {event['pid']}): {event['database']}; "
+            f"index {event['index'] or 'none'}; {jobs}"
+        )
+    if kind == "stopping":
+        after = "now" if event["now"] else "after the running job (again to stop now)"
+        return f"{event['signal']}: stopping {after}"
+    if kind == "cancelled":
+        return f"{event['jobs']} job(s) cancelled after {event['after_seconds']:g} s"
+    if kind == "scheduler":
+        return f"scheduler {event['level']}: {event['message']}"
+    if kind == "stopped":
+        return "govern daemon stopped" + ("" if event["ok"] else " (a job failed)")
+    return json.dumps(event, default=str)
+
+
+def _roots(paths: list[Path]) -> list[Path]:
+    roots: list[Path] = []
+    for path in paths:
+        if not path.is_dir():
+            raise UsageError(
+                f"{path} is not a directory",
+                tip="Give the repositories to keep in sync, as for `govern track DIR`.",
+            )
+        roots.append(path.resolve())
+    return roots
+
+
+def _verify_job(store: Store, config: Config, index_url: str | None) -> Job:
+    """``govern verify`` (no --wait): new candidates' runs started, running ones collected."""
+    from govern.cli.verify import verify_once
+    from govern.daemon.jobs import Outcome, verify_outcome
+    from govern.index.pipconfig import IndexNotConfigured
+    from govern.index.settings import index_settings
+
+    try:
+        settings = index_settings(config, index_url)
+    except IndexNotConfigured:
+        settings = None
+
+    async def job() -> Outcome:
+        result = await verify_once(
+            store, config, settings, None, [], None, False, None, False, 0.0, 0.0
+        )
+        return verify_outcome(result)
+
+    return job
+
+
+@app.command()
+def daemon(
+    paths: Annotated[
+        list[Path] | None,
+        typer.Argument(
+            help="Repositories (directories) to keep in sync, as `govern track DIR`; "
+            "none: only poll and verify what is tracked.",
+            show_default=False,
+        ),
+    ] = None,
+    poll_every: Annotated[
+        str, typer.Option("--poll-every", help=_EVERY_HELP.format(job="poll"))
+    ] = "30m",
+    sync_every: Annotated[
+        str, typer.Option("--sync-every", help=_EVERY_HELP.format(job="sync"))
+    ] = "30m",
+    verify_every: Annotated[
+        str, typer.Option("--verify-every", help=_EVERY_HELP.format(job="verify"))
+    ] = "10m",
+    once: Annotated[
+        bool,
+        typer.Option("--once", help="Run each job once, then exit (2 if one failed): for cron."),
+    ] = False,
+    grace: Annotated[
+        float,
+        typer.Option("--grace", help="On SIGTERM, seconds the running job may take to end.", min=0),
+    ] = 60.0,
+    index_url: IndexOption = None,
+    config_file: ConfigOption = None,
+    db: DbOption = None,
+    fmt: FormatOption = ViewFormat.HUMAN,
+) -> None:
+    """Sync, poll and verify on a schedule: the service that notices fixes the day they ship.
+
+    At start each job runs once (sync, then poll, then verify); then each on its interval,
+    one at a time, with a little jitter. A job that fails is reported and tried again at
+    its next time. One daemon per store. SIGTERM or Ctrl-C lets the running job finish
+    (within --grace), then exits 0; a second one stops at once. --format json writes one
+    JSON object per line (schema govern.daemon/1).
+    """
+    import asyncio
+
+    from govern.config import load_config
+    from govern.daemon.jobs import PollJob, SyncJob
+    from govern.daemon.lock import single_instance
+    from govern.daemon.runner import Daemon
+    from govern.daemon.schedule import describe, parse_every
+    from govern.index.pipconfig import redact_url
+    from govern.index.settings import index_settings, profiles_from
+    from govern.store.db import open_store
+
+    every = {
+        "sync": parse_every(sync_every, "--sync-every"),
+        "poll": parse_every(poll_every, "--poll-every"),
+        "verify": parse_every(verify_every, "--verify-every"),
+    }
+    roots = _roots(paths or [])
+    config = load_config(Path.cwd(), config_file)
+    settings = index_settings(config, index_url) if every["poll"] is not None else None
+    profiles = profiles_from(config)
+    report = _printer(fmt)
+    why_off: dict[str, str] = {}
+    if not roots:
+        why_off["sync"] = "no repository given"
+    if not config.ci:
+        why_off["verify"] = "no CI provider configured"
+
+    async def serve(store: Store) -> bool:
+        jobs: dict[str, tuple[Job, float]] = {}
+        sync_seconds = every["sync"]
+        if sync_seconds is not None and "sync" not in why_off:
+            jobs["sync"] = (SyncJob(store, roots, config_file), sync_seconds)
+        poll_seconds = every["poll"]
+        poller = PollJob(store, settings, profiles) if settings is not None else None
+        if poller is not None and poll_seconds is not None:
+            jobs["poll"] = (poller, poll_seconds)
+        verify_seconds = every["verify"]
+        if verify_seconds is not None and "verify" not in why_off:
+            jobs["verify"] = (_verify_job(store, config, index_url), verify_seconds)
+        if not jobs:
+            raise UsageError(
+                "every job is off: the daemon would have nothing to do",
+                tip="Give --poll-every (and a repository to sync, or a CI provider to verify).",
+            )
+        runner = Daemon(jobs, report, grace=grace, debug=STATE.debug)
+        report(
+            {
+                "event": "started",
+                "pid": os.getpid(),
+                "database": store.display_url,
+                "index": redact_url(settings.index_url) if settings is not None else None,
+                "jobs": {
+                    name: f"every {describe(seconds)}"
+                    if name in jobs
+                    else f"off ({why_off.get(name, 'off')})"
+                    for name, seconds in every.items()
+                },
+                "repositories": [str(root) for root in roots],
+                "once": once,
+            }
+        )
+        if poller is None:
+            return await runner.run(once=once)
+        async with poller:
+            return await runner.run(once=once)
+
+    with open_store(db, configured=config.database) as store, single_instance(store):
+        ok = asyncio.run(serve(store))
+    report({"event": "stopped", "ok": ok})
+    if once and not ok:
+        raise GovernError(
+            "a job of the run failed (see its line above)",
+            tip="Each failure is reported on its own line; the others' work is recorded.",
+        )
+    sys.stdout.flush()

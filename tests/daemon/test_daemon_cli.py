@@ -1,0 +1,240 @@
+"""``govern daemon`` against a real local index, a command CI provider and real processes.
+
+The whole loop in one run: the daemon syncs a repository that pins ``demo==1.0``, polls
+the index (1.1 is out), and verifies 1.1 through a configured command, which reports the
+installed version; the exclusion ends ``verified``. Then a daemon in its own process:
+polls on its interval (the second a 304), a change to the file picked up by the next
+sync, SIGTERM obeyed, and a second daemon on the same store refused.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from clirun import run_cli
+from indexserver import IndexFile, StaticIndex
+from wheels import build_wheel
+
+PIN = "demo==1.0  # 1.1 crashed on import; hold 1.0 until a fixed release passes\n"
+SAY = f"{sys.executable} -c \"print('govern-verify: installed demo==' + '{{version}}')\""
+
+
+@pytest.fixture
+def index(tmp_path: Path) -> Iterator[StaticIndex]:
+    files = [
+        IndexFile.of(
+            build_wheel(tmp_path / "dists" / version, "demo", version),
+            upload_time="2026-05-01T00:00:00Z",
+        )
+        for version in ("1.0", "1.1")
+    ]
+    with StaticIndex(tmp_path / "index", {"demo": files}) as served:
+        yield served
+
+
+@pytest.fixture
+def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "requirements.txt").write_text(PIN, encoding="utf-8")
+    (root / ".govern.toml").write_text(
+        f'verify-with = "local"\n[ci.local]\nprovider = "command"\ncommand = {json.dumps(SAY)}\n',
+        encoding="utf-8",
+    )
+    monkeypatch.chdir(root)
+    monkeypatch.setenv("PIP_CONFIG_FILE", "/dev/null")
+    monkeypatch.delenv("PIP_INDEX_URL", raising=False)
+    return root
+
+
+def _events(out: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in out.splitlines() if line.strip()]
+
+
+def _jobs(events: list[dict[str, Any]], name: str) -> list[dict[str, Any]]:
+    return [e for e in events if e["event"] == "job" and e["job"] == name]
+
+
+def test_once_syncs_polls_and_verifies_the_whole_loop(
+    repo: Path, index: StaticIndex, database_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["daemon", str(repo), "--db", database_url, "--index-url", index.url, "--once"]
+    code, out, err = run_cli([*argv, "-f", "json"], capsys)
+    assert code == 0, err
+    events = _events(out)
+    assert [e["event"] for e in events] == ["started", "job", "job", "job", "stopped"]
+    assert all(e["schema"] == "govern.daemon/1" for e in events)
+    assert events[0]["jobs"] == {"sync": "every 30m", "poll": "every 30m", "verify": "every 10m"}
+    assert [e["job"] for e in events[1:4]] == ["sync", "poll", "verify"]
+    assert all(e["ok"] for e in events[1:4])
+    assert _jobs(events, "sync")[0]["detail"]["repositories"][0]["added"] == 1
+    poll = _jobs(events, "poll")[0]["detail"]
+    assert (poll["fetched"], poll["candidates_found"]) == (1, 1)
+    assert poll["found"][0]["version"] == "1.1"
+    verify = _jobs(events, "verify")[0]["detail"]
+    assert verify["concluded"]["passed"] == 1
+    assert verify["runs"][0]["installed"] == "1.1"
+    code, out, _ = run_cli(["status", "--db", database_url, "-f", "json"], capsys)
+    assert json.loads(out)["exclusions"][0]["state"] == "verified"
+    # Again: nothing new anywhere (the page is a 304, the file unchanged).
+    code, out, _ = run_cli(argv, capsys)
+    assert code == 0
+    assert "sync ok in" in out
+    assert "poll ok in" in out
+    assert "0 fetched, 1 unchanged" in out
+    assert index.count(index.path("demo")) == 2
+
+
+def test_once_exits_2_when_the_index_cannot_be_read_and_keeps_the_rest(
+    repo: Path, database_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    dead = "http://someone:s3cr3t-token@127.0.0.1:9/simple"  # discard port: refused
+    argv = ["daemon", str(repo), "--db", database_url, "--index-url", dead, "--once"]
+    code, out, err = run_cli([*argv, "--verify-every", "off"], capsys)
+    assert code == 2
+    assert "sync ok in" in out  # the sync's work is recorded all the same
+    assert "poll FAILED in" in out
+    assert "the index answered none" in out
+    assert "govern: error: a job of the run failed" in err
+    assert "s3cr3t" not in out + err
+    assert "***@127.0.0.1:9" in out
+    code, out, _ = run_cli(["status", "--db", database_url, "-f", "json"], capsys)
+    assert json.loads(out)["exclusions"][0]["state"] == "held"
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--poll-every", "soon"], "--poll-every 'soon' is not an interval"),
+        (["--poll-every", "off", "--verify-every", "off"], "every job is off"),
+        (["/nonexistent/repo"], "/nonexistent/repo is not a directory"),
+    ],
+)
+def test_what_cannot_run_exits_2_with_a_tip(
+    tmp_path: Path, extra: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = f"sqlite:///{tmp_path / 'govern.db'}"
+    os.chdir(tmp_path)
+    code, _, err = run_cli(
+        ["daemon", "--db", db, "--index-url", "http://127.0.0.1:9/", *extra], capsys
+    )
+    assert code == 2
+    assert message in err
+    assert "Tip:" in err
+
+
+def test_without_an_index_the_poll_cannot_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PIP_CONFIG_FILE", "/dev/null")
+    monkeypatch.delenv("PIP_INDEX_URL", raising=False)
+    code, _, err = run_cli(["daemon", "--db", f"sqlite:///{tmp_path / 'g.db'}", "--once"], capsys)
+    assert code == 2
+    assert "index" in err.lower()
+
+
+class _Daemon:
+    """``python -m govern daemon ... -f json`` in its own process, its events read as they come."""
+
+    def __init__(self, argv: list[str], cwd: Path) -> None:
+        env = {**os.environ, "PIP_CONFIG_FILE": "/dev/null", "PYTHONUNBUFFERED": "1"}
+        env.pop("PIP_INDEX_URL", None)
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "govern", "daemon", *argv, "-f", "json"],
+            cwd=cwd,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self.events: list[dict[str, Any]] = []
+        self._lines: queue.Queue[str | None] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self._lines.put(line)
+        self._lines.put(None)
+
+    def wait_for(self, test: Any, timeout: float = 30.0) -> dict[str, Any]:
+        """The first event (from now on) that ``test`` accepts."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                line = self._lines.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                break
+            if line is None:
+                break
+            event: dict[str, Any] = json.loads(line)
+            self.events.append(event)
+            if test(event):
+                return event
+        self.process.kill()
+        _, err = self.process.communicate()
+        raise AssertionError(f"no such event; seen {self.events}; stderr {err}")
+
+    def stop(self) -> tuple[int, str]:
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            code = self.process.wait(timeout=20)
+        finally:
+            self.process.kill()
+        for line in iter(self._lines.get, None):
+            self.events.append(json.loads(line))
+        assert self.process.stderr is not None
+        return code, self.process.stderr.read()
+
+
+def _job(name: str, predicate: Any = None) -> Any:
+    return lambda e: (
+        e["event"] == "job" and e["job"] == name and (predicate is None or predicate(e))
+    )
+
+
+def test_a_daemon_polls_on_its_interval_picks_up_changes_and_stops_on_sigterm(
+    repo: Path, index: StaticIndex, database_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = [str(repo), "--db", database_url, "--index-url", index.url, "--verify-every", "off"]
+    daemon = _Daemon([*argv, "--poll-every", "1s", "--sync-every", "1s"], repo)
+    try:
+        started = daemon.wait_for(lambda e: e["event"] == "started")
+        assert started["jobs"]["poll"] == "every 1s"
+        first = daemon.wait_for(_job("poll"))
+        assert first["detail"]["fetched"] == 1
+        again = daemon.wait_for(_job("poll"))
+        assert (again["detail"]["fetched"], again["detail"]["not_modified"]) == (0, 1)
+        assert again["next_run_at"] is not None
+        # The line is relaxed in the file: the next sync records it.
+        (repo / "requirements.txt").write_text("demo!=1.0\n", encoding="utf-8")
+        changed = daemon.wait_for(
+            _job("sync", lambda e: e["detail"]["repositories"][0]["changed"] == 1)
+        )
+        assert changed["ok"]
+        # A second daemon on the same store is refused while this one runs.
+        code, _, err = run_cli(["daemon", *argv, "--once"], capsys)
+        assert code == 2
+        assert "another govern daemon holds this store" in err
+    finally:
+        code, err = daemon.stop()
+    assert code == 0, err
+    assert [e["event"] for e in daemon.events[-2:]] == ["stopping", "stopped"]
+    assert daemon.events[-2]["signal"] == "SIGTERM"
+    polls = [e for e in daemon.events if e["event"] == "job" and e["job"] == "poll"]
+    assert index.count(index.path("demo")) == len(polls)  # one request per poll
+    # Once it has stopped, the store is free again.
+    code, _, err = run_cli(["daemon", *argv, "--once"], capsys)
+    assert code == 0, err
