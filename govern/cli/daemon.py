@@ -15,11 +15,13 @@ from govern.cli import STATE
 from govern.cli.app import app
 from govern.cli.options import ConfigOption, DbOption, FormatOption, IndexOption
 from govern.cli.output import ViewFormat
+from govern.daemon.runner import Daemon
 from govern.errors import GovernError, UsageError
 
 if TYPE_CHECKING:
     from govern.config import Config
     from govern.daemon.jobs import Job
+    from govern.daemon.lock import Held
     from govern.store.db import Store
 
 _EVERY_HELP = "Between two {job} runs: 90s, 15m, 1h, 1d, or off."
@@ -63,6 +65,8 @@ def _human(event: dict[str, Any]) -> str:
         return f"{event['signal']}: stopping {after}"
     if kind == "cancelled":
         return f"{event['jobs']} job(s) cancelled after {event['after_seconds']:g} s"
+    if kind == "fatal":
+        return f"stopping: {event['message']}"
     if kind == "scheduler":
         return f"scheduler {event['level']}: {event['message']}"
     if kind == "stopped":
@@ -108,8 +112,8 @@ def daemon(
     paths: Annotated[
         list[Path] | None,
         typer.Argument(
-            help="Repositories (directories) to keep in sync, as `govern track DIR`; "
-            "none: only poll and verify what is tracked.",
+            help="Repositories (directories) to keep in sync, as `govern track DIR` (into this "
+            "daemon's store); none: only poll and verify what is tracked.",
             show_default=False,
         ),
     ] = None,
@@ -148,7 +152,6 @@ def daemon(
     from govern.config import load_config
     from govern.daemon.jobs import PollJob, SyncJob
     from govern.daemon.lock import single_instance
-    from govern.daemon.runner import Daemon
     from govern.daemon.schedule import describe, parse_every
     from govern.index.pipconfig import redact_url
     from govern.index.settings import index_settings, profiles_from
@@ -170,29 +173,41 @@ def daemon(
     if not config.ci:
         why_off["verify"] = "no CI provider configured"
 
-    async def serve(store: Store) -> bool:
+    if settings is None:
+        why_off["poll"] = "--poll-every off"
+    running = [
+        name for name, seconds in every.items() if seconds is not None and name not in why_off
+    ]
+    if not running:
+        raise UsageError(
+            "every job is off: the daemon would have nothing to do",
+            tip="Give --poll-every (and a repository to sync, or a CI provider to verify).",
+        )
+
+    async def serve(store: Store, held: Held) -> tuple[bool, Daemon]:
         jobs: dict[str, tuple[Job, float]] = {}
-        sync_seconds = every["sync"]
-        if sync_seconds is not None and "sync" not in why_off:
-            jobs["sync"] = (SyncJob(store, roots, config_file), sync_seconds)
-        poll_seconds = every["poll"]
-        poller = PollJob(store, settings, profiles) if settings is not None else None
-        if poller is not None and poll_seconds is not None:
-            jobs["poll"] = (poller, poll_seconds)
-        verify_seconds = every["verify"]
-        if verify_seconds is not None and "verify" not in why_off:
-            jobs["verify"] = (_verify_job(store, config, index_url), verify_seconds)
-        if not jobs:
-            raise UsageError(
-                "every job is off: the daemon would have nothing to do",
-                tip="Give --poll-every (and a repository to sync, or a CI provider to verify).",
-            )
-        runner = Daemon(jobs, report, grace=grace, debug=STATE.debug)
+        for name in running:
+            seconds = every[name]
+            assert seconds is not None
+            if name == "sync":
+                jobs[name] = (SyncJob(store, roots, config_file), seconds)
+            elif name == "poll":
+                assert settings is not None
+                jobs[name] = (PollJob(store, settings, profiles), seconds)
+            else:
+                jobs[name] = (_verify_job(store, config, index_url), seconds)
+
+        def guard() -> None:  # before each run: still ours, still this govern's schema
+            held.check()
+            store.recheck_schema()
+
+        runner = Daemon(jobs, report, grace=grace, debug=STATE.debug, guard=guard)
         report(
             {
                 "event": "started",
                 "pid": os.getpid(),
                 "database": store.display_url,
+                "lock": held.what,
                 "index": redact_url(settings.index_url) if settings is not None else None,
                 "jobs": {
                     name: f"every {describe(seconds)}"
@@ -204,14 +219,19 @@ def daemon(
                 "once": once,
             }
         )
-        if poller is None:
-            return await runner.run(once=once)
-        async with poller:
-            return await runner.run(once=once)
+        ok = await runner.run(once=once)
+        return ok, runner
 
-    with open_store(db, configured=config.database) as store, single_instance(store):
-        ok = asyncio.run(serve(store))
+    with open_store(db, configured=config.database) as store, single_instance(store) as held:
+        ok, runner = asyncio.run(serve(store, held))
     report({"event": "stopped", "ok": ok})
+    if runner.fatal is not None:
+        raise GovernError(runner.fatal, tip="The daemon stopped; no job runs without it.")
+    if once and runner.interrupted:
+        raise GovernError(
+            "stopped before every job of the run had ended",
+            tip="What the jobs that ended recorded is kept; run it again.",
+        )
     if once and not ok:
         raise GovernError(
             "a job of the run failed (see its line above)",

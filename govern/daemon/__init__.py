@@ -4,15 +4,16 @@ Three jobs, each on its own interval, run one at a time (they share the store):
 
 - **sync** re-tracks the repositories it was given (as ``govern track DIR`` does; a
   repository whose files did not change costs a hash of them);
-- **poll** asks the index about every tracked exclusion (as ``govern poll``), through
-  one set of HTTP connections kept for the daemon's life;
+- **poll** asks the index about every tracked exclusion (as ``govern poll``);
 - **verify** starts CI runs for new candidates and collects the results of runs still
   going (as ``govern verify`` without ``--wait``), when a CI provider is configured.
 
 At start the daemon runs each job once, in that order; then each runs on its interval,
 with a little jitter so that many daemons do not ask the index at the same second. One
-daemon per store (:mod:`govern.daemon.lock`). SIGTERM or SIGINT lets the running job
-finish, then stops; a second signal stops at once.
+daemon per store (:mod:`govern.daemon.lock`), checked before each job with the store's
+schema revision. Sync and poll run in threads of their own (:func:`~govern.daemon.jobs.in_thread`),
+so the event loop hears signals while they wait: SIGTERM or SIGINT lets the running job
+finish (within the grace period), then stops; a second signal stops at once.
 """
 
 from __future__ import annotations

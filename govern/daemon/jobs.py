@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Sequence
-from contextlib import AsyncExitStack
+import contextlib
+import threading
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from govern.errors import GovernError
 
 if TYPE_CHECKING:
     from govern.index.candidates import Profile
     from govern.index.pipconfig import IndexSettings
+    from govern.service.poll import PollResult
     from govern.service.verify import VerifyResult
     from govern.store.db import Store
     from govern.store.dbapi import RawStore
@@ -29,43 +31,98 @@ class Outcome:
 
 
 Job = Callable[[], Awaitable[Outcome]]
+T = TypeVar("T")
+
+
+async def in_thread(work: Callable[[threading.Event], T], name: str) -> T:
+    """``work(stop)`` in a thread of its own, awaited without blocking the event loop.
+
+    The daemon's loop stays free to hear signals while a job waits on git, the network
+    or a database lock. Cancelled (the daemon stopping), ``stop`` is set for ``work`` to
+    end at its next safe point, and the thread is left behind: it is a daemon thread, so
+    the process's exit never waits on it, and what it had not committed is rolled back
+    by the database, as after any crash.
+    """
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[T] = loop.create_future()
+    stop = threading.Event()
+
+    def settle(outcome: Callable[[], None]) -> None:
+        if not done.done():
+            outcome()
+
+    def target() -> None:
+        try:
+            result = work(stop)
+        except BaseException as exc:  # handed to the awaiting task, as to_thread does
+            failure = exc
+            with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits
+                loop.call_soon_threadsafe(settle, lambda: done.set_exception(failure))
+        else:
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(settle, lambda: done.set_result(result))
+
+    threading.Thread(target=target, name=f"govern-{name}", daemon=True).start()
+    try:
+        return await asyncio.shield(done)
+    except asyncio.CancelledError:
+        stop.set()
+        raise
+
+
+def run_until_stopped(make: Callable[[], Coroutine[Any, Any, T]], stop: threading.Event) -> T:
+    """``asyncio.run(make())`` in this thread, the coroutine cancelled once ``stop`` is set."""
+
+    async def main() -> T:
+        task = asyncio.ensure_future(make())
+        while not task.done():
+            await asyncio.wait({task}, timeout=0.1)
+            if stop.is_set() and not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+                raise asyncio.CancelledError
+        return task.result()
+
+    return asyncio.run(main())
 
 
 class PollJob:
-    """``govern poll`` over one set of HTTP connections kept for the daemon's life.
+    """``govern poll``, in a thread with an event loop of its own (:func:`in_thread`).
 
-    Use it with ``async with``: leaving closes the connections. A poll whose every
-    project failed is not ok (the index is unreachable), as ``govern poll`` exits 2.
+    A poll whose every project failed is not ok (the index is unreachable), as
+    ``govern poll`` exits 2. The HTTP connections open at the first request of each
+    poll: at the daemon's intervals the index would have closed idle ones anyway.
     """
 
     def __init__(self, store: Store, settings: IndexSettings, profiles: Sequence[Profile]):
-        from govern.index.ondemand import OnDemandClient
-
         self._store = store
+        self._settings = settings
         self._profiles = list(profiles)
-        self._pages = OnDemandClient(settings)
-        self._stack = AsyncExitStack()
         self._raw: RawStore | None = None
 
-    async def __aenter__(self) -> PollJob:
-        await self._stack.enter_async_context(self._pages)
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self._stack.aclose()
-
     async def __call__(self) -> Outcome:
-        from govern.service.poll import poll
+        return await in_thread(self._poll, "poll")
+
+    def _poll(self, stop: threading.Event) -> Outcome:
         from govern.store.dbapi import RawStore
 
         if self._raw is None:
             self._raw = RawStore.of(self._store)
-        result = await poll(self._raw, self._pages, self._profiles)
+        raw = self._raw
+        result = run_until_stopped(lambda: self._fetch_and_record(raw), stop)
         summary = result.summary()
         if result.unavailable:
             _package, reason = result.failures[0]
             summary += f" (the index answered none: {reason})"
         return Outcome(not result.unavailable, summary, result.as_dict())
+
+    async def _fetch_and_record(self, raw: RawStore) -> PollResult:
+        from govern.index.ondemand import OnDemandClient
+        from govern.service.poll import poll
+
+        async with OnDemandClient(self._settings) as pages:
+            return await poll(raw, pages, self._profiles)
 
 
 class SyncJob:
@@ -81,15 +138,17 @@ class SyncJob:
         self._config_file = config_file
 
     async def __call__(self) -> Outcome:
-        return await asyncio.to_thread(self._sync)
+        return await in_thread(self._sync, "sync")
 
-    def _sync(self) -> Outcome:
+    def _sync(self, stop: threading.Event) -> Outcome:
         from govern.config import load_config
         from govern.service.track import TrackOptions, track
 
         repositories: list[dict[str, Any]] = []
         failed: list[str] = []
         for root in self._roots:
+            if stop.is_set():  # the daemon is stopping: the repositories done stay done
+                break
             try:
                 if not root.is_dir():
                     raise GovernError(f"{root} is not a directory (moved or unmounted?)")

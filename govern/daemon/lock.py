@@ -2,21 +2,26 @@
 
 On SQLite the lock is an exclusive ``flock`` on a file beside the database
 (``govern.db.daemon-lock``, holding the owner's pid), released by the kernel when the
-process ends, however it ends. On PostgreSQL it is a session-level advisory lock, held
-by one connection for the daemon's life, so that daemons on different machines
-sharing one database exclude each other too.
+process ends, however it ends. On PostgreSQL it is a session-level advisory lock on the
+store's schema, held by one connection for the daemon's life, so that daemons on
+different machines sharing one store exclude each other too (and stores in different
+schemas of one database do not). Before each job the daemon checks that it still holds
+it (:meth:`Held.check`): a lock file removed, or the lock's connection dropped, stops the
+daemon rather than letting a second one in beside it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import parse_qs, urlsplit
 
-from govern.errors import GovernError
-from govern.store.location import advisory_key
+from govern.errors import GovernError, UsageError
+from govern.store.location import advisory_key, first_line, unusable
 
 if TYPE_CHECKING:
     from govern.store.db import Store
@@ -28,23 +33,50 @@ class DaemonRunning(GovernError):
     """Another ``govern daemon`` holds the store."""
 
 
+class LockLost(GovernError):
+    """The daemon no longer holds its store's lock."""
+
+
+@dataclass(frozen=True, slots=True)
+class Held:
+    """The lock a daemon holds: what it is, and how to check it is still held."""
+
+    what: str
+    check: Callable[[], None]
+
+
 @contextlib.contextmanager
-def single_instance(store: Store) -> Iterator[str]:
-    """Hold the store's daemon lock while the block runs; what holds it, as text."""
+def single_instance(store: Store) -> Iterator[Held]:
+    """Hold the store's daemon lock while the block runs."""
     if store.dialect == "postgresql":
         with _advisory(store) as held:
             yield held
         return
-    database = store.engine.url.database
-    if not database or database == ":memory:":  # nothing else can open it
-        yield "an in-memory store"
-        return
-    with _flock(Path(f"{Path(database).resolve()}.daemon-lock")) as held:
+    database = sqlite_file(store.engine.url.database)
+    if database is None:
+        raise UsageError(
+            "an in-memory store ends with the daemon: nothing it records would be kept",
+            tip="Give --db a SQLite file or a PostgreSQL URL.",
+        )
+    with _flock(Path(f"{database.resolve()}.daemon-lock")) as held:
         yield held
 
 
+def sqlite_file(database: str | None) -> Path | None:
+    """The file of a SQLite store (a path, or a ``file:`` URI); None in memory."""
+    if not database or database == ":memory:":
+        return None
+    if database.startswith("file:"):
+        parts = urlsplit(database)
+        options = parse_qs(parts.query)
+        if options.get("mode") == ["memory"] or parts.path in ("", ":memory:"):
+            return None
+        return Path(parts.path)
+    return Path(database)
+
+
 @contextlib.contextmanager
-def _flock(path: Path) -> Iterator[str]:
+def _flock(path: Path) -> Iterator[Held]:
     import fcntl
 
     descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -60,25 +92,72 @@ def _flock(path: Path) -> Iterator[str]:
             ) from None
         os.ftruncate(descriptor, 0)
         os.pwrite(descriptor, f"{os.getpid()}\n".encode("ascii"), 0)
-        yield str(path)
+        inode = os.fstat(descriptor).st_ino
+
+        def check() -> None:
+            try:
+                same = os.stat(path).st_ino == inode
+            except OSError:
+                same = False
+            if not same:
+                raise LockLost(
+                    f"the daemon's lock file {path} was removed or replaced: another daemon "
+                    "could start beside this one",
+                    tip="Start the daemon again (and leave its lock file alone).",
+                )
+
+        yield Held(str(path), check)
     finally:
         os.close(descriptor)  # closing releases the lock
 
 
 @contextlib.contextmanager
-def _advisory(store: Store) -> Iterator[str]:
+def _advisory(store: Store) -> Iterator[Held]:
     from sqlalchemy import text
+    from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
-    key = advisory_key("daemon")
-    with store.engine.connect() as connection:
-        taken = connection.execute(text("SELECT pg_try_advisory_lock(:key)"), {"key": key})
-        if not taken.scalar():
-            raise DaemonRunning(
-                f"another govern daemon holds this store ({store.display_url})", tip=_TIP
-            )
-        connection.commit()
+    try:
+        connection = store.engine.connect()
+    except DBAPIError as exc:
+        raise unusable(store.display_url, exc) from None
+    try:
         try:
-            yield f"advisory lock {key} on {store.display_url}"
-        finally:
+            schema = connection.execute(text("SELECT current_schema()")).scalar() or ""
+            key = advisory_key(f"govern daemon {schema}")
+            taken = connection.execute(text("SELECT pg_try_advisory_lock(:key)"), {"key": key})
+            held = bool(taken.scalar())
+            connection.commit()
+        except DBAPIError as exc:
+            raise unusable(store.display_url, exc) from None
+        if not held:
+            raise DaemonRunning(
+                f"another govern daemon holds this store ({store.display_url}, schema {schema})",
+                tip=_TIP,
+            )
+        for setting in ("idle_session_timeout", "idle_in_transaction_session_timeout"):
+            # The lock's connection is idle between jobs: a server that ends idle sessions
+            # would end the lock with it. (Unknown before PostgreSQL 14: then nothing to do.)
+            try:
+                connection.execute(text(f"SET {setting} = 0"))
+                connection.commit()
+            except DBAPIError:
+                connection.rollback()
+
+        def check() -> None:
+            try:
+                connection.execute(text("SELECT 1")).scalar()
+                connection.commit()
+            except SQLAlchemyError as exc:  # the driver's error, or "invalid transaction" after it
+                raise LockLost(
+                    f"the connection holding the daemon's lock on {store.display_url} was "
+                    f"lost ({first_line(exc)}): another daemon could start beside this one",
+                    tip="Start the daemon again once the database is reachable.",
+                ) from None
+
+        yield Held(f"advisory lock on {store.display_url}, schema {schema}", check)
+        with contextlib.suppress(SQLAlchemyError):
             connection.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": key})
             connection.commit()
+    finally:
+        with contextlib.suppress(SQLAlchemyError):
+            connection.close()  # ending the session releases the lock in any case

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import signal
 import sys
@@ -66,8 +67,14 @@ class Daemon:
         *,
         grace: float = 60.0,
         debug: bool = False,
+        guard: Callable[[], None] | None = None,
     ) -> None:
         self.jobs = dict(jobs)
+        # Checked before each run: a GovernError from it (the store's lock lost, its schema
+        # migrated by another govern) stops the daemon, with ``fatal`` set to its message.
+        self.guard = guard
+        self.fatal: str | None = None
+        self.interrupted = False  # stopped before the jobs at start had all run
         self.report = report
         self.grace = grace
         self.debug = debug
@@ -114,19 +121,21 @@ class Daemon:
         scheduler_log.propagate = False
         try:
             ok = True
-            for name in self.jobs:
+            for position, name in enumerate(self.jobs):
                 if self._stop.is_set():
+                    self.interrupted = position < len(self.jobs)
                     break
                 task = asyncio.create_task(self._run(name))
                 if not await self._ended(task):
                     ok = False
+                    self.interrupted = True
                     break
                 ok = task.result() and ok
             if once or self._stop.is_set():
-                return ok
+                return ok and self.fatal is None
             self._start_scheduler()
             await self._stop.wait()
-            return ok
+            return ok and self.fatal is None
         finally:
             if self._scheduler is not None:
                 self._scheduler.pause()  # no new runs; shutting down would cancel the running one
@@ -147,7 +156,7 @@ class Daemon:
         scheduler = AsyncIOScheduler(event_loop=self._loop, timezone=UTC)
         for name, (_job, every) in self.jobs.items():
             scheduler.add_job(
-                self._run,
+                self._scheduled,
                 IntervalTrigger(seconds=every, jitter=Schedule().jitter(every), timezone=UTC),
                 args=(name,),
                 id=name,
@@ -166,6 +175,12 @@ class Daemon:
         job = self._scheduler.get_job(name)
         return job.next_run_time if job is not None else None
 
+    async def _scheduled(self, name: str) -> None:
+        """A run the scheduler starts; cut off at the end of the grace period, it ends
+        quietly (the daemon reports the cut; APScheduler would log it as a job error)."""
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._run(name)
+
     async def _run(self, name: str) -> bool:
         """One run of job ``name``, reported; whether it was ok."""
         assert self._stop is not None
@@ -176,6 +191,14 @@ class Daemon:
             async with self._one:
                 if self._stop.is_set():
                     return True  # due while stopping: not started
+                if self.guard is not None:
+                    try:
+                        self.guard()
+                    except GovernError as exc:
+                        self.fatal = exc.message
+                        self.report({"event": "fatal", "job": name, "message": exc.message})
+                        self._stop.set()
+                        return False
                 job, every = self.jobs[name]
                 started = _now()
                 began = time.monotonic()

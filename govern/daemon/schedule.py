@@ -10,6 +10,7 @@ from govern.errors import UsageError
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 _EVERY = re.compile(r"(?P<number>\d+(?:\.\d+)?)\s*(?P<unit>[smhd]?)")
 OFF = ("off", "never", "0")
+LONGEST = 366 * 86400.0  # a year: the scheduler's arithmetic overflows far beyond
 
 
 def parse_every(text: str, option: str) -> float | None:
@@ -27,6 +28,10 @@ def parse_every(text: str, option: str) -> float | None:
     seconds = float(match["number"]) * _UNITS[match["unit"] or "s"]
     if seconds < 1:
         raise UsageError(f"{option} {text!r} is under a second", tip=f"Use {option} 1s or more.")
+    if seconds > LONGEST:
+        raise UsageError(
+            f"{option} {text!r} is longer than a year", tip=f"Use {option} off to turn it off."
+        )
     return seconds
 
 

@@ -277,6 +277,12 @@ class Store:
             raise self._out_of_date(state)
         self._checked = True
 
+    def recheck_schema(self) -> None:
+        """:meth:`ensure_schema` again, for a long-lived process (``govern daemon``): another
+        govern may have migrated the database since the first check."""
+        self._checked = False
+        self.ensure_schema()
+
     def _recorded_revision(self) -> str | None:
         """The revision in ``alembic_version``, read without Alembic (None if absent)."""
         try:

@@ -23,7 +23,8 @@ from typing import Any
 
 import pytest
 from clirun import run_cli
-from indexserver import IndexFile, StaticIndex
+from indexserver import FaultServer, Hang, IndexFile, StaticIndex
+from sqlalchemy import create_engine, text
 from wheels import build_wheel
 
 PIN = "demo==1.0  # 1.1 crashed on import; hold 1.0 until a fixed release passes\n"
@@ -134,6 +135,14 @@ def test_what_cannot_run_exits_2_with_a_tip(
     assert "Tip:" in err
 
 
+def test_an_in_memory_store_is_refused(
+    repo: Path, index: StaticIndex, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = run_cli(["daemon", "--db", "sqlite://", "--index-url", index.url], capsys)
+    assert code == 2
+    assert "in-memory store ends with the daemon" in err
+
+
 def test_without_an_index_the_poll_cannot_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -187,6 +196,9 @@ class _Daemon:
         _, err = self.process.communicate()
         raise AssertionError(f"no such event; seen {self.events}; stderr {err}")
 
+    def signal(self, signum: int = signal.SIGTERM) -> None:
+        self.process.send_signal(signum)
+
     def stop(self) -> tuple[int, str]:
         self.process.send_signal(signal.SIGTERM)
         try:
@@ -231,10 +243,80 @@ def test_a_daemon_polls_on_its_interval_picks_up_changes_and_stops_on_sigterm(
     finally:
         code, err = daemon.stop()
     assert code == 0, err
-    assert [e["event"] for e in daemon.events[-2:]] == ["stopping", "stopped"]
-    assert daemon.events[-2]["signal"] == "SIGTERM"
+    assert daemon.events[-1]["event"] == "stopped"
+    stopping = [e for e in daemon.events if e["event"] == "stopping"]
+    assert [(e["signal"], e["now"]) for e in stopping] == [("SIGTERM", False)]
     polls = [e for e in daemon.events if e["event"] == "job" and e["job"] == "poll"]
     assert index.count(index.path("demo")) == len(polls)  # one request per poll
     # Once it has stopped, the store is free again.
     code, _, err = run_cli(["daemon", *argv, "--once"], capsys)
     assert code == 0, err
+
+
+@pytest.fixture
+def hanging(repo: Path, database_url: str) -> Iterator[tuple[FaultServer, list[str]]]:
+    """An index that never answers demo's page, and a daemon's arguments against it."""
+    with FaultServer() as server:
+        server.script("demo", Hang(60))
+        argv = [str(repo), "--db", database_url, "--index-url", server.url, "--verify-every", "off"]
+        yield server, argv
+
+
+def test_a_second_sigterm_stops_at_once_even_while_a_poll_hangs(
+    repo: Path, hanging: tuple[FaultServer, list[str]]
+) -> None:
+    server, argv = hanging
+    daemon = _Daemon([*argv, "--grace", "60"], repo)
+    daemon.wait_for(_job("sync"))
+    deadline = time.monotonic() + 10
+    while not server.count(server.path("demo")) and time.monotonic() < deadline:
+        time.sleep(0.05)  # the poll is waiting on the index
+    began = time.monotonic()
+    daemon.signal()
+    daemon.wait_for(lambda e: e["event"] == "stopping")
+    daemon.signal()
+    code = daemon.process.wait(timeout=20)
+    assert time.monotonic() - began < 10  # not the 60 s of grace, nor the hang
+    assert code == 0
+    daemon.stop()
+    kinds = [e["event"] for e in daemon.events]
+    assert kinds[-1] == "stopped"
+    assert [e["now"] for e in daemon.events if e["event"] == "stopping"] == [False, True]
+    assert not [e for e in daemon.events if e["event"] == "job" and e["job"] == "poll"]
+
+
+def test_once_cut_off_by_sigterm_exits_2(
+    repo: Path, hanging: tuple[FaultServer, list[str]]
+) -> None:
+    server, argv = hanging
+    daemon = _Daemon([*argv, "--once", "--grace", "0.5"], repo)
+    daemon.wait_for(_job("sync"))
+    deadline = time.monotonic() + 10
+    while not server.count(server.path("demo")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    daemon.signal()
+    code = daemon.process.wait(timeout=20)
+    _, err = daemon.stop()
+    assert code == 2
+    assert "stopped before every job of the run had ended" in err
+    assert [e["event"] for e in daemon.events][-2:] == ["cancelled", "stopped"]
+
+
+def test_a_store_migrated_by_another_govern_stops_the_daemon(
+    repo: Path, index: StaticIndex, database_url: str
+) -> None:
+    argv = [str(repo), "--db", database_url, "--index-url", index.url, "--verify-every", "off"]
+    daemon = _Daemon([*argv, "--poll-every", "1s", "--sync-every", "off"], repo)
+    daemon.wait_for(_job("poll"))
+    engine = create_engine(database_url)
+    try:
+        with engine.begin() as connection:
+            connection.execute(text("UPDATE alembic_version SET version_num = '9999'"))
+    finally:
+        engine.dispose()
+    fatal = daemon.wait_for(lambda e: e["event"] == "fatal")
+    assert "9999" in fatal["message"]
+    code = daemon.process.wait(timeout=20)
+    _, err = daemon.stop()
+    assert code == 2
+    assert "govern: error:" in err

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import signal
+import threading
 import time
 from typing import Any
 
@@ -33,7 +34,7 @@ def test_off_turns_a_job_off(text: str) -> None:
     assert parse_every(text, "--sync-every") is None
 
 
-@pytest.mark.parametrize("text", ["soon", "5 minutes", "-1m", "1w", "", "0.5s"])
+@pytest.mark.parametrize("text", ["soon", "5 minutes", "-1m", "1w", "", "0.5s", "3000000d", "367d"])
 def test_a_bad_interval_is_a_usage_error_with_a_tip(text: str) -> None:
     with pytest.raises(UsageError) as raised:
         parse_every(text, "--poll-every")
@@ -169,7 +170,7 @@ def test_a_job_at_start_longer_than_the_grace_period_is_cancelled() -> None:
     assert seen.runs == []  # neither the cut-off sync nor a poll after the stop
 
 
-def test_a_scheduled_job_longer_than_the_grace_period_is_cancelled() -> None:
+def test_a_scheduled_job_longer_than_the_grace_period_is_cancelled_quietly() -> None:
     seen = _Recorder()
     calls = 0
 
@@ -186,6 +187,8 @@ def test_a_scheduled_job_longer_than_the_grace_period_is_cancelled() -> None:
     assert calls == 2
     assert [r["summary"] for r in seen.jobs("poll")] == ["call 1"]
     assert next(r for r in seen.reports if r["event"] == "cancelled")["jobs"] == 1
+    # The cut is the daemon's to report: APScheduler would log it as a job error.
+    assert [r for r in seen.reports if r["event"] == "scheduler"] == []
 
 
 def test_sigterm_stops_after_the_job_and_a_second_stops_at_once() -> None:
@@ -205,3 +208,82 @@ def test_sigterm_stops_after_the_job_and_a_second_stops_at_once() -> None:
     assert [r["now"] for r in stopping] == [False, True]
     assert seen.jobs("poll") == []  # cut off: no report of a run that did not end
     assert signal.getsignal(signal.SIGTERM) is not None
+
+
+def test_a_stop_during_the_first_round_marks_it_interrupted() -> None:
+    seen = _Recorder()
+    daemon = Daemon(
+        {"sync": (seen.job("sync", takes=0.5), 60), "poll": (seen.job("poll"), 60)},
+        seen.report,
+    )
+
+    async def go() -> bool:
+        asyncio.get_running_loop().call_later(0.1, daemon.stop)
+        return await daemon.run(once=True)
+
+    asyncio.run(go())
+    assert daemon.interrupted
+    assert [name for name, _, _ in seen.runs] == ["sync"]  # ended; poll never started
+
+
+def test_a_guard_that_fails_stops_the_daemon_with_its_message() -> None:
+    seen = _Recorder()
+    checks = 0
+
+    def guard() -> None:
+        nonlocal checks
+        checks += 1
+        if checks > 1:
+            raise GovernError("the lock is gone")
+
+    daemon = Daemon(
+        {"sync": (seen.job("sync"), 1), "poll": (seen.job("poll"), 1)}, seen.report, guard=guard
+    )
+    began = time.monotonic()
+    assert asyncio.run(daemon.run()) is False  # stops by itself: no stop() needed
+    assert time.monotonic() - began < 5
+    assert daemon.fatal == "the lock is gone"
+    assert [name for name, _, _ in seen.runs] == ["sync"]
+    assert {"event": "fatal", "job": "poll", "message": "the lock is gone"} in seen.reports
+
+
+def test_in_thread_keeps_the_loop_free_and_stops_the_work_when_cancelled() -> None:
+    from govern.daemon.jobs import in_thread
+
+    stopped = threading.Event()
+
+    def work(stop: threading.Event) -> str:
+        while not stop.wait(0.05):  # a blocking wait, as git or a database lock
+            pass
+        stopped.set()
+        return "ended"
+
+    async def go() -> float:
+        task = asyncio.create_task(in_thread(work, "test"))
+        ticks = 0
+        for _ in range(5):  # the loop runs while the thread blocks
+            await asyncio.sleep(0.02)
+            ticks += 1
+        began = time.monotonic()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert ticks == 5
+        return time.monotonic() - began
+
+    assert asyncio.run(go()) < 0.5
+    assert stopped.wait(2)
+
+
+def test_in_thread_hands_back_results_and_errors() -> None:
+    from govern.daemon.jobs import in_thread
+
+    def fails(stop: threading.Event) -> None:
+        raise GovernError("no repository")
+
+    async def go() -> str:
+        with pytest.raises(GovernError, match="no repository"):
+            await in_thread(fails, "test")
+        return await in_thread(lambda stop: "fine", "test")
+
+    assert asyncio.run(go()) == "fine"
