@@ -15,13 +15,13 @@ from govern.cli import STATE
 from govern.cli.app import app
 from govern.cli.options import ConfigOption, DbOption, FormatOption, IndexOption
 from govern.cli.output import ViewFormat
-from govern.daemon.runner import Daemon
 from govern.errors import GovernError, UsageError
 
 if TYPE_CHECKING:
     from govern.config import Config
     from govern.daemon.jobs import Job
     from govern.daemon.lock import Held
+    from govern.daemon.runner import Daemon
     from govern.store.db import Store
 
 _EVERY_HELP = "Between two {job} runs: 90s, 15m, 1h, 1d, or off."
@@ -152,6 +152,7 @@ def daemon(
     from govern.config import load_config
     from govern.daemon.jobs import PollJob, SyncJob
     from govern.daemon.lock import single_instance
+    from govern.daemon.runner import Daemon
     from govern.daemon.schedule import describe, parse_every
     from govern.index.pipconfig import redact_url
     from govern.index.settings import index_settings, profiles_from

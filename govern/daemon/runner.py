@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from govern.daemon.jobs import Job, Outcome
-from govern.daemon.schedule import Schedule, describe
+from govern.daemon.schedule import describe, jitter
 from govern.errors import GovernError
 
 Report = Callable[[dict[str, Any]], None]
@@ -54,9 +54,9 @@ class Daemon:
     """Runs ``jobs`` (name: (job, seconds between runs)) one at a time, until stopped.
 
     At start each job runs once, in the order given; then each runs on its interval with
-    jitter (:meth:`Schedule.jitter`). A job never runs beside itself or another job: they
-    share the store. A job that raises is reported and runs again at its next time.
-    :meth:`stop` (or SIGTERM/SIGINT, when run in the main thread) lets the running job
+    jitter (:func:`~govern.daemon.schedule.jitter`). A job never runs beside itself or
+    another job: they share the store. A job that raises is reported and runs again at
+    its next time. :meth:`stop` (or SIGTERM/SIGINT, when run in the main thread) lets the running job
     finish within ``grace`` seconds, then cancels it.
     """
 
@@ -83,7 +83,6 @@ class Daemon:
         self._one = asyncio.Lock()
         self._running: set[asyncio.Task[Any]] = set()
         self._scheduler: Any = None
-        self._stopping = False
 
     def stop(self) -> None:
         """Ask the daemon to stop (from any thread): the running job finishes first."""
@@ -121,9 +120,9 @@ class Daemon:
         scheduler_log.propagate = False
         try:
             ok = True
-            for position, name in enumerate(self.jobs):
-                if self._stop.is_set():
-                    self.interrupted = position < len(self.jobs)
+            for name in self.jobs:
+                if self._stop.is_set():  # a job of the first round is left to run
+                    self.interrupted = True
                     break
                 task = asyncio.create_task(self._run(name))
                 if not await self._ended(task):
@@ -157,7 +156,7 @@ class Daemon:
         for name, (_job, every) in self.jobs.items():
             scheduler.add_job(
                 self._scheduled,
-                IntervalTrigger(seconds=every, jitter=Schedule().jitter(every), timezone=UTC),
+                IntervalTrigger(seconds=every, jitter=jitter(every), timezone=UTC),
                 args=(name,),
                 id=name,
                 name=name,

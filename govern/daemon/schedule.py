@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from govern.errors import UsageError
 
@@ -45,15 +44,8 @@ def describe(seconds: float | None) -> str:
     return f"{seconds:g}s"
 
 
-@dataclass(frozen=True, slots=True)
-class Schedule:
-    """Seconds between runs of each job (None: the job is off)."""
-
-    sync: float | None = 1800.0
-    poll: float | None = 1800.0
-    verify: float | None = 600.0
-
-    def jitter(self, seconds: float) -> int:
-        """The random delay added to each run: a tenth of the interval, at most 5 minutes,
-        so that daemons started together do not ask the index at the same second."""
-        return int(min(seconds / 10, 300))
+def jitter(seconds: float) -> int:
+    """The random delay added to each run of a job every ``seconds``: a tenth of the
+    interval, at most 5 minutes, so that daemons started together do not ask the index
+    at the same second."""
+    return int(min(seconds / 10, 300))
