@@ -56,8 +56,8 @@ class Daemon:
     At start each job runs once, in the order given; then each runs on its interval with
     jitter (:func:`~govern.daemon.schedule.jitter`). A job never runs beside itself or
     another job: they share the store. A job that raises is reported and runs again at
-    its next time. :meth:`stop` (or SIGTERM/SIGINT, when run in the main thread) lets the running job
-    finish within ``grace`` seconds, then cancels it.
+    its next time. :meth:`stop` (or SIGTERM/SIGINT, when run in the main thread) lets
+    the running job finish within ``grace`` seconds, then cancels it.
     """
 
     def __init__(
