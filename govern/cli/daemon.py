@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
     from govern.daemon.jobs import Job
     from govern.daemon.lock import Held
     from govern.daemon.runner import Daemon
+    from govern.service.verify import VerifyResult
     from govern.store.db import Store
 
 _EVERY_HELP = "Between two {job} runs: 90s, 15m, 1h, 1d, or off."
@@ -70,7 +72,10 @@ def _human(event: dict[str, Any]) -> str:
     if kind == "scheduler":
         return f"scheduler {event['level']}: {event['message']}"
     if kind == "stopped":
-        return "govern daemon stopped" + ("" if event["ok"] else " (a job failed)")
+        if event["ok"]:
+            return "govern daemon stopped"
+        cut = event.get("interrupted")
+        return "govern daemon stopped" + (" (a job was cut off)" if cut else " (a job failed)")
     return json.dumps(event, default=str)
 
 
@@ -89,7 +94,7 @@ def _roots(paths: list[Path]) -> list[Path]:
 def _verify_job(store: Store, config: Config, index_url: str | None) -> Job:
     """``govern verify`` (no --wait): new candidates' runs started, running ones collected."""
     from govern.cli.verify import verify_once
-    from govern.daemon.jobs import Outcome, verify_outcome
+    from govern.daemon.jobs import Outcome, in_thread, run_until_stopped, verify_outcome
     from govern.index.pipconfig import IndexNotConfigured
     from govern.index.settings import index_settings
 
@@ -98,11 +103,16 @@ def _verify_job(store: Store, config: Config, index_url: str | None) -> Job:
     except IndexNotConfigured:
         settings = None
 
-    async def job() -> Outcome:
-        result = await verify_once(
-            store, config, settings, None, [], None, False, None, False, 0.0, 0.0
+    def verify(stop: threading.Event) -> VerifyResult:
+        return run_until_stopped(
+            lambda: verify_once(
+                store, config, settings, None, [], None, False, None, False, 0.0, 0.0
+            ),
+            stop,
         )
-        return verify_outcome(result)
+
+    async def job() -> Outcome:  # in a thread, as sync and poll: the loop stays free
+        return verify_outcome(await in_thread(verify, "verify"))
 
     return job
 
@@ -213,7 +223,7 @@ def daemon(
                 "jobs": {
                     name: f"every {describe(seconds)}"
                     if name in jobs
-                    else f"off ({why_off.get(name, 'off')})"
+                    else f"off ({why_off.get(name, f'--{name}-every off')})"
                     for name, seconds in every.items()
                 },
                 "repositories": [str(root) for root in roots],
@@ -224,8 +234,12 @@ def daemon(
         return ok, runner
 
     with open_store(db, configured=config.database) as store, single_instance(store) as held:
+        store.ensure_schema()  # created (or refused) once, here; each job then checks it
         ok, runner = asyncio.run(serve(store, held))
-    report({"event": "stopped", "ok": ok})
+    # Closed and flushed: what is left is threads a stop abandoned (a job cut off, a DNS
+    # lookup in a thread pool), which the interpreter's exit would wait for.
+    STATE.fast_exit = True
+    report({"event": "stopped", "ok": ok, "interrupted": runner.interrupted})
     if runner.fatal is not None:
         raise GovernError(runner.fatal, tip="The daemon stopped; no job runs without it.")
     if once and runner.interrupted:

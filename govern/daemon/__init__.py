@@ -11,9 +11,10 @@ Three jobs, each on its own interval, run one at a time (they share the store):
 At start the daemon runs each job once, in that order; then each runs on its interval,
 with a little jitter so that many daemons do not ask the index at the same second. One
 daemon per store (:mod:`govern.daemon.lock`), checked before each job with the store's
-schema revision. Sync and poll run in threads of their own (:func:`~govern.daemon.jobs.in_thread`),
-so the event loop hears signals while they wait: SIGTERM or SIGINT lets the running job
-finish (within the grace period), then stops; a second signal stops at once.
+schema revision. Each job, and that check, runs in a thread of its own
+(:func:`~govern.daemon.jobs.in_thread`), so the event loop hears signals while they
+wait: SIGTERM or SIGINT lets the running job finish (within the grace period), then
+stops; a second signal stops at once.
 """
 
 from __future__ import annotations

@@ -55,7 +55,9 @@ async def in_thread(work: Callable[[threading.Event], T], name: str) -> T:
         try:
             result = work(stop)
         except BaseException as exc:  # handed to the awaiting task, as to_thread does
-            failure = exc
+            # SystemExit or KeyboardInterrupt from a job is the job's failure, not an order
+            # to the daemon (which stops on its own signals only).
+            failure = exc if isinstance(exc, Exception) else RuntimeError(repr(exc))
             with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits
                 loop.call_soon_threadsafe(settle, lambda: done.set_exception(failure))
         else:

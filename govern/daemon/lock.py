@@ -155,9 +155,11 @@ def _advisory(store: Store) -> Iterator[Held]:
                 ) from None
 
         yield Held(f"advisory lock on {store.display_url}, schema {schema}", check)
-        with contextlib.suppress(SQLAlchemyError):
-            connection.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": key})
-            connection.commit()
     finally:
+        # Ending the session releases the lock: no unlock statement to wait on (over a
+        # stalled network it would hang the exit), and the connection does not go back
+        # to the pool still holding it.
         with contextlib.suppress(SQLAlchemyError):
-            connection.close()  # ending the session releases the lock in any case
+            connection.invalidate()
+        with contextlib.suppress(SQLAlchemyError):
+            connection.close()

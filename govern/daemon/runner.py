@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from govern.daemon.jobs import Job, Outcome
+from govern.daemon.jobs import Job, Outcome, in_thread
 from govern.daemon.schedule import describe, jitter
 from govern.errors import GovernError
 
@@ -191,8 +191,9 @@ class Daemon:
                 if self._stop.is_set():
                     return True  # due while stopping: not started
                 if self.guard is not None:
-                    try:
-                        self.guard()
+                    guard = self.guard
+                    try:  # in a thread: a database that stalls must not deafen the loop
+                        await in_thread(lambda _stop: guard(), "guard")
                     except GovernError as exc:
                         self.fatal = exc.message
                         self.report({"event": "fatal", "job": name, "message": exc.message})

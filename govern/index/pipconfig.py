@@ -69,8 +69,11 @@ class IndexSettings:
 
 
 def redact_url(url: str) -> str:
-    """The URL with its userinfo (user, password or token) replaced by ``***``."""
-    return _USERINFO.sub("***@", url, count=1)
+    """The URL with its userinfo (user, password or token) replaced by ``***``, and the
+    values of query parameters named like secrets (``?token=``)."""
+    from govern.sources.requirements_txt import redact  # the one redaction of URLs in text
+
+    return redact(_USERINFO.sub("***@", url, count=1))
 
 
 def expand_env(value: str, environ: Mapping[str, str], *, what: str) -> str:

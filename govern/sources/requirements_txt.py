@@ -41,6 +41,10 @@ _CODING_RE = re.compile(rb"coding[:=]\s*([-\w.]+)")
 _SCHEME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://|^file:")
 # userinfo runs to the last "@" before the host's path ("u:p@ss@host" is one userinfo).
 _USERINFO_RE = re.compile(r"(://)[^/?#\s]*@")
+# A query parameter whose name says it is a secret: ?token=..., &password=..., &X-Amz-Signature=...
+_SECRET_PARAM_RE = re.compile(
+    r"([?&][^=&#\s]*(?:pass|token|secret|key|auth|sig)[^=&#\s]*=)[^&#\s]*", re.IGNORECASE
+)
 # shlex.split's words when the text has no backslash: runs of plain characters,
 # "double-quoted" and 'single-quoted' strings, separated by shlex's whitespace.
 _SHELL_WORD_RE = re.compile(r"""(?:[^ \t\r\n'"\\]|"[^"\\]*"|'[^']*')+""")
@@ -276,8 +280,9 @@ def _parse_options(options: str) -> list[tuple[str, str | None]]:
 
 
 def redact(text: str) -> str:
-    """Hide credentials in URLs (``https://user:token@host`` -> ``https://***@host``)."""
-    return _USERINFO_RE.sub(r"\1***@", text)
+    """Hide credentials in URLs (``https://user:token@host`` -> ``https://***@host``), and
+    the values of query parameters named like secrets (``?token=...`` -> ``?token=***``)."""
+    return _SECRET_PARAM_RE.sub(r"\1***", _USERINFO_RE.sub(r"\1***@", text))
 
 
 def _looks_like_url(text: str) -> bool:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,6 +56,8 @@ __all__ = [
     "resolve_url",
 ]
 
+_SECRET_KEY = re.compile(r"pass|token|secret|key|auth|sig", re.IGNORECASE)
+
 # The lock key of schema migrations on PostgreSQL (any fixed 63-bit number).
 _MIGRATION_LOCK = 0x676F7665726E  # "govern"
 
@@ -65,6 +68,9 @@ def redact(url: str | URL) -> str:
         parsed = url if isinstance(url, URL) else make_url(url)
     except (ArgumentError, ValueError):
         return redact_text(str(url))
+    secret = {key: "***" for key in parsed.query if _SECRET_KEY.search(key)}
+    if secret:  # ?password=... (psycopg's connection parameters), ?sslpassword=...
+        parsed = parsed.update_query_dict(secret)
     return parsed.render_as_string(hide_password=True)
 
 
@@ -278,10 +284,13 @@ class Store:
         self._checked = True
 
     def recheck_schema(self) -> None:
-        """:meth:`ensure_schema` again, for a long-lived process (``govern daemon``): another
-        govern may have migrated the database since the first check."""
-        self._checked = False
-        self.ensure_schema()
+        """For a long-lived process (``govern daemon``): the schema is still this govern's.
+
+        Another govern may have migrated the database (or emptied it) since the first
+        check; that is an error here, never a reason to migrate again.
+        """
+        if self._recorded_revision() != SCHEMA_REVISION:
+            raise self._out_of_date(self.schema_state())
 
     def _recorded_revision(self) -> str | None:
         """The revision in ``alembic_version``, read without Alembic (None if absent)."""

@@ -104,6 +104,7 @@ def test_once_exits_2_when_the_index_cannot_be_read_and_keeps_the_rest(
     argv = ["daemon", str(repo), "--db", database_url, "--index-url", dead, "--once"]
     code, out, err = run_cli([*argv, "--verify-every", "off"], capsys)
     assert code == 2
+    assert "verify off (--verify-every off)" in out
     assert "sync ok in" in out  # the sync's work is recorded all the same
     assert "poll FAILED in" in out
     assert "the index answered none" in out
@@ -170,6 +171,7 @@ class _Daemon:
         )
         self.events: list[dict[str, Any]] = []
         self._lines: queue.Queue[str | None] = queue.Queue()
+        self._ended = False  # the end of its output was read
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self) -> None:
@@ -187,6 +189,7 @@ class _Daemon:
             except queue.Empty:
                 break
             if line is None:
+                self._ended = True
                 break
             event: dict[str, Any] = json.loads(line)
             self.events.append(event)
@@ -205,8 +208,12 @@ class _Daemon:
             code = self.process.wait(timeout=20)
         finally:
             self.process.kill()
-        for line in iter(self._lines.get, None):
-            self.events.append(json.loads(line))
+        while not self._ended:
+            line = self._lines.get(timeout=20)
+            if line is None:
+                self._ended = True
+            else:
+                self.events.append(json.loads(line))
         assert self.process.stderr is not None
         return code, self.process.stderr.read()
 

@@ -225,6 +225,18 @@ def test_a_stop_during_the_first_round_marks_it_interrupted() -> None:
     assert [name for name, _, _ in seen.runs] == ["sync"]  # ended; poll never started
 
 
+def test_a_guard_that_hangs_does_not_deafen_the_daemon() -> None:
+    """The guard asks the database; a stalled one must not keep the loop from stopping."""
+    seen = _Recorder()
+    daemon = Daemon(
+        {"poll": (seen.job("poll"), 60)}, seen.report, grace=0.2, guard=lambda: time.sleep(30)
+    )
+    began = time.monotonic()
+    assert _run_for(daemon, 0.3) is False
+    assert time.monotonic() - began < 3
+    assert seen.runs == []
+
+
 def test_a_guard_that_fails_stops_the_daemon_with_its_message() -> None:
     seen = _Recorder()
     checks = 0
@@ -280,9 +292,14 @@ def test_in_thread_hands_back_results_and_errors() -> None:
     def fails(stop: threading.Event) -> None:
         raise GovernError("no repository")
 
+    def exits(stop: threading.Event) -> None:
+        raise SystemExit(3)  # a job's, not an order to the daemon
+
     async def go() -> str:
         with pytest.raises(GovernError, match="no repository"):
             await in_thread(fails, "test")
+        with pytest.raises(RuntimeError, match="SystemExit"):
+            await in_thread(exits, "test")
         return await in_thread(lambda stop: "fine", "test")
 
     assert asyncio.run(go()) == "fine"

@@ -265,6 +265,10 @@ def test_an_unusable_url_is_refused_without_its_credentials(url: str) -> None:
         ("https://u:p@ss:w@rd@main.test/x", "https://***@main.test/x"),
         ("https://main.test/simple/?q=a@b", "https://main.test/simple/?q=a@b"),
         ("https://main.test/simple/", "https://main.test/simple/"),
+        (
+            "https://main.test/simple/?access_token=s3cret",
+            "https://main.test/simple/?access_token=***",
+        ),
     ],
 )
 def test_redact_url(url: str, redacted: str) -> None:

@@ -867,6 +867,12 @@ def test_arbitrary_bytes_never_raise(data: bytes) -> None:
         ("git+https://tok3n@host/r.git#egg=x", "git+https://***@host/r.git#egg=x"),
         ("https://host/simple", "https://host/simple"),
         ("pkg @ https://host/p.whl", "pkg @ https://host/p.whl"),
+        ("https://host/simple?token=tok3n&x=1", "https://host/simple?token=***&x=1"),
+        (
+            "https://h/p.whl?X-Amz-Signature=ab12#sha256=00",
+            "https://h/p.whl?X-Amz-Signature=***#sha256=00",
+        ),
+        ("https://host/simple?page=2", "https://host/simple?page=2"),
     ],
 )
 def test_redact_hides_url_credentials(text: str, shown: str) -> None:

@@ -74,6 +74,28 @@ def test_an_older_revision_is_not_upgraded_silently(database_url: str) -> None:
     assert "govern db upgrade" in (raised.value.tip or "")
 
 
+def test_a_recheck_refuses_a_store_migrated_or_emptied_meanwhile(database_url: str) -> None:
+    """``govern daemon`` checks before each job; it never migrates in the middle of a run."""
+    with Store(database_url) as store:
+        store.ensure_schema()
+        store.recheck_schema()  # unchanged: fine
+        with store.engine.begin() as connection:
+            connection.exec_driver_sql("UPDATE alembic_version SET version_num = '9999'")
+        with pytest.raises(SchemaOutOfDate, match="9999"):
+            store.recheck_schema()
+        with store.engine.begin() as connection:
+            connection.exec_driver_sql(
+                "UPDATE alembic_version SET version_num = %s"
+                if store.dialect == "postgresql"
+                else "UPDATE alembic_version SET version_num = ?",
+                (SCHEMA_REVISION,),
+            )
+        store.downgrade("base")  # emptied: an error too, not a reason to create it again
+        with pytest.raises(SchemaOutOfDate, match="is empty"):
+            store.recheck_schema()
+        assert store.schema_state().current is None
+
+
 def test_url_resolution_order(tmp_path: object) -> None:
     env = {"GOVERN_DATABASE_URL": "postgresql://u@h/env"}
     assert resolve_url("sqlite:///cli.db", env, "sqlite:///conf.db") == "sqlite:///cli.db"
@@ -94,6 +116,9 @@ def test_default_is_in_the_user_data_directory(
 
 def test_passwords_never_reach_messages() -> None:
     assert "s3cret" not in redact("postgresql://user:s3cret@db.internal/govern")
+    shown = redact("postgresql+psycopg://user@db.internal/govern?password=s3cret&sslmode=require")
+    assert "s3cret" not in shown
+    assert "sslmode=require" in shown
     with pytest.raises(StoreError) as raised:
         Store("postgresql://user:s3cret@127.0.0.1:1/govern").ensure_schema()
     assert "s3cret" not in raised.value.message
