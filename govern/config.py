@@ -506,7 +506,8 @@ def _indexes(value: Any, where: str) -> tuple[tuple[str, str], ...]:
         )
     return tuple(
         sorted(
-            (canonicalize_name(k), _check_url(v, f"indexes.{k}", where)) for k, v in value.items()
+            (canonicalize_name(k), _check_url(v, f"indexes.{_names({k})}", where))
+            for k, v in value.items()
         )
     )
 

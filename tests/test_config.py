@@ -457,3 +457,12 @@ def test_bad_watcher_settings(tmp_path: Path, text: str, message: str) -> None:
     with pytest.raises(ConfigError) as raised:
         load_config(tmp_path)
     assert message in raised.value.message
+
+
+def test_an_odd_package_name_in_indexes_keeps_the_message_on_one_line(tmp_path: Path) -> None:
+    """Found by the property test above: a key holding a newline split the message."""
+    (tmp_path / ".govern.toml").write_text('[indexes]\n"a\\nb" = ""\n', encoding="utf-8")
+    with pytest.raises(ConfigError) as raised:
+        load_config(tmp_path)
+    assert "\n" not in raised.value.message
+    assert "indexes.'a\\nb'" in raised.value.message

@@ -237,11 +237,38 @@ class Store:
 
     @contextlib.contextmanager
     def _migration_lock(self) -> Iterator[Connection]:
-        """A write transaction that no other migration of this database runs beside."""
-        with self._connect(write=True) as connection, connection.begin():
-            if self.dialect == "postgresql":
-                connection.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _MIGRATION_LOCK})
-            yield connection
+        """A write transaction that no other migration of this database runs beside.
+
+        On SQLite, foreign keys are off while it runs, as Alembic's batch mode needs: it
+        rebuilds a table by copying it and dropping the original, and dropping a table
+        that other rows reference fails with them on. Every reference is checked before
+        the commit instead (``PRAGMA foreign_key_check``).
+        """
+        with self._connect(write=True) as connection:
+            sqlite = self.dialect == "sqlite"
+            # Only outside a transaction does SQLite take this pragma: through the driver's
+            # connection (autocommit), not SQLAlchemy's (which would begin one first).
+            driver: Any = connection.connection.dbapi_connection if sqlite else None
+            if driver is not None:
+                driver.execute("PRAGMA foreign_keys=OFF")
+            try:
+                with connection.begin():
+                    if not sqlite:
+                        connection.execute(
+                            text("SELECT pg_advisory_xact_lock(:k)"), {"k": _MIGRATION_LOCK}
+                        )
+                    yield connection
+                    if sqlite:
+                        broken = connection.exec_driver_sql("PRAGMA foreign_key_check").all()
+                        if broken:
+                            raise StoreError(
+                                f"the migration would leave {len(broken)} broken references "
+                                f"(first: {tuple(broken[0])}); nothing was changed",
+                                tip="Report this with `govern db current`'s output.",
+                            )
+            finally:
+                if driver is not None:
+                    driver.execute("PRAGMA foreign_keys=ON")
 
     def upgrade(self, revision: str = "head") -> None:
         """Migrate the schema to ``revision`` (one transaction; concurrent runs wait)."""

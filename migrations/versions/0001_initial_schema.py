@@ -241,6 +241,9 @@ def downgrade() -> None:
     op.drop_index(op.f("ix_exclusion_source_id"), table_name="exclusion")
     op.drop_index(op.f("ix_exclusion_repository_id"), table_name="exclusion")
     op.drop_index("ix_exclusion_package_state", table_name="exclusion")
+    # Rows that name their predecessor: SQLite's DROP TABLE deletes row by row, and a
+    # row whose predecessor went first failed the foreign key (not caught by autogenerate).
+    op.execute("UPDATE exclusion SET predecessor_id = NULL")
     op.drop_table("exclusion")
     op.drop_index(op.f("ix_source_repository_id"), table_name="source")
     op.drop_table("source")

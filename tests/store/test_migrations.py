@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
 import pytest
 from sqlalchemy import inspect
@@ -94,6 +95,40 @@ def test_a_recheck_refuses_a_store_migrated_or_emptied_meanwhile(database_url: s
         with pytest.raises(SchemaOutOfDate, match="is empty"):
             store.recheck_schema()
         assert store.schema_state().current is None
+
+
+def test_migrations_down_and_up_with_data_in_the_store(database_url: str, tmp_path: Path) -> None:
+    """A relaxed line links two exclusions (predecessor): dropping the table must still work."""
+    from govern.config import Config
+    from govern.service.track import TrackOptions, track
+
+    root = tmp_path / "repo"
+    root.mkdir()
+    requirements = root / "requirements.txt"
+    with Store(database_url) as store:
+        for line in ("cupy-cuda13x < 14.1.0  # broke the image\n", "cupy-cuda13x != 14.1.0\n"):
+            requirements.write_text(line, encoding="utf-8")
+            track(store, root, None, config=Config(), options=TrackOptions())
+        with store.engine.connect() as connection:
+            linked = connection.exec_driver_sql(
+                "SELECT count(*) FROM exclusion WHERE predecessor_id IS NOT NULL"
+            ).scalar()
+        assert linked == 1
+        # Down past the revisions that rebuild tables on SQLite (0006 rebuilds exclusion),
+        # and up again: every row and link is still there.
+        store.downgrade("0005")
+        store.upgrade()
+        with store.engine.connect() as connection:
+            rows = connection.exec_driver_sql(
+                "SELECT count(*), count(predecessor_id) FROM exclusion"
+            ).one()
+            assert tuple(rows) == (2, 1)
+            assert connection.exec_driver_sql("SELECT count(*) FROM event").scalar()
+            if store.dialect == "sqlite":  # back on for the connection's next user
+                assert connection.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
+        store.downgrade("base")
+        assert store.schema_state().current is None
+        assert not [t for t in inspect(store.engine).get_table_names() if t != "alembic_version"]
 
 
 def test_url_resolution_order(tmp_path: object) -> None:
