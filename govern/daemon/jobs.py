@@ -69,6 +69,8 @@ async def in_thread(work: Callable[[threading.Event], T], name: str) -> T:
         return await asyncio.shield(done)
     except asyncio.CancelledError:
         stop.set()
+        # Nobody awaits it now: an error it ends with is not "never retrieved".
+        done.add_done_callback(lambda ended: ended.cancelled() or ended.exception())
         raise
 
 
