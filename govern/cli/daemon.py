@@ -106,7 +106,17 @@ def _verify_job(store: Store, config: Config, index_url: str | None) -> Job:
     def verify(stop: threading.Event) -> VerifyResult:
         return run_until_stopped(
             lambda: verify_once(
-                store, config, settings, None, [], None, False, None, False, 0.0, 0.0
+                store,
+                config,
+                settings,
+                query=None,  # every exclusion
+                profiles=[],  # on every profile
+                command=None,  # with the configured providers
+                isolated=False,
+                timeout=None,
+                wait=False,  # a run still going is collected at the next call
+                wait_timeout=0.0,
+                poll_interval=0.0,
             ),
             stop,
         )
@@ -183,9 +193,6 @@ def daemon(
         why_off["sync"] = "no repository given"
     if not config.ci:
         why_off["verify"] = "no CI provider configured"
-
-    if settings is None:
-        why_off["poll"] = "--poll-every off"
     running = [
         name for name, seconds in every.items() if seconds is not None and name not in why_off
     ]
@@ -236,8 +243,9 @@ def daemon(
     with open_store(db, configured=config.database) as store, single_instance(store) as held:
         store.ensure_schema()  # created (or refused) once, here; each job then checks it
         ok, runner = asyncio.run(serve(store, held))
-    # Closed and flushed: what is left is threads a stop abandoned (a job cut off, a DNS
-    # lookup in a thread pool), which the interpreter's exit would wait for.
+    # The store is closed and the lock released. What may be left is threads a stop
+    # abandoned (a job cut off, a DNS lookup in a thread pool): the interpreter's exit
+    # would wait for them, so the process ends with os._exit once flushed (govern.cli.run).
     STATE.fast_exit = True
     report({"event": "stopped", "ok": ok, "interrupted": runner.interrupted})
     if runner.fatal is not None:
