@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import logging
 import os
@@ -87,12 +88,9 @@ POSTGRESQL = os.environ.get(
 )
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """The URL of an empty database; the PostgreSQL schema is dropped after the test."""
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'govern.db'}"
-        return
+@contextlib.contextmanager
+def postgresql_schema() -> Iterator[tuple[str, str]]:
+    """A schema of its own in the test PostgreSQL database, dropped afterwards: (URL, name)."""
     from sqlalchemy import create_engine, text
 
     schema = f"govern_test_{uuid.uuid4().hex[:12]}"
@@ -104,11 +102,21 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str
         engine.dispose()
         pytest.fail(f"PostgreSQL at {POSTGRESQL} is not reachable: {exc}")
     try:
-        yield f"{POSTGRESQL}?options=-csearch_path%3D{schema}"
+        yield f"{POSTGRESQL}?options=-csearch_path%3D{schema}", schema
     finally:
         with engine.connect() as connection:
             connection.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
         engine.dispose()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """The URL of an empty database; the PostgreSQL schema is dropped after the test."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'govern.db'}"
+        return
+    with postgresql_schema() as (url, _schema):
+        yield url
 
 
 @pytest.fixture(scope="session")

@@ -103,7 +103,6 @@ class PollJob:
         self._store = store
         self._settings = settings
         self._profiles = list(profiles)
-        self._raw: RawStore | None = None
 
     async def __call__(self) -> Outcome:
         return await in_thread(self._poll, "poll")
@@ -111,9 +110,7 @@ class PollJob:
     def _poll(self, stop: threading.Event) -> Outcome:
         from govern.store.dbapi import RawStore
 
-        if self._raw is None:
-            self._raw = RawStore.of(self._store)
-        raw = self._raw
+        raw = RawStore.of(self._store)  # borrows the store's pool: nothing to keep
         result = run_until_stopped(lambda: self._fetch_and_record(raw), stop)
         summary = result.summary()
         if result.unavailable:
@@ -132,7 +129,7 @@ class PollJob:
 class SyncJob:
     """``govern track DIR`` for each repository the daemon keeps in sync.
 
-    Each runs in a worker thread (git and the ORM block). A repository that cannot be
+    They run in a thread of the job's own (git and the ORM block). A repository that cannot be
     read is reported and left as it was; the others go on.
     """
 

@@ -39,7 +39,6 @@ from govern.errors import ConfigError, GovernError
 
 # pip's pattern for ${VAR} in requirement files.
 _ENV_VAR = re.compile(r"\$\{([A-Z0-9_]+)\}")
-_USERINFO = re.compile(r"(?<=//)[^/?#]*@")
 _SETUP_TIP = (
     "pass --index-url URL, set index-url in [tool.govern], or export PIP_INDEX_URL "
     "(https://host/simple/)"
@@ -73,7 +72,7 @@ def redact_url(url: str) -> str:
     values of query parameters named like secrets (``?token=``)."""
     from govern.sources.requirements_txt import redact  # the one redaction of URLs in text
 
-    return redact(_USERINFO.sub("***@", url, count=1))
+    return redact(url)
 
 
 def expand_env(value: str, environ: Mapping[str, str], *, what: str) -> str:

@@ -282,7 +282,13 @@ def _parse_options(options: str) -> list[tuple[str, str | None]]:
 def redact(text: str) -> str:
     """Hide credentials in URLs (``https://user:token@host`` -> ``https://***@host``), and
     the values of query parameters named like secrets (``?token=...`` -> ``?token=***``)."""
-    return _SECRET_PARAM_RE.sub(r"\1***", _USERINFO_RE.sub(r"\1***@", text))
+    return redact_secret_params(_USERINFO_RE.sub(r"\1***@", text))
+
+
+def redact_secret_params(text: str) -> str:
+    """The values of query parameters named like secrets hidden (``?token=...`` ->
+    ``?token=***``), for a URL whose userinfo is shown otherwise (a database's user)."""
+    return _SECRET_PARAM_RE.sub(r"\1***", text)
 
 
 def _looks_like_url(text: str) -> bool:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,8 +55,6 @@ __all__ = [
     "resolve_url",
 ]
 
-_SECRET_KEY = re.compile(r"pass|token|secret|key|auth|sig", re.IGNORECASE)
-
 # The lock key of schema migrations on PostgreSQL (any fixed 63-bit number).
 _MIGRATION_LOCK = 0x676F7665726E  # "govern"
 
@@ -68,10 +65,10 @@ def redact(url: str | URL) -> str:
         parsed = url if isinstance(url, URL) else make_url(url)
     except (ArgumentError, ValueError):
         return redact_text(str(url))
-    secret = {key: "***" for key in parsed.query if _SECRET_KEY.search(key)}
-    if secret:  # ?password=... (psycopg's connection parameters), ?sslpassword=...
-        parsed = parsed.update_query_dict(secret)
-    return parsed.render_as_string(hide_password=True)
+    from govern.sources.requirements_txt import redact_secret_params
+
+    # The query too: ?password=... (psycopg's connection parameters), ?sslpassword=...
+    return redact_secret_params(parsed.render_as_string(hide_password=True))
 
 
 def _normalise(url: str) -> URL:

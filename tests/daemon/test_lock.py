@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import POSTGRESQL
+from conftest import POSTGRESQL, postgresql_schema
 from sqlalchemy import create_engine, text
 
 from govern.daemon.lock import DaemonRunning, LockLost, single_instance, sqlite_file
@@ -63,30 +60,15 @@ def test_an_in_memory_store_is_refused() -> None:
         pass
 
 
-@contextlib.contextmanager
-def _schema() -> Iterator[tuple[str, str]]:
-    """A store in a schema of its own of the test PostgreSQL database: (URL, schema)."""
-    schema = f"govern_test_{uuid.uuid4().hex[:12]}"
-    engine = create_engine(POSTGRESQL, isolation_level="AUTOCOMMIT")
-    with engine.connect() as connection:
-        connection.execute(text(f'CREATE SCHEMA "{schema}"'))
-    try:
-        yield f"{POSTGRESQL}?options=-csearch_path%3D{schema}", schema
-    finally:
-        with engine.connect() as connection:
-            connection.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
-        engine.dispose()
-
-
 def test_stores_in_two_schemas_of_one_database_do_not_exclude_each_other() -> None:
-    with _schema() as (one, _), _schema() as (other, _):
+    with postgresql_schema() as (one, _), postgresql_schema() as (other, _):
         first, second = Store(one), Store(other)
         with first, second, single_instance(first), single_instance(second) as held:
             held.check()
 
 
 def test_a_dropped_lock_connection_is_noticed() -> None:
-    with _schema() as (url, schema), Store(url) as store, single_instance(store) as held:
+    with postgresql_schema() as (url, schema), Store(url) as store, single_instance(store) as held:
         assert schema in held.what
         key = advisory_key(f"govern daemon {schema}") & 0xFFFFFFFFFFFFFFFF
         killer = create_engine(POSTGRESQL, isolation_level="AUTOCOMMIT")
