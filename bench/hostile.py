@@ -56,6 +56,133 @@ def case(name: str, what: str, *, max_seconds: float, max_rss_mb: float) -> Call
 # Cases are registered below this line, one function each (``@case(...)``).
 
 
+_PAGE_FILES = 100_000  # file links on the one project page (one version each)
+_JSON_TYPE = "application/vnd.pypi.simple.v1+json"
+
+
+def _serve_tree(root: Path) -> str:
+    """Serve ``root`` on 127.0.0.1 from a thread (a static tree, PEP 691 content type);
+    returns the index URL (``.../simple/``)."""
+    import functools
+    import threading
+    from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+
+    class Handler(SimpleHTTPRequestHandler):
+        extensions_map = {".json": _JSON_TYPE}
+
+        def translate_path(self, path: str) -> str:
+            """A project directory's page is its ``index.json``."""
+            local = super().translate_path(path)
+            return os.path.join(local, "index.json") if path.endswith("/") else local
+
+        def log_message(self, format: str, *args: object) -> None:
+            """Quiet: the benchmark prints its own line."""
+
+    server = ThreadingHTTPServer(
+        ("127.0.0.1", 0), functools.partial(Handler, directory=str(root))
+    )
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return f"http://127.0.0.1:{server.server_address[1]}/simple/"
+
+
+@case(
+    "page",
+    "a PEP 691 page of 100,000 file links, polled once",
+    max_seconds=5,
+    max_rss_mb=200,
+)
+def page(work: Path) -> Callable[[], object]:
+    """One tracked project (a cap and a not-equal) whose page lists 100,000 versions, none
+    installable here (so that every walk goes to its end)."""
+    import json
+
+    project = work / "www" / "simple" / "bigpkg"
+    project.mkdir(parents=True)
+    files = []
+    for number in range(_PAGE_FILES):
+        name = f"bigpkg-1.{number // 1000}.{number % 1000}-cp27-cp27m-win32.whl"
+        files.append({"filename": name, "url": f"../../f/{name}", "hashes": {}})
+    document = {"meta": {"api-version": "1.1"}, "name": "bigpkg", "files": files}
+    (project / "index.json").write_text(json.dumps(document, separators=(",", ":")))
+    repo = work / "repo"
+    repo.mkdir()
+    (repo / "requirements.txt").write_text(
+        "# 1.50.0 broke the importer and 1.20.3 the CLI: keep both out until verified.\n"
+        "bigpkg >= 1.0, < 1.50.0, != 1.20.3\n"
+    )
+    db = f"sqlite:///{work / 'govern.db'}"
+    # Tracked by a child: the store's ORM stays out of this process (a poll needs none).
+    env = {**os.environ, "HOME": str(work), "PIP_CONFIG_FILE": os.devnull}
+    subprocess.run(
+        [sys.executable, "-m", "govern", "track", str(repo), "--db", db],
+        check=True,
+        stdout=subprocess.DEVNULL,
+        cwd=work,
+        env=env,
+    )
+    url = _serve_tree(work / "www")
+    os.chdir(work)
+
+    def run() -> object:
+        from govern.cli.poll import poll
+
+        result = poll(index_url=url, db=db)
+        assert result.fetched == 1, result.summary()
+        return result
+
+    return run
+
+
+def _audit_cli(work: Path, file: Path) -> Callable[[], object]:
+    """``govern audit --format json FILE -o report.json`` in this process, as a user runs it."""
+
+    def run() -> object:
+        from govern.cli import main
+
+        try:
+            main(["audit", "--format", "json", "-o", str(work / "report.json"), str(file)])
+        except SystemExit as exc:
+            if exc.code not in (0, 1):
+                raise
+        return None
+
+    return run
+
+
+@case(
+    "clauses",
+    "one requirement line of 8,000 != clauses",
+    max_seconds=1,
+    max_rss_mb=200,
+)
+def _clauses(work: Path) -> Callable[[], object]:
+    file = work / "requirements.txt"
+    clauses = ",".join(f"!=1.{i}" for i in range(8000))
+    file.write_text(f"# 1.x releases broke us, see o/r#1\nfoo{clauses}\n", encoding="utf-8")
+    return _audit_cli(work, file)
+
+
+@case(
+    "lines",
+    "a requirements file of 100,000 lines",
+    max_seconds=5,
+    max_rss_mb=300,
+)
+def _lines(work: Path) -> Callable[[], object]:
+    file = work / "requirements.txt"
+    with file.open("w", encoding="utf-8") as out:
+        for i in range(100_000):
+            if i % 4 == 0:
+                out.write(f"# pkg{i} 2.{i % 7}.0 broke the import, see o/r#{i}\n")
+            elif i % 4 == 1:
+                out.write(f"pkg{i}>=1.{i % 5},!=2.{i % 7}.0,<3  # govern: owner=team\n")
+            elif i % 4 == 2:
+                out.write(f"pkg{i}[extra]=={i % 9}.{i % 11}.{i % 13} ; python_version >= '3.9'\n")
+            else:
+                out.write(f"pkg{i}~=1.{i % 17}\n")
+    return _audit_cli(work, file)
+
+
 def _child(name: str, work: Path) -> None:
     work_to_time = CASES[name].prepare(work)
     started = time.perf_counter()

@@ -14,7 +14,21 @@ from typing import TYPE_CHECKING, TextIO
 if TYPE_CHECKING:
     from govern.report import AuditReport
 
-__all__ = ["OutputFormat", "render", "summary_line", "use_color", "write"]
+__all__ = ["OutputFormat", "render", "shown_requirement", "summary_line", "use_color", "write"]
+
+REQUIREMENT_SHOWN = 500
+"""Characters of a requirement that a report shows for each of its exclusions."""
+
+
+def shown_requirement(text: str) -> str:
+    """A requirement as a report shows it: a very long line is cut, with its length.
+
+    Every exclusion of a line repeats the line: 8,000 clauses on one line would
+    otherwise print the 80 kB line 8,000 times (640 MB).
+    """
+    if len(text) <= REQUIREMENT_SHOWN:
+        return text
+    return f"{text[:REQUIREMENT_SHOWN]}… ({len(text):,} characters)"
 
 
 class OutputFormat(enum.StrEnum):

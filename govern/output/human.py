@@ -17,7 +17,7 @@ import unicodedata
 from collections.abc import Iterable
 
 from govern.exclusions.model import Exclusion
-from govern.output import summary_line
+from govern.output import shown_requirement, summary_line
 from govern.policy.model import Finding, Severity
 from govern.report import AuditReport
 from govern.sources.model import Source
@@ -128,7 +128,7 @@ def _exclusion_line(exclusion: Exclusion, style: _Style) -> str:
         truncate(one_line(annotation.reason)) if annotation.reason else style.dim("(no reason)")
     )
     line = (
-        f"  {exclusion.line:>4}  {one_line(exclusion.requirement)}"
+        f"  {exclusion.line:>4}  {one_line(shown_requirement(exclusion.requirement))}"
         f"  [{exclusion.kind}/{exclusion.sub_kind}]  {reason}"
     )
     if annotation.links:

@@ -15,6 +15,7 @@ from typing import Any
 
 from govern import __version__
 from govern.exclusions.model import Exclusion
+from govern.output import shown_requirement
 from govern.policy.model import Finding
 from govern.report import AuditReport
 from govern.sources.model import Source
@@ -38,7 +39,7 @@ def _exclusion(exclusion: Exclusion) -> dict[str, Any]:
         "package": exclusion.package,
         "source": exclusion.source,
         "line": exclusion.line,
-        "requirement": exclusion.requirement,
+        "requirement": shown_requirement(exclusion.requirement),
         "marker": exclusion.marker,
         "clause": exclusion.clause,
         "kind": str(exclusion.kind),

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import date
 
 from packaging.specifiers import Specifier
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from govern.exclusions.annotations import parse_structured
 from govern.exclusions.links import LinkContext
@@ -99,17 +99,17 @@ def _probes_around(version: str) -> tuple[Version, ...]:
     """Versions at and around one bound: enough to compare clause sets."""
     try:
         v = Version(version.removesuffix(".*"))
-    except InvalidVersion:
+        release = v.release
+        return (
+            v,
+            Version(f"{v.base_version}.dev0"),
+            Version(f"{v.base_version}.post1"),
+            Version(".".join(map(str, (*release, 1)))),
+            Version(".".join(map(str, (*release[:-1], release[-1] + 1)))),
+            Version(f"{release[0] + 1}"),
+        )
+    except ValueError:  # InvalidVersion, or a number past the int-string limit
         return ()
-    release = v.release
-    return (
-        v,
-        Version(f"{v.base_version}.dev0"),
-        Version(f"{v.base_version}.post1"),
-        Version(".".join(map(str, (*release, 1)))),
-        Version(".".join(map(str, (*release[:-1], release[-1] + 1)))),
-        Version(f"{release[0] + 1}"),
-    )
 
 
 _EDGES = (Version("0.dev0"), Version("999999"))
@@ -126,27 +126,84 @@ def _parsed(version: str) -> Version | str:
     """``version`` parsed once (left as written when packaging cannot parse it)."""
     try:
         return Version(version)
-    except InvalidVersion:
+    except ValueError:  # InvalidVersion, or a number past the int-string limit
         return version  # contains() judges the raw string itself
 
 
-def _redundant(clause: Specifier, others: list[Specifier]) -> bool:
-    """True when ``others`` already keep out every version ``clause`` keeps out."""
-    if not others:
-        return False
-    if clause.operator == "!=" and not clause.version.endswith(".*"):
-        # One parse for all the others, unless one compares raw strings (===).
-        raw = clause.version
-        item = raw if any(o.operator == "===" for o in others) else _parsed(raw)
-        return not _admits(others, item)
-    if clause.operator in _UPPER and not any(o.operator in _UPPER for o in others):
-        return False  # floors and != never keep out everything above a ceiling
-    probes = {*_EDGES}
-    for spec in (clause, *others):
-        probes.update(_probes_around(spec.version))
-    # Redundant unless some probe is kept out by the clause alone. Asking the one
-    # clause first leaves the (several) others for the few probes it keeps out.
-    return not any(not clause.contains(v, prereleases=True) and _admits(others, v) for v in probes)
+def _exact_not_equal(spec: Specifier) -> Version | None:
+    """The version of a ``!=V`` clause without a wildcard, parsed; else None."""
+    if spec.operator != "!=" or spec.version.endswith(".*"):
+        return None
+    parsed = _parsed(spec.version)
+    return parsed if isinstance(parsed, Version) else None
+
+
+def _public_key(version: Version) -> tuple[object, ...]:
+    """Equal for versions whose public parts are equal (trailing zeros do not count)."""
+    release = version.release
+    end = len(release)
+    while end > 1 and release[end - 1] == 0:
+        end -= 1
+    return (version.epoch, release[:end], version.pre, version.post, version.dev)
+
+
+class _Clauses:
+    """The clauses of one requirement, indexed so that "do the others admit v?" is fast.
+
+    A line of thousands of ``!=V`` clauses is compared clause by clause with every
+    other one otherwise (8,000 of them took half a minute). A ``!=W`` can keep out
+    only versions whose public part equals W's, so those clauses are looked up by it
+    and only the few that share it are asked; the rest are asked one by one.
+    """
+
+    def __init__(self, specs: Sequence[Specifier]) -> None:
+        self.specs = specs
+        self.by_public: dict[tuple[object, ...], list[Specifier]] = defaultdict(list)
+        self.rest: list[Specifier] = []
+        for spec in specs:
+            version = _exact_not_equal(spec)
+            if version is None:
+                self.rest.append(spec)
+            else:
+                self.by_public[_public_key(version)].append(spec)
+        self.upper = sum(1 for s in specs if s.operator in _UPPER)
+        self._probes: set[Version] | None = None
+
+    def probes(self) -> set[Version]:
+        """Versions at and around every bound of the line (computed once per line)."""
+        if self._probes is None:
+            self._probes = {*_EDGES}
+            for spec in self.specs:
+                self._probes.update(_probes_around(spec.version))
+        return self._probes
+
+    def others_admit(self, clause: Specifier, version: Version | str) -> bool:
+        """Whether every clause but ``clause`` admits ``version``."""
+        if isinstance(version, Version):
+            excluders = self.by_public.get(_public_key(version), ())
+        else:  # a raw string (=== is among the others): ask every != as before
+            excluders = [s for specs in self.by_public.values() for s in specs]
+        return _admits((s for s in excluders if s is not clause), version) and _admits(
+            (s for s in self.rest if s is not clause), version
+        )
+
+    def redundant(self, clause: Specifier) -> bool:
+        """True when the other clauses already keep out every version ``clause`` keeps out."""
+        if len(self.specs) < 2:
+            return False
+        if clause.operator == "!=" and not clause.version.endswith(".*"):
+            # One parse for all the others, unless one compares raw strings (===).
+            raw = clause.version
+            arbitrary = any(o.operator == "===" for o in self.rest if o is not clause)
+            return not self.others_admit(clause, raw if arbitrary else _parsed(raw))
+        if clause.operator in _UPPER and self.upper - 1 < 1:
+            return False  # floors and != never keep out everything above a ceiling
+        # Redundant unless some probe is kept out by the clause alone. Asking the one
+        # clause first leaves the (several) others for the few probes it keeps out.
+        return not any(
+            not clause.contains(v, prereleases=True) and self.others_admit(clause, v)
+            for v in self.probes()
+        )
 
 
 def _exclusion_rules(
@@ -246,18 +303,32 @@ def _redundancy(
         specs = list(entry.requirement.specifier)
         if len(specs) < 2:
             continue  # a lone clause cannot be made redundant by others
+        clauses = _Clauses(specs)
+        by_text: dict[str, Specifier] = {}
+        for spec in specs:
+            by_text.setdefault(str(spec), spec)
         for exc in group:
-            clause = next((s for s in specs if str(s) == exc.clause), None)
-            if clause is None:
-                continue
-            others = [s for s in specs if s is not clause]
-            if _redundant(clause, others):
+            clause = by_text.get(exc.clause)
+            if clause is not None and clauses.redundant(clause):
                 emit.exclusion(
                     "redundant-exclusion",
                     exc,
-                    f"{exc.package} {exc.clause} is already excluded by "
-                    f"{','.join(str(s) for s in others)}",
+                    f"{exc.package} {exc.clause} is already excluded by {_others(specs, clause)}",
                 )
+
+
+_OTHERS_SHOWN = 10
+
+
+def _others(specs: Sequence[Specifier], clause: Specifier) -> str:
+    """The clauses beside ``clause``, for a message (a long line is cut short)."""
+    shown: list[str] = []
+    for spec in specs:
+        if spec is not clause:
+            if len(shown) == _OTHERS_SHOWN:
+                return ",".join(shown) + f" and {len(specs) - 1 - _OTHERS_SHOWN:,} more"
+            shown.append(str(spec))
+    return ",".join(shown)
 
 
 def _consistency(emit: _Emitter, exclusions: Sequence[Exclusion]) -> None:

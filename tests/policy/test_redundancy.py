@@ -1,0 +1,111 @@
+"""The redundancy rule: the same answers as comparing every clause with every other, fast."""
+
+from __future__ import annotations
+
+import time
+from datetime import date
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from packaging.specifiers import Specifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+from govern.audit import AuditOptions, audit
+from govern.config import Config
+from govern.policy.engine import _Clauses, _probes_around
+from govern.policy.loader import load_policy
+
+_EDGES = (Version("0.dev0"), Version("999999"))
+_UPPER = frozenset({"<", "<=", "==", "===", "~="})
+
+
+def _oracle(clause: Specifier, others: list[Specifier]) -> bool:
+    """The rule as it was written first: every clause against every other."""
+
+    def admits(version: Version | str) -> bool:
+        return all(o.contains(version, prereleases=True) for o in others)
+
+    if not others:
+        return False
+    if clause.operator == "!=" and not clause.version.endswith(".*"):
+        raw = clause.version
+        if any(o.operator == "===" for o in others):
+            return not admits(raw)
+        try:
+            return not admits(Version(raw))
+        except InvalidVersion:
+            return not admits(raw)
+    if clause.operator in _UPPER and not any(o.operator in _UPPER for o in others):
+        return False
+    probes = {*_EDGES}
+    for spec in (clause, *others):
+        probes.update(_probes_around(spec.version))  # unchanged by the rewrite
+    return not any(not clause.contains(v, prereleases=True) and admits(v) for v in probes)
+
+
+_versions = st.builds(
+    lambda epoch, release, pre, post, local: (
+        (f"{epoch}!" if epoch else "") + ".".join(map(str, release)) + pre + post + local
+    ),
+    st.sampled_from([0, 0, 0, 1]),
+    st.lists(st.integers(0, 3), min_size=1, max_size=3),
+    st.sampled_from(["", "", "a1", "rc0", ".dev0"]),
+    st.sampled_from(["", "", ".post1"]),
+    st.sampled_from(["", "", "", "+local", "+1"]),
+)
+
+
+@st.composite
+def _clauses(draw: st.DrawFn) -> str:
+    operator = draw(st.sampled_from(["!=", "!=", "!=", "<", "<=", "==", ">=", ">", "~=", "==="]))
+    version = draw(_versions)
+    if operator in ("<", "<=", ">", ">=", "~=") and "+" in version:
+        version = version.split("+")[0]  # packaging refuses a local here
+    if operator == "~=" and "." not in version.split("!")[-1].split("a")[0]:
+        version += ".0"
+    if operator in ("!=", "==") and "+" not in version and draw(st.booleans()):
+        version = version.split("a")[0].split("rc")[0].split(".dev")[0].split(".post")[0] + ".*"
+    return f"{operator}{version}"
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_clauses(), min_size=2, max_size=6))
+def test_the_rule_agrees_with_comparing_every_clause_with_every_other(texts: list[str]) -> None:
+    try:
+        specs = list(SpecifierSet(",".join(texts)))
+    except ValueError:
+        return  # a combination packaging refuses is no input to the rule
+    clauses = _Clauses(specs)
+    for clause in specs:
+        others = [s for s in specs if s is not clause]
+        assert clauses.redundant(clause) is _oracle(clause, others), (clause, others)
+
+
+def test_eight_thousand_not_equal_clauses_are_judged_in_a_second(tmp_path: Path) -> None:
+    clauses = ",".join(f"!=1.{i}" for i in range(8000))
+    # Two of them are redundant: 1.7 is excluded twice (1.7 and 1.7.0), and <2 covers 3.0.
+    (tmp_path / "requirements.txt").write_text(
+        f"# reason\nfoo{clauses},!=1.7.0,!=3.0,<2\n", encoding="utf-8"
+    )
+    started = time.perf_counter()
+    report = audit(
+        [tmp_path / "requirements.txt"],
+        config=Config(),
+        policy=load_policy("default"),
+        options=AuditOptions(today=date(2026, 12, 2)),
+        cwd=tmp_path,
+    )
+    elapsed = time.perf_counter() - started
+    redundant = sorted(
+        f.message.split(" is ")[0] for f in report.findings if f.rule == "redundant-exclusion"
+    )
+    assert redundant == ["foo !=1.7", "foo !=1.7.0", "foo !=3.0"]
+    message = next(
+        f.message
+        for f in report.findings
+        if f.rule == "redundant-exclusion" and f.message.startswith("foo !=3.0 ")
+    )
+    assert message.endswith(",!=1.9 and 7,992 more")
+    assert len(report.exclusions) == 8003
+    assert elapsed < 3.0  # 29 s before: every clause against every other
