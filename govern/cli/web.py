@@ -86,6 +86,22 @@ def serve(
     port: Annotated[
         int, typer.Option("--port", help="Port to listen on.", min=1, max=65535)
     ] = 8080,
+    max_body: Annotated[
+        int,
+        typer.Option(
+            "--max-body",
+            help="Largest request body (webhooks), in bytes; more is refused with 413.",
+            min=1024,
+        ),
+    ] = 1024 * 1024,
+    auth_failures: Annotated[
+        int,
+        typer.Option(
+            "--auth-failures",
+            help="Failed sign-ins or bearer tokens a client may make per minute before 429.",
+            min=1,
+        ),
+    ] = 10,
     config_file: ConfigOption = None,
     db: DbOption = None,
 ) -> None:
@@ -101,11 +117,14 @@ def serve(
     from govern.index.lean import httpx
     from govern.store.db import open_store
     from govern.web.app import create_app
+    from govern.web.limits import Throttle
 
     config = load_config(Path.cwd(), config_file)
     with open_store(db, configured=config.database) as store:
         http = httpx.AsyncClient(timeout=30.0, follow_redirects=False)
         state = _state(store, config, http)
+        state.max_body = max_body
+        state.throttle = Throttle(auth_failures)
         mode = "read-write" if state.secrets.writable else "read-only"
         typer.echo(
             f"govern: serving {store.display_url} on http://{host}:{port}/ ({mode})", err=True

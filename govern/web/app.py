@@ -33,6 +33,7 @@ from sqlalchemy import text
 from govern import __version__
 from govern.store.location import SCHEMA_REVISION
 from govern.web import actions, api, views
+from govern.web.limits import BodyLimit
 from govern.web.security import CSRF_COOKIE, SESSION_COOKIE, SESSION_SECONDS, SecurityHeaders
 from govern.web.state import AppState
 from govern.web.templating import environment
@@ -57,7 +58,8 @@ def create_app(state: AppState) -> FastAPI:
     _pages(app)
     _hooks(app)
     _operations(app)
-    app.add_middleware(SecurityHeaders)
+    app.add_middleware(BodyLimit, limit=state.max_body)
+    app.add_middleware(SecurityHeaders)  # outermost: a 413 carries the headers too
     return app
 
 
@@ -283,7 +285,10 @@ def _hooks(app: FastAPI) -> None:
             state.log.append(f"github webhook refused: {why}")
             return JSONResponse({"error": f"{why} request"}, status_code=401)
         event = request.headers.get("X-GitHub-Event", "")
-        payload = _json(body)
+        try:
+            payload = _json(body)
+        except _NotJson:
+            return _bad_json(request, "GitHub")
         if event == "ping":
             return JSONResponse({"ok": True})
         runs: list[str] = []
@@ -309,7 +314,10 @@ def _hooks(app: FastAPI) -> None:
             logger.warning("Buildkite webhook refused (%s) from %s", why, _peer(request))
             state.log.append(f"buildkite webhook refused: {why}")
             return JSONResponse({"error": f"{why} request"}, status_code=401)
-        payload = _json(await request.body())
+        try:
+            payload = _json(await request.body())
+        except _NotJson:
+            return _bad_json(request, "Buildkite")
         runs: list[str] = []
         build = payload.get("build")
         if payload.get("event") == "build.finished" and isinstance(build, Mapping):
@@ -320,12 +328,28 @@ def _hooks(app: FastAPI) -> None:
         return JSONResponse({"ok": True, "event": payload.get("event"), "updated": updated})
 
 
+class _NotJson(Exception):
+    """A signed webhook whose body is not a JSON object."""
+
+
 def _json(body: bytes) -> dict[str, Any]:
+    """The delivery's JSON object; :class:`_NotJson` for anything else.
+
+    Nesting deep enough to exhaust the parser's recursion (``[[[[...]]]]`` in 1 MiB) is
+    RecursionError, not ValueError: a bad request all the same.
+    """
     try:
         value = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
-        return {}
-    return value if isinstance(value, dict) else {}
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        raise _NotJson from None
+    if not isinstance(value, dict):
+        raise _NotJson
+    return value
+
+
+def _bad_json(request: Request, source: str) -> JSONResponse:
+    logger.warning("%s webhook refused (not a JSON object) from %s", source, _peer(request))
+    return JSONResponse({"error": "the body is not a JSON object"}, status_code=400)
 
 
 async def _refresh(state: AppState, kind: str, runs: list[str]) -> int:

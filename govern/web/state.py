@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from govern.store.models import utcnow
+from govern.web.limits import MAX_BODY, Throttle
 from govern.web.security import Secrets
 
 if TYPE_CHECKING:
@@ -34,6 +35,8 @@ class AppState:
     clock: Callable[[], datetime] = utcnow
     tasks: set[asyncio.Task[Any]] = field(default_factory=set)
     log: list[str] = field(default_factory=list)  # refused webhooks etc., newest last
+    max_body: int = MAX_BODY  # bytes of a request body; more is a 413
+    throttle: Throttle = field(default_factory=Throttle)  # failed tokens per client
 
     def verifier(self) -> Verifier:
         """A verifier over this state's store, providers and index settings.

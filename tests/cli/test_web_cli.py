@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from clirun import run_cli as _run
@@ -123,3 +124,18 @@ def test_a_missing_web_extra_is_an_error_with_a_tip() -> None:
     with pytest.raises(GovernError, match=r"web extra \(govern_no_such_module is missing\)") as e:
         _web_stack("jinja2", "govern_no_such_module")
     assert e.value.tip == "pip install 'govern[web]'"
+
+
+def test_serve_takes_the_body_limit_and_the_failed_attempts_allowed(
+    db: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import uvicorn
+
+    served: list[Any] = []
+    monkeypatch.setattr(uvicorn, "run", lambda app, **_options: served.append(app))
+    monkeypatch.chdir(tmp_path)
+    code, _, err = _run(["serve", "--db", db, "--max-body", "4096", "--auth-failures", "3"], capsys)
+    assert code == 0, err
+    state = served[0].state.govern
+    assert state.max_body == 4096
+    assert state.throttle.failures == 3

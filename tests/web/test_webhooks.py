@@ -20,6 +20,7 @@ import hmac
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -109,6 +110,19 @@ def _signed(body: bytes, secret: str = SECRET) -> str:
     return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
 
 
+def _deliver(client: TestClient, body: bytes, event: str = "workflow_run") -> Any:
+    """A correctly signed GitHub delivery of ``body``."""
+    return client.post(
+        "/webhooks/github",
+        content=body,
+        headers={
+            "X-GitHub-Event": event,
+            "X-Hub-Signature-256": _signed(body),
+            "Content-Type": "application/json",
+        },
+    )
+
+
 WORKFLOW_RUN = {
     "action": "completed",
     "workflow_run": {
@@ -152,16 +166,7 @@ def test_a_signed_workflow_run_event_concludes_the_verification(
     running: tuple[TestClient, Store, dict[str, Answering]],
 ) -> None:
     client, store, providers = running
-    body = json.dumps(WORKFLOW_RUN).encode()
-    answer = client.post(
-        "/webhooks/github",
-        content=body,
-        headers={
-            "X-GitHub-Event": "workflow_run",
-            "X-Hub-Signature-256": _signed(body),
-            "Content-Type": "application/json",
-        },
-    )
+    answer = _deliver(client, json.dumps(WORKFLOW_RUN).encode())
     assert answer.status_code == 200, answer.text
     assert answer.json()["updated"] == 1
     assert providers["gha"].asked == ["4242"]  # one targeted read of the evidence
@@ -212,3 +217,15 @@ def test_webhooks_without_a_configured_secret_refuse_everything(
             assert (
                 client.post("/webhooks/buildkite", content=body, headers=token).status_code == 401
             )
+
+
+def test_deeply_nested_json_in_a_signed_webhook_is_a_400(
+    running: tuple[TestClient, Store, dict[str, Answering]],
+) -> None:
+    client, store, _ = running
+    for body in (b"[" * 100_000 + b"]" * 100_000, b'{"a":' * 50_000 + b"1" + b"}" * 50_000):
+        answer = _deliver(client, body)  # under the 1 MiB limit, deep enough to recurse
+        assert answer.status_code == 400, answer.text
+        assert answer.json() == {"error": "the body is not a JSON object"}
+    assert _deliver(client, b"[1, 2]").status_code == 400
+    assert _conclusions(store) == {"gha": None, "bk": None}

@@ -1,0 +1,137 @@
+"""The dashboard's limits on what a client may send: body size, and failed token attempts.
+
+- :class:`BodyLimit` refuses a request body over the limit (1 MiB by default) with 413:
+  at once when ``Content-Length`` says so, and while reading when the body is chunked or
+  its length is not declared, so that no more than the limit is ever held in memory.
+  A webhook's signature can only be checked over the whole body, so an unsigned 300 MB
+  body was read whole (700 MB peak) before its 401.
+- :class:`Throttle` counts failed sign-ins and bearer tokens per client address in a
+  sliding window; a client past the limit gets 429 with ``Retry-After`` until its oldest
+  failure leaves the window. Only failures count: a client that knows the token is
+  never slowed down.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import OrderedDict, deque
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from fastapi import HTTPException
+
+MAX_BODY = 1024 * 1024
+"""The default limit of a request body, in bytes (webhook deliveries are a few kB)."""
+FAILURES = 10
+WINDOW_SECONDS = 60.0
+
+
+def _too_large(limit: int) -> HTTPException:
+    return HTTPException(413, f"the request body is over {limit} bytes")
+
+
+class BodyLimit:
+    """ASGI middleware: a request body over ``limit`` bytes is a 413, never read whole."""
+
+    def __init__(self, app: Callable[..., Awaitable[None]], limit: int = MAX_BODY) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = _content_length(scope)
+        if declared is not None and declared > self.limit:
+            await _answer_413(send, self.limit)
+            return
+        seen = 0
+
+        async def counted() -> dict[str, Any]:
+            nonlocal seen
+            message: dict[str, Any] = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.limit:
+                    # Raised inside the route's body read: FastAPI and Starlette pass an
+                    # HTTPException through to their handler, which answers 413.
+                    raise _too_large(self.limit)
+            return message
+
+        await self.app(scope, counted, send)
+
+
+def _content_length(scope: dict[str, Any]) -> int | None:
+    for name, value in scope.get("headers", ()):
+        if name.lower() == b"content-length":
+            text = value.decode("latin-1").strip()
+            return int(text) if text.isdigit() else None
+    return None
+
+
+async def _answer_413(send: Any, limit: int) -> None:
+    body = f'{{"detail":"the request body is over {limit} bytes"}}'.encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 413,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                (b"connection", b"close"),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+class Throttle:
+    """Failed token attempts per client, in a sliding window (kept in this process).
+
+    At most ``clients`` addresses are remembered (the least recently failing are
+    forgotten first), so a flood of addresses cannot grow it without bound.
+    """
+
+    def __init__(
+        self,
+        failures: int = FAILURES,
+        window: float = WINDOW_SECONDS,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        clients: int = 10_000,
+    ) -> None:
+        self.failures = failures
+        self.window = window
+        self.clock = clock
+        self.clients = clients
+        self._seen: OrderedDict[str, deque[float]] = OrderedDict()
+
+    def _recent(self, client: str, now: float) -> deque[float]:
+        times = self._seen.get(client)
+        if times is None:
+            return deque()
+        while times and times[0] <= now - self.window:
+            times.popleft()
+        if not times:
+            del self._seen[client]
+        return times
+
+    def retry_after(self, client: str) -> int | None:
+        """Seconds until ``client`` may try again; None when it may try now."""
+        now = self.clock()
+        times = self._recent(client, now)
+        if len(times) < self.failures:
+            return None
+        return max(1, math.ceil(times[-self.failures] + self.window - now))
+
+    def failed(self, client: str) -> int:
+        """Record a failed attempt; how many ``client`` has in the window now."""
+        now = self.clock()
+        times = self._recent(client, now)
+        self._seen[client] = times
+        self._seen.move_to_end(client)
+        times.append(now)
+        while len(self._seen) > self.clients:
+            self._seen.popitem(last=False)
+        return len(times)
