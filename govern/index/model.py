@@ -58,6 +58,9 @@ class ProjectPage:
     api_version: str | None = None
     format: str = "json"  # "json" (PEP 691) or "html" (PEP 503)
     index_url: str = ""  # the index it came from (credentials removed)
+    # What the parser left out (an unusable optional field, a file whose name does not
+    # parse), each with its reason: the page itself stays readable (bounded, see simple).
+    ignored: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,10 +16,15 @@ from packaging.utils import canonicalize_name
 from govern.index.model import DistributionFile, ProjectPage
 from govern.index.simple import (
     _HASH_FRAGMENT,
+    Notes,
+    SimpleParseError,
     _check_api_version,
+    _quote,
     _Resolver,
     _split,
+    api_major,
     file_from,
+    looks_like_json,
 )
 
 
@@ -126,7 +131,7 @@ def _start_tags(text: str) -> list[str]:
 
 
 def _html_file(
-    anchor: Mapping[str, str | None], *, project: str, resolve: _Resolver
+    anchor: Mapping[str, str | None], *, project: str, resolve: _Resolver, notes: Notes
 ) -> DistributionFile | None:
     href = (anchor.get("href") or "").strip()
     try:
@@ -149,6 +154,7 @@ def _html_file(
         yanked=yanked,
         yanked_reason=(anchor.get("data-yanked") or None) if yanked else None,
         hashes=hashes,
+        notes=notes,
     )
 
 
@@ -162,7 +168,10 @@ def parse_page(
     except LookupError:  # an unknown charset in the Content-Type
         text = data.decode("utf-8", errors="replace")
     collector = _AnchorCollector()
-    for tag in _start_tags(text):
+    tags = _start_tags(text)
+    if not tags:
+        _check_is_html(data, text)
+    for tag in tags:
         try:
             collector.feed(tag)
             collector.close()
@@ -170,8 +179,13 @@ def parse_page(
             continue
         finally:
             collector.reset()
-    if collector.api_version is not None:
-        _check_api_version(collector.api_version)
+    notes = Notes()
+    api_version = collector.api_version
+    if api_version is not None and api_major(api_version) is None:
+        notes.add(f"pypi:repository-version {_quote(api_version)} is not a version: ignored")
+        api_version = None
+    if api_version is not None:
+        _check_api_version(api_version)  # a newer major: PEP 629 asks to refuse the page
     base = base_url
     if collector.base_href:
         try:
@@ -181,12 +195,22 @@ def parse_page(
     files: list[DistributionFile] = []
     resolve = _Resolver(base)
     for anchor in collector.anchors:
-        file = _html_file(anchor, project=project, resolve=resolve)
+        file = _html_file(anchor, project=project, resolve=resolve, notes=notes)
         if file is not None:
             files.append(file)
     return ProjectPage(
         name=project,
         files=tuple(files),
-        api_version=collector.api_version,
+        api_version=api_version,
         format="html",
+        ignored=notes.result(),
     )
+
+
+def _check_is_html(data: bytes, text: str) -> None:
+    """A page with no tag of use must still be HTML: JSON or plain text labelled as HTML
+    is a mislabelled body (a failed fetch), not a project without files."""
+    if looks_like_json(data):
+        raise SimpleParseError("the body is JSON, not the HTML its content type says")
+    if _MARKUP.search(text) is None:
+        raise SimpleParseError("the body has no HTML markup (not an HTML page)")

@@ -1,19 +1,26 @@
 """Parse Simple API project pages (PEP 691 JSON, PEP 503 HTML) into :class:`ProjectPage` values.
 
 Pure functions, no I/O: the client hands over the body it read. A page comes from a server
-govern does not control, so every field is type-checked; a page that does not follow the
-spec raises :class:`SimpleParseError` (a ``ValueError``) with a short message, which the
-caller records as a failed fetch. Nothing else is ever raised. Every stored URL is absolute
-and has its credentials (``user:token@``) removed.
+govern does not control, so every field is type-checked, and judged by what the PEPs
+require of it. A page without what PEP 691 / PEP 503 require (a JSON object with ``meta``,
+``name`` and ``files``, each file a ``filename`` and ``url``; a major ``api-version`` this
+parser reads) raises :class:`SimpleParseError` (a ``ValueError``) with a short message,
+which the caller records as a failed fetch. Nothing else is ever raised. An optional or
+private field that is unusable (PEP 700's ``upload-time``, ``size`` and ``versions``, PEP
+592's ``yanked``, ``requires-python``, a hash, ``_last-serial``) is left out, and so is a
+file whose URL cannot be resolved or whose name does not parse (a version past Python's
+integer-string limit): each with a reason in :attr:`ProjectPage.ignored`, never the page.
+Every stored URL is absolute and has its credentials (``user:token@``) removed.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import sys
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urldefrag, urljoin, urlsplit
 
 from packaging.tags import Tag
@@ -23,7 +30,7 @@ from packaging.utils import (
     parse_sdist_filename,
     parse_wheel_filename,
 )
-from packaging.version import Version
+from packaging.version import InvalidVersion, Version
 
 from govern.index.model import DistributionFile, FileKind, ProjectPage
 
@@ -115,6 +122,35 @@ def _quote(value: object) -> str:
     return text if len(text) <= _QUOTE_LIMIT else text[: _QUOTE_LIMIT - 3] + "..."
 
 
+# A page keeps this many reasons for what it left out, then counts the rest: a hostile page
+# of 100,000 bad entries costs a bounded list.
+MAX_NOTES = 20
+_PARSED_NAMES = (".whl", ".tar.gz", ".zip")
+
+
+class Notes:
+    """What a parser left out of a page and why, the first :data:`MAX_NOTES` kept."""
+
+    __slots__ = ("dropped", "kept")
+
+    def __init__(self) -> None:
+        self.kept: list[str] = []
+        self.dropped = 0
+
+    def add(self, reason: str) -> None:
+        """Record one reason (past the bound, only counted)."""
+        if len(self.kept) < MAX_NOTES:
+            self.kept.append(reason)
+        else:
+            self.dropped += 1
+
+    def result(self) -> tuple[str, ...]:
+        """The reasons, and how many more there were."""
+        if self.dropped:
+            return (*self.kept, f"and {self.dropped} more")
+        return tuple(self.kept)
+
+
 def file_from(
     filename: str,
     url: str,
@@ -126,12 +162,14 @@ def file_from(
     upload_time: datetime | None = None,
     size: int | None = None,
     hashes: Mapping[str, str] | None = None,
+    notes: Notes | None = None,
 ) -> DistributionFile:
     """One distribution file, its kind, version and tags read from the filename.
 
     Wheels and sdists (``.tar.gz``/``.zip``) that parse get a version; anything else, or a
     file of another project than ``project`` (when given), is :attr:`FileKind.OTHER` with
-    no version: a name that does not parse is data to keep, never an error.
+    no version: a name that does not parse is data to keep, never an error. The reason a
+    wheel or sdist name was not read goes to ``notes`` (when given).
     """
     kind = FileKind.OTHER
     version: Version | None = None
@@ -144,10 +182,16 @@ def file_from(
         elif filename.endswith((".tar.gz", ".zip")):
             parsed_name, version = parse_sdist_filename(filename)
             kind = FileKind.SDIST
-    except ValueError:  # InvalidWheelFilename, InvalidSdistFilename, InvalidVersion
+    except ValueError as exc:
+        # InvalidWheelFilename, InvalidSdistFilename, InvalidVersion, and the ValueError of
+        # int() for a version part past sys.get_int_max_str_digits() (4,300 digits).
         kind, version, tags = FileKind.OTHER, None, frozenset()
+        if notes is not None:
+            notes.add(f"{_quote(filename)}: {_why_not(exc)}: not read as a release")
     if project is not None and parsed_name not in (None, canonicalize_name(project)):
         kind, version, tags = FileKind.OTHER, None, frozenset()
+        if notes is not None:
+            notes.add(f"{_quote(filename)} is a file of {parsed_name!r}: not read as a release")
     return DistributionFile(
         filename=filename,
         url=strip_credentials(url),
@@ -163,12 +207,40 @@ def file_from(
     )
 
 
-def _check_api_version(version: str) -> None:
+def _why_not(exc: ValueError) -> str:
+    """Why a file name or version did not parse, in a few words (never the whole text)."""
+    if "digits" in str(exc) and "integer string" in str(exc):
+        return f"a version number over {sys.get_int_max_str_digits()} digits"
+    if isinstance(exc, InvalidVersion):
+        return "not a PEP 440 version"
+    return "not a valid wheel or sdist name"
+
+
+def parse_version(text: str) -> Version | None:
+    """``Version(text)``, or None for anything that is not one (past the int limit too)."""
+    try:
+        return Version(text)
+    except ValueError:  # InvalidVersion, or int() over sys.get_int_max_str_digits()
+        return None
+
+
+def api_major(version: str) -> int | None:
+    """The major number of a Simple API version ("1.1" → 1), None when it has none."""
     major = version.split(".", 1)[0]
-    if not major.isdigit():
+    return int(major) if _is_number(major) else None
+
+
+def _check_api_version(version: str) -> None:
+    major = api_major(version)
+    if major is None:
         raise SimpleParseError(f"api-version {_quote(version)} is not a version")
-    if int(major) > SUPPORTED_MAJOR:
+    if major > SUPPORTED_MAJOR:
         raise SimpleParseError(f"api-version {_quote(version)} is newer than this govern reads")
+
+
+def _is_number(text: str) -> bool:
+    """ASCII digits, few enough for int() ("²" is a digit to str.isdigit, not to int)."""
+    return text.isascii() and text.isdigit() and len(text) <= 64
 
 
 # -- PEP 691 JSON ------------------------------------------------------------------------------
@@ -178,10 +250,14 @@ def _expect(value: object, kind: type | tuple[type, ...], what: str) -> Any:
     kinds = kind if isinstance(kind, tuple) else (kind,)
     if type(value) in kinds:  # the common case: exactly a type asked for
         return value
-    # bool is an int in Python, but JSON true is never a number here.
-    if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+    if not _is(value, kinds):
         raise SimpleParseError(f"{what} is not a {_type_name(kinds)}")
     return value
+
+
+def _is(value: object, kinds: tuple[type, ...]) -> bool:
+    # bool is an int in Python, but JSON true is never a number here.
+    return isinstance(value, kinds) and not (isinstance(value, bool) and bool not in kinds)
 
 
 def _type_name(kinds: tuple[type, ...]) -> str:
@@ -204,74 +280,133 @@ def _field(
     return _expect(value, kinds, f"{where}.{key}")
 
 
-def _upload_time(value: object, where: str) -> datetime | None:
+def _optional(
+    item: Mapping[str, Any], key: str, kind: type | tuple[type, ...], where: str, notes: Notes
+) -> Any:
+    """``item[key]`` when it is of ``kind``; None when absent, null or of another type (noted)."""
+    value = item.get(key)
     if value is None:
         return None
-    what = f"{where}.upload-time"
-    text = _expect(value, str, what)
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    if type(value) in kinds or _is(value, kinds):
+        return value
+    notes.add(f"{where}.{key} is not a {_type_name(kinds)}: ignored")
+    return None
+
+
+def _upload_time(value: object, where: str, notes: Notes) -> datetime | None:
+    if not isinstance(value, str):
+        return None
     try:
-        moment = datetime.fromisoformat(text)
+        moment = datetime.fromisoformat(value)
     except ValueError:
-        raise SimpleParseError(f"{what} {_quote(text)} is not an ISO 8601 time") from None
+        notes.add(f"{where}.upload-time {_quote(value)} is not an ISO 8601 time: ignored")
+        return None
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
-def _json_file(entry: object, index: int, *, project: str, resolve: _Resolver) -> DistributionFile:
+def _hashes(item: Mapping[str, Any], where: str, notes: Notes) -> dict[str, str]:
+    """PEP 691's ``hashes``: the entries that are a name and a hex digest as strings."""
+    value = _optional(item, "hashes", dict, where, notes)
+    if not value:
+        return {}
+    if all(type(v) is str for v in value.values()):  # JSON keys are always strings
+        return cast("dict[str, str]", value)
+    kept: dict[str, str] = {}
+    for algo, digest in value.items():
+        if isinstance(digest, str):
+            kept[algo] = digest
+        else:
+            notes.add(f"{where}.hashes.{_quote(algo)} is not a string: ignored")
+    return kept
+
+
+def _json_file(
+    entry: object, index: int, *, project: str, resolve: _Resolver, notes: Notes
+) -> DistributionFile | None:
     where = f"files[{index}]"
     item: dict[str, Any] = _expect(entry, dict, where)
     filename: str = _field(item, "filename", str, where)
     url: str = _field(item, "url", str, where)
-    hashes: dict[str, Any] = _field(item, "hashes", dict, where, {})
-    for algo, digest in hashes.items():
-        if type(algo) is not str or type(digest) is not str:
-            _expect(algo, str, f"{where}.hashes key")
-            _expect(digest, str, f"{where}.hashes.{algo}")
-    requires_python = item.get("requires-python")
-    if requires_python is not None:
-        _field(item, "requires-python", str, where)
-    yanked_value = _field(item, "yanked", (bool, str), where, False)
-    yanked = bool(yanked_value) or isinstance(yanked_value, str)
-    reason = yanked_value if isinstance(yanked_value, str) and yanked_value else None
-    size = item.get("size")
-    if size is not None and (_field(item, "size", int, where) < 0):
-        raise SimpleParseError(f"{where}.size is negative")
     try:
         absolute = resolve(url)
-    except ValueError:  # e.g. a malformed IPv6 host
-        raise SimpleParseError(f"{where}.url {_quote(url)} is not a URL") from None
+    except ValueError:  # e.g. a malformed IPv6 host: this file cannot be fetched, not a page
+        notes.add(f"{where}.url {_quote(url)} is not a URL: file left out")
+        return None
+    yanked_value = _optional(item, "yanked", (bool, str), where, notes)
+    size = _optional(item, "size", int, where, notes)
+    if size is not None and size < 0:
+        notes.add(f"{where}.size is negative: ignored")
+        size = None
     return file_from(
         filename,
         absolute,
         project=project,
-        requires_python=requires_python,
-        yanked=yanked,
-        yanked_reason=reason,
-        upload_time=_upload_time(item.get("upload-time"), where),
+        requires_python=_optional(item, "requires-python", str, where, notes),
+        yanked=yanked_value is True or isinstance(yanked_value, str),
+        yanked_reason=yanked_value if isinstance(yanked_value, str) and yanked_value else None,
+        upload_time=_upload_time(_optional(item, "upload-time", str, where, notes), where, notes),
         size=size,
-        hashes=hashes,
+        hashes=_hashes(item, where, notes),
+        notes=notes,
     )
+
+
+def _serial(meta: Mapping[str, Any], notes: Notes) -> int | None:
+    """``meta._last-serial``, PyPI's private extension: a number, or a string of digits."""
+    value = meta.get("_last-serial")
+    if value is None:
+        return None
+    if type(value) is int and value >= 0:
+        return value
+    if isinstance(value, str) and _is_number(value.strip()):
+        return int(value.strip())  # as the index pip uses answers it: "40603035"
+    notes.add(f"meta._last-serial {_quote(value)} is not a serial number: ignored")
+    return None
+
+
+def _versions(root: Mapping[str, Any], notes: Notes) -> tuple[str, ...]:
+    """PEP 700's ``versions`` (absent before api-version 1.1): those that are PEP 440."""
+    value = _optional(root, "versions", list, "the page", notes)
+    kept: list[str] = []
+    for i, raw in enumerate(value or ()):
+        if not isinstance(raw, str):
+            notes.add(f"versions[{i}] is not a string: ignored")
+        elif parse_version(raw) is None:
+            reason = "not a PEP 440 version"
+            try:
+                Version(raw)
+            except InvalidVersion:
+                pass
+            except ValueError as exc:
+                reason = _why_not(exc)
+            notes.add(f"versions[{i}] {_quote(raw)}: {reason}: ignored")
+        else:
+            kept.append(raw)
+    return tuple(kept)
 
 
 def parse_json(data: bytes, *, name: str, base_url: str) -> ProjectPage:
     """A PEP 691 project page (``application/vnd.pypi.simple.v1+json``) as a ProjectPage.
 
     ``base_url`` is the URL the page was read from (after redirects): relative file URLs
-    are resolved against it. ``_last-serial`` (PyPI's ``meta`` extension) and PEP 700's
-    ``versions``, ``upload-time`` and ``size`` are read when present.
+    are resolved against it. ``_last-serial`` (PyPI's ``meta`` extension, a number or a
+    string of digits) and PEP 700's ``versions``, ``upload-time`` and ``size`` are read when
+    present and usable; what is left out is in the page's ``ignored``.
     """
     project = canonicalize_name(name)
     try:
         document = json.loads(data)
     except (ValueError, RecursionError) as exc:  # JSONDecodeError, bad UTF-8, deep nesting
-        raise SimpleParseError(f"not JSON ({type(exc).__name__})") from None
+        looks = " (the body looks like HTML)" if _looks_like_html(data) else ""
+        raise SimpleParseError(f"not JSON ({type(exc).__name__}){looks}") from None
     root: dict[str, Any] = _expect(document, dict, "the page")
     meta: dict[str, Any] = _expect(root.get("meta", {}), dict, "meta")
     api_version = meta.get("api-version")
     if api_version is not None:
         _check_api_version(_expect(api_version, str, "meta.api-version"))
-    serial = meta.get("_last-serial")
-    if serial is not None:
-        _expect(serial, int, "meta._last-serial")
+    notes = Notes()
+    serial = _serial(meta, notes)
     page_name = root.get("name")
     if page_name is not None:
         _expect(page_name, str, "name")
@@ -280,22 +415,36 @@ def parse_json(data: bytes, *, name: str, base_url: str) -> ProjectPage:
     files_value: list[Any] = _expect(root.get("files"), list, "files")
     resolve = _Resolver(base_url)
     files = tuple(
-        _json_file(entry, i, project=project, resolve=resolve)
+        file
         for i, entry in enumerate(files_value)
-    )
-    versions_value: list[Any] = _expect(root.get("versions", []), list, "versions")
-    versions = tuple(
-        v if type(v) is str else _expect(v, str, f"versions[{i}]")
-        for i, v in enumerate(versions_value)
+        if (file := _json_file(entry, i, project=project, resolve=resolve, notes=notes)) is not None
     )
     return ProjectPage(
         name=project,
         files=files,
-        versions=versions,
+        versions=_versions(root, notes),
         last_serial=serial,
         api_version=api_version,
         format="json",
+        ignored=notes.result(),
     )
+
+
+def _looks_like_html(data: bytes) -> bool:
+    """Whether a body starts as markup does (``<``, after white space and a BOM)."""
+    return data[:512].lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"<")
+
+
+def looks_like_json(data: bytes) -> bool:
+    """Whether a body is a JSON object or list (what an HTML page never is)."""
+    start = data[:512].lstrip(b"\xef\xbb\xbf \t\r\n")
+    if not start.startswith((b"{", b"[")):
+        return False
+    try:
+        json.loads(data)
+    except (ValueError, RecursionError):
+        return False
+    return True
 
 
 # -- PEP 503 HTML ---------------------------------------------------------------------------

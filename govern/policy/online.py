@@ -14,11 +14,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from govern.exclusions.model import Exclusion, Kind, SubKind
 from govern.index.candidates import Excluded, Profile, candidates, nearest_published, stale_since
 from govern.index.model import Fetched, FetchFailed, FetchResult, Release, releases
+from govern.index.simple import parse_version
 from govern.policy.engine import _Emitter
 from govern.policy.model import Finding, Policy
 
@@ -66,11 +67,10 @@ def evaluate_online(
             continue
         found = releases(outcome.page.files)
         published = {release.version for release in found}
-        for raw in outcome.page.versions:
-            try:
-                published.add(Version(raw))
-            except InvalidVersion:
-                continue
+        for raw in outcome.page.versions:  # the parser keeps PEP 440 ones; parsed again here
+            version = parse_version(raw)
+            if version is not None:
+                published.add(version)
         excluded = Excluded(
             kind=str(exclusion.kind),
             operator=exclusion.operator,
@@ -104,10 +104,7 @@ def evaluate_online(
 def _exact(exclusion: Exclusion) -> Version | None:
     if exclusion.operator not in ("!=", "==") or exclusion.version.endswith(".*"):
         return None
-    try:
-        return Version(exclusion.version)
-    except InvalidVersion:
-        return None
+    return parse_version(exclusion.version)  # None past the integer-string limit too
 
 
 def _unknown(emit: _Emitter, exclusion: Exclusion, published: set[Version]) -> None:

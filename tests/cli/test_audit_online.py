@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from indexserver import FaultServer, IndexFile, Reply, StaticIndex
+from indexserver import FaultServer, IndexFile, Reply, StaticIndex, json_page
 
 from govern.cli import main
 
@@ -121,3 +121,25 @@ def test_offline_audit_still_imports_no_http(repo: Path) -> None:
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert done.stdout.strip().endswith("[]")
+
+
+def test_a_version_past_the_integer_string_limit_on_the_index_is_skipped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # 5,000 digits: int() refuses it (sys.get_int_max_str_digits() is 4,300), which
+    # packaging raises as a plain ValueError, not InvalidVersion: audit --online crashed.
+    huge = "1" * 5000
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "requirements.txt").write_text("demo!=1.0.0\n", encoding="utf-8")
+    files = [f"demo-{huge}.tar.gz", f"demo-{huge}-py3-none-any.whl", "demo-1.0.0.tar.gz"]
+    with FaultServer() as faults:
+        faults.script("demo", Reply(200, json_page("demo", files, versions=[huge, "1.0.0"])))
+        code, out, err = _audit(
+            ["audit", str(root), "--online", "--index-url", faults.url, "-f", "json"], capsys
+        )
+    assert code == 0, err
+    rules = {f["rule"] for f in json.loads(out)["findings"]}
+    assert "index-unreachable" not in rules  # the page was read
+    assert "unknown-version" not in rules  # 1.0.0 is published: the page's other files count
+    assert "internal error" not in err

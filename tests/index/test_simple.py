@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
+import sys
 import time
 from datetime import UTC, datetime
 from typing import Any
@@ -19,9 +21,11 @@ from packaging.version import Version
 from govern.index.model import FileKind, releases
 from govern.index.pep503 import _AnchorCollector
 from govern.index.simple import (
+    MAX_NOTES,
     SimpleParseError,
     _Resolver,
     _split,
+    api_major,
     file_from,
     parse_html,
     parse_json,
@@ -198,8 +202,6 @@ def test_parse_json_canonicalizes_the_name() -> None:
         (page(meta={"api-version": 1}), "meta.api-version is not a string"),
         (page(meta={"api-version": "2.0"}), "newer than this govern reads"),
         (page(meta={"api-version": "one"}), "is not a version"),
-        (page(meta={"_last-serial": "7"}), "meta._last-serial is not a number"),
-        (page(meta={"_last-serial": True}), "meta._last-serial is not a number"),
         (page(name="other"), "the page is for 'other'"),
         (page(name=3), "name is not a string"),
         (page(files={}), "files is not a list"),
@@ -207,18 +209,6 @@ def test_parse_json_canonicalizes_the_name() -> None:
         (page(files=["demo-1.0.tar.gz"]), "files[0] is not a object"),
         (one_file(filename=None), "files[0].filename is not a string"),
         (one_file(url=1), "files[0].url is not a string"),
-        (one_file(url="http://[::1/x"), "is not a URL"),
-        (one_file(hashes=[]), "files[0].hashes is not a object"),
-        (one_file(hashes={"sha256": 1}), "files[0].hashes.sha256 is not a string"),
-        (one_file(**{"requires-python": 3}), "requires-python is not a string"),
-        (one_file(yanked=1), "files[0].yanked is not a boolean or string"),
-        (one_file(size="12"), "files[0].size is not a number"),
-        (one_file(size=True), "files[0].size is not a number"),
-        (one_file(size=-1), "files[0].size is negative"),
-        (one_file(**{"upload-time": 1700000000}), "upload-time is not a string"),
-        (one_file(**{"upload-time": "yesterday"}), "is not an ISO 8601 time"),
-        (page(versions="1.0"), "versions is not a list"),
-        (page(versions=[1.0]), "versions[0] is not a string"),
     ],
 )
 def test_parse_json_refuses_invalid_pages(data: bytes, message: str) -> None:
@@ -227,10 +217,156 @@ def test_parse_json_refuses_invalid_pages(data: bytes, message: str) -> None:
 
 
 def test_parse_json_error_messages_stay_short() -> None:
-    data = one_file(**{"upload-time": "x" * 10_000})
+    data = one_file(filename="x" * 10_000, url=None)
     with pytest.raises(SimpleParseError) as raised:
         parse_json(data, name="demo", base_url=BASE)
     assert len(str(raised.value)) < 200
+
+
+def test_last_serial_as_a_string_of_digits_is_that_number() -> None:
+    # What the index pip uses answers: {"api-version": "1.1", "_last-serial": "40603035"}.
+    data = page(meta={"api-version": "1.1", "_last-serial": "40603035"})
+    result = parse_json(data, name="demo", base_url=BASE)
+    assert (result.last_serial, result.ignored) == (40603035, ())
+
+
+@pytest.mark.parametrize("serial", ["7a", "", "-3", -3, True, 1.5, [7], {"n": 7}, "9" * 100])
+def test_an_unusable_last_serial_is_ignored(serial: object) -> None:
+    result = parse_json(page(meta={"_last-serial": serial}), name="demo", base_url=BASE)
+    assert result.last_serial is None
+    assert len(result.ignored) == 1
+    assert result.ignored[0].startswith("meta._last-serial ")
+    assert result.ignored[0].endswith("is not a serial number: ignored")
+
+
+# An optional field that is unusable: the file stays, without it, and the page says why.
+@pytest.mark.parametrize(
+    ("fields", "note"),
+    [
+        ({"hashes": []}, "files[0].hashes is not a object: ignored"),
+        ({"hashes": {"sha256": 1}}, "files[0].hashes.'sha256' is not a string: ignored"),
+        ({"requires-python": 3}, "files[0].requires-python is not a string: ignored"),
+        ({"yanked": 1}, "files[0].yanked is not a boolean or string: ignored"),
+        ({"yanked": {"reason": "x"}}, "files[0].yanked is not a boolean or string: ignored"),
+        ({"size": "12"}, "files[0].size is not a number: ignored"),
+        ({"size": True}, "files[0].size is not a number: ignored"),
+        ({"size": -1}, "files[0].size is negative: ignored"),
+        ({"upload-time": 1700000000}, "files[0].upload-time is not a string: ignored"),
+        ({"upload-time": "yesterday"}, "files[0].upload-time 'yesterday' is not an ISO"),
+    ],
+)
+def test_an_unusable_optional_file_field_is_dropped_not_the_page(
+    fields: dict[str, Any], note: str
+) -> None:
+    result = parse_json(one_file(**fields), name="demo", base_url=BASE)
+    (file,) = result.files
+    assert (file.filename, file.version) == ("demo-1.0.tar.gz", Version("1.0"))
+    assert (file.size, file.upload_time, file.requires_python, file.yanked) == (
+        None,
+        None,
+        None,
+        False,
+    )
+    assert dict(file.hashes) == {}
+    assert len(result.ignored) == 1
+    assert result.ignored[0].startswith(note)
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"data-dist-info-metadata": True},
+        {"data-dist-info-metadata": {"sha256": "ff"}},
+        {"core-metadata": False},
+        {"core-metadata": {"sha256": "ff"}},
+        {"dist-info-metadata": "yes"},
+        {"gpg-sig": "maybe"},
+        {"provenance": 7},
+        {"an-unknown-key": [1, 2]},
+        {"requires-python": ">=3.8,,<4 not a specifier"},
+        {"hashes": {}},
+    ],
+)
+def test_metadata_fields_unknown_keys_and_odd_specifiers_change_nothing(
+    fields: dict[str, Any],
+) -> None:
+    result = parse_json(one_file(**fields), name="demo", base_url=BASE)
+    assert [f.version for f in result.files] == [Version("1.0")]
+    assert result.ignored == ()
+
+
+def test_yanked_as_a_reason_string_is_yanked_with_that_reason() -> None:
+    (file,) = parse_json(one_file(yanked="broken build"), name="demo", base_url=BASE).files
+    assert (file.yanked, file.yanked_reason) == (True, "broken build")
+
+
+def test_a_file_whose_url_cannot_be_resolved_is_left_out_with_a_reason() -> None:
+    data = page(
+        files=[
+            {"filename": "demo-1.0.tar.gz", "url": "http://[::1/x", "hashes": {}},
+            {"filename": "demo-1.1.tar.gz", "url": "demo-1.1.tar.gz", "hashes": {}},
+        ]
+    )
+    result = parse_json(data, name="demo", base_url=BASE)
+    assert [f.filename for f in result.files] == ["demo-1.1.tar.gz"]
+    assert result.ignored == ("files[0].url 'http://[::1/x' is not a URL: file left out",)
+
+
+def test_versions_absent_on_api_1_0_is_no_versions() -> None:
+    data = json.dumps({"meta": {"api-version": "1.0"}, "name": "demo", "files": []}).encode()
+    result = parse_json(data, name="demo", base_url=BASE)
+    assert (result.versions, result.ignored) == ((), ())
+
+
+@pytest.mark.parametrize(
+    ("versions", "kept", "note"),
+    [
+        ("1.0", (), "the page.versions is not a list: ignored"),
+        ({"1.0": True}, (), "the page.versions is not a list: ignored"),
+        ([1.0, "1.1"], ("1.1",), "versions[0] is not a string: ignored"),
+        (["not.a-version!", "1.1"], ("1.1",), "versions[0] 'not.a-version!': not a PEP 440"),
+        (["1" * 5000, "1.1"], ("1.1",), "versions[0] '1111"),
+    ],
+)
+def test_versions_that_are_not_pep_440_are_left_out_with_a_reason(
+    versions: object, kept: tuple[str, ...], note: str
+) -> None:
+    result = parse_json(page(versions=versions), name="demo", base_url=BASE)
+    assert result.versions == kept
+    assert len(result.ignored) == 1
+    assert result.ignored[0].startswith(note)
+    assert len(result.ignored[0]) < 200
+
+
+def test_a_version_past_the_integer_string_limit_is_skipped_with_a_reason() -> None:
+    huge = "1" * (sys.get_int_max_str_digits() + 1)
+    data = page(
+        files=[
+            {"filename": f"demo-{huge}.tar.gz", "url": "a.tar.gz", "hashes": {}},
+            {"filename": f"demo-{huge}-py3-none-any.whl", "url": "b.whl", "hashes": {}},
+            {"filename": "demo-1.0.tar.gz", "url": "demo-1.0.tar.gz", "hashes": {}},
+        ],
+        versions=[huge, "1.0"],
+    )
+    result = parse_json(data, name="demo", base_url=BASE)
+    assert [f.version for f in result.files] == [None, None, Version("1.0")]
+    assert [f.kind for f in result.files] == [FileKind.OTHER, FileKind.OTHER, FileKind.SDIST]
+    assert result.versions == ("1.0",)
+    limit = f"a version number over {sys.get_int_max_str_digits()} digits"
+    assert len(result.ignored) == 3
+    assert all(limit in note for note in result.ignored), result.ignored
+    assert all(len(note) < 200 for note in result.ignored)
+
+
+def test_a_page_of_many_bad_fields_keeps_a_bounded_list_of_reasons() -> None:
+    entries = [
+        {"filename": f"demo-1.{i}.tar.gz", "url": f"d{i}.tar.gz", "hashes": {}, "size": "x"}
+        for i in range(1000)
+    ]
+    result = parse_json(page(files=entries), name="demo", base_url=BASE)
+    assert len(result.files) == 1000
+    assert len(result.ignored) == MAX_NOTES + 1
+    assert result.ignored[-1] == f"and {1000 - MAX_NOTES} more"
 
 
 _SCALARS = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=12)
@@ -402,6 +538,10 @@ def test_the_prescan_finds_what_htmlparser_finds(text: str) -> None:
     reference = _AnchorCollector()
     reference.feed(text)
     reference.close()
+    if not re.search(r"<[!?A-Za-z]", text):  # no markup: not an HTML page at all
+        with pytest.raises(SimpleParseError, match="no HTML markup"):
+            parse_html(text.encode(), name="x", base_url=BASE)
+        return
     result = parse_html(text.encode(), name="x", base_url=BASE)
     expected = [
         ((a["href"] or "").split("#")[0].rsplit("/", 1)[-1], a.get("data-requires-python"))
@@ -410,7 +550,8 @@ def test_the_prescan_finds_what_htmlparser_finds(text: str) -> None:
     yanked = ["data-yanked" in a for a in reference.anchors]
     assert [(f.url.rsplit("/", 1)[-1], f.requires_python) for f in result.files] == expected
     assert [f.yanked for f in result.files] == yanked
-    assert result.api_version == reference.api_version
+    usable = reference.api_version is not None and api_major(reference.api_version) is not None
+    assert result.api_version == (reference.api_version if usable else None)
     prefix = "https://index.test" + (reference.base_href or "/simple/demo/")
     assert all(f.url.startswith(prefix) for f in result.files)
 
@@ -539,10 +680,57 @@ def test_every_file_url_of_a_page_is_urljoin_of_the_page_url(url: str) -> None:
         {"filename": "demo-1.0.tar.gz", "url": url},
     ]
     expected = _outcome(urljoin, BASE, url)
-    if expected is ValueError:
-        with pytest.raises(SimpleParseError, match="is not a URL"):
-            parse_json(page(files=files), name="demo", base_url=BASE)
+    if expected is ValueError:  # that file is left out, with the reason
+        result = parse_json(page(files=files), name="demo", base_url=BASE)
+        assert len(result.files) == 1
+        assert result.ignored[0].endswith("is not a URL: file left out")
         return
     first, second = parse_json(page(files=files), name="demo", base_url=BASE).files
     assert first.url == "https://index.test/files/demo-1.0.tar.gz"
     assert second.url == expected
+
+
+# -- bodies that are not what their content type says ---------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (b'{"meta": {"api-version": "1.1"}, "name": "demo", "files": []}', "the body is JSON"),
+        (b'\xef\xbb\xbf  [{"filename": "demo-1.0.tar.gz"}]', "the body is JSON"),
+        (b"", "no HTML markup"),
+        (b"\x00\x01garbage \xff\xfe not a page", "no HTML markup"),
+        (b"demo-1.0.tar.gz demo-1.1.tar.gz", "no HTML markup"),
+    ],
+)
+def test_a_body_labelled_html_that_is_not_html_is_refused(body: bytes, message: str) -> None:
+    with pytest.raises(SimpleParseError, match=message):
+        parse_html(body, name="demo", base_url=BASE)
+
+
+def test_an_html_page_without_files_is_still_a_page() -> None:
+    result = parse_html(b"<!DOCTYPE html><html><body></body></html>", name="demo", base_url=BASE)
+    assert result.files == ()
+
+
+def test_html_labelled_json_is_refused_saying_it_looks_like_html() -> None:
+    with pytest.raises(SimpleParseError, match=r"not JSON \(JSONDecodeError\) \(the body looks"):
+        parse_json(HTML, name="demo", base_url=BASE)
+
+
+def test_an_unreadable_repository_version_is_ignored_not_the_page() -> None:
+    data = b'<meta name="pypi:repository-version" content="one"><a href="demo-1.0.tar.gz">x</a>'
+    result = parse_html(data, name="demo", base_url=BASE)
+    assert [f.filename for f in result.files] == ["demo-1.0.tar.gz"]
+    assert result.api_version is None
+    assert result.ignored == ("pypi:repository-version 'one' is not a version: ignored",)
+
+
+def test_html_file_names_past_the_integer_string_limit_are_skipped_with_a_reason() -> None:
+    huge = "9" * 5000
+    data = f'<a href="demo-{huge}.tar.gz">x</a><a href="demo-1.0.tar.gz">y</a>'.encode()
+    result = parse_html(data, name="demo", base_url=BASE)
+    assert [f.version for f in result.files] == [None, Version("1.0")]
+    (note,) = result.ignored
+    assert "a version number over" in note
+    assert len(note) < 200
