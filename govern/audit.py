@@ -349,8 +349,11 @@ def audit_targets(
 ) -> AuditReport:
     """Audit the paths :func:`resolve_targets` gives (None: discover under ``root``)."""
     named = [p for p in files or () if not p.is_dir()]
+    rejected: list[tuple[Path, Problem]] = []  # found by name, not requirements by content
     if files is None:
-        discovered = discover(root, include=config.include, exclude=config.exclude)
+        discovered = discover(
+            root, include=config.include, exclude=config.exclude, rejected=rejected
+        )
     else:
         # Directories named beside others: the exclude globs still apply, relative to
         # the root (the working directory) like every path govern shows.
@@ -358,11 +361,16 @@ def audit_targets(
             file
             for directory in files
             if directory.is_dir()
-            for file in discover(directory)
+            for file in discover(directory, rejected=rejected)
             if not any(glob_match(g, _display(file, root)) for g in config.exclude)
         ]
     # A file named on the command line may include its siblings wherever it lives.
     loader = _Loader(root, config, options, extra_roots=[p.parent for p in named])
+    loader.problems.extend(
+        (_display(file, root), problem)
+        for file, problem in rejected
+        if not any(glob_match(g, _display(file, root)) for g in config.exclude)
+    )
     for file in discovered:
         if not loader.allow_outside and not loader.inside(file):
             # A symlink that leads out of the tree (to /proc/self/environ, say) is not

@@ -5,18 +5,23 @@ The files are byte-for-byte copies from shared/corpus; see tests/data/*/PROVENAN
 
 from __future__ import annotations
 
+import json
 import shutil
 from datetime import date
 from pathlib import Path
 
+import pytest
 from packaging.requirements import InvalidRequirement, Requirement
 
 from govern.audit import AuditOptions, audit
+from govern.cli import main
 from govern.config import Config
 from govern.exclusions.annotations import is_licence_tag
 from govern.exclusions.model import Exclusion, Kind, SubKind
 from govern.policy.loader import load_policy
+from govern.policy.model import Severity
 from govern.report import AuditReport
+from govern.sources.model import SourceFormat
 
 TODAY = date(2026, 12, 2)
 
@@ -226,3 +231,95 @@ def test_strict_policy_on_openstack_requires_links_and_review_dates(data: Path) 
     assert "missing-review-by" in rules
     assert "missing-link" not in rules  # the launchpad URL is a link
     assert report.failed(load_policy("strict").fail_on)
+
+
+# An openstack/requirements checkout: the requirement files are named for what they
+# are (global-requirements.txt, upper-constraints.txt, test-requirements.txt) and
+# beside them sit templates and a MANIFEST.in that are not requirements at all.
+OPENSTACK_MANIFEST = "include AUTHORS\ninclude ChangeLog\nexclude .gitignore\n"
+OPENSTACK_MANIFEST += "exclude .gitreview\nglobal-exclude *.pyc\n"
+OPENSTACK_TEMPLATES = {
+    "MANIFEST.in": OPENSTACK_MANIFEST,
+    "src/config.h.in": "/* Define to 1 if you have <foo.h>. */\n#undef HAVE_FOO_H\n",
+    "src/foo.pyx.in": "{{py: types = ['int', 'float']}}\n{{for t in types}}\ncdef class X:\n",
+    "setup.cfg.in": "[metadata]\nname = @NAME@\nversion = @VERSION@\n",
+    "tools/release-notes.in": "Release @VERSION@\n\nThanks to everyone who helped.\nfoo>=1\n",
+}
+
+
+def _openstack_checkout(root: Path, data: Path) -> None:
+    for name in ("global-requirements.txt", "denylist.txt"):
+        shutil.copy(data / "openstack" / name, root / name)
+    (root / "upper-constraints.txt").write_text(
+        "alembic===1.14.1\noslo.utils===8.2.0\nboto3===1.35.99\n", encoding="utf-8"
+    )
+    (root / "test-requirements.txt").write_text(
+        "# The order of packages is significant.\nstestr>=2.0.0  # Apache-2.0\n",
+        encoding="utf-8",
+    )
+    for relpath, text in OPENSTACK_TEMPLATES.items():
+        (root / relpath).parent.mkdir(parents=True, exist_ok=True)
+        (root / relpath).write_text(text, encoding="utf-8")
+
+
+def test_openstack_checkout_reads_its_requirement_files_and_not_its_templates(
+    tmp_path: Path, data: Path
+) -> None:
+    _openstack_checkout(tmp_path, data)
+    report = audit(
+        [tmp_path],
+        config=Config(),
+        policy=load_policy("default"),
+        options=AuditOptions(today=TODAY),
+    )
+    assert [(s.path, s.format) for s in report.sources] == [
+        ("global-requirements.txt", SourceFormat.REQUIREMENTS),
+        ("test-requirements.txt", SourceFormat.REQUIREMENTS),
+        ("upper-constraints.txt", SourceFormat.CONSTRAINTS),
+    ]
+    assert [p.name for p in report.sources[2].entries if p.name] == [
+        "alembic",
+        "oslo-utils",
+        "boto3",
+    ]
+    assert not [f for f in report.findings if f.rule == "parse-error"]
+    # The one discovered file that is neither named for requirements nor a known
+    # template, and does not read as requirements: one info finding, no storm.
+    (not_read,) = [f for f in report.findings if f.source in OPENSTACK_TEMPLATES]
+    assert (not_read.rule, not_read.source, not_read.severity, not_read.line) == (
+        "not-a-requirements-file",
+        "tools/release-notes.in",
+        Severity.INFO,
+        1,
+    )
+    assert "2 of its 3 lines are neither requirements nor pip options" in not_read.message
+    assert not report.failed(load_policy("default").fail_on)
+
+
+def test_openstack_checkout_exit_code_and_output(
+    tmp_path: Path,
+    data: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _openstack_checkout(tmp_path, data)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exited:
+        main(["audit", str(tmp_path), "--as-of", TODAY.isoformat(), "--format", "json"])
+    out = json.loads(capsys.readouterr().out)
+    assert exited.value.code == 0
+    assert [s["path"] for s in out["sources"]] == [
+        "global-requirements.txt",
+        "test-requirements.txt",
+        "upper-constraints.txt",
+    ]
+    assert not [f for f in out["findings"] if f["severity"] == "error"]
+    assert [(f["source"], f["rule"]) for f in out["findings"] if f["source"].endswith(".in")] == [
+        ("tools/release-notes.in", "not-a-requirements-file")
+    ]
+    # Named on the command line, a template is read whatever its name: pip would too.
+    with pytest.raises(SystemExit) as exited:
+        main(["audit", "MANIFEST.in", "--format", "json"])
+    out = json.loads(capsys.readouterr().out)
+    assert exited.value.code == 1
+    assert [f["rule"] for f in out["findings"]] == ["parse-error"] * 5

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from govern.cli import main
+from govern.sources.discover import HOOK_FILES, discover
 
 HOOKS = Path(__file__).resolve().parents[1] / ".pre-commit-hooks.yaml"
 
@@ -34,21 +35,82 @@ def test_hooks_run_govern_audit_on_the_whole_repository() -> None:
         assert hook["language"] == "python"
 
 
-@pytest.mark.parametrize(
-    ("path", "matched"),
-    [
-        ("requirements.txt", True),
-        ("requirements/cuda.txt", True),
-        ("requirements-dev.in", True),
-        ("sub/pyproject.toml", True),
-        ("constraints.txt", True),
-        ("README.md", False),
-        ("docs/notes.txt", False),
-    ],
-)
+# Names a hook change may touch: (path, whether discovery reads it and the hooks run).
+NAMES = [
+    # Renovate's default pip pattern, (^|/)[\w-]*requirements([-._]\w+)?\.(txt|pip)$
+    ("requirements.txt", True),
+    ("requirements-dev.txt", True),
+    ("requirements_dev.txt", True),
+    ("requirements.dev.txt", True),
+    ("test-requirements.txt", True),
+    ("global-requirements.txt", True),
+    ("dev-requirements.txt", True),
+    ("myrequirements.txt", True),
+    ("requirements.pip", True),
+    ("doc/test-requirements.pip", True),
+    ("sub/requirements.txt", True),
+    # requirements*.txt (pip-compile's outputs) and *constraints*.txt
+    ("requirements-dev-gpu.txt", True),
+    ("services/api/requirements_lock.txt", True),
+    ("constraints.txt", True),
+    ("constraints-ci.txt", True),
+    ("upper-constraints.txt", True),
+    ("ci/test-constraints.txt", True),
+    # pip-compile's inputs, and every *.txt / *.in below requirements/
+    ("requirements.in", True),
+    ("requirements-dev.in", True),
+    ("dev-requirements.in", True),
+    ("requirements/base.in", True),
+    ("requirements/dev.txt", True),
+    ("requirements/test/cuda.txt", True),
+    ("services/api/requirements/prod.txt", True),
+    # other *.in: read when their content reads as requirements (it does here)
+    ("dev.in", True),
+    ("tools/lint.in", True),
+    ("pyproject.toml", True),
+    ("sub/pyproject.toml", True),
+    # not sources
+    ("README.md", False),
+    ("setup.py", False),
+    ("notes.txt", False),
+    ("docs/notes.txt", False),
+    ("requirements.md", False),
+    ("requirements/README.md", False),
+    ("requirements.txt.bak", False),
+    ("pyproject.toml.orig", False),
+    ("deps/extra.pip", False),
+    ("docs/constraints.rst", False),
+    ("constraints.toml", False),
+    # templates, whatever they hold
+    ("MANIFEST.in", False),
+    ("Makefile.in", False),
+    ("src/config.h.in", False),
+    ("src/foo.pyx.in", False),
+    ("setup.cfg.in", False),
+    ("pkg/_version.py.in", False),
+    ("requirements/MANIFEST.in", False),
+]
+
+
+def test_hook_files_are_the_discovery_rule() -> None:
+    assert {hook["files"] for hook in _hooks()} == {HOOK_FILES}
+
+
+@pytest.mark.parametrize(("path", "matched"), [*NAMES, (".govern.toml", True)])
 def test_hook_file_pattern(path: str, matched: bool) -> None:
-    pattern = re.compile(_hooks()[0]["files"])
+    pattern = re.compile(_hooks()[0]["files"])  # pre-commit searches each path with it
     assert bool(pattern.search(path)) is matched
+
+
+def test_discovery_and_the_hooks_agree_on_every_name(tmp_path: Path) -> None:
+    for relpath, _ in NAMES:
+        path = tmp_path / relpath
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("pkg==1.0\n" if path.suffix != ".toml" else "", encoding="utf-8")
+    discovered = {p.relative_to(tmp_path).as_posix() for p in discover(tmp_path)}
+    pattern = re.compile(_hooks()[0]["files"])
+    assert discovered == {relpath for relpath, matched in NAMES if matched}
+    assert discovered == {relpath for relpath, _ in NAMES if pattern.search(relpath)}
 
 
 def test_hook_entry_is_a_valid_command(

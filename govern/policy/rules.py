@@ -44,10 +44,34 @@ RULES: dict[str, Rule] = {
             "Audit from a directory that contains both files, or pass --allow-outside-root.",
         ),
         Rule(
+            "include-too-deep",
+            _E,
+            "A chain of -r/-c includes deeper than govern follows (32 files)",
+            "Include the files from fewer levels; pip reads them, govern stops there.",
+        ),
+        Rule(
+            "source-refused",
+            _E,
+            "A file that is no regular file (a FIFO, a device, /proc/...): not read",
+            "Name a requirements file of the repository; replace the link by the file.",
+        ),
+        Rule(
+            "source-too-large",
+            _E,
+            "A file larger than govern reads (16 MiB): not read",
+            "Audit the input the file is generated from, or split it.",
+        ),
+        Rule(
             "include-remote",
             _I,
             "A -r/-c include of a URL, which govern does not fetch",
             "Vendor the file into the repository to have it audited.",
+        ),
+        Rule(
+            "not-a-requirements-file",
+            _I,
+            "A discovered *.in file whose content is not requirements: it is not read",
+            "Nothing to do if it is a template; name it requirements*.in or include it to read it.",
         ),
         Rule(
             "invalid-annotation",

@@ -1,17 +1,34 @@
 """Find the requirement sources under a directory.
 
-By default a source is a file named ``requirements*.txt``, ``constraints*.txt``,
-``*.in`` or ``pyproject.toml``, or any ``*.txt`` below a directory named
-``requirements`` (at any depth). ``include`` globs add more files, ``exclude``
-globs remove files (exclude wins). Globs are relative to the root, use ``/``,
-and support ``*`` and ``?`` (within one path segment), ``[...]`` classes and
-``**`` (any number of directories).
+A file is a source by its name when it is ``pyproject.toml``; a name that
+contains ``requirements`` and ends in ``.txt``, ``.pip`` or ``.in``
+(``requirements.txt``, ``test-requirements.txt``, ``requirements-dev.txt``,
+``requirements.pip``, ``requirements.in``: every name Renovate's pip pattern
+matches, and pip-compile's inputs and outputs); a name that contains
+``constraints`` and ends in ``.txt`` (``upper-constraints.txt``); or any
+``*.txt`` or ``*.in`` below a directory named ``requirements`` (at any depth).
+
+Other ``*.in`` files (``dev.in``) are read only if their content reads as
+requirements: most of their lines (of the first 64 KiB) parse as PEP 508
+requirements or pip options. One that does not is reported once, as
+``not-a-requirements-file``, instead of as a storm of parse errors. Templates
+(``MANIFEST.in``, ``Makefile.in``, ``config.h.in``, ``foo.pyx.in``,
+``setup.cfg.in``: a known template name, or ``*.EXT.in`` for a known file type)
+are never sources. Files named on the command line and files an ``include``
+glob matches are read whatever their name and content.
+
+``include`` globs add more files, ``exclude`` globs remove files (exclude
+wins). Globs are relative to the root, use ``/``, and support ``*`` and ``?``
+(within one path segment), ``[...]`` classes and ``**`` (any number of
+directories).
 
 Virtual environments, VCS metadata, build output and every directory whose name
 starts with ``.`` are not entered, and symlinked directories are not followed.
 An include glob reaches into such a directory only when it spells the
 directory's name literally (``.ci/requirements/*.txt`` does, ``**/*.txt`` does
 not).
+
+:data:`HOOK_FILES` is the same rule as one regex, for pre-commit's ``files``.
 """
 
 from __future__ import annotations
@@ -22,9 +39,19 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from govern.sources.model import SourceFormat
+from packaging.requirements import InvalidRequirement, Requirement
 
-__all__ = ["SKIPPED_DIRS", "discover", "glob_match", "source_format_for"]
+from govern.sources.model import Problem, SourceFormat
+
+__all__ = [
+    "HOOK_FILES",
+    "NOT_REQUIREMENTS_RULE",
+    "SKIPPED_DIRS",
+    "discover",
+    "glob_match",
+    "sniff",
+    "source_format_for",
+]
 
 SKIPPED_DIRS = frozenset(
     {
@@ -114,16 +141,107 @@ def glob_match(pattern: str, relpath: str) -> bool:
     return _compile(pattern).fullmatch(relpath.strip("/")) is not None
 
 
-def _is_default_source(parts: tuple[str, ...]) -> bool:
-    """Whether a root-relative path (as segments) is a source by the default rules."""
-    name = parts[-1]
-    if name == "pyproject.toml" or name.endswith(".in"):
+# The rule is written once, as regexes over the root-relative POSIX path after any
+# directories ("(?:[^/]+/)*"): discovery matches whole paths with them, and
+# pre-commit's `files` (HOOK_FILES) searches for them after a "/" or the start.
+_TEMPLATE_NAMES = ("MANIFEST", "Makefile", "GNUmakefile", "Doxyfile", "Dockerfile", "configure")
+# X.EXT.in is the template of an X.EXT (autoconf, meson, CMake, Tempita, Jinja).
+_TEMPLATE_TYPES = (
+    "h", "hh", "hpp", "c", "cc", "cpp", "pyx", "pxd", "pxi", "py", "pyi", "cfg", "ini", "toml",
+    "json", "yaml", "yml", "xml", "html", "j2", "sh", "bat", "cmake", "spec", "service",
+    "conf", "desktop", "pc", "rst", "md", "js", "css", "sql", "nsi", "iss", "rc", "plist",
+)  # fmt: skip
+_TEMPLATE = rf"(?:{'|'.join(_TEMPLATE_NAMES)}|[^/]*\.(?:{'|'.join(_TEMPLATE_TYPES)}))\.in"
+# Renovate's (^|/)[\w-]*requirements([-._]\w+)?\.(txt|pip)$ and more: requirements-a-b.txt,
+# pip-compile's requirements*.in, *constraints*.txt, and all below a requirements/ directory.
+_BY_NAME = (
+    r"pyproject\.toml|[\w-]*requirements[^/]*\.(?:txt|pip|in)|[^/]*constraints[^/]*\.txt"
+    r"|requirements/(?:[^/]+/)*[^/]+\.(?:txt|in)"
+)
+_SNIFFED = r"[^/]+\.in"
+_DIRS = r"(?:[^/]+/)*"
+_TEMPLATE_RE = re.compile(rf"{_DIRS}{_TEMPLATE}")
+_BY_NAME_RE = re.compile(rf"{_DIRS}(?:{_BY_NAME})")
+_SNIFFED_RE = re.compile(rf"{_DIRS}{_SNIFFED}")
+
+HOOK_FILES = rf"(^|/)(?!{_DIRS}{_TEMPLATE}$)(?:{_BY_NAME}|{_SNIFFED}|\.govern\.toml)$"
+"""pre-commit's ``files`` for the hooks: every name discovery may read, and the config."""
+
+NOT_REQUIREMENTS_RULE = "not-a-requirements-file"
+"""The rule of a discovered file that is not read because its content is not requirements."""
+
+_SNIFF_BYTES = 64 * 1024
+_SNIFF_LINES = 200
+_OPTION_RE = re.compile(r"--?[A-Za-z]")  # -r, -c, -e, --index-url, ...: pip's own kind of line
+_TRAILING_OPTIONS_RE = re.compile(r"\s+--?[A-Za-z]")
+_SCHEME_RE = re.compile(r"[A-Za-z][\w+.-]*:")
+_LOCATION_RE = re.compile(r"(?:[A-Za-z][\w+.-]*://|\.{0,2}/)\S+")  # a URL or a path pip installs
+
+
+def _kind(relpath: str) -> bool | None:
+    """True: a source by its name; False: a source if its content says so; None: not one."""
+    if _TEMPLATE_RE.fullmatch(relpath):
+        return None
+    if _BY_NAME_RE.fullmatch(relpath):
         return True
-    if name.endswith(".txt"):
-        if name.startswith(("requirements", "constraints")):
-            return True
-        return "requirements" in parts[:-1]
-    return False
+    return False if _SNIFFED_RE.fullmatch(relpath) else None
+
+
+def _reads_as_requirement(line: str) -> bool:
+    if _OPTION_RE.match(line) or _LOCATION_RE.fullmatch(line):
+        return True
+    try:
+        requirement = Requirement(line)
+    except InvalidRequirement:
+        return False
+    # "Release @VERSION@" parses as a name @ url; pip wants a URL with a scheme there.
+    return requirement.url is None or _SCHEME_RE.match(requirement.url) is not None
+
+
+def sniff(path: Path) -> Problem | None:
+    """None if ``path`` reads as requirements, else the one finding that says why it is not read.
+
+    It reads as requirements when more than half of its content lines (not blank,
+    not comments; of the first 64 KiB, at most 200 of them) are PEP 508
+    requirements, pip options or locations. A file with no content line does.
+    """
+    try:
+        with path.open("rb") as stream:
+            data = stream.read(_SNIFF_BYTES + 1)
+    except OSError as exc:
+        return Problem(NOT_REQUIREMENTS_RULE, 1, f"{path.name} cannot be read: {exc.strerror}")
+    if len(data) > _SNIFF_BYTES:  # the last line may be cut: judge whole lines only
+        data = data[: data.rfind(b"\n", 0, _SNIFF_BYTES) + 1]
+    if b"\0" in data:
+        return Problem(NOT_REQUIREMENTS_RULE, 1, f"{path.name} is binary; not read as requirements")
+    text = data.decode("utf-8", errors="replace").removeprefix("\ufeff")
+    content: list[tuple[int, bool]] = []
+    pending, first = "", 0
+    for number, raw in enumerate(text.splitlines(), start=1):
+        first = first or number
+        line = pending + raw.strip()
+        if line.endswith("\\"):  # a continuation: judged with the next line
+            pending = line[:-1]
+            continue
+        pending = ""
+        line = re.split(r"(?:^|\s)#", line, maxsplit=1)[0]
+        # Options after a requirement (--hash=...) are pip's too.
+        line = _TRAILING_OPTIONS_RE.split(line, maxsplit=1)[0].strip()
+        if line:
+            content.append((first, _reads_as_requirement(line)))
+            if len(content) == _SNIFF_LINES:
+                break
+        first = 0
+    bad = [number for number, ok in content if not ok]
+    if len(bad) * 2 < len(content) or not content:
+        return None
+    return Problem(
+        NOT_REQUIREMENTS_RULE,
+        bad[0],
+        f"{path.name} is not read as requirements: {len(bad)} of its {len(content)} lines "
+        f"are neither requirements nor pip options (the first is line {bad[0]})",
+        hint="if it is one, name it requirements*.in or add it to the include globs",
+    )
 
 
 def _reaches(pattern: str, dir_parts: tuple[str, ...]) -> bool:
@@ -148,13 +266,23 @@ def _reaches(pattern: str, dir_parts: tuple[str, ...]) -> bool:
     return True
 
 
-def discover(root: Path, *, include: Sequence[str] = (), exclude: Sequence[str] = ()) -> list[Path]:
+def discover(
+    root: Path,
+    *,
+    include: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+    rejected: list[tuple[Path, Problem]] | None = None,
+) -> list[Path]:
     """The requirement sources below ``root``, sorted by their root-relative POSIX path.
 
     Returned paths are ``root / relative``. See the module documentation for
-    the default rules and the meaning of ``include`` and ``exclude``.
+    the default rules and the meaning of ``include`` and ``exclude``. Files
+    found by their name whose content is not requirements are left out, and
+    appended to ``rejected`` (if given) with the finding that says why.
     """
     found: dict[str, Path] = {}
+    not_read: dict[str, tuple[Path, Problem]] = {}
+    resolved_root = root.resolve()
     for current, dirnames, filenames in os.walk(root, followlinks=False):
         base = Path(current)
         rel_dir = base.relative_to(root).parts
@@ -174,20 +302,37 @@ def discover(root: Path, *, include: Sequence[str] = (), exclude: Sequence[str] 
             path = base / name
             if not path.is_file():  # a broken symlink or something that is not a file
                 continue
-            parts = (*rel_dir, name)
-            relpath = "/".join(parts)
-            wanted = any(glob_match(pattern, relpath) for pattern in include)
-            if not skipped_here and _is_default_source(parts):
-                wanted = True
-            if wanted and not any(glob_match(pattern, relpath) for pattern in exclude):
+            relpath = "/".join((*rel_dir, name))
+            if any(glob_match(pattern, relpath) for pattern in exclude):
+                continue
+            if any(glob_match(pattern, relpath) for pattern in include):
+                found[relpath] = path  # asked for: read whatever its name and content
+                continue
+            kind = None if skipped_here else _kind(relpath)
+            if kind is False and _within(path, resolved_root):
+                # A link out of the tree is not opened here: the audit refuses it.
+                problem = sniff(path)
+                if problem is not None:
+                    not_read[relpath] = (path, problem)
+                    continue
+            if kind is not None:
                 found[relpath] = path
+    if rejected is not None:
+        rejected.extend(not_read[key] for key in sorted(not_read))
     return [found[key] for key in sorted(found)]
+
+
+def _within(path: Path, resolved_root: Path) -> bool:
+    try:
+        return path.resolve().is_relative_to(resolved_root)
+    except (OSError, RuntimeError):  # a symlink loop
+        return False
 
 
 def source_format_for(path: Path) -> SourceFormat:
     """The format of a discovered source, judged by its file name."""
     if path.name == "pyproject.toml":
         return SourceFormat.PYPROJECT
-    if path.name.startswith("constraints"):
+    if "constraints" in path.name and path.suffix == ".txt":  # upper-constraints.txt too
         return SourceFormat.CONSTRAINTS
     return SourceFormat.REQUIREMENTS

@@ -8,8 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from govern.sources.discover import discover, glob_match, source_format_for
-from govern.sources.model import SourceFormat
+from govern.sources.discover import (
+    NOT_REQUIREMENTS_RULE,
+    discover,
+    glob_match,
+    sniff,
+    source_format_for,
+)
+from govern.sources.model import Problem, SourceFormat
 
 
 def make_tree(root: Path, files: Iterable[str]) -> None:
@@ -20,10 +26,23 @@ def make_tree(root: Path, files: Iterable[str]) -> None:
         path.write_text("", encoding="utf-8")
 
 
-def found(root: Path, **kwargs: tuple[str, ...]) -> list[str]:
+def found(root: Path, include: tuple[str, ...] = (), exclude: tuple[str, ...] = ()) -> list[str]:
     """What :func:`discover` returns, as root-relative POSIX paths."""
-    return [path.relative_to(root).as_posix() for path in discover(root, **kwargs)]
+    paths = discover(root, include=include, exclude=exclude)
+    return [path.relative_to(root).as_posix() for path in paths]
 
+
+# Renovate's pip pattern and *constraints*.txt (issue 14)
+NAMED_SO = [
+    "myrequirements.txt",
+    "test-requirements.txt",
+    "global-requirements.txt",
+    "requirements_dev.txt",
+    "requirements.dev.txt",
+    "requirements.pip",
+    "doc/test-requirements.pip",
+    "upper-constraints.txt",
+]
 
 SOURCES = [
     "requirements.txt",
@@ -38,6 +57,11 @@ SOURCES = [
     "services/api/pyproject.toml",
     "services/api/requirements/prod/deep/base.txt",
     "services/api/requirements_lock.txt",
+    *NAMED_SO,
+    "requirements.in",
+    "dev-requirements.in",
+    "requirements-dev.in",
+    "requirements/docs.in",
 ]
 
 NOT_SOURCES = [
@@ -47,11 +71,18 @@ NOT_SOURCES = [
     "requirements.md",
     "requirements/README.md",
     "docs/constraints.rst",
-    "myrequirements.txt",
     "requirements.txt.bak",
     "pyproject.toml.orig",
     "deps/extra.pip",
     "deps/nested/more.pip",
+    # templates are never sources, whatever they hold
+    "MANIFEST.in",
+    "Makefile.in",
+    "src/config.h.in",
+    "src/foo.pyx.in",
+    "setup.cfg.in",
+    "pkg/_version.py.in",
+    "requirements/MANIFEST.in",
     # skipped directories
     ".venv/lib/python3.11/site-packages/pkg/requirements.txt",
     "venv/requirements.txt",
@@ -110,6 +141,7 @@ def test_exclude_removes_files_and_wins(tree: Path) -> None:
             "requirements/common.txt",
             "requirements/test/cuda.txt",
             "deps/extra.pip",
+            *NAMED_SO,
         ]
     )
 
@@ -123,7 +155,7 @@ def test_exclude_directory_with_trailing_slash(tree: Path) -> None:
 
 def test_wildcard_include_does_not_enter_skipped_dirs(tree: Path) -> None:
     result = found(tree, include=("**/*.txt",))
-    assert result == sorted({*SOURCES, "notes.txt", "myrequirements.txt"})
+    assert result == sorted({*SOURCES, "notes.txt"})
 
 
 def test_literal_include_reaches_into_skipped_dir(tree: Path) -> None:
@@ -219,9 +251,114 @@ def test_glob_match(pattern: str, relpath: str, expected: bool) -> None:
         ("constraints-ci.txt", SourceFormat.CONSTRAINTS),
         ("requirements.txt", SourceFormat.REQUIREMENTS),
         ("requirements/constraints.txt", SourceFormat.CONSTRAINTS),
+        ("upper-constraints.txt", SourceFormat.CONSTRAINTS),
+        ("test-requirements.txt", SourceFormat.REQUIREMENTS),
         ("dev.in", SourceFormat.REQUIREMENTS),
         ("deps/extra.pip", SourceFormat.REQUIREMENTS),
     ],
 )
 def test_source_format_for(name: str, expected: SourceFormat) -> None:
     assert source_format_for(Path(name)) is expected
+
+
+# Sniffing: a *.in that is not named for requirements is read only if its content is.
+
+MANIFEST = "include AUTHORS\ninclude ChangeLog\nexclude .gitignore\nexclude .gitreview\n"
+
+
+def rejected(
+    root: Path, include: tuple[str, ...] = (), exclude: tuple[str, ...] = ()
+) -> list[tuple[str, Problem]]:
+    """The files :func:`discover` found by name but did not read, with why."""
+    out: list[tuple[Path, Problem]] = []
+    discover(root, include=include, exclude=exclude, rejected=out)
+    return [(path.relative_to(root).as_posix(), problem) for path, problem in out]
+
+
+def test_an_in_file_that_reads_as_requirements_is_a_source(tmp_path: Path) -> None:
+    (tmp_path / "dev.in").write_text(
+        "# tools\n-c constraints.txt\n\nblack>=24  # formatter\nruff\\\n  ==0.6\n"
+        "mypy[reports] ; python_version >= '3.11'\n./vendored/pkg\n"
+        "git+https://example.invalid/x.git#egg=x\nhashed==1.0 --hash=sha256:00\n"
+    )
+    assert found(tmp_path) == ["dev.in"]
+    assert rejected(tmp_path) == []
+
+
+def test_an_in_file_that_mostly_does_not_parse_is_one_finding_and_not_read(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "notes.in").write_text(
+        "# release notes template\nVersion @VERSION@ of the tool\nfoo>=1\n\nThanks to all\n"
+    )
+    assert found(tmp_path) == []
+    ((path, problem),) = rejected(tmp_path)
+    assert path == "notes.in"
+    assert problem.rule == NOT_REQUIREMENTS_RULE
+    assert problem.line == 2
+    assert problem.message == (
+        "notes.in is not read as requirements: 2 of its 3 lines are neither requirements"
+        " nor pip options (the first is line 2)"
+    )
+
+
+def test_templates_are_neither_sources_nor_findings(tmp_path: Path) -> None:
+    (tmp_path / "MANIFEST.in").write_text(MANIFEST)
+    (tmp_path / "config.h.in").write_text("#undef HAVE_FOO\n")  # all "comments"
+    (tmp_path / "foo.pyx.in").write_text("{{py: types = ['int']}}\ncdef class X:\n")
+    assert found(tmp_path) == []
+    assert rejected(tmp_path) == []
+
+
+def test_an_empty_or_comment_only_in_file_is_a_source(tmp_path: Path) -> None:
+    (tmp_path / "empty.in").write_text("")
+    (tmp_path / "comments.in").write_text("# nothing yet\n\n")
+    assert found(tmp_path) == ["comments.in", "empty.in"]
+
+
+def test_a_binary_in_file_is_not_read(tmp_path: Path) -> None:
+    (tmp_path / "blob.in").write_bytes(b"foo==1\n\0\1\2")
+    assert found(tmp_path) == []
+    assert [p.message for _, p in rejected(tmp_path)] == [
+        "blob.in is binary; not read as requirements"
+    ]
+
+
+def test_sniffing_reads_a_bounded_prefix(tmp_path: Path) -> None:
+    path = tmp_path / "big.in"
+    # Requirements first, then 8 MB of prose that a whole read would judge.
+    path.write_text("pkg==1.0\n" * 500 + "not a requirement at all\n" * 320_000)
+    assert sniff(path) is None
+    path.write_text("not a requirement at all\n" * 150 + "pkg==1.0\n" * 320_000)
+    problem = sniff(path)
+    assert problem is not None
+    assert problem.line == 1
+
+
+def test_names_say_so_whatever_the_content(tmp_path: Path) -> None:
+    (tmp_path / "requirements.in").write_text(MANIFEST)
+    (tmp_path / "requirements").mkdir()
+    (tmp_path / "requirements" / "docs.in").write_text(MANIFEST)
+    assert found(tmp_path) == ["requirements.in", "requirements/docs.in"]
+    assert rejected(tmp_path) == []
+
+
+def test_include_and_exclude_globs_skip_the_sniff(tmp_path: Path) -> None:
+    (tmp_path / "notes.in").write_text(MANIFEST)
+    (tmp_path / "MANIFEST.in").write_text(MANIFEST)
+    assert found(tmp_path, include=("notes.in", "MANIFEST.in")) == ["MANIFEST.in", "notes.in"]
+    assert rejected(tmp_path, exclude=("notes.in",)) == []
+
+
+def test_a_link_out_of_the_tree_is_not_opened_by_discovery(tmp_path: Path) -> None:
+    outside = tmp_path / "outside.cfg"
+    outside.write_text("SECRET=1\n")
+    root = tmp_path / "root"
+    root.mkdir()
+    try:
+        os.symlink(outside, root / "env.in")
+    except OSError:  # pragma: no cover - platforms without symlinks
+        pytest.skip("symlinks are not available")
+    # Returned as found, so that the audit refuses it as a link out of the tree.
+    assert found(root) == ["env.in"]
+    assert rejected(root) == []
