@@ -79,6 +79,15 @@ class ExclusionView:
         }
 
 
+def has_nul(*texts: str | None) -> bool:
+    """Whether any of ``texts`` holds a NUL byte: a filter that matches nothing.
+
+    No name, path or id govern stores can hold one; and the databases disagree on it
+    (PostgreSQL refuses NUL in text, SQLite ends a LIKE pattern at it, matching every row).
+    """
+    return any(text and "\x00" in text for text in texts)
+
+
 def _state(row: Exclusion, note: Annotation | None, today: date) -> str:
     if row.state in ENDED:
         return row.state
@@ -187,6 +196,8 @@ def exclusions(
     ``states`` may name ``overdue`` (active, review date passed) and the ended states;
     naming an ended state includes ended exclusions.
     """
+    if has_nul(*packages, *repositories, *kinds, *states, owner):
+        return []
     where: list[Any] = []
     if packages:
         where.append(col(Exclusion.package).in_([canonicalize_name(p) for p in packages]))
@@ -262,6 +273,8 @@ def threads(session: Session, query: str, *, now: datetime) -> list[Thread]:
     request with it (a cap on the same bug in another file, the same package's thread
     in another repository).
     """
+    if has_nul(query):
+        return []
     name = canonicalize_name(query)
     seed_query = columns(col(Exclusion.id)).where(
         or_(col(Exclusion.key) == query, col(Exclusion.package) == name)

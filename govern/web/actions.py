@@ -16,6 +16,7 @@ from datetime import date, datetime
 from sqlmodel import col, select
 
 from govern.store.models import Event, Exclusion
+from govern.store.queries import has_nul
 from govern.web.state import AppState
 
 logger = logging.getLogger(__name__)
@@ -36,6 +37,8 @@ def _exclusion(state: AppState, key: str, session: object) -> Exclusion:
     from sqlmodel import Session
 
     assert isinstance(session, Session)
+    if has_nul(key):
+        raise ActionError(f"no exclusion with id {key!r}", status=404)
     row = session.exec(select(Exclusion).where(col(Exclusion.key) == key)).first()
     if row is None or row.id is None:
         raise ActionError(f"no exclusion with id {key!r}", status=404)

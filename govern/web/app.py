@@ -33,7 +33,7 @@ from sqlalchemy import text
 from govern import __version__
 from govern.store.location import SCHEMA_REVISION
 from govern.web import actions, api, views
-from govern.web.limits import BodyLimit
+from govern.web.limits import BodyLimit, RefuseNul
 from govern.web.security import CSRF_COOKIE, SESSION_COOKIE, SESSION_SECONDS, SecurityHeaders
 from govern.web.state import AppState
 from govern.web.templating import environment
@@ -59,6 +59,7 @@ def create_app(state: AppState) -> FastAPI:
     _hooks(app)
     _operations(app)
     app.add_middleware(BodyLimit, limit=state.max_body)
+    app.add_middleware(RefuseNul)
     app.add_middleware(SecurityHeaders)  # outermost: a 413 carries the headers too
     return app
 

@@ -5,6 +5,9 @@
   its length is not declared, so that no more than the limit is ever held in memory.
   A webhook's signature can only be checked over the whole body, so an unsigned 300 MB
   body was read whole (700 MB peak) before its 401.
+- :class:`RefuseNul` answers 400 to a NUL byte anywhere in the path or the query string:
+  PostgreSQL refuses NUL in text (a 500) and SQLite ends a LIKE pattern at it (a filter
+  that matched every row); no name, id or filter of govern's ever holds one.
 - :class:`Throttle` counts failed sign-ins and bearer tokens per client address in a
   sliding window; a client past the limit gets 429 with ``Retry-After`` until its oldest
   failure leaves the window. Only failures count: a client that knows the token is
@@ -13,6 +16,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from collections import OrderedDict, deque
@@ -44,7 +48,7 @@ class BodyLimit:
             return
         declared = _content_length(scope)
         if declared is not None and declared > self.limit:
-            await _answer_413(send, self.limit)
+            await _answer(send, 413, f"the request body is over {self.limit} bytes")
             return
         seen = 0
 
@@ -62,6 +66,25 @@ class BodyLimit:
         await self.app(scope, counted, send)
 
 
+class RefuseNul:
+    """ASGI middleware: a NUL byte in the path or the query string is a 400."""
+
+    def __init__(self, app: Callable[..., Awaitable[None]]) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and _has_nul(scope):
+            await _answer(send, 400, "a NUL byte is not allowed in a path or a query")
+            return
+        await self.app(scope, receive, send)
+
+
+def _has_nul(scope: dict[str, Any]) -> bool:
+    query = bytes(scope.get("query_string", b""))
+    # The path arrives decoded; the query string as sent (%00, or a raw byte).
+    return "\x00" in scope.get("path", "") or b"\x00" in query or b"%00" in query
+
+
 def _content_length(scope: dict[str, Any]) -> int | None:
     for name, value in scope.get("headers", ()):
         if name.lower() == b"content-length":
@@ -70,12 +93,14 @@ def _content_length(scope: dict[str, Any]) -> int | None:
     return None
 
 
-async def _answer_413(send: Any, limit: int) -> None:
-    body = f'{{"detail":"the request body is over {limit} bytes"}}'.encode()
+async def _answer(send: Any, status: int, detail: str) -> None:
+    """A JSON answer sent before the application saw the request (and the connection
+    closed: what the client still sends is not read)."""
+    body = json.dumps({"detail": detail}).encode()
     await send(
         {
             "type": "http.response.start",
-            "status": 413,
+            "status": status,
             "headers": [
                 (b"content-type", b"application/json"),
                 (b"content-length", str(len(body)).encode()),

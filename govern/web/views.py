@@ -48,6 +48,7 @@ from govern.store.queries import (
     _view,
     exclusion_rows,
     failed_versions,
+    has_nul,
     joined,
     like_literal,
     threads,
@@ -492,6 +493,8 @@ def browse(session: Session, filters: Filters, *, now: datetime, page: int, per_
     """All exclusions matching the filters, one page of them, ordered by repository and file."""
     per_page = max(1, min(per_page, MAX_PER_PAGE))
     page = max(1, page)
+    if has_nul(*filters.as_query().values()):
+        return Page((), 0, page, per_page)
     where: list[Any] = []
     if filters.repository:
         pattern = f"%{like_literal(filters.repository)}%"
@@ -569,6 +572,8 @@ def detail(session: Session, key: str, *, now: datetime) -> Detail | None:
 
 def find(session: Session, key: str, *, now: datetime) -> ExclusionView | None:
     """The exclusion with this id (the audit's stable key), or None."""
+    if has_nul(key):
+        return None
     row = session.exec(exclusion_rows().where(col(Exclusion.key) == key).limit(1)).first()
     return _views([row], now)[0] if row is not None else None
 
