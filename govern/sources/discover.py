@@ -211,7 +211,7 @@ def sniff(path: Path) -> Problem | None:
     except OSError as exc:
         return Problem(NOT_REQUIREMENTS_RULE, 1, f"{path.name} cannot be read: {exc.strerror}")
     if len(data) > _SNIFF_BYTES:  # the last line may be cut: judge whole lines only
-        data = data[: data.rfind(b"\n", 0, _SNIFF_BYTES) + 1]
+        data = data[: data.rfind(b"\n", 0, _SNIFF_BYTES) + 1] or data[:_SNIFF_BYTES]
     if b"\0" in data:
         return Problem(NOT_REQUIREMENTS_RULE, 1, f"{path.name} is binary; not read as requirements")
     text = data.decode("utf-8", errors="replace").removeprefix("\ufeff")

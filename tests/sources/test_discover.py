@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
+from datetime import date
 from pathlib import Path
 
 import pytest
 
+from govern.audit import AuditOptions, audit
+from govern.config import Config
+from govern.policy.loader import load_policy
 from govern.sources.discover import (
     NOT_REQUIREMENTS_RULE,
     discover,
@@ -333,6 +337,9 @@ def test_sniffing_reads_a_bounded_prefix(tmp_path: Path) -> None:
     problem = sniff(path)
     assert problem is not None
     assert problem.line == 1
+    # One line of 8 MB: its first 64 KiB are judged, not an empty file.
+    path.write_text("not-a-requirement " * 500_000)
+    assert sniff(path) is not None
 
 
 def test_names_say_so_whatever_the_content(tmp_path: Path) -> None:
@@ -362,3 +369,36 @@ def test_a_link_out_of_the_tree_is_not_opened_by_discovery(tmp_path: Path) -> No
     # Returned as found, so that the audit refuses it as a link out of the tree.
     assert found(root) == ["env.in"]
     assert rejected(root) == []
+
+
+def test_the_audit_reports_a_rejected_file_once_unless_excluded(tmp_path: Path) -> None:
+    for folder in ("a", "b"):
+        make_tree(tmp_path, [f"{folder}/requirements.txt"])
+        (tmp_path / folder / "notes.in").write_text(MANIFEST)
+
+    def not_read(paths: list[Path], exclude: tuple[str, ...] = ()) -> list[tuple[str, int]]:
+        report = audit(
+            paths,
+            config=Config(exclude=exclude),
+            policy=load_policy("default"),
+            options=AuditOptions(today=date(2026, 12, 2)),
+            cwd=tmp_path,
+        )
+        assert [f.rule for f in report.findings] == [NOT_REQUIREMENTS_RULE] * len(report.findings)
+        return [(f.source, f.line) for f in report.findings]
+
+    assert not_read([tmp_path]) == [("a/notes.in", 1), ("b/notes.in", 1)]
+    assert not_read([tmp_path], exclude=("a/**",)) == [("b/notes.in", 1)]
+    # Two directories named: globs are relative to the working directory.
+    assert not_read([tmp_path / "a", tmp_path / "b"], exclude=("b/notes.in",)) == [
+        ("a/notes.in", 1)
+    ]
+    # A file named on the command line is read whatever its name (four parse errors).
+    report = audit(
+        [tmp_path / "a" / "notes.in", tmp_path / "b" / "requirements.txt"],
+        config=Config(),
+        policy=load_policy("default"),
+        options=AuditOptions(today=date(2026, 12, 2)),
+        cwd=tmp_path,
+    )
+    assert [f.rule for f in report.findings] == ["parse-error"] * 4
