@@ -51,6 +51,7 @@ NAMES = [
     ("sub/requirements.txt", True),
     # requirements*.txt (pip-compile's outputs) and *constraints*.txt
     ("requirements-dev-gpu.txt", True),
+    ("ci/py3.requirements.txt", True),
     ("services/api/requirements_lock.txt", True),
     ("constraints.txt", True),
     ("constraints-ci.txt", True),

@@ -152,19 +152,22 @@ _TEMPLATE_TYPES = (
     "conf", "desktop", "pc", "rst", "md", "js", "css", "sql", "nsi", "iss", "rc", "plist",
 )  # fmt: skip
 _TEMPLATE = rf"(?:{'|'.join(_TEMPLATE_NAMES)}|[^/]*\.(?:{'|'.join(_TEMPLATE_TYPES)}))\.in"
-# Renovate's (^|/)[\w-]*requirements([-._]\w+)?\.(txt|pip)$ and more: requirements-a-b.txt,
+# Renovate's (^|/)[\w-]*requirements([-._]\w+)?\.(txt|pip)$ and more (py3.requirements-a-b.txt),
 # pip-compile's requirements*.in, *constraints*.txt, and all below a requirements/ directory.
-_BY_NAME = (
-    r"pyproject\.toml|[\w-]*requirements[^/]*\.(?:txt|pip|in)|[^/]*constraints[^/]*\.txt"
-    r"|requirements/(?:[^/]+/)*[^/]+\.(?:txt|in)"
-)
+_NAMED = r"pyproject\.toml|[^/]*requirements[^/]*\.(?:txt|pip|in)|[^/]*constraints[^/]*\.txt"
+_BELOW = r"requirements/(?:[^/]+/)*"  # a directory named requirements, and any below it
 _SNIFFED = r"[^/]+\.in"
 _DIRS = r"(?:[^/]+/)*"
 _TEMPLATE_RE = re.compile(rf"{_DIRS}{_TEMPLATE}")
-_BY_NAME_RE = re.compile(rf"{_DIRS}(?:{_BY_NAME})")
+_BY_NAME_RE = re.compile(rf"{_DIRS}(?:{_NAMED}|{_BELOW}[^/]+\.(?:txt|in))")
 _SNIFFED_RE = re.compile(rf"{_DIRS}{_SNIFFED}")
 
-HOOK_FILES = rf"(^|/)(?!{_DIRS}{_TEMPLATE}$)(?:{_BY_NAME}|{_SNIFFED}|\.govern\.toml)$"
+# Each lookahead sits where the file name starts, so a search stays linear in the path.
+_NOT_TEMPLATE = rf"(?!{_TEMPLATE}$)"
+HOOK_FILES = (
+    rf"(^|/)(?:{_NOT_TEMPLATE}(?:{_NAMED}|{_SNIFFED})"
+    rf"|{_BELOW}{_NOT_TEMPLATE}[^/]+\.(?:txt|in)|\.govern\.toml)$"
+)
 """pre-commit's ``files`` for the hooks: every name discovery may read, and the config."""
 
 NOT_REQUIREMENTS_RULE = "not-a-requirements-file"
