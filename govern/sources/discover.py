@@ -241,7 +241,8 @@ def sniff(path: Path) -> Problem | None:
     return Problem(
         NOT_REQUIREMENTS_RULE,
         bad[0],
-        f"{path.name} is not read as requirements: {len(bad)} of its {len(content)} lines "
+        f"{path.name} is not read as requirements: {len(bad)} of its "
+        f"{'first ' if len(content) == _SNIFF_LINES else ''}{len(content)} lines "
         f"are neither requirements nor pip options (the first is line {bad[0]})",
         hint="if it is one, name it requirements*.in or add it to the include globs",
     )

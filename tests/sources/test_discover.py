@@ -337,6 +337,7 @@ def test_sniffing_reads_a_bounded_prefix(tmp_path: Path) -> None:
     problem = sniff(path)
     assert problem is not None
     assert problem.line == 1
+    assert "150 of its first 200 lines are neither" in problem.message
     # One line of 8 MB: its first 64 KiB are judged, not an empty file.
     path.write_text("not-a-requirement " * 500_000)
     assert sniff(path) is not None
