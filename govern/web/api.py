@@ -6,6 +6,7 @@ the models below, so a client (and schemathesis) can check every answer against 
 
 from __future__ import annotations
 
+import logging
 from datetime import date
 from typing import Annotated, Any, Literal
 
@@ -15,7 +16,15 @@ from pydantic import BaseModel, ConfigDict, Field
 from govern.web import actions, views
 from govern.web.state import AppState
 
-router = APIRouter(prefix="/api/v1", tags=["api"])
+logger = logging.getLogger(__name__)
+router = APIRouter(
+    prefix="/api/v1",
+    tags=["api"],
+    responses={
+        400: {"description": "A NUL byte in the path or the query"},
+        413: {"description": "A request body over the limit"},
+    },
+)
 
 State = Literal[
     "held", "candidate", "verifying", "verified", "proposed", "overdue", "relaxed", "removed"
@@ -164,15 +173,39 @@ def state_of(request: Request) -> AppState:
     return state
 
 
-def _authorized(state: AppState, authorization: str | None) -> None:
+def _authorized(request: Request, authorization: str | None) -> AppState:
+    """The state, once the request carries the write token; else 403, 429 or 401.
+
+    A client whose last tokens were wrong too often is refused before its token is looked
+    at (429 with ``Retry-After``); a request without any Authorization is not a guess.
+    """
+    state = state_of(request)
     if not state.secrets.writable:
         raise HTTPException(403, "write actions are disabled: no token is configured")
+    peer = request.client.host if request.client else "unknown"
+    wait = state.throttle.retry_after(peer)
+    if wait is not None:
+        logger.warning("API bearer token from %s throttled for %d s", peer, wait)
+        raise HTTPException(
+            429,
+            f"too many wrong tokens from this address: try again in {wait} s",
+            headers={"Retry-After": str(wait)},
+        )
     if not state.secrets.bearer_ok(authorization):
+        if authorization:
+            failures = state.throttle.failed(peer)
+            logger.warning(
+                "API bearer token refused from %s (%d failed in %g s)",
+                peer,
+                failures,
+                state.throttle.window,
+            )
         raise HTTPException(
             401,
             "a write needs Authorization: Bearer <token>",
             headers={"WWW-Authenticate": "Bearer"},
         )
+    return state
 
 
 def _action(call: Any) -> Any:
@@ -254,6 +287,7 @@ def debt(request: Request, days: Annotated[int, Query(ge=1, le=1825)] = 180) -> 
 _WRITE: dict[int | str, dict[str, Any]] = {
     401: {"description": "No or a wrong token"},
     403: {"description": "Writes disabled"},
+    429: {"description": "Too many wrong tokens from this address (see Retry-After)"},
 }
 _WRITE_404: dict[int | str, dict[str, Any]] = {
     **_WRITE,
@@ -270,8 +304,7 @@ def snooze(
     authorization: Annotated[str | None, Header()] = None,
 ) -> dict[str, Any]:
     """Hide an exclusion from the pending view until a date (needs the token)."""
-    state = state_of(request)
-    _authorized(state, authorization)
+    state = _authorized(request, authorization)
     until = _action(lambda: actions.snooze(state, key, body.until))
     return {"id": key, "action": "snooze", "value": until.isoformat()}
 
@@ -284,8 +317,7 @@ def owner(
     authorization: Annotated[str | None, Header()] = None,
 ) -> dict[str, Any]:
     """Assign an owner (needs the token)."""
-    state = state_of(request)
-    _authorized(state, authorization)
+    state = _authorized(request, authorization)
     value = _action(lambda: actions.set_owner(state, key, body.owner))
     return {"id": key, "action": "owner", "value": value}
 
@@ -295,8 +327,7 @@ def acknowledge(
     request: Request, key: str, authorization: Annotated[str | None, Header()] = None
 ) -> dict[str, Any]:
     """Record that a person has seen the exclusion (needs the token)."""
-    state = state_of(request)
-    _authorized(state, authorization)
+    state = _authorized(request, authorization)
     when = _action(lambda: actions.acknowledge(state, key))
     return {"id": key, "action": "acknowledge", "value": when.isoformat()}
 
@@ -311,7 +342,6 @@ async def verify(
     request: Request, key: str, authorization: Annotated[str | None, Header()] = None
 ) -> dict[str, Any]:
     """Start verification of the exclusion's candidates now (needs the token)."""
-    state = state_of(request)
-    _authorized(state, authorization)
+    state = _authorized(request, authorization)
     started = _action(lambda: actions.verify_now(state, key))
     return {"id": key, "action": "verify", "value": started}

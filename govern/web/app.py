@@ -178,8 +178,19 @@ def _pages(app: FastAPI) -> None:
         state: AppState = request.app.state.govern
         if not state.secrets.csrf_ok(request.cookies.get(CSRF_COOKIE), csrf):
             return _refused(request, "the form expired or came from another site; reload it")
+        peer = _peer(request)
+        wait = state.throttle.retry_after(peer)
+        if wait is not None:
+            logger.warning("dashboard sign-in from %s throttled for %d s", peer, wait)
+            return _throttled(request, wait)
         if not state.secrets.token_ok(token):
-            logger.warning("dashboard sign-in refused from %s", _peer(request))
+            failures = state.throttle.failed(peer)
+            logger.warning(
+                "dashboard sign-in refused from %s (%d failed in %g s)",
+                peer,
+                failures,
+                state.throttle.window,
+            )
             return _render(request, "login.html", status=403, error="That is not the token.")
         response = RedirectResponse("/", status_code=303)
         response.set_cookie(
@@ -268,6 +279,13 @@ def _peer(request: Request) -> str:
 
 def _refused(request: Request, message: str, *, status: int = 403) -> HTMLResponse:
     return _render(request, "refused.html", status=status, message=message)
+
+
+def _throttled(request: Request, wait: int) -> HTMLResponse:
+    message = f"too many failed sign-ins from this address: try again in {wait} s"
+    response = _refused(request, message, status=429)
+    response.headers["Retry-After"] = str(wait)
+    return response
 
 
 # -- webhooks -------------------------------------------------------------------------------

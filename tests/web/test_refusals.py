@@ -4,6 +4,7 @@ reorder itself (bidirectional controls) shown visibly."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote
@@ -33,14 +34,21 @@ class Clock:
 
 
 @pytest.fixture
-def served(database_url: str, tmp_path: Path) -> Iterator[tuple[TestClient, str, AppState]]:
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def served(
+    database_url: str, tmp_path: Path, clock: Clock
+) -> Iterator[tuple[TestClient, str, AppState]]:
     with Store(database_url) as store:
         key = seed(store, tmp_path, generated=5)
         state = AppState(
             store=store,
             secrets=Secrets(token=TOKEN),
             clock=lambda: NOW,
-            throttle=Throttle(3, 60.0, clock=Clock()),
+            throttle=Throttle(3, 60.0, clock=clock),
         )
         with TestClient(create_app(state)) as client:
             yield client, key, state
@@ -71,3 +79,68 @@ def test_a_nul_byte_in_any_filter_or_id_is_a_400(
         assert client.post(f"/exclusions/{odd}/{action}", data={}).status_code == 400
     # The exclusion itself is still there, and a plain id still finds it.
     assert client.get(f"/api/v1/exclusions/{key}").status_code == 200
+
+
+def _csrf(client: TestClient) -> str:
+    import re
+
+    found = re.search(r'name="csrf" value="([0-9a-f]+)"', client.get("/login").text)
+    assert found
+    return found.group(1)
+
+
+def test_failed_sign_ins_are_throttled_per_client_and_logged_without_the_token(
+    served: tuple[TestClient, str, AppState], clock: Clock, caplog: pytest.LogCaptureFixture
+) -> None:
+    client, _, state = served
+    csrf = _csrf(client)
+    guesses = [f"guess-number-{n}-of-the-token" for n in range(3)]
+    with caplog.at_level(logging.WARNING):
+        for guess in guesses:
+            answer = client.post("/login", data={"token": guess, "csrf": csrf})
+            assert answer.status_code == 403
+        # Past the limit: refused before the token is looked at, the right one too.
+        clock.now += 30
+        throttled = client.post(
+            "/login", data={"token": TOKEN, "csrf": csrf}, follow_redirects=False
+        )
+        assert throttled.status_code == 429
+        assert throttled.headers["retry-after"] == "30"
+        assert "too many failed sign-ins" in throttled.text
+        # Another address is not slowed down by this one's failures.
+        with TestClient(create_app(state), client=("192.0.2.7", 4000)) as other:
+            other_csrf = _csrf(other)
+            signed = other.post(
+                "/login", data={"token": TOKEN, "csrf": other_csrf}, follow_redirects=False
+            )
+            assert signed.status_code == 303
+    logged = "\n".join(record.getMessage() for record in caplog.records)
+    assert "sign-in refused from testclient (3 failed in 60 s)" in logged
+    assert "throttled for 30 s" in logged
+    assert not any(guess in logged for guess in guesses)
+    assert TOKEN not in logged
+    # Once the oldest failures leave the window, the client may try again.
+    clock.now += 31
+    again = client.post("/login", data={"token": TOKEN, "csrf": csrf}, follow_redirects=False)
+    assert again.status_code == 303
+
+
+def test_wrong_bearer_tokens_are_throttled_but_missing_ones_do_not_count(
+    served: tuple[TestClient, str, AppState], clock: Clock, caplog: pytest.LogCaptureFixture
+) -> None:
+    client, key, _ = served
+    url = f"/api/v1/exclusions/{key}/acknowledge"
+    for _ in range(5):
+        assert client.post(url).status_code == 401  # no token at all: not a guess
+    with caplog.at_level(logging.WARNING):
+        for n in range(3):
+            wrong = {"Authorization": f"Bearer wrong-token-{n}"}
+            assert client.post(url, headers=wrong).status_code == 401
+    throttled = client.post(url, headers=BEARER)
+    assert throttled.status_code == 429
+    assert throttled.headers["retry-after"] == "60"
+    logged = "\n".join(record.getMessage() for record in caplog.records)
+    assert "API bearer token refused from testclient (3 failed in 60 s)" in logged
+    assert "wrong-token" not in logged
+    clock.now += 60
+    assert client.post(url, headers=BEARER).status_code == 200
