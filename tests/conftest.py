@@ -74,6 +74,16 @@ def _restore_process_state(tmp_path_factory: pytest.TempPathFactory) -> Iterator
                 os.environ[name] = value
 
 
+@pytest.fixture(autouse=True)
+def _no_pip_default_index(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test asks the installed pip for its default index (a public host): with nothing
+    configured, an index command stops as when there is no pip. Tests of the default
+    replace it with a local server's URL (tests/cli/test_poll_cli.py)."""
+    from govern.index import pipconfig
+
+    monkeypatch.setattr(pipconfig, "pip_default_index", lambda: None)
+
+
 @pytest.fixture
 def data() -> Path:
     """The directory of committed test data (each folder has a PROVENANCE.md)."""

@@ -29,6 +29,14 @@ if TYPE_CHECKING:
 SUMMARY = "Ask the package index about every tracked exclusion: releases, candidates, and why not."
 
 
+def announce_index(settings: IndexSettings) -> None:
+    """Say on stderr which index is asked, when nothing configured one (pip's default)."""
+    from govern.index.pipconfig import PIP_DEFAULT, redact_url
+
+    if settings.source == PIP_DEFAULT:
+        print(f"index: {redact_url(settings.index_url)} ({PIP_DEFAULT})", file=sys.stderr)
+
+
 async def fetch_pages(
     settings: IndexSettings,
     names: list[str],
@@ -37,6 +45,7 @@ async def fetch_pages(
     """Each package's page, fetched once, concurrently (for ``audit --online``)."""
     from govern.index.ondemand import OnDemandClient
 
+    announce_index(settings)
     async with OnDemandClient(settings) as client:
         return await client.fetch_many(names, {}, on_done=on_done)
 
@@ -222,6 +231,7 @@ def poll(
     config = load_config(Path.cwd(), config_file)
     chosen = profiles_from(config, profiles)
     settings = index_settings(config, index_url)
+    announce_index(settings)
     names = sorted({canonicalize_name(p) for p in packages})
     with _open_store(db, config.database) as store:
         bar: Any = None

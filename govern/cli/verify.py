@@ -182,6 +182,7 @@ def verify(
     """
     import asyncio
 
+    from govern.cli.poll import announce_index
     from govern.config import load_config
     from govern.index.pipconfig import IndexNotConfigured
     from govern.index.settings import index_settings
@@ -190,10 +191,12 @@ def verify(
     config = load_config(Path.cwd(), config_file)
     try:
         settings: IndexSettings | None = index_settings(config, index_url)
-    except IndexNotConfigured:
+    except IndexNotConfigured:  # no index configured, and no pip to ask for its default
         if isolated:
             raise
         settings = None  # only an isolated install needs the index
+    if settings is not None:
+        announce_index(settings)
     with open_store(db, configured=config.database) as store:
         result = asyncio.run(
             verify_once(

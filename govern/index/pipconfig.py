@@ -4,8 +4,11 @@ Precedence, highest first: ``--index-url`` on govern's command line, govern's ow
 configuration (``index-url`` / ``extra-index-url`` in ``[tool.govern]``), pip's environment
 (``PIP_INDEX_URL``, ``PIP_EXTRA_INDEX_URL``), then pip's configuration files. Each option
 is taken from the highest level that sets it, as pip does (a ``--index-url`` keeps the
-``extra-index-url`` of pip.conf). When no level names an index, :class:`IndexNotConfigured`
-is raised: govern never falls back to a public index of its own choosing.
+``extra-index-url`` of pip.conf). When no level names an index, the caller may ask pip
+for its own default (:func:`pip_default_index`: the installed pip's, read at run time, so
+govern asks what ``pip install`` would ask on this machine, and says so); without it, or
+without a pip to ask, :class:`IndexNotConfigured` is raised: govern never falls back to a
+public index of its own choosing.
 
 pip's configuration files (Unix layout, as pip 26 loads them; later files override
 earlier ones, key by key): each ``$XDG_CONFIG_DIRS/pip/pip.conf`` (default ``/etc/xdg``),
@@ -27,7 +30,10 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping, Sequence
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -43,6 +49,10 @@ _SETUP_TIP = (
     "pass --index-url URL, set index-url in [tool.govern], or export PIP_INDEX_URL "
     "(https://host/simple/)"
 )
+PIP_DEFAULT = "pip's default"  # IndexSettings.source of the index pip asks unconfigured
+# What the installed pip calls its default index (pip._internal.models.index.PyPI).
+_ASK_PIP = "from pip._internal.models.index import PyPI; print(PyPI.simple_url)"
+_ASK_TIMEOUT = 20.0  # seconds for another interpreter to import pip and answer
 
 
 class IndexNotConfigured(GovernError):
@@ -65,6 +75,65 @@ class IndexSettings:
         if mapped is not None:
             return (mapped,)
         return (self.index_url, *self.extra_index_urls)
+
+
+def pip_default_index() -> str | None:
+    """The index the installed pip asks when nothing is configured, or None without a pip.
+
+    The pip of this interpreter first (pip's own ``PyPI.simple_url``, its one source of
+    the default); else the interpreter of the ``pip`` on ``PATH`` (its ``#!`` line), asked
+    in a child process. Nothing is written down here: a pip whose default moves moves
+    govern's with it.
+    """
+    try:
+        from pip._internal.models.index import PyPI
+    except Exception:  # no pip here, or one whose internals moved
+        return _ask_pip_on_path()
+    url = getattr(PyPI, "simple_url", None)
+    return url if isinstance(url, str) and url else _ask_pip_on_path()
+
+
+def _ask_pip_on_path() -> str | None:
+    """:func:`pip_default_index` from another interpreter: the one that runs the ``pip`` on
+    ``PATH`` (its ``#!`` line), else ``python3`` or ``python`` on ``PATH`` (pyenv's and
+    asdf's ``pip`` are shell scripts that run those)."""
+    here = os.path.realpath(sys.executable)
+    for interpreter in dict.fromkeys(_interpreters()):  # each once, in order
+        if os.path.realpath(interpreter) == here:
+            continue  # this interpreter has no pip (asked above)
+        try:
+            done = subprocess.run(  # a fixed program, no shell, no user text
+                [interpreter, "-I", "-c", _ASK_PIP],
+                capture_output=True,
+                text=True,
+                timeout=_ASK_TIMEOUT,
+                check=False,
+            )
+        except (OSError, subprocess.SubprocessError):
+            continue
+        answer = done.stdout.strip()
+        if done.returncode == 0 and answer.startswith(("https://", "http://")):
+            return answer
+    return None
+
+
+def _interpreters() -> list[str]:
+    """The interpreters that may hold the pip a user runs here, most likely first."""
+    found: list[str] = []
+    pip = shutil.which("pip3") or shutil.which("pip")
+    if pip is not None:
+        try:
+            with open(pip, "rb") as script:
+                first = script.readline(4096)
+        except OSError:
+            first = b""
+        words = first[2:].decode("utf-8", "replace").split() if first.startswith(b"#!") else []
+        if len(words) >= 2 and os.path.basename(words[0]) == "env":
+            words = [shutil.which(words[1]) or ""]
+        if words and os.path.isabs(words[0]) and "python" in os.path.basename(words[0]):
+            found.append(words[0])
+    found.extend(p for p in (shutil.which("python3"), shutil.which("python")) if p)
+    return found
 
 
 def redact_url(url: str) -> str:
@@ -170,14 +239,17 @@ def resolve_indexes(
     environ: Mapping[str, str] | None = None,
     config_files: Sequence[Path] | None = None,
     command: str = "install",
+    pip_default: Callable[[], str | None] | None = None,
 ) -> IndexSettings:
     """The indexes govern reads, from the highest level that configures each option.
 
     ``configured_*`` and ``per_package`` come from govern's configuration; ``environ``
     defaults to the process environment and ``config_files`` to :func:`pip_config_files`
     (tests pass explicit files). ``command`` is the pip section that overrides
-    ``[global]``. Raises :class:`IndexNotConfigured` when no level names an index, and
-    ConfigError for an unusable URL or an unset ``${VAR}``.
+    ``[global]``. When no level names an index, ``pip_default`` (e.g.
+    :func:`pip_default_index`) is asked for pip's own default (source :data:`PIP_DEFAULT`);
+    raises :class:`IndexNotConfigured` when there is none, and ConfigError for an
+    unusable URL or an unset ``${VAR}``.
 
     Given ``--index-url``, govern asks that index (and extras from its own configuration),
     not pip's extra indexes. A ``file:`` extra index from pip's settings (a local
@@ -198,6 +270,9 @@ def resolve_indexes(
             break
     else:
         index = pip_files.get("index-url")
+    if index is None and pip_default is not None:
+        default = pip_default()
+        index = _Value(default, PIP_DEFAULT) if default else None
     if index is None:
         raise IndexNotConfigured("no package index is configured", tip=_SETUP_TIP)
 

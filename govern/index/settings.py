@@ -67,12 +67,14 @@ def profiles_from(config: Config, names: Sequence[str] = ()) -> list[Profile]:
 
 
 def index_settings(config: Config, cli_index_url: str | None = None) -> IndexSettings:
-    """The index to ask: ``--index-url``, else configuration, else pip's own settings."""
-    from govern.index.pipconfig import resolve_indexes
+    """The index to ask: ``--index-url``, else configuration, else pip's own settings,
+    else the index the installed pip asks by default (source ``pip's default``)."""
+    from govern.index import pipconfig
 
-    return resolve_indexes(
+    return pipconfig.resolve_indexes(
         cli_index_url=cli_index_url,
         configured_index_url=config.index_url,
         configured_extra=config.extra_index_urls,
         per_package=dict(config.indexes),
+        pip_default=pipconfig.pip_default_index,  # looked up now: tests replace it
     )
