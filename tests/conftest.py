@@ -78,7 +78,7 @@ def _restore_process_state(tmp_path_factory: pytest.TempPathFactory) -> Iterator
 def _no_pip_default_index(monkeypatch: pytest.MonkeyPatch) -> None:
     """No test asks the installed pip for its default index (a public host): with nothing
     configured, an index command stops as when there is no pip. Tests of the default
-    replace it with a local server's URL (tests/cli/test_poll_cli.py)."""
+    replace it with a local server's URL (tests/cli/test_pip_default_index.py)."""
     from govern.index import pipconfig
 
     monkeypatch.setattr(pipconfig, "pip_default_index", lambda: None)

@@ -53,20 +53,18 @@ def _pip_default(monkeypatch: pytest.MonkeyPatch, url: str) -> list[int]:
     return asked
 
 
-def _track(repo: Path, db: str, capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, err = run_cli(["track", str(repo), "--db", db], capsys)
+@pytest.fixture
+def db(repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> str:
+    """A store tracking the repository (demo!=1.0)."""
+    url = f"sqlite:///{tmp_path / 'g.db'}"
+    code, _, err = run_cli(["track", str(repo), "--db", url], capsys)
     assert code == 0, err
+    return url
 
 
 def test_poll_asks_pips_default_index_and_says_so(
-    repo: Path,
-    index: StaticIndex,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
+    db: str, index: StaticIndex, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    db = f"sqlite:///{tmp_path / 'g.db'}"
-    _track(repo, db, capsys)
     asked = _pip_default(monkeypatch, index.url)
     code, out, err = run_cli(["poll", "--db", db, "-f", "json"], capsys)
     assert code == 0, err
@@ -92,14 +90,8 @@ def test_audit_online_asks_pips_default_index_and_says_so(
 
 
 def test_verify_takes_pips_default_index_and_says_so(
-    repo: Path,
-    index: StaticIndex,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
+    db: str, index: StaticIndex, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    db = f"sqlite:///{tmp_path / 'g.db'}"
-    _track(repo, db, capsys)
     _pip_default(monkeypatch, index.url)
     say = f"{sys.executable} -c \"print('govern-verify: installed demo==' + '{{version}}')\""
     code, _, err = run_cli(["verify", "--db", db, "--command", say], capsys)
@@ -108,14 +100,8 @@ def test_verify_takes_pips_default_index_and_says_so(
 
 
 def test_pip_index_url_still_wins_and_pip_is_not_asked(
-    repo: Path,
-    index: StaticIndex,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
+    db: str, index: StaticIndex, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    db = f"sqlite:///{tmp_path / 'g.db'}"
-    _track(repo, db, capsys)
     asked = _pip_default(monkeypatch, "http://127.0.0.1:9/never/")
     monkeypatch.setenv("PIP_INDEX_URL", index.url)
     code, out, err = run_cli(["poll", "--db", db, "-f", "json"], capsys)
@@ -143,11 +129,9 @@ def test_pip_conf_still_wins(
 
 
 def test_without_a_pip_to_ask_it_stops_with_the_tip_as_before(
-    repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    db: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # tests/conftest.py: pip_default_index answers None (no pip on this machine).
-    db = f"sqlite:///{tmp_path / 'g.db'}"
-    _track(repo, db, capsys)
     code, _, err = run_cli(["poll", "--db", db], capsys)
     assert code == 2
     assert "no package index is configured" in err
