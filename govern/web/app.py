@@ -209,6 +209,7 @@ def _pages(app: FastAPI) -> None:
         state: AppState = request.app.state.govern
         if not state.secrets.csrf_ok(request.cookies.get(CSRF_COOKIE), csrf):
             return _refused(request, "the form expired or came from another site; reload it")
+        state.secrets.revoke(request.cookies.get(SESSION_COOKIE))
         response = RedirectResponse("/", status_code=303)
         response.delete_cookie(SESSION_COOKIE, path="/")
         return response

@@ -6,7 +6,11 @@
   ``X-Frame-Options: DENY``.
 - Writes need the token from configuration (the variable named by ``web.token-env``): the
   API takes it as ``Authorization: Bearer``; a browser signs in with it once and gets a
-  session cookie (HttpOnly, SameSite=Strict, signed with a per-process key).
+  session cookie (HttpOnly, SameSite=Strict, signed with a per-process key). Signing out
+  revokes that session here, on the server: the cookie replayed later is refused. The
+  revocations live in memory, beside the key: a session is only ever valid in the process
+  that signed it (a restart makes a new key, which ends every session), so nothing a
+  store could share between processes would be of use.
 - Forms carry a CSRF token: an HMAC of a random per-browser nonce kept in a cookie
   (double submit, signed), checked in constant time.
 - Webhooks: GitHub's ``X-Hub-Signature-256`` (HMAC-SHA256 of the raw body with the shared
@@ -51,6 +55,8 @@ class Secrets:
     buildkite_webhook_token: str | None = field(default=None, repr=False)
     token_source: str = "$GOVERN_WEB_TOKEN"  # noqa: S105 -- a variable's name
     key: bytes = field(default_factory=lambda: secrets.token_bytes(32), repr=False)
+    # Signed-out sessions' nonces, each until its session would have expired anyway.
+    revoked: dict[str, float] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def from_environ(
@@ -113,7 +119,19 @@ class Secrets:
         if not hmac.compare_digest(mac.encode(), expected.encode()):
             return False
         age = (now if now is not None else time.time()) - int(issued)
-        return 0 <= age <= SESSION_SECONDS
+        return 0 <= age <= SESSION_SECONDS and nonce not in self.revoked
+
+    def revoke(self, value: str | None, now: float | None = None) -> bool:
+        """End a session (sign-out): its cookie is refused from now on. False: not one."""
+        if value is None or not self.session_ok(value, now):
+            return False
+        issued, nonce, _ = value.split(".")
+        moment = now if now is not None else time.time()
+        for old, until in list(self.revoked.items()):  # forget what has expired anyway
+            if until < moment:
+                del self.revoked[old]
+        self.revoked[nonce] = int(issued) + SESSION_SECONDS
+        return True
 
     @staticmethod
     def new_nonce() -> str:

@@ -144,3 +144,44 @@ def test_wrong_bearer_tokens_are_throttled_but_missing_ones_do_not_count(
     assert "wrong-token" not in logged
     clock.now += 60
     assert client.post(url, headers=BEARER).status_code == 200
+
+
+def test_signing_out_revokes_the_session_on_the_server(
+    served: tuple[TestClient, str, AppState],
+) -> None:
+    client, key, _ = served
+    csrf = _csrf(client)
+    signed = client.post("/login", data={"token": TOKEN, "csrf": csrf}, follow_redirects=False)
+    assert signed.status_code == 303
+    session = client.cookies["govern_session"]
+    write = f"/exclusions/{key}/acknowledge"
+    assert client.post(write, data={"csrf": csrf}, follow_redirects=False).status_code == 303
+    assert "Sign out" in client.get("/").text
+    out = client.post("/logout", data={"csrf": csrf}, follow_redirects=False)
+    assert out.status_code == 303
+    assert "govern_session" not in client.cookies
+    # The old cookie, replayed: refused for writes, and the pages no longer see a session.
+    client.cookies.set("govern_session", session)
+    replayed = client.post(write, data={"csrf": csrf}, follow_redirects=False)
+    assert replayed.status_code == 401
+    assert "sign in" in replayed.text
+    assert "Sign out" not in client.get("/").text
+    # A new sign-in works as before.
+    client.cookies.delete("govern_session")
+    again = client.post("/login", data={"token": TOKEN, "csrf": csrf}, follow_redirects=False)
+    assert again.status_code == 303
+    assert client.post(write, data={"csrf": csrf}, follow_redirects=False).status_code == 303
+
+
+def test_revoked_sessions_are_forgotten_once_they_would_have_expired() -> None:
+    from govern.web.security import SESSION_SECONDS
+
+    secrets = Secrets(token=TOKEN)
+    first = secrets.new_session(now=1_000_000)
+    assert secrets.revoke(first, now=1_000_100)
+    assert not secrets.session_ok(first, now=1_000_200)
+    assert not secrets.revoke(first, now=1_000_200)  # already ended
+    assert not secrets.revoke("1.forged.mac", now=1_000_200)
+    later = secrets.new_session(now=1_000_000 + SESSION_SECONDS)
+    assert secrets.revoke(later, now=1_000_001 + SESSION_SECONDS)
+    assert len(secrets.revoked) == 1  # the first one's entry expired with its session
