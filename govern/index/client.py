@@ -14,10 +14,16 @@ that index only; any other project is read from ``index_url``, and the extra ind
 asked in order only when every earlier one answered 404 (any other failure stops there,
 recorded, so an outage of the main index never silently moves a project elsewhere).
 
+For the same reason a redirect is followed only within the index's own origin (scheme, host
+and port), or to an origin configured as ``trusted-redirects``: a redirect anywhere else
+(``127.1``, ``2130706433``, another port or scheme) is that project's recorded failure,
+naming the target, and the other host is never asked. pip's ``trusted-host`` is another
+thing (it lets pip skip TLS verification): govern never skips verification.
+
 Credentials come, as pip takes them, from the index URL (``https://user:token@host/simple``)
 or else from the netrc file (``$NETRC``, default ``~/.netrc``) entry of the index's host.
-They are sent as a Basic ``Authorization`` header for that index only (httpx drops it on a
-redirect to another origin); with neither, the injected client's own ``auth`` (if any)
+They are sent as a Basic ``Authorization`` header for that index's origin only (never along
+a redirect to a trusted other origin); with neither, the injected client's own ``auth`` (if any)
 applies. No reason, exception text or log line carries a credential: URLs are redacted, and
 exception texts are scrubbed of every user name and password in use.
 """
@@ -271,10 +277,9 @@ class IndexHTTP(httpx.AsyncClient):
     authentication, cookies, proxies, hooks) when no proxy applies and the client holds
     no cookie; those layers cost a third of a 304's time (bench/poll.py).
     :class:`IndexClient` then sends through :attr:`direct`, and goes through the client
-    whenever a layer is needed: credentials, a redirect (its target is requested through
-    the client, which follows any further one under its rules, and so is every later
-    request to that index), a stored cookie. Only ``Accept`` and the validators are sent
-    directly, so nothing needs stripping before a redirect to another origin. A cookie
+    whenever a layer is needed: credentials, a redirect's target (each hop decided by
+    :class:`IndexClient`, the client never follows one itself), a stored cookie. Only
+    ``Accept`` and the validators are sent directly, so nothing needs stripping before a redirect to another origin. A cookie
     set on a direct answer is stored as the client would. ``direct`` is None when a proxy
     may apply (``trust_env`` and any proxy setting).
     """
@@ -386,8 +391,8 @@ class IndexClient:
         self._timeout = timeout
         self._request_timeout = httpx.Timeout(timeout)  # built once, not at every request
         self._extensions = {"timeout": self._request_timeout.as_dict()}
-        # Indexes that answered a direct request with a redirect: the client follows them.
-        self._redirecting: set[str] = set()
+        # Origins besides each index's own that a redirect may lead to (trusted-redirects).
+        self._trusted = frozenset(_origin(httpx.URL(url)) for url in settings.trusted_redirects)
         self._max_bytes = max_bytes
         self._backoff = backoff
         self._sleep = sleep
@@ -544,32 +549,31 @@ class IndexClient:
     ) -> _Body | _Transient | FetchResult:
         """One request: a body to parse, a transient failure, or a final result."""
         direct: httpx.AsyncBaseTransport | None = getattr(http, "direct", None)
-        if auth is not None or index in self._redirecting or http.cookies:
+        if auth is not None or http.cookies:
             direct = None  # a layer of the client is needed (see IndexHTTP)
         try:
             if direct is not None:
                 response = await self._direct(http, direct, url, headers)
-                if response.has_redirect_location:  # the client follows it, under its rules
-                    await response.aclose()
-                    self._redirecting.add(index)  # and every later request to this index
-                    try:
-                        target = str(response.url.join(response.headers["Location"]))
-                    except httpx.InvalidURL:
-                        target = url  # the client meets the bad Location itself (retried)
-                    response = await self._send(http, target, headers, auth)
             else:
                 response = await self._send(http, url, headers, auth)
+            hops = 0
+            while response.has_redirect_location:
+                followed = await self._redirect(response, project, index, hops, http)
+                if not isinstance(followed, httpx.URL):
+                    return followed
+                hops += 1
+                # Credentials go to the index's own origin only, never along a redirect.
+                same = _origin(followed) == _origin(httpx.URL(index))
+                response = await self._send(http, str(followed), headers, auth if same else None)
         except httpx.InvalidURL:
             return FetchFailed(project, f"invalid index URL {redact_url(url)!r}", retryable=False)
         except httpx.TimeoutException:
             return _Transient(f"timed out after {self._timeout:g} s")
-        except httpx.TooManyRedirects:
-            return FetchFailed(project, "too many redirects", retryable=False)
-        except httpx.UnsupportedProtocol as exc:  # e.g. a redirect to ftp://: not transient
+        except httpx.UnsupportedProtocol as exc:  # not transient
             return FetchFailed(project, self._scrub(_describe(exc)), retryable=False)
         except httpx.TransportError as exc:
             return _Transient(self._scrub(f"connection failed ({_describe(exc)})"))
-        except httpx.HTTPError as exc:  # an unsupported redirect target, a bad URL, ...
+        except httpx.HTTPError as exc:  # a bad URL, ...
             return FetchFailed(project, self._scrub(_describe(exc)), retryable=False)
         try:
             return await self._answer(response, project, conditional)
@@ -589,11 +593,52 @@ class IndexClient:
         headers: Mapping[str, str],
         auth: httpx.Auth | None,
     ) -> httpx.Response:
-        """The request through the client: redirects, credentials, cookies, proxies."""
+        """The request through the client (credentials, cookies, proxies), redirects not
+        followed: :meth:`_redirect` decides each one."""
         request = http.build_request("GET", url, headers=headers, timeout=self._request_timeout)
-        if auth is None:
-            return await http.send(request, stream=True, follow_redirects=True)
-        return await http.send(request, stream=True, follow_redirects=True, auth=auth)
+        if auth is None:  # the injected client's own auth, if any, for the index's requests
+            return await http.send(request, stream=True, follow_redirects=False)
+        return await http.send(request, stream=True, follow_redirects=False, auth=auth)
+
+    async def _redirect(
+        self,
+        response: httpx.Response,
+        project: str,
+        index: str,
+        hops: int,
+        http: httpx.AsyncClient,
+    ) -> httpx.URL | _Transient | FetchFailed:
+        """Where a redirect leads, if it may be followed; else why not (the response closed).
+
+        Only to the index's own origin (scheme, host and port) or to an origin configured
+        in ``trusted-redirects``: an answer from a host nobody configured is a failure of
+        the project, recorded, and never a page (``127.1`` or ``2130706433`` for
+        ``127.0.0.1`` are other hosts). A Location's own credentials are dropped.
+        """
+        status = response.status_code
+        location = response.headers.get("Location", "")
+        await _drain(response)
+        await response.aclose()
+        try:
+            target = response.url.join(location)
+            target = httpx.URL(strip_credentials(str(target)))
+            origin = _origin(target)
+        except (httpx.InvalidURL, ValueError):
+            shown = redact_url(location)[:120]
+            return _Transient(f"HTTP {status}: a redirect to an invalid URL {shown!r}", status)
+        if hops >= http.max_redirects:
+            return FetchFailed(project, "too many redirects", status=status, retryable=False)
+        allowed = {_origin(httpx.URL(index)), *self._trusted}
+        if origin not in allowed:
+            shown = redact_url(str(target))[:200]
+            return FetchFailed(
+                project,
+                f"HTTP {status}: redirected to {shown}, another origin than the index's "
+                "(not followed: list it in trusted-redirects to allow it)",
+                status=status,
+                retryable=False,
+            )
+        return target
 
     async def _direct(
         self,
@@ -735,6 +780,14 @@ async def _drain(response: httpx.Response) -> None:
         read += len(chunk)
         if read > _DRAIN_LIMIT:
             return
+
+
+def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
+    """A URL's origin (RFC 6454): scheme, host and port, the default port made explicit."""
+    return url.scheme, url.host, url.port or _DEFAULT_PORTS.get(url.scheme)
+
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
 def _parse_body(body: _Body, project: str) -> ProjectPage:

@@ -68,6 +68,8 @@ class IndexSettings:
     # canonical project name -> the only index that project is read from
     per_package: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     source: str = ""  # "--index-url", "PIP_INDEX_URL", "/etc/pip.conf [global]", ...
+    # Origins (``https://files.example.org``) an index may redirect to, besides its own.
+    trusted_redirects: tuple[str, ...] = ()
 
     def indexes_for(self, name: str) -> tuple[str, ...]:
         """The indexes that may serve a project, in the order they are asked."""
@@ -240,6 +242,7 @@ def resolve_indexes(
     config_files: Sequence[Path] | None = None,
     command: str = "install",
     pip_default: Callable[[], str | None] | None = None,
+    trusted_redirects: Sequence[str] = (),
 ) -> IndexSettings:
     """The indexes govern reads, from the highest level that configures each option.
 
@@ -310,4 +313,7 @@ def resolve_indexes(
         extra_index_urls=tuple(extra_urls),
         per_package=MappingProxyType(mapped),
         source=index.source,
+        trusted_redirects=tuple(
+            usable(url, "an origin of trusted-redirects") for url in trusted_redirects
+        ),
     )

@@ -577,7 +577,7 @@ def test_a_redirect_loop_is_bounded(faults: FaultServer) -> None:
 def test_a_redirect_to_another_scheme_is_final(faults: FaultServer) -> None:
     path = faults.script("demo", Redirect("ftp://127.0.0.1/simple/demo/"))
     result = failed(run(fetch(faults.url, "demo", sleep=Sleeps())))
-    assert result.reason.startswith("UnsupportedProtocol")
+    assert result.reason.startswith("HTTP 302: redirected to ftp://127.0.0.1/simple/demo/")
     assert (result.retryable, faults.count(path)) == (False, 1)
 
 
