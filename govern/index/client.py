@@ -279,8 +279,9 @@ class IndexHTTP(httpx.AsyncClient):
     :class:`IndexClient` then sends through :attr:`direct`, and goes through the client
     whenever a layer is needed: credentials, a redirect's target (each hop decided by
     :class:`IndexClient`, the client never follows one itself), a stored cookie. Only
-    ``Accept`` and the validators are sent directly, so nothing needs stripping before a redirect to another origin. A cookie
-    set on a direct answer is stored as the client would. ``direct`` is None when a proxy
+    ``Accept`` and the validators are sent directly, so nothing needs stripping before a
+    redirect to another origin. A cookie set on a direct answer is stored as the client
+    would. ``direct`` is None when a proxy
     may apply (``trust_env`` and any proxy setting).
     """
 
