@@ -14,6 +14,7 @@ from govern.cli.options import DbOption, FormatOption
 from govern.cli.output import ViewFormat
 from govern.cli.output import print_json as _print_json
 from govern.errors import UsageError
+from govern.text import line, visible
 
 if TYPE_CHECKING:
     from govern.store.db import Store
@@ -262,14 +263,14 @@ def status(
     for view in views:
         if view.repository != current_repo:
             current_repo = view.repository
-            typer.echo(current_repo)
-        owner_text = f"  owner {view.owner}" if view.owner else ""
+            typer.echo(line(current_repo))
+        owner_text = f"  owner {line(view.owner)}" if view.owner else ""
         review = f"  review-by {view.review_by}" if view.review_by else ""
         typer.echo(
-            f"  {view.source}:{view.line}  {view.package} {view.clause}  [{view.kind}]  "
-            f"{view.state}  {view.age_days}d{owner_text}{review}"
+            f"  {line(view.source)}:{view.line}  {line(view.package)} {line(view.clause)}  "
+            f"[{view.kind}]  {view.state}  {view.age_days}d{owner_text}{review}"
         )
-        typer.echo(f"      {_one_line(view.reason) if view.reason else '(no reason)'}")
+        typer.echo(f"      {line(view.reason, 100) if view.reason else '(no reason)'}")
     typer.echo(f"\n{len(views)} exclusion{'s' if len(views) != 1 else ''}")
 
 
@@ -277,20 +278,12 @@ def _wrapped(label: str, text: str) -> str:
     """``text`` in full on indented lines (a thread is read for its reasons)."""
     import textwrap
 
-    from govern.output.human import one_line
-
     return textwrap.fill(
-        one_line(text),
+        line(text),
         width=100,
         initial_indent=f"      {label}",
         subsequent_indent=" " * (6 + len(label)),
     )
-
-
-def _one_line(text: str, width: int = 100) -> str:
-    from govern.output.human import one_line, truncate
-
-    return truncate(one_line(text), width)
 
 
 @app.command()
@@ -313,25 +306,25 @@ def history(
         return
     if not found:
         raise UsageError(
-            f"nothing tracked for {query!r}",
+            f"nothing tracked for '{line(query)}'",
             tip="Name a package or an exclusion id from `govern status`; run `govern track` first.",
         )
     for number, thread in enumerate(found, start=1):
         packages = sorted({e.package for e in thread.exclusions})
         typer.echo(
-            f"thread {number}: {', '.join(packages)} "
+            f"thread {number}: {line(', '.join(packages))} "
             f"({len(thread.exclusions)} exclusion{'s' if len(thread.exclusions) != 1 else ''}, "
-            f"{thread.exclusions[0].repository})"
+            f"{line(thread.exclusions[0].repository)})"
         )
         if thread.links:
-            typer.echo(f"  links: {', '.join(thread.links)}")
+            typer.echo(f"  links: {line(', '.join(thread.links))}")
         last_reason: dict[str, str | None] = {}
         for event in thread.events:
             where = f"{event.exclusion.source}"
             change = _describe(event)
             commit = f"  {event.commit[:10]}" if event.commit else ""
             pr = f"  #{event.pull_request}" if event.pull_request else ""
-            typer.echo(f"  {event.at.date()}  {change}  {where}{pr}{commit}")
+            typer.echo(visible(f"  {event.at.date()}  {change}  {where}{pr}{commit}"))
             if (
                 event.reason != last_reason.get(event.exclusion.id, "\0")
                 and event.kind != "removed"

@@ -165,8 +165,8 @@ def dashboard(
 ) -> None:
     """The pending relaxations, then overdue, failed and held, in the terminal."""
     from govern.config import load_config
-    from govern.output.human import one_line, truncate
     from govern.store.db import open_store
+    from govern.text import line
 
     config = load_config(Path.cwd(), config_file)
     with open_store(db, configured=config.database) as store:
@@ -186,7 +186,7 @@ def dashboard(
         return
 
     def show(text: object, width: int = 110) -> str:
-        return truncate(one_line(str(text)), width)
+        return line(text, width)
 
     typer.echo(f"Pending relaxations: {pending.total}")
     for item in pending.items:
@@ -198,7 +198,10 @@ def dashboard(
             if evidence
             else "not verified yet"
         )
-        typer.echo(f"  {show(x.package, 40)} {show(x.clause, 30)} -> {item.version} ({verdict})")
+        typer.echo(
+            f"  {show(x.package, 40)} {show(x.clause, 30)} -> {show(item.version, 40)} "
+            f"({show(verdict)})"
+        )
         typer.echo(f"      - {show(item.before)}")
         if item.after is not None:
             typer.echo(f"      + {show(item.after)}")

@@ -12,12 +12,14 @@ from datetime import datetime
 from importlib import resources
 from typing import Any
 
+from govern.text import visible
+
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|~>-])")
 
 
 def md(value: object) -> str:
     """Text safe in a Markdown table cell: one line, markup escaped."""
-    text = " ".join(str(value if value is not None else "").split())
+    text = visible(" ".join(str(value if value is not None else "").split()))
     text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     return _MARKDOWN_SPECIAL.sub(r"\\\1", text)
 

@@ -2,7 +2,9 @@
 
 Apart from :mod:`govern.web.app` so that ``govern report --format html`` renders without
 FastAPI: Jinja2 escapes every value (reasons, names and logs come from files and CI anyone
-can edit), and links pass :func:`safe_url`.
+can edit), links pass :func:`safe_url`, and every value printed passes
+:func:`govern.text.visible` first, so that bidirectional controls and invisible characters
+are shown as ``<U+XXXX>`` instead of reordering or hiding the text around them.
 """
 
 from __future__ import annotations
@@ -10,6 +12,17 @@ from __future__ import annotations
 import functools
 
 from jinja2 import Environment, PackageLoader, select_autoescape
+from markupsafe import Markup
+
+from govern.text import visible
+
+
+def shown(value: object) -> object:
+    """Every printed value as it is shown: text made visible (line breaks kept, for logs);
+    markup built here (the SVG charts, the inlined stylesheet) left as it is."""
+    if isinstance(value, str) and not isinstance(value, Markup):
+        return visible(value, lines=True)
+    return value
 
 
 def safe_url(value: object) -> str:
@@ -26,6 +39,7 @@ def environment() -> Environment:
         autoescape=select_autoescape(default=True, default_for_string=True),
         trim_blocks=True,
         lstrip_blocks=True,
+        finalize=shown,
     )
     made.filters["safe_url"] = safe_url
     return made

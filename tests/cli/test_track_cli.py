@@ -6,6 +6,7 @@ import json
 import os
 from pathlib import Path
 
+import bidi
 import pytest
 from clirun import run_cli as _run
 
@@ -199,3 +200,24 @@ def test_threads_follow_links_transitively_and_symmetrically(
         assert code == 0
         (thread,) = json.loads(out)["threads"]
         assert sorted(e["package"] for e in thread["exclusions"]) == ["alpha", "beta", "gamma"]
+
+
+def test_status_and_history_show_bidi_controls_and_escapes_visibly(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = bidi.repository(tmp_path / "repo")
+    db = f"sqlite:///{tmp_path / 'govern.db'}"
+    assert _run(["track", str(root), "--db", db], capsys)[0] == 0
+    code, status, _ = _run(["status", "--db", db], capsys)
+    assert code == 0
+    assert bidi.REASON_SHOWN in status
+    assert "owner @team<U+200F>" in status
+    code, history, _ = _run(["history", "numpy", "--db", db], capsys)
+    assert code == 0
+    assert "reason: Breaks the <U+202E>gnp.exe<U+202E> loader, see <U+001B>[2Jthe" in history
+    for shown in (status, history):
+        assert not set(shown) & bidi.HIDDEN
+    code, _, err = _run(["history", f"numpy{bidi.RLO}", "--db", db], capsys)
+    assert code == 2
+    assert "nothing tracked for 'numpy<U+202E>'" in err
+    assert bidi.RLO not in err

@@ -139,3 +139,30 @@ def test_serve_takes_the_body_limit_and_the_failed_attempts_allowed(
     state = served[0].state.govern
     assert state.max_body == 4096
     assert state.throttle.failures == 3
+
+
+def test_the_terminal_dashboard_shows_bidi_controls_and_escapes_visibly(
+    db: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from sqlmodel import select
+
+    from govern.store.models import Exclusion, Repository
+
+    with Store(db) as store, store.session(write=True) as session:
+        cupy = session.exec(select(Exclusion).where(Exclusion.package == "cupy-cuda13x")).one()
+        cupy.assigned_owner = "@gpu\u202eevil\x1b[31m"
+        repository = session.get(Repository, cupy.repository_id)
+        assert repository is not None
+        repository.name = "github.com/\u2067vllm\u2069/vllm"
+    code, out, _ = _run(["dashboard", "--db", db], capsys)
+    assert code == 0
+    assert "owner @gpu<U+202E>evil<U+001B>[31m" in out
+    assert "github.com/<U+2067>vllm<U+2069>/vllm" in out
+    assert not set(out) & {"\u202e", "\x1b", "\u2067", "\u2069"}
+    code, out, _ = _run(["report", "--db", db, "--format", "markdown"], capsys)
+    assert code == 0
+    assert "@gpu&lt;U\\+202E&gt;evil&lt;U\\+001B&gt;\\[31m" in out
+    code, out, _ = _run(["report", "--db", db, "--format", "html"], capsys)
+    assert code == 0
+    assert "@gpu&lt;U+202E&gt;evil&lt;U+001B&gt;[31m" in out
+    assert not set(out) & {"\u202e", "\x1b"}

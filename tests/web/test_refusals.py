@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote
 
+import bidi
 import pytest
 from fastapi.testclient import TestClient
 from webseed import NOW, seed
@@ -185,3 +186,34 @@ def test_revoked_sessions_are_forgotten_once_they_would_have_expired() -> None:
     later = secrets.new_session(now=1_000_000 + SESSION_SECONDS)
     assert secrets.revoke(later, now=1_000_001 + SESSION_SECONDS)
     assert len(secrets.revoked) == 1  # the first one's entry expired with its session
+
+
+def test_bidi_controls_from_files_and_queries_are_shown_visibly_on_pages(
+    database_url: str, tmp_path: Path
+) -> None:
+    from govern.config import Config
+    from govern.service.track import TrackOptions, track
+
+    repo = bidi.repository(tmp_path / "app")
+    with Store(database_url) as store:
+        track(store, repo, None, config=Config(repository="example/app"), options=TrackOptions())
+        state = AppState(store=store, secrets=Secrets(token=TOKEN), clock=lambda: NOW)
+        with TestClient(create_app(state)) as client:
+            key = client.get("/api/v1/exclusions").json()["items"][0]["id"]
+            api = client.get(f"/api/v1/exclusions/{key}").json()["exclusion"]
+            assert bidi.RLO in api["reason"]  # the API gives the data as it is
+            pages = {
+                "detail": client.get(f"/exclusions/{key}").text,
+                "list": client.get("/exclusions", params={"q": "loader"}).text,
+                "front": client.get("/").text,
+                "query": client.get("/exclusions", params={"q": f"gnp{bidi.RLO}"}).text,
+                "missing": client.get(f"/exclusions/{quote(bidi.RLO)}").text,
+            }
+    for name, page in pages.items():
+        assert not set(page) & bidi.HIDDEN, name
+    assert bidi.REASON_SHOWN.replace("<", "&lt;").replace(">", "&gt;") in pages["detail"]
+    assert "@team&lt;U+200F&gt;" in pages["detail"]
+    assert "numpy" in pages["list"]
+    assert "@team&lt;U+200F&gt;" in pages["front"]  # overdue: on the front page
+    assert 'value="gnp&lt;U+202E&gt;"' in pages["query"]
+    assert "&lt;U+202E&gt;" in pages["missing"]
