@@ -15,6 +15,7 @@ reach a message.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import secrets
@@ -26,7 +27,7 @@ from pathlib import Path
 
 from govern.errors import GovernError
 
-__all__ = ["Commit", "Git", "GitError", "Revision", "pull_request_number"]
+__all__ = ["Commit", "Git", "GitError", "Hunk", "Patch", "Revision", "pull_request_number"]
 
 
 class GitError(GovernError):
@@ -62,6 +63,62 @@ class Revision:
     """The file's path relative to the repository top at this commit (renames followed)."""
     deleted: bool
     """The commit deleted the file (``path`` is then the path it was deleted from)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Hunk:
+    """One ``-U0`` hunk: ``count`` old lines from ``start`` replaced by ``lines``."""
+
+    start: int
+    """Where the old lines start (0-based; with no old lines, where the new ones go)."""
+    count: int
+    """How many old lines the hunk removes."""
+    lines: tuple[bytes, ...]
+    """The lines it adds, each with its newline (the file's last line may lack one)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Patch:
+    """How one commit changed one file, as ``git log -p`` shows it."""
+
+    hunks: tuple[Hunk, ...]
+    blob: str | None
+    """The full object name of the file after the commit (None when git showed none)."""
+    usable: bool = True
+    """False when the change cannot be applied as text (a binary file, an odd diff)."""
+
+    def apply(self, old: Sequence[bytes]) -> list[bytes] | None:
+        """The file's lines after the commit, or None when the hunks do not give ``blob``.
+
+        The result is checked against the object name git printed, so a diff that does
+        not apply exactly (a filter, an unusual header) is noticed and never guessed at.
+        """
+        if not self.usable:
+            return None
+        out: list[bytes] = []
+        position = 0
+        for hunk in self.hunks:
+            if hunk.start < position or hunk.start + hunk.count > len(old):
+                return None
+            out.extend(old[position : hunk.start])
+            out.extend(hunk.lines)
+            position = hunk.start + hunk.count
+        out.extend(old[position:])
+        gone = self.blob is not None and not self.blob.strip("0")  # all zeros: deleted
+        if self.blob is not None and not gone and blob_name(out, len(self.blob)) != self.blob:
+            return None
+        if gone and out:
+            return None
+        return out
+
+
+def blob_name(lines: Sequence[bytes], width: int = 40) -> str:
+    """The object name git gives a blob of these lines (SHA-1, or SHA-256 for 64 digits)."""
+    data = b"".join(lines)
+    digest = hashlib.sha256() if width == 64 else hashlib.sha1()  # noqa: S324 (git's name)
+    digest.update(b"blob %d\0" % len(data))
+    digest.update(data)
+    return digest.hexdigest()
 
 
 # -- pull request numbers ----------------------------------------------------------------------
@@ -285,6 +342,71 @@ def _status_entries(raw: bytes) -> list[tuple[str, str, str]]:
     return entries
 
 
+# One file's history on the current branch, renames followed (see Git.file_history).
+_FOLLOW = ("log", "--follow", "--first-parent", "-m", "-M")
+# Diffs that can be applied and checked, whatever the user's diff configuration says.
+_PATCH = (
+    "-p",
+    "-U0",
+    "--full-index",
+    "--no-color",
+    "--no-ext-diff",
+    "--no-textconv",
+    "--no-relative",
+    "--src-prefix=a/",
+    "--dst-prefix=b/",
+)
+_HUNK_RE = re.compile(rb"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+_INDEX_RE = re.compile(rb"index [0-9a-f]+\.\.([0-9a-f]{40}(?:[0-9a-f]{24})?)(?: \d+)?")
+
+
+def _patch(raw: bytes) -> Patch:
+    """A Patch from the ``-U0 --full-index`` diff of one file after a log record."""
+    lines = raw.split(b"\n")
+    hunks: list[Hunk] = []
+    blob: str | None = None
+    usable = True
+    files = 0
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        i += 1
+        if line.startswith(b"diff --git "):
+            files += 1
+        elif line.startswith((b"Binary files ", b"GIT binary patch")):
+            usable = False
+        elif (index := _INDEX_RE.fullmatch(line)) is not None:
+            blob = index[1].decode("ascii")
+        elif (header := _HUNK_RE.match(line)) is not None:
+            old_start, old_count = int(header[1]), int(header[2] or b"1")
+            new_count = int(header[4] or b"1")
+            added: list[bytes] = []
+            removed = 0
+            # Counted, not matched: a removed line "-- x" shows as "--- x".
+            while (removed < old_count or len(added) < new_count) and i < len(lines):
+                body = lines[i]
+                i += 1
+                if body.startswith(b"-") and removed < old_count:
+                    removed += 1
+                elif body.startswith(b"+") and len(added) < new_count:
+                    added.append(body[1:] + b"\n")
+                elif body.startswith(b"\\"):
+                    continue
+                else:
+                    usable = False
+                    break
+                if i < len(lines) and lines[i].startswith(b"\\") and body.startswith(b"+"):
+                    added[-1] = added[-1][:-1]  # "\ No newline at end of file"
+                    i += 1
+            if removed != old_count or len(added) != new_count:
+                usable = False
+            start = old_start - 1 if old_count else old_start
+            hunks.append(Hunk(start, old_count, tuple(added)))
+    if files > 1:
+        usable = False
+    return Patch(tuple(hunks), blob, usable)
+
+
 _BATCH_HEADER_RE = re.compile(rb"[0-9a-f]{40}(?:[0-9a-f]{24})? ([a-z]+) (\d+)")
 _BLAME_HEADER_RE = re.compile(rb"([0-9a-f]{40}(?:[0-9a-f]{24})?) \d+ (\d+)(?: \d+)?")
 
@@ -412,11 +534,7 @@ class Git:
         relative = self._path(path)
         fmt, start, end = _log_format(secrets.token_hex(8))
         args = [
-            "log",
-            "--follow",
-            "--first-parent",
-            "-m",
-            "-M",
+            *_FOLLOW,
             "--name-status",
             "-z",
             "--no-color",
@@ -448,6 +566,26 @@ class Git:
         if cutoff is not None:
             revisions = [r for r in revisions if r.commit.date >= cutoff]
         return revisions
+
+    def file_patches(self, path: str, *, after: str | None = None) -> dict[str, Patch]:
+        """How each commit that changed one file changed it: sha -> Patch, in one ``git log -p``.
+
+        The same walk as :meth:`file_history` (``--follow --first-parent -m``), with
+        ``-U0`` hunks and full object names so that each result can be checked
+        (:meth:`Patch.apply`); after (a sha) leaves out that commit and its ancestors.
+        """
+        relative = self._path(path)
+        fmt, start, end = _log_format(secrets.token_hex(8))
+        args = [*_FOLLOW, *_PATCH, f"--format={fmt}"]
+        if after is not None:
+            args.append(f"{after}..HEAD")
+        args += ["--", relative]
+        proc = self._git(*args)
+        if proc.returncode != 0:
+            if self.head() is None:
+                return {}
+            raise _failed(args, proc, self._top)
+        return {commit.sha: _patch(rest) for commit, rest in _records(proc.stdout, start, end)}
 
     def read_blobs(self, revisions: Sequence[tuple[str, str]]) -> list[bytes | None]:
         """The contents of each ``(sha, path)`` pair, in order; None where there is no such file.

@@ -21,7 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
@@ -232,14 +232,76 @@ class Sync:
         seen: Iterable[Seen],
         provenance: Callable[[Seen], Provenance],
         removal: Provenance,
-    ) -> None:
-        """Bring one source's exclusions in the store to ``seen``."""
-        self._synced.add(path)
-        self.counts.sources = len(self._synced)
-        state = self._source(path, fmt, removal.at)
+        *,
+        keep: Callable[[str], bool] | None = None,
+        lines: Mapping[str, int] | None = None,
+    ) -> set[str]:
+        """Bring one source's exclusions in the store to ``seen``.
+
+        keep (a package name -> bool) spares vanished exclusions of the packages whose
+        lines did not parse: they may still be there, so they are neither removed nor
+        paired. lines gives the line each key was on before, where the rows were not
+        kept up to date (a replay by diffs). Returns the keys spared.
+        """
+        state = self._begin(path, fmt, removal)
         now_seen: dict[str, Seen] = {}
         for item in seen:
             now_seen.setdefault(item.id, item)
+        vanished = [row for key, row in state.active.items() if key not in now_seen]
+        for row in vanished if lines else ():
+            line = lines.get(row.key) if lines else None
+            if line is not None and row.line != line:
+                row.line, row.dirty = line, True
+        return self._bring(state, now_seen, vanished, provenance, removal, keep)
+
+    def sync_changes(
+        self,
+        path: str,
+        fmt: str,
+        seen: Iterable[Seen],
+        *,
+        gone: Mapping[str, int | None],
+        outside: int,
+        provenance: Callable[[Seen], Provenance],
+        removal: Provenance,
+        keep: Callable[[str], bool] | None = None,
+    ) -> set[str]:
+        """:meth:`sync_source` for a source of which only some lines changed.
+
+        seen holds the exclusions of the changed lines, gone the keys those lines held
+        before (with the line each was on: the order in which changed clauses pair), and
+        outside how many other exclusions the source holds, unchanged. The events are
+        those :meth:`sync_source` would write given the whole source.
+        """
+        state = self._begin(path, fmt, removal)
+        now_seen: dict[str, Seen] = {}
+        for item in seen:
+            now_seen.setdefault(item.id, item)
+        vanished = []
+        if gone:
+            for key, row in state.active.items():
+                if key in gone and key not in now_seen:
+                    line = gone[key]
+                    if line is not None and row.line != line:
+                        row.line, row.dirty = line, True
+                    vanished.append(row)
+        self.counts.unchanged += outside
+        return self._bring(state, now_seen, vanished, provenance, removal, keep)
+
+    def _begin(self, path: str, fmt: str, removal: Provenance) -> _SourceState:
+        self._synced.add(path)
+        self.counts.sources = len(self._synced)
+        return self._source(path, fmt, removal.at)
+
+    def _bring(
+        self,
+        state: _SourceState,
+        now_seen: dict[str, Seen],
+        vanished: list[_Row],
+        provenance: Callable[[Seen], Provenance],
+        removal: Provenance,
+        keep: Callable[[str], bool] | None,
+    ) -> set[str]:
         appeared: list[Seen] = []
         for key, item in now_seen.items():
             row = state.active.get(key)
@@ -250,7 +312,10 @@ class Sync:
             if row.line != item.line or row.requirement != item.requirement:
                 row.line, row.requirement, row.dirty = item.line, item.requirement, True
             self._annotate(row, item, removal)
-        vanished = [row for key, row in state.active.items() if key not in now_seen]
+        kept: set[str] = set()
+        if keep is not None and vanished:
+            kept = {row.key for row in vanished if keep(row.package)}
+            vanished = [row for row in vanished if row.key not in kept]
         pairs, appeared, vanished = _pair(appeared, vanished)
         for item in appeared:
             self._add(state, item, provenance(item))
@@ -259,6 +324,7 @@ class Sync:
         for row in vanished:
             self._remove(state, row, "removed", removal, {"clause": row.clause})
         self._insert_new_rows()
+        return kept
 
     def rename_source(self, old: str, new: str, when: Provenance) -> bool:
         """A source that git renamed: same row, same exclusions (re-keyed), a ``moved`` event.

@@ -20,16 +20,24 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from govern.audit import repository_name, source_exclusions
+from govern.audit import repository_name
 from govern.config import Config
 from govern.exclusions.model import Exclusion as Seen
 from govern.service.digest import StoredSource, stored_sources, tree_digest, unchanged
+from govern.service.replay import (
+    Changes,
+    LineReplay,
+    SourceReader,
+    Whole,
+    kept_packages,
+    split_lines,
+)
 from govern.service.values import Provenance, SyncCounts
 from govern.sources.model import Source as SourceRecord
 from govern.store.db import Store
 
 if TYPE_CHECKING:
-    from govern.forge.git import Commit, Git, Revision
+    from govern.forge.git import Commit, Git, Patch, Revision
     from govern.service.sync import Sync
 
 
@@ -40,6 +48,7 @@ class TrackOptions:
     history: bool = False  # replay each source's git history first
     since: date | None = None  # ... from this day on
     now: datetime | None = None  # the sync's clock (tests)
+    reread: bool = False  # replay by reading every version whole, not by diffs (the reference)
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,23 +120,30 @@ def _renames(
 
 
 def _broken(source: SourceRecord) -> bool:
-    """Whether a source could not be read whole: its exclusions cannot be known.
+    """Whether a source has lines that do not parse.
 
-    A line that does not parse might have held an exclusion; taking its absence as a
-    removal would write a false event into an append-only thread. Such a source keeps
-    its stored exclusions until it reads cleanly again.
+    Such a line might hold exclusions: taking their absence as a removal would write a
+    false event into an append-only thread. Every other line is synced; the exclusions
+    of the package such a line names stay as they were (:func:`kept_packages`).
     """
     return any(problem.rule == "parse-error" for problem in source.problems)
 
 
 @dataclass(slots=True)
 class _Replay:
-    """The commits of one source to replay, read from git before the write lock."""
+    """The commits of one source to replay, read from git before the write lock.
+
+    The first commit's text is read whole; each later one is the one before with
+    that commit's hunks applied (``patches``), or, when reread or a patch does not
+    apply, read whole from git (``blobs``).
+    """
 
     source: SourceRecord
     after: str | None  # the replay marker the plan was made against
     revisions: list[Revision]
-    blobs: list[bytes | None]
+    first: bytes | None  # the text at revisions[0]
+    patches: dict[str, Patch]
+    blobs: list[bytes | None] | None  # every version (reread, pyproject)
 
 
 def _plan_replay(
@@ -143,6 +159,8 @@ def _plan_replay(
     A source replayed before continues after its marker (``--since`` bounds only a
     first backfill). A source tracked without history is not replayed over its present.
     """
+    from govern.sources.model import SourceFormat
+
     plan: list[_Replay] = []
     moved: dict[str, str] = {}
     for path, source in sources.items():
@@ -173,9 +191,17 @@ def _plan_replay(
                     )
                 continue
             revisions = revisions[shas.index(last) + 1 :]
-        if revisions:
+        if not revisions:
+            continue
+        if options.reread or source.format is SourceFormat.PYPROJECT:
             blobs = git.read_blobs([(r.commit.sha, r.path) for r in revisions])
-            plan.append(_Replay(source, last, revisions, blobs))
+            plan.append(_Replay(source, last, revisions, blobs[0], {}, blobs))
+            continue
+        (first,) = git.read_blobs([(revisions[0].commit.sha, revisions[0].path)])
+        patches = (
+            git.file_patches(git_path, after=revisions[0].commit.sha) if len(revisions) > 1 else {}
+        )
+        plan.append(_Replay(source, last, revisions, first, patches, None))
     return plan, moved
 
 
@@ -183,6 +209,7 @@ def _replay(
     sync: Sync,
     replay: _Replay,
     *,
+    git: Git,
     config: Config,
     step: Callable[[str], None],
     notes: list[str],
@@ -192,41 +219,101 @@ def _replay(
     state = sync.sources.get(source.path)
     marker = state.row.commit if state is not None else None
     revisions, blobs = replay.revisions, replay.blobs
+    start = 0
     if marker != replay.after:  # another sync replayed some of it meanwhile
         shas = [revision.commit.sha for revision in revisions]
         if marker not in shas:
             return
         start = shas.index(marker) + 1
-        revisions, blobs = revisions[start:], blobs[start:]
-    if not revisions:
+    if start >= len(revisions):
         return
+    fmt = str(source.format)
     broken_at: list[str] = []
+    kept: set[str] = set()
     with tempfile.TemporaryDirectory(prefix="govern-replay-") as scratch:
-        file = Path(scratch) / Path(source.path).name
-        for revision, blob in zip(revisions, blobs, strict=True):
-            when = _provenance(revision.commit)
-            seen: list[Seen] = []
-            if blob is not None and not revision.deleted:
-                file.write_bytes(blob)
-                read, seen = source_exclusions(
-                    file,
-                    display_path=source.path,
-                    fmt=source.format,
-                    config=config,
-                    repository=sync.repository_key,
-                )
-                if _broken(read):
-                    broken_at.append(revision.commit.sha[:10])
-                    step(source.path)
-                    continue
-            sync.sync_source(source.path, str(source.format), seen, _always(when), when)
-            step(source.path)
-    sync.mark_replayed(source.path, str(source.format), revisions[-1].commit.sha)
-    if broken_at:
-        notes.append(
-            f"{source.path}: did not parse at {', '.join(broken_at)}; those commits were "
-            "skipped (nothing recorded as removed)"
+        reader = SourceReader(
+            Path(scratch),
+            path=source.path,
+            fmt=source.format,
+            config=config,
+            repository=sync.repository_key,
         )
+        lines = LineReplay(reader)
+        text: list[bytes] = []
+        for index, revision in enumerate(revisions):
+            when = _provenance(revision.commit)
+            if blobs is not None:  # every version read whole
+                if index < start:
+                    continue
+                blob = blobs[index]
+                outcome: Whole | Changes = Whole([], None)
+                if blob is not None and not revision.deleted:
+                    read, seen = reader.read(blob)
+                    outcome = Whole(seen, kept_packages(read))
+            else:
+                outcome, text = _next_version(git, replay, index, revision, text, lines)
+                if index < start:
+                    continue
+            if isinstance(outcome, Whole):
+                kept = sync.sync_source(
+                    source.path,
+                    fmt,
+                    outcome.seen,
+                    _always(when),
+                    when,
+                    keep=outcome.keep,
+                    lines=outcome.before,
+                )
+                keep = outcome.keep
+            else:
+                gone: dict[str, int | None] = dict(outcome.gone)
+                for key in kept:
+                    gone.setdefault(key, None)
+                kept = sync.sync_changes(
+                    source.path,
+                    fmt,
+                    outcome.seen,
+                    gone=gone,
+                    outside=outcome.outside,
+                    provenance=_always(when),
+                    removal=when,
+                    keep=outcome.keep,
+                )
+                keep = outcome.keep
+            if keep is not None:
+                broken_at.append(revision.commit.sha[:10])
+            step(source.path)
+    sync.mark_replayed(source.path, fmt, revisions[-1].commit.sha)
+    if broken_at:
+        shown = ", ".join(broken_at[:5])
+        more = f" and {len(broken_at) - 5} more" if len(broken_at) > 5 else ""
+        notes.append(
+            f"{source.path}: had lines that did not parse at {shown}{more}; every other "
+            "line was synced, and the exclusions of those lines were kept as they were"
+        )
+
+
+def _next_version(
+    git: Git,
+    replay: _Replay,
+    index: int,
+    revision: Revision,
+    text: list[bytes],
+    lines: LineReplay,
+) -> tuple[Whole | Changes, list[bytes]]:
+    """The file at ``revision`` from the one before (its hunks), and what its lines hold."""
+    if revision.deleted:
+        return lines.whole([]), []
+    if index == 0:
+        new = split_lines(replay.first) if replay.first is not None else []
+        return lines.whole(new), new
+    patch = replay.patches.get(revision.commit.sha)
+    applied = patch.apply(text) if patch is not None else None
+    if patch is None or applied is None:
+        (blob,) = git.read_blobs([(revision.commit.sha, revision.path)])
+        new = split_lines(blob) if blob is not None else []
+        return lines.whole(new), new
+    return lines.step(applied, patch.hunks), applied
 
 
 def track(
@@ -281,8 +368,8 @@ def track(
     broken = sorted(path for path, source in sources.items() if _broken(source))
     for path in broken:
         notes.append(
-            f"{path} has lines that do not parse (see govern audit); its tracked "
-            "exclusions are kept as they were"
+            f"{path} has lines that do not parse (see govern audit); every other line is "
+            "synced, and the tracked exclusions of those lines are kept as they were"
         )
     by_source: dict[str, list[Seen]] = defaultdict(list)
     for item in report.exclusions:
@@ -332,15 +419,20 @@ def track(
         for new, (old, when) in renamed.items():
             sync.rename_source(old, new, when)
         for replay in plan:
-            _replay(sync, replay, config=config, step=step, notes=notes)
+            assert git is not None  # a plan comes from git
+            _replay(sync, replay, git=git, config=config, step=step, notes=notes)
         for path, sha in moved.items():
             sync.mark_replayed(path, str(sources[path].format), sha)
         # The working tree last: uncommitted lines too, dated now.
         for path, source in sources.items():
-            if path not in broken:
-                sync.sync_source(
-                    path, str(source.format), by_source.get(path, []), line_provenance, here
-                )
+            sync.sync_source(
+                path,
+                str(source.format),
+                by_source.get(path, []),
+                line_provenance,
+                here,
+                keep=kept_packages(source),
+            )
         if files is None:  # the whole repository was read: what is missing is gone
             sync.drop_sources(sources, here)
         sync.finish()

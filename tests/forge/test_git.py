@@ -299,6 +299,65 @@ def test_read_blobs_of_a_tree_entry_is_none(repo: Repo) -> None:
     ]
 
 
+# -- file_patches ---------------------------------------------------------------------------------
+
+
+def _replayed(git: Git, path: str) -> list[bytes | None]:
+    """Each version of path rebuilt from the first by the patches (None where one fails)."""
+    history = git.file_history(path)
+    patches = git.file_patches(path, after=history[0].commit.sha)
+    (first,) = git.read_blobs([(history[0].commit.sha, history[0].path)])
+    assert first is not None
+    lines: list[bytes] | None = first.splitlines(keepends=True)
+    out: list[bytes | None] = [first]
+    for revision in history[1:]:
+        patch = patches[revision.commit.sha]
+        lines = patch.apply(lines) if lines is not None else None
+        out.append(b"".join(lines) if lines is not None else None)
+    return out
+
+
+def test_file_patches_rebuild_every_version_exactly(
+    repo: Repo, count_runs: list[list[str]]
+) -> None:
+    versions = [
+        "numpy<2\nattrs\n",
+        "numpy<3\nattrs\n-- odd\n+++ odd\n",  # lines that look like diff headers
+        "# reason\nnumpy<3\r\nattrs",  # CRLF, and no newline at the end
+        "numpy<3\r\nattrs\nsix\n",
+        "",
+        "six\n",
+    ]
+    for number, text in enumerate(versions):
+        repo.commit(f"v{number} (#{number})", day(number + 1), {"requirements.txt": text})
+    repo.git("mv", "requirements.txt", "base.txt")
+    repo.commit("Move", day(9))
+    repo.commit("Edit", day(10), {"base.txt": "six\nnumpy!=1.0\n"})
+    git = Git(repo.root)
+    count_runs.clear()
+    rebuilt = _replayed(git, "base.txt")
+    assert rebuilt == [v.encode() for v in (*versions, "six\n", "six\nnumpy!=1.0\n")]
+    log_runs = [argv for argv in count_runs if "log" in argv]
+    assert sum("-p" in argv for argv in log_runs) == 1  # one git log -p for the whole history
+
+
+def test_a_patch_that_does_not_give_its_blob_is_refused(repo: Repo) -> None:
+    repo.commit("Add", day(1), {"r.txt": "a\nb\n"})
+    second = repo.commit("Edit", day(2), {"r.txt": "a\nc\n"})
+    patch = Git(repo.root).file_patches("r.txt")[second]
+    assert patch.apply([b"a\n", b"b\n"]) == [b"a\n", b"c\n"]
+    assert patch.apply([b"x\n", b"b\n"]) is None  # not the version it was made from
+    assert patch.apply([b"a\n"]) is None  # a hunk past the end
+
+
+def test_a_binary_change_is_not_applied(repo: Repo) -> None:
+    repo.commit("Add", day(1), {"r.txt": b"a\0\n"})
+    second = repo.commit("Edit", day(2), {"r.txt": b"b\0\n"})
+    patch = Git(repo.root).file_patches("r.txt")[second]
+    assert not patch.usable
+    assert patch.apply([b"a\0\n"]) is None
+
+
 # -- blame ---------------------------------------------------------------------------------------
 
 

@@ -1,0 +1,377 @@
+"""Replaying a requirements file's history by its diffs, with the events of a full re-read.
+
+Re-reading every version of a 575-line file re-parses 575 lines per commit when a
+commit bumps two. :class:`LineReplay` keeps what each physical line holds (its
+exclusions, its kind, the package of a line that does not parse) and, given a
+commit's ``-U0`` hunks, re-reads only the lines whose exclusions can have changed:
+the changed lines, widened to every line that shares a comment block with them
+(a block above covers the run of requirement lines below it; see
+:mod:`govern.exclusions.annotations`), read together with the line above and the
+block below them, which is what the reader consults there. The result is what a
+re-read of the whole file would give for those lines, and nothing else has changed.
+
+Whenever that cannot be shown cheaply, the whole file is read instead: the first
+version, a file that is not plain UTF-8 text split by newlines (a BOM, a coding line,
+other line separators, backslash continuations), a ``# ^govern:`` line near the
+change (it annotates the line above it), and a clause that also appears on an
+unchanged line (the first occurrence of a key is the one synced).
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from packaging.utils import canonicalize_name
+
+from govern.audit import source_exclusions
+from govern.config import Config
+from govern.exclusions.model import Exclusion as Seen
+from govern.sources.model import LineKind, Problem, Source, SourceFormat
+
+if TYPE_CHECKING:
+    from govern.forge.git import Hunk
+
+Keep = Callable[[str], bool] | None  # package name -> its vanished exclusions are kept
+
+_BLANK, _COMMENT, _TEXT = 0, 1, 2  # what a physical line is, without parsing it
+# How the comment reader sees the line above a block: an entry, an option, a comment
+# (the same block, then), or neither.
+_KIND = {
+    LineKind.ENTRY: "e",
+    LineKind.CONTINUATION: "e",
+    LineKind.OPTION: "o",
+    LineKind.COMMENT: "c",
+}
+# str.splitlines() breaks at these too (the reader's physical lines); a trailing
+# backslash joins lines. Either makes git's lines and the reader's differ.
+_NOT_PLAIN = re.compile("[\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]|\\\\$")
+_NAME = re.compile(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+_BOMS = (b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff")
+
+
+def split_lines(data: bytes) -> list[bytes]:
+    """A file's lines as git counts them: split after each newline."""
+    parts = data.split(b"\n")
+    out = [part + b"\n" for part in parts[:-1]]
+    if parts[-1]:
+        out.append(parts[-1])
+    return out
+
+
+def kept_packages(source: Source) -> Keep:
+    """Which vanished exclusions a source that does not parse whole keeps.
+
+    A requirements line that does not parse may still hold the clauses it held: those
+    of the package it names (``pytz>=2010h`` names pytz) are kept; a line that names
+    none, or a pyproject.toml that does not parse, keeps every clause of the source.
+    None when every line parses.
+    """
+    names: set[str] = set()
+    for problem in source.problems:
+        if problem.rule != "parse-error":
+            continue
+        name = "" if source.format is SourceFormat.PYPROJECT else _bad_name(problem)
+        if not name:
+            return _everything
+        names.add(name)
+    return names.__contains__ if names else None
+
+
+def _everything(_package: str) -> bool:
+    return True
+
+
+def _bad_name(problem: Problem) -> str:
+    match = _NAME.match(problem.excerpt or "")
+    return canonicalize_name(match[1]) if match else ""
+
+
+def _keep(bad: Counter[str]) -> Keep:
+    if not bad:
+        return None
+    if "" in bad:
+        return _everything
+    return set(bad).__contains__
+
+
+class SourceReader:
+    """Reads one source's text the way a full audit does (through a scratch file)."""
+
+    def __init__(
+        self, scratch: Path, *, path: str, fmt: SourceFormat, config: Config, repository: str
+    ) -> None:
+        """Read texts as ``path`` (format ``fmt``), writing them to a file in ``scratch``."""
+        self.file = scratch / Path(path).name
+        self.path, self.format, self.config, self.repository = path, fmt, config, repository
+
+    def read(self, data: bytes) -> tuple[Source, list[Seen]]:
+        """The source and its exclusions, for the file's bytes."""
+        self.file.write_bytes(data)
+        return source_exclusions(
+            self.file,
+            display_path=self.path,
+            fmt=self.format,
+            config=self.config,
+            repository=self.repository,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Whole:
+    """Every exclusion of the file, read whole."""
+
+    seen: list[Seen]
+    keep: Keep
+    before: dict[str, int] | None = None  # key -> its line in the version before
+
+
+@dataclass(frozen=True, slots=True)
+class Changes:
+    """The exclusions of the lines re-read, and what those lines held before."""
+
+    seen: list[Seen]
+    gone: dict[str, int | None]  # key -> the line it was on
+    outside: int  # exclusions on the other lines (unchanged)
+    keep: Keep
+
+
+def _body(raw: bytes) -> str | None:
+    """The line as the reader sees it (no line break), or None if not plain."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    text = text.removesuffix("\n")
+    text = text.removesuffix("\r")
+    return None if _NOT_PLAIN.search(text) else text
+
+
+def _class(body: str) -> int:
+    stripped = body.strip()
+    if not stripped:
+        return _BLANK
+    return _COMMENT if stripped.startswith("#") else _TEXT
+
+
+def _plain_head(lines: Sequence[bytes]) -> bool:
+    """No BOM and no coding line: the reader decodes the file as UTF-8."""
+    if lines and lines[0].startswith(_BOMS):
+        return False
+    return not any(b"coding" in line for line in lines[:2])
+
+
+class LineReplay:
+    """One requirements file, commit after commit: what each line holds."""
+
+    def __init__(self, reader: SourceReader) -> None:
+        """Start with nothing known: the first version is read whole."""
+        self.reader = reader
+        self.valid = False
+        self.body: list[str] = []
+        self.cls: list[int] = []
+        self.kind: list[str] = []
+        self.seen: list[tuple[Seen, ...]] = []
+        self.bad: list[tuple[str, ...]] = []
+        self.keys: Counter[str] = Counter()  # key -> lines holding it
+        self.broken: Counter[str] = Counter()  # names of lines that do not parse
+
+    def whole(self, lines: list[bytes]) -> Whole:
+        """Read the whole file, and learn its lines when it is plain text."""
+        before: dict[str, int] | None = None
+        if self.valid:  # the lines the last version's exclusions were on (not kept on rows)
+            before = {}
+            for number, held in enumerate(self.seen, start=1):
+                for item in held:
+                    before.setdefault(item.id, number)
+        read, seen = self.reader.read(b"".join(lines))
+        self._learn(lines, read, seen)
+        return Whole(seen, kept_packages(read), before)
+
+    def step(self, lines: list[bytes], hunks: Sequence[Hunk]) -> Whole | Changes:
+        """The file after a commit (``lines``, which ``hunks`` made from the last ones)."""
+        if self.valid and self.reader.config.comments.style == "above" and _plain_head(lines):
+            changes = self._changes(hunks)
+            if changes is not None:
+                return changes
+        return self.whole(lines)
+
+    def _learn(self, lines: list[bytes], read: Source, seen: list[Seen]) -> None:
+        self.valid = False
+        bodies = [_body(line) for line in lines]
+        if not _plain_head(lines) or len(read.lines) != len(lines):
+            return
+        plain: list[str] = []
+        for body in bodies:
+            if body is None:
+                return
+            plain.append(body)
+        self.body = plain
+        self.cls = [_class(body) for body in plain]
+        self.kind = [_KIND.get(line.kind, "-") for line in read.lines]
+        self.seen, self.bad = _by_line(len(plain), 0, seen, read.problems)
+        self.keys = Counter(item.id for items in self.seen for item in items)
+        self.broken = Counter(name for names in self.bad for name in names)
+        self.valid = True
+
+    def _changes(self, hunks: Sequence[Hunk]) -> Changes | None:
+        """The re-read lines after ``hunks``; None when the whole file must be read."""
+        old_body, old_kind, old_seen, old_bad = self.body, self.kind, self.seen, self.bad
+        body: list[str] = []
+        cls: list[int] = []
+        kind: list[str] = []
+        seen: list[tuple[Seen, ...]] = []
+        bad: list[tuple[str, ...]] = []
+        spans: list[tuple[int, int, int, int]] = []  # old start, old end, new start, new end
+        position = 0
+        for hunk in hunks:
+            added: list[str] = []
+            for raw in hunk.lines:
+                text = _body(raw)
+                if text is None:
+                    return None
+                added.append(text)
+            start, end = hunk.start, hunk.start + hunk.count
+            body += old_body[position:start]
+            cls += self.cls[position:start]
+            kind += old_kind[position:start]
+            seen += old_seen[position:start]
+            bad += old_bad[position:start]
+            first = len(body)
+            body += added
+            cls += [_class(text) for text in added]
+            kind += ["?"] * len(added)
+            seen += [()] * len(added)
+            bad += [()] * len(added)
+            spans.append((start, end, first, len(body)))
+            position = end
+        body += old_body[position:]
+        cls += self.cls[position:]
+        kind += old_kind[position:]
+        seen += old_seen[position:]
+        bad += old_bad[position:]
+        marks = [i for i, c in enumerate(cls) if c != _TEXT]  # blank and comment lines
+        cores = _cores(spans, self.cls, cls, marks)
+
+        keys, broken = self.keys.copy(), self.broken.copy()
+        found: list[Seen] = []
+        gone: dict[str, int | None] = {}
+        index = 0
+        while index < len(cores):
+            low, high, first_span, last_span = cores[index]
+            old_low = low - (spans[first_span][2] - spans[first_span][0])
+            old_high = high - (spans[last_span][3] - spans[last_span][1])
+            top = low - 1 if low > 0 and cls[low - 1] == _TEXT else low
+            bottom = high
+            while bottom < len(cls) and cls[bottom] == _COMMENT:
+                bottom += 1
+            if any("^govern" in text for text in (*body[low:bottom], *old_body[old_low:old_high])):
+                return None  # it annotates the line above it: read the whole file
+            text = "".join(line + "\n" for line in body[top:bottom])
+            read, items = self.reader.read(text.encode("utf-8"))
+            if len(read.lines) != bottom - top:
+                return None
+            for number, line in enumerate(read.lines[low - top : high - top], start=low):
+                kind[number] = _KIND.get(line.kind, "-")
+            core_seen, core_bad = _by_line(high - low, low - top, items, read.problems, low)
+            seen[low:high], bad[low:high] = core_seen, core_bad
+            if high < len(cls) and cls[high] == _COMMENT:
+                # The block below reads the line above it: if that changed kind, or the
+                # block was part of a longer one, the lines the block covers change too.
+                before = old_kind[old_high - 1] if old_high > 0 else "-"
+                after = kind[high - 1] if high > 0 else "-"
+                if before != after or before == "c":
+                    cores[index][1] = _walk_down(cls, marks, high, through_comments=True)
+                    while index + 1 < len(cores) and cores[index + 1][0] <= cores[index][1]:
+                        _, later_high, _, later_span = cores.pop(index + 1)
+                        cores[index][1] = max(cores[index][1], later_high)
+                        cores[index][3] = later_span
+                    continue  # read the widened core again
+            before_keys = Counter(item.id for held in old_seen[old_low:old_high] for item in held)
+            after_keys = Counter(item.id for held in core_seen for item in held)
+            for key in before_keys.keys() | after_keys.keys():
+                if keys[key] - before_keys[key] > 0:
+                    return None  # the same clause on an unchanged line: the first one counts
+            keys.subtract(before_keys)
+            keys.update(after_keys)
+            broken.subtract(name for names in old_bad[old_low:old_high] for name in names)
+            broken.update(name for names in core_bad for name in names)
+            for offset, held in enumerate(old_seen[old_low:old_high]):
+                for item in held:
+                    gone.setdefault(item.id, old_low + offset + 1)
+            found.extend(item for held in core_seen for item in held)
+            index += 1
+        self.body, self.cls, self.kind, self.seen, self.bad = body, cls, kind, seen, bad
+        self.keys = +keys  # drops the keys no line holds any more
+        self.broken = +broken
+        core_keys = {item.id for item in found}
+        return Changes(found, gone, len(self.keys) - len(core_keys), _keep(self.broken))
+
+
+def _by_line(
+    count: int, offset: int, items: Iterable[Seen], problems: Iterable[Problem], base: int = 0
+) -> tuple[list[tuple[Seen, ...]], list[tuple[str, ...]]]:
+    """Exclusions and unparsable names per line, for lines ``offset+1 ..`` of a read.
+
+    The exclusions are renumbered as lines ``base+1 ..`` of the whole file.
+    """
+    seen: list[list[Seen]] = [[] for _ in range(count)]
+    bad: list[list[str]] = [[] for _ in range(count)]
+    for item in items:
+        index = item.line - 1 - offset
+        if 0 <= index < count:
+            line = base + index + 1
+            seen[index].append(item if item.line == line else replace(item, line=line))
+    for problem in problems:
+        index = problem.line - 1 - offset
+        if problem.rule == "parse-error" and 0 <= index < count:
+            bad[index].append(_bad_name(problem))
+    return [tuple(found) for found in seen], [tuple(names) for names in bad]
+
+
+def _walk_down(cls: list[int], marks: list[int], start: int, *, through_comments: bool) -> int:
+    """The end of the comment block at ``start`` (if asked) and the text lines below it."""
+    j = start
+    if through_comments:
+        while j < len(cls) and cls[j] == _COMMENT:
+            j += 1
+    k = bisect.bisect_left(marks, j)
+    return marks[k] if k < len(marks) else len(cls)
+
+
+def _cores(
+    spans: list[tuple[int, int, int, int]], old_cls: list[int], cls: list[int], marks: list[int]
+) -> list[list[int]]:
+    """The lines to re-read for each change, merged: ``[low, high, first span, last span]``.
+
+    A change inside the run of text lines below a comment block re-reads the block and
+    the whole run (the block's reach depends on them all); so does a change that adds or
+    removes a blank or comment line. A change in a run no block covers re-reads itself.
+    """
+    cores: list[list[int]] = []
+    for number, (old_start, old_end, start, end) in enumerate(spans):
+        structural = any(c != _TEXT for c in cls[start:end]) or any(
+            c != _TEXT for c in old_cls[old_start:old_end]
+        )
+        low, high = start, end
+        k = bisect.bisect_left(marks, start) - 1  # the nearest blank or comment line above
+        covered = k >= 0 and cls[marks[k]] == _COMMENT
+        if covered:
+            i = marks[k]
+            while i >= 0 and cls[i] == _COMMENT:
+                i -= 1
+            low = min(low, i + 1)
+        if covered or structural:
+            through = high > 0 and cls[high - 1] == _COMMENT
+            high = max(high, _walk_down(cls, marks, high, through_comments=through))
+        if cores and low <= cores[-1][1]:
+            cores[-1][1] = max(cores[-1][1], high)
+            cores[-1][3] = number
+        else:
+            cores.append([low, high, number, number])
+    return cores
