@@ -70,6 +70,8 @@ class _Handler(BaseHTTPRequestHandler):
         super().setup()
         with self.server.lock:
             self.server.connections.add(self.connection)
+            if isinstance(self.connection, ssl.SSLSocket):  # what ALPN agreed on, if anything
+                self.server.owner.alpn.append(self.connection.selected_alpn_protocol())
 
     def finish(self) -> None:
         with self.server.lock:
@@ -125,6 +127,7 @@ class _Served:
         self._thread: threading.Thread | None = None
         # Set before start() to serve HTTPS with this server-side context.
         self.tls: ssl.SSLContext | None = None
+        self.alpn: list[str | None] = []  # per TLS connection: the protocol ALPN agreed on
 
     def handle(self, handler: _Handler, path: str) -> None:
         """Answer one GET (subclasses)."""

@@ -244,6 +244,9 @@ def tls_context(*, trust_env: bool = True) -> ssl.SSLContext:
     poll. A file that exists but holds no certificate fails the first TLS connection.
     """
     context = _TrustOnFirstUse(ssl.PROTOCOL_TLS_CLIENT)  # CERT_REQUIRED, check_hostname
+    # The transports speak HTTP/1.1 only: say so (ALPN), so that a server offering HTTP/2
+    # as well answers in HTTP/1.1 (httpx's own transport sets the same for itself).
+    context.set_alpn_protocols(["http/1.1"])
     if sys.version_info >= (3, 13):
         context.verify_flags |= ssl.VERIFY_X509_PARTIAL_CHAIN | ssl.VERIFY_X509_STRICT
     keylog = os.environ.get("SSLKEYLOGFILE")
@@ -744,6 +747,8 @@ class IndexClient:
                 page = _parse_body(body, project)
         except SimpleParseError as exc:
             return FetchFailed(project, f"unparseable page: {exc}", status=200, retryable=False)
+        if page.ignored:  # the page is read; what of it was not, and why (quoted, bounded)
+            logger.info("%s: left out of the page: %s", project, "; ".join(page.ignored))
         serial = page.last_serial if page.last_serial is not None else body.header_serial
         known = validators.last_serial if validators is not None else None
         if serial is not None and known is not None and serial < known:

@@ -28,7 +28,11 @@ What it keeps of httpcore's behaviour:
 
 Not supported, as the index clients never need them: proxies (a proxied client keeps
 httpx's transport, see :class:`govern.index.client.IndexHTTP`), HTTP/2, protocol
-upgrades (a 101 answer is a :class:`httpx.RemoteProtocolError`).
+upgrades (a 101 answer is a :class:`httpx.RemoteProtocolError`). Over TLS the client offers
+``http/1.1`` by ALPN (:func:`govern.index.client.tls_context`), so a server that speaks both
+(as public indexes and their CDNs do) answers in HTTP/1.1; a server that speaks only HTTP/2
+(over TLS, or cleartext h2c) answers with HTTP/2 frames, which end the request with a
+:class:`httpx.RemoteProtocolError` that says so.
 """
 
 from __future__ import annotations
@@ -219,6 +223,12 @@ class _Connection:
                 raise httpx.ReadTimeout("timed out reading the response", request=request) from exc
             except OSError as exc:
                 raise httpx.ReadError(str(exc) or type(exc).__name__, request=request) from exc
+            if not self.received and _is_http2(data):
+                raise httpx.RemoteProtocolError(
+                    "the server answered in HTTP/2, which this client does not speak "
+                    "(HTTP/1.1 only): serve the index over HTTP/1.1 too",
+                    request=request,
+                )
             self.received = self.received or bool(data)
             try:
                 self.h11.receive_data(data)  # b"": the end of the stream
@@ -235,6 +245,13 @@ class _Connection:
                 raise httpx.RemoteProtocolError(
                     "Server disconnected without sending a response.", request=request
                 )
+
+
+def _is_http2(data: bytes) -> bool:
+    """Whether an answer starts with an HTTP/2 SETTINGS or GOAWAY frame on stream 0
+    (RFC 9113 4.1: 3 bytes of length, the type, the flags, a 4-byte stream id), which a
+    server that speaks only HTTP/2 sends first; an HTTP/1.1 answer starts "HTTP/"."""
+    return len(data) >= 9 and data[3] in (0x04, 0x07) and data[5:9] == b"\x00\x00\x00\x00"
 
 
 class _ResponseBody(httpx.AsyncByteStream):

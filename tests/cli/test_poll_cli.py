@@ -116,3 +116,61 @@ def test_a_global_option_first_goes_through_typer_to_the_same_parser(
     assert code == 0
     assert "poll" in out
     assert "Ask the package index about every tracked exclusion" in out
+
+
+# -- end to end, against servers as real ones answer -----------------------------------------
+
+
+def _real_like_page(serial: str) -> bytes:
+    """A page as the index pip uses answers: ``_last-serial`` a string, PEP 700 fields."""
+    import json
+
+    return json.dumps(
+        {
+            "meta": {"api-version": "1.1", "_last-serial": serial},
+            "name": "demo",
+            "versions": ["1.0", "1.1"],
+            "files": [
+                {
+                    "filename": f"demo-{v}-py3-none-any.whl",
+                    "url": f"https://files.test/demo-{v}-py3-none-any.whl",
+                    "hashes": {"sha256": "00" * 32},
+                    "requires-python": ">=3.8",
+                    "size": 1234,
+                    "upload-time": "2026-01-02T03:04:05.123456Z",
+                    "yanked": False,
+                    "core-metadata": {"sha256": "11" * 32},
+                    "data-dist-info-metadata": {"sha256": "11" * 32},
+                    "provenance": None,
+                }
+                for v in ("1.0", "1.1")
+            ],
+        }
+    ).encode()
+
+
+def test_poll_works_against_a_server_without_validators_or_freshness(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    from indexserver import FaultServer, Reply
+
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "requirements.txt").write_text("demo!=1.0  # broken\n", encoding="utf-8")
+    monkeypatch.chdir(root)
+    db = f"sqlite:///{tmp_path / 'g.db'}"
+    assert run_cli(["track", str(root), "--db", db], capsys)[0] == 0
+    with FaultServer() as server:  # no ETag, Last-Modified, Cache-Control or Expires
+        path = server.script("demo", Reply(body=_real_like_page("40603035")))
+        polls = [run_cli(["poll", "--db", db, "--index-url", server.url, "-f", "json"], capsys)]
+        polls.append(run_cli(["poll", "--db", db, "--index-url", server.url, "-f", "json"], capsys))
+        sent = server.headers[path]
+    for code, out, err in polls:
+        assert code == 0, err
+        report = json.loads(out)
+        assert (report["fetched"], report["failed"], report["failures"]) == (1, 0, [])
+    # Nothing to revalidate with and nothing saying the page stays fresh: asked each time.
+    assert len(sent) == 2
+    assert all("if-none-match" not in h and "if-modified-since" not in h for h in sent)

@@ -7,6 +7,7 @@ and no freshness headers: each on 127.0.0.1, through the client ``govern poll`` 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Iterator
 
 import pytest
@@ -183,3 +184,18 @@ def test_a_page_without_validators_or_freshness_is_read_every_time(index: FaultS
     assert isinstance(_fetch(index.url), Fetched)
     sent = index.headers[path]
     assert all("if-none-match" not in h and "if-modified-since" not in h for h in sent)
+
+
+def test_what_a_page_left_out_is_logged_with_its_reason(
+    index: FaultServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="govern.index.client")
+    body = json_page("demo", ["demo-1.0.tar.gz"], versions=["1.0", "not a version"])
+    index.script("demo", Reply(body=body))
+    result = _fetch(index.url)
+    assert isinstance(result, Fetched), result
+    assert result.page.versions == ("1.0",)
+    logged = [r.getMessage() for r in caplog.records]
+    assert logged == [
+        "demo: left out of the page: versions[1] 'not a version': not a PEP 440 version: ignored"
+    ]
