@@ -14,7 +14,7 @@ from datetime import date
 from pathlib import Path
 
 from packaging.specifiers import Specifier
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from govern.config import Config
 from govern.errors import SourceNotFound
@@ -25,7 +25,8 @@ from govern.policy.engine import evaluate
 from govern.policy.model import Policy
 from govern.report import AuditReport
 from govern.sources.discover import discover, glob_match, source_format_for
-from govern.sources.model import Entry, Problem, Source, SourceFormat
+from govern.sources.model import Entry, Include, Problem, Source, SourceFormat
+from govern.sources.reading import Unreadable, os_reason, read_bounded, refusal
 from govern.sources.requirements_txt import read_requirements
 
 _VERSION_WORD_RE = re.compile(r"(?<![\w.])v?(\d+(?:\.\d+)+(?:(?:a|b|rc|\.post|\.dev)\d+)?)(?![\w])")
@@ -45,8 +46,8 @@ def _resolve(path: Path) -> Path:
     """``path.resolve()`` that survives symlink loops (they are reported, not raised)."""
     try:
         return path.resolve()
-    except (OSError, RuntimeError):  # RuntimeError: "Symlink loop from ..." on 3.11/3.12
-        return path.absolute()
+    except (OSError, RuntimeError, ValueError):  # RuntimeError: "Symlink loop from ..."
+        return path.absolute()  # (3.11/3.12); ValueError: a NUL byte
 
 
 def _display(path: Path, root: Path) -> str:
@@ -99,11 +100,21 @@ class _Loader:
             )
         )
 
+    def problem(self, source: str, problem: Problem) -> None:
+        """Record a problem of the loading (an include not followed, a file not read)."""
+        self.problems.append((source, problem))
+
     def load(self, file: Path, fmt: SourceFormat, stack: tuple[Path, ...] = ()) -> None:
+        """Read ``file`` and, depth first, the files it includes."""
         key = _resolve(file)
         if key in self.sources:
             return
         display = _display(file, self.root)
+        if not stack and not self.allow_outside and not self.inside(file):
+            # A file named on the command line that is a link out of its folder (to
+            # /proc/self/environ, say) is refused as discovery refuses it.
+            self.refuse(file)
+            return
         if fmt is SourceFormat.PYPROJECT:
             # Imported here: a tree of requirements files never pays for this reader.
             from govern.sources.pyproject import read_pyproject
@@ -117,67 +128,104 @@ class _Loader:
         for include in source.includes:
             if include.resolved is None or include.kind == "group":
                 continue
-            target = include.resolved
             child_fmt = (
                 SourceFormat.CONSTRAINTS
                 if include.kind == "constraints"
                 else SourceFormat.REQUIREMENTS
             )
-            resolved = _resolve(target)
-            if resolved in (*stack, key):
-                chain = " -> ".join(_display(p, self.root) for p in (*stack, key, resolved))
-                self.problems.append(
-                    (
-                        display,
-                        Problem(
-                            "include-cycle",
-                            include.line,
-                            f"include cycle: {chain}",
-                            hint="remove one of the includes so that the chain ends",
-                        ),
-                    )
-                )
-                continue
-            if not self.allow_outside and not self.inside(target):
-                self.problems.append(
-                    (
-                        display,
-                        Problem(
-                            "include-outside-root",
-                            include.line,
-                            f"{include.target} is outside the audited directory; not followed",
-                            hint="audit a directory that contains it, or pass --allow-outside-root",
-                        ),
-                    )
-                )
-                continue
-            if not target.is_file():
-                self.problems.append(
-                    (
-                        display,
-                        Problem(
-                            "include-not-found",
-                            include.line,
-                            f"{include.target} {_missing(target)}"
-                            + (
-                                ""  # the expanded path could show a ${VAR}'s value
-                                if "${" in include.target
-                                else f" (looked for {_display(target, self.root)})"
-                            ),
-                            hint="includes are relative to the including file",
-                        ),
-                    )
-                )
-                continue
-            self.load(target, child_fmt, (*stack, key))
+            target = self.follow(display, include, (*stack, key))
+            if target is not None:
+                self.load(target, child_fmt, (*stack, key))
+
+    def follow(self, display: str, include: Include, stack: tuple[Path, ...]) -> Path | None:
+        """The file an include leads to, normalised, or None (a problem says why)."""
+        assert include.resolved is not None
+
+        def problem(rule: str, message: str, hint: str) -> None:
+            self.problem(display, Problem(rule, include.line, message, hint=hint))
+
+        shown = _shown(include.target)
+        try:
+            # Resolved, so that a chain of "-c ../dN/r.txt" does not grow a longer path
+            # at each step (until the OS refuses it) and every cycle is seen.
+            target = include.resolved.resolve()
+        except (OSError, RuntimeError, ValueError) as exc:
+            why = (
+                "is a broken or looping symlink"
+                if isinstance(exc, RuntimeError)
+                else f"cannot be followed: {os_reason(exc)}"
+            )
+            problem("include-not-found", f"{shown} {why}", _INCLUDE_HINT)
+            return None
+        if target in stack:
+            chain = " -> ".join(_display(p, self.root) for p in (*stack, target))
+            problem(
+                "include-cycle",
+                f"include cycle: {chain}",
+                "remove one of the includes so that the chain ends",
+            )
+            return None
+        if len(stack) >= MAX_INCLUDE_DEPTH:
+            problem(
+                "include-too-deep",
+                f"{shown} is not followed: includes are followed {MAX_INCLUDE_DEPTH} files deep",
+                "include the files from fewer levels",
+            )
+            return None
+        if not self.allow_outside and not self.inside(target):
+            problem(
+                "include-outside-root",
+                f"{shown} is outside the audited directory; not followed",
+                "audit a directory that contains it, or pass --allow-outside-root",
+            )
+            return None
+        try:
+            is_file = target.is_file()
+            refused = None if target.is_dir() else refusal(target, shown)
+        except (OSError, ValueError) as exc:
+            problem("include-not-found", f"{shown} cannot be read: {os_reason(exc)}", _INCLUDE_HINT)
+            return None
+        if refused is not None:  # a FIFO, a device, /proc/...
+            problem(refused.rule or "source-refused", refused.message, refused.hint or "")
+            return None
+        if not is_file:
+            problem(
+                "include-not-found",
+                f"{shown} {_missing(include.resolved)}"
+                + (
+                    ""  # the expanded path could show a ${VAR}'s value
+                    if "${" in include.target
+                    else f" (looked for {_shown(_display(target, self.root))})"
+                ),
+                _INCLUDE_HINT,
+            )
+            return None
+        return target
+
+
+MAX_INCLUDE_DEPTH = 32
+"""How many files deep ``-r``/``-c`` includes are followed (pip has no limit; a chain of
+a thousand is an attack, not a layout)."""
+
+_INCLUDE_HINT = "includes are relative to the including file"
+_SHOWN_PATH = 200
+
+
+def _shown(path: str) -> str:
+    """A path for a one-line message: control characters escaped, a long one cut."""
+    text = path if path.isprintable() else repr(path)[1:-1]
+    return text if len(text) <= _SHOWN_PATH else f"{text[:_SHOWN_PATH]}… ({len(text):,} characters)"
 
 
 def _missing(target: Path) -> str:
     """Why an include target cannot be read, in a few words."""
-    if target.is_dir():
-        return "is a directory, not a requirements file"
-    if target.is_symlink():
-        return "is a broken or looping symlink"
+    try:
+        if target.is_dir():
+            return "is a directory, not a requirements file"
+        if target.is_symlink():
+            return "is a broken or looping symlink"
+    except (OSError, ValueError) as exc:
+        return f"cannot be read: {os_reason(exc)}"
     return "does not exist"
 
 
@@ -186,18 +234,28 @@ def _git_config(root: Path) -> Path | None:
     dot_git = root / ".git"
     if dot_git.is_dir():
         return dot_git / "config"
-    try:
-        pointer = dot_git.read_text(encoding="utf-8", errors="replace").strip()
-    except OSError:
+    pointer = _small_text(dot_git)
+    if pointer is None:
         return None
     if not pointer.startswith("gitdir:"):
         return None
-    gitdir = (root / pointer.removeprefix("gitdir:").strip()).resolve()
-    try:  # a worktree's config lives in the main repository ("commondir")
-        common = (gitdir / "commondir").read_text(encoding="utf-8").strip()
-    except OSError:
+    try:
+        gitdir = (root / pointer.removeprefix("gitdir:").strip()).resolve()
+    except (OSError, RuntimeError, ValueError):
+        return None
+    common = _small_text(gitdir / "commondir")  # a worktree's config is the main one's
+    if common is None:
         return gitdir / "config"
-    return (gitdir / common / "config").resolve()
+    return _resolve(gitdir / common / "config")
+
+
+def _small_text(path: Path) -> str | None:
+    """A file of git's own (``.git``, ``commondir``, ``config``), read bounded, stripped."""
+    data = read_bounded(path, limit=_GIT_FILE_LIMIT)
+    return None if isinstance(data, Unreadable) else data.decode("utf-8", "replace").strip()
+
+
+_GIT_FILE_LIMIT = 1024 * 1024
 
 
 def repository_name(root: Path, config: Config) -> str:
@@ -209,10 +267,7 @@ def repository_name(root: Path, config: Config) -> str:
     if config.repository:
         return config.repository
     git_config = _git_config(root)
-    try:
-        text = git_config.read_text(encoding="utf-8", errors="replace") if git_config else ""
-    except OSError:
-        return ""
+    text = (_small_text(git_config) if git_config else None) or ""
     match = re.search(r'\[remote "origin"\][^\[]*?url\s*=\s*(\S+)', text)
     if not match:
         return ""
@@ -227,13 +282,13 @@ def _names_version(reason: str | None, version: str) -> bool:
         return False
     try:
         wanted = Version(version)
-    except InvalidVersion:
+    except ValueError:  # InvalidVersion, or a number past the int-string limit
         return False
     for raw in _VERSION_WORD_RE.findall(reason):
         try:
             if Version(raw) == wanted:
                 return True
-        except InvalidVersion:
+        except ValueError:  # InvalidVersion, or a number past the int-string limit
             continue
     return False
 
@@ -316,9 +371,16 @@ def resolve_targets(paths: Sequence[Path], cwd: Path) -> tuple[Path, list[Path] 
     if not paths:
         return cwd, None
     for path in paths:
-        if not path.exists():
+        try:
+            found = path.exists()
+        except (OSError, ValueError) as exc:  # too long for the OS, a NUL byte
             raise SourceNotFound(
-                f"{path} does not exist",
+                f"{_shown(str(path))} cannot be read: {os_reason(exc)}",
+                tip="Name a requirements file, a pyproject.toml or a directory.",
+            ) from None
+        if not found:
+            raise SourceNotFound(
+                f"{_shown(str(path))} does not exist",
                 tip="Name a requirements file, a pyproject.toml or a directory.",
             )
     if len(paths) == 1 and paths[0].is_dir():

@@ -541,11 +541,11 @@ def _profiles(value: Any, where: str) -> tuple[ProfileConfig, ...]:
             )
         python = _string(item, "python", where, prefix)
         if python is not None:
-            from packaging.version import InvalidVersion, Version
+            from packaging.version import Version
 
             try:
                 Version(python)
-            except InvalidVersion:
+            except ValueError:  # InvalidVersion, or a number past the int-string limit
                 raise ConfigError(
                     f"{where}: {prefix}python {_show(python)} is not a version",
                     tip='Write it as python = "3.12".',
@@ -572,32 +572,69 @@ def _profiles(value: Any, where: str) -> tuple[ProfileConfig, ...]:
     return tuple(out)
 
 
+def _exists(path: Path) -> bool:
+    """Whether there is something at ``path`` that is not a directory (a FIFO is refused
+    when read, not skipped as if it were not there)."""
+    try:
+        return path.exists() and not path.is_dir()
+    except (OSError, ValueError):  # a path too long for the OS, a NUL byte
+        return False
+
+
+def _shown_path(path: Path) -> str:
+    text = str(path)
+    return repr(text[:200]) if len(text) > 200 or not text.isprintable() else text
+
+
+def _read_toml(path: Path, root: Path | None, *, quiet: bool) -> dict[str, Any] | None:
+    """The TOML table of a configuration file (read bounded: :mod:`govern.sources.reading`).
+
+    ``root``: the file was found there, not named, so a link out of it is refused.
+    ``quiet``: a file that cannot be used is None instead of an error.
+    """
+    import tomllib  # here: a directory without configuration never needs it
+
+    from govern.sources.reading import Unreadable, read_bounded
+
+    try:
+        outside = root is not None and not path.resolve().is_relative_to(root.resolve())
+    except (OSError, RuntimeError):  # a symlink loop: read_bounded says it cannot be read
+        outside = False
+    if outside:
+        raw: bytes | Unreadable = Unreadable(
+            f"{path} is a link to a file outside the audited directory; not read"
+        )
+    else:
+        raw = read_bounded(path, shown=str(path))
+    if isinstance(raw, Unreadable):
+        if quiet:
+            return None
+        raise ConfigError(raw.message, tip="Use a regular .govern.toml inside the repository.")
+    try:
+        return tomllib.loads(raw.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError) as exc:
+        if quiet:
+            return None
+        detail = "tables or arrays nested too deeply" if isinstance(exc, RecursionError) else exc
+        raise ConfigError(f"{path}: {detail}", tip="Fix the TOML syntax.") from None
+
+
 def load_config(root: Path, explicit: Path | None = None) -> Config:
     """The configuration for ``root``: ``explicit``, ``.govern.toml`` or ``[tool.govern]``."""
     candidates = [explicit] if explicit else [root / ".govern.toml", root / "pyproject.toml"]
     for path in candidates:
-        if path is None or not path.is_file():
+        if path is None or not _exists(path):
             if explicit is not None:
                 raise ConfigError(
-                    f"config file {explicit} does not exist",
+                    f"config file {_shown_path(explicit)} does not exist",
                     tip="Name an existing .govern.toml, or leave out --config.",
                 )
             continue
-        import tomllib  # here: a directory without configuration never needs it
-
-        try:
-            with path.open("rb") as handle:
-                data = tomllib.load(handle)
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-            if path.name == "pyproject.toml" and explicit is None:
-                # A broken pyproject.toml is a finding of the audit, not a config error.
-                return Config()
-            raise ConfigError(f"{path}: {exc}", tip="Fix the TOML syntax.") from None
-        except OSError as exc:
-            raise ConfigError(
-                f"cannot read {path}: {exc.strerror or exc}",
-                tip="Check that the file is readable.",
-            ) from None
+        # A broken or refused pyproject.toml is a finding of the audit, not a config error.
+        beside = path.name == "pyproject.toml" and explicit is None
+        data = _read_toml(path, root if explicit is None else None, quiet=beside)
+        if data is None:
+            return Config()
         tool = data.get("tool")
         if path.name == "pyproject.toml":
             if not isinstance(tool, dict):

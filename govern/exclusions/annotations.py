@@ -26,7 +26,7 @@ from typing import Any
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from govern.exclusions.links import LinkContext, find_links
 from govern.exclusions.model import Annotation, Link
@@ -278,7 +278,7 @@ def parse_structured(
             for item in items:
                 try:
                     Version(item.removesuffix(".*"))
-                except InvalidVersion:
+                except ValueError:  # InvalidVersion, or a number past the int-string limit
                     bad(f"bad={item!r} is not a PEP 440 version")
                     continue
                 values.setdefault("bad", []).append(item)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 
 from packaging.specifiers import Specifier
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from govern.exclusions.model import Kind, SubKind
 
@@ -26,7 +26,7 @@ def _release(version: str) -> Version | None:
     """The version of a clause without any wildcard, if PEP 440 valid."""
     try:
         return Version(version.removesuffix(".*"))
-    except InvalidVersion:
+    except ValueError:  # InvalidVersion, or a number past the int-string limit
         return None
 
 

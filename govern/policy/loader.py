@@ -39,8 +39,8 @@ def _locate(spec: str, base: Path) -> Path:
     if not path.is_absolute():
         path = base / path
     try:
-        found = path.is_file()
-    except OSError:  # a name too long to be a path, say
+        found = path.exists()
+    except (OSError, ValueError):  # a name too long to be a path, a NUL byte
         found = False
     if not found:
         raise PolicyError(
@@ -51,13 +51,16 @@ def _locate(spec: str, base: Path) -> Path:
 
 
 def _read(path: Path) -> dict[str, Any]:
+    from govern.sources.reading import Unreadable, read_bounded
+
+    data = read_bounded(path, shown=f"policy {path}")
+    if isinstance(data, Unreadable):  # a FIFO, a device, /proc/..., a huge file
+        raise PolicyError(data.message, tip="Name a policy TOML file.")
     try:
-        with path.open("rb") as handle:
-            return tomllib.load(handle)
-    except tomllib.TOMLDecodeError as exc:
-        raise PolicyError(f"policy {path}: {exc}", tip="Fix the TOML syntax.") from None
-    except OSError as exc:
-        raise PolicyError(f"cannot read policy {path}: {exc.strerror}") from None
+        return tomllib.loads(data.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError) as exc:
+        detail = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        raise PolicyError(f"policy {path}: {detail}", tip="Fix the TOML syntax.") from None
 
 
 _KINDS = ("not-equal", "cap", "pin", "ban")

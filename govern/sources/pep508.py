@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import sys
 
 from packaging.markers import InvalidMarker, Marker
 from packaging.requirements import InvalidRequirement, Requirement
@@ -63,15 +64,45 @@ def parse_requirement(text: str) -> tuple[Requirement | None, tuple[int, str] | 
     """
     simple = _parse_simple(text)
     if simple is not None:
-        return simple, None
+        return _checked(simple, text)
     try:
-        return Requirement(text), None
+        return _checked(Requirement(text), text)
     except InvalidRequirement as exc:
         cause = exc.__cause__
         span = getattr(cause, "span", None)
         message = getattr(cause, "message", None) or (str(exc).splitlines() or [""])[0]
         offset = span[1] if isinstance(span, tuple) and len(span) == 2 else 0
         return None, (max(0, min(int(offset), len(text))), str(message) or "invalid requirement")
+
+
+_DIGITS = re.compile(r"\d+")
+
+
+def _checked(
+    requirement: Requirement, text: str
+) -> tuple[Requirement | None, tuple[int, str] | None]:
+    """``requirement``, unless a version in it has a number too long to compare.
+
+    Python refuses to read an integer of more digits than its int-string limit (4,300
+    by default): such a version would fail every comparison later, so it is a parse
+    error here, with its caret.
+    """
+    limit = sys.get_int_max_str_digits() or 4300
+    if len(text) < limit:
+        return requirement, None  # no number that long fits in the line
+    versions = [s.version for s in requirement.specifier if s.operator != "==="]
+    if requirement.marker is not None:
+        versions.append(str(requirement.marker))
+    for version in versions:
+        for run in _DIGITS.finditer(version):
+            if len(run.group()) >= limit:
+                offset = text.find(run.group())
+                return None, (
+                    max(offset, 0),
+                    f"a version number of {len(run.group()):,} digits is longer than govern "
+                    f"compares ({limit - 1:,})",
+                )
+    return requirement, None
 
 
 def requirement_hint(text: str, offset: int) -> str | None:

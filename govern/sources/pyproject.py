@@ -37,6 +37,7 @@ from govern.sources.model import (
     SourceFormat,
 )
 from govern.sources.pep508 import parse_requirement, requirement_hint
+from govern.sources.reading import Unreadable, read_bounded
 
 __all__ = ["read_pyproject"]
 
@@ -431,14 +432,20 @@ class _Builder:
         pos = self._string_pos(path, value)
         try:
             SpecifierSet(value)
-            requirement = Requirement("python" + value)
+            requirement: Requirement | None = Requirement("python" + value)
         except (InvalidSpecifier, InvalidRequirement) as exc:
+            requirement, message, offset = None, _first_line(exc, "invalid specifier"), 0
+        else:  # a version number too long to compare, say
+            requirement, error = parse_requirement("python" + value)
+            offset, message = error or (0, "")
+            offset = max(offset - len("python"), 0)
+        if requirement is None:
             self.problems.append(
                 Problem(
                     rule=PARSE_ERROR,
                     line=pos.line,
-                    message=f"invalid requires-python: {_first_line(exc, 'invalid specifier')}",
-                    column=pos.column,
+                    message=f"invalid requires-python: {message}",
+                    column=pos.column + (offset if pos.exact else 0),
                     excerpt=self._line_text(pos.line),
                     hint=requirement_hint(value, 0),
                 )
@@ -746,11 +753,9 @@ def read_pyproject(file: Path, *, display_path: str) -> Source:
             problems=(problem,),
         )
 
-    try:
-        raw = file.read_bytes()
-    except OSError as exc:
-        reason = exc.strerror or str(exc)
-        return failed(Problem(PARSE_ERROR, 1, f"cannot read the file: {reason}"), [])
+    raw = read_bounded(file, shown=display_path)
+    if isinstance(raw, Unreadable):
+        return failed(Problem(raw.rule or PARSE_ERROR, 1, raw.message, hint=raw.hint), [])
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:

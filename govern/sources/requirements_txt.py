@@ -12,6 +12,7 @@ a hint; nothing raises.
 from __future__ import annotations
 
 import codecs
+import dataclasses
 import os
 import re
 from collections.abc import Mapping
@@ -31,6 +32,7 @@ from govern.sources.model import (
     SourceFormat,
 )
 from govern.sources.pep508 import parse_requirement, requirement_hint
+from govern.sources.reading import Unreadable, read_bounded
 
 # pip's rules (req_file.py): a comment starts at the line start or after
 # whitespace (pip's COMMENT_RE, "(^|\s+)#.*$", found here without a regex: that
@@ -94,11 +96,12 @@ class _OptionError(ValueError):
         self.token = token  # the offending option, for the caret
 
 
-def decode(data: bytes) -> tuple[str, str | None]:
-    """Decode a requirements file as pip does: a BOM wins, then UTF-8.
+def decode(data: bytes) -> tuple[str, tuple[Problem, ...]]:
+    """Decode a requirements file as pip does: a BOM wins, then a coding line, then UTF-8.
 
-    Returns the text and, when the file is not valid UTF-8, a warning message
-    (the text is then decoded as Latin-1 so that no byte is lost).
+    Returns the text and the problems met: a coding line that cannot decode the file
+    (pip would fail on it), or bytes that are not UTF-8 (the text is then decoded as
+    Latin-1 so that no byte is lost).
     """
     for bom, encoding in (
         (codecs.BOM_UTF8, "utf-8"),
@@ -108,22 +111,51 @@ def decode(data: bytes) -> tuple[str, str | None]:
         (codecs.BOM_UTF16_BE, "utf-16-be"),
     ):
         if data.startswith(bom):
-            return data[len(bom) :].decode(encoding, errors="replace"), None
+            return data[len(bom) :].decode(encoding, errors="replace"), ()
+    problems: list[Problem] = []
     # pip's auto_decode honours a PEP 263 coding line in the first two lines.
-    for line in data.split(b"\n", 2)[:2]:
+    for number, line in enumerate(data.split(b"\n", 2)[:2], start=1):
         match = _CODING_RE.search(line)
         if match and line.lstrip().startswith(b"#"):
+            name = match.group(1).decode("ascii")
             try:
-                return data.decode(match.group(1).decode("ascii")), None
-            except (LookupError, UnicodeDecodeError):
+                if codecs.lookup(name).name in _NOT_FILE_ENCODINGS:
+                    raise LookupError(f"{name} is not an encoding for files")
+                return data.decode(name), ()
+            except (LookupError, UnicodeError) as exc:  # UnicodeError: undefined, punycode
+                problems.append(_coding_problem(number, line, match, exc))
                 break
     try:
-        return data.decode("utf-8"), None
+        return data.decode("utf-8"), tuple(problems)
     except UnicodeDecodeError as exc:
         line_number = data.count(b"\n", 0, exc.start) + 1
-        return data.decode("latin-1"), (
-            f"not valid UTF-8 (line {line_number}, byte {exc.start}); read as Latin-1"
+        problems.append(
+            Problem(
+                "parse-error",
+                1,
+                f"not valid UTF-8 (line {line_number}, byte {exc.start}); read as Latin-1",
+            )
         )
+        return data.decode("latin-1"), tuple(problems)
+
+
+# Codecs that are no file's encoding; punycode's decoder is also quadratic (1 MB: 40 s).
+_NOT_FILE_ENCODINGS = frozenset({"punycode", "idna", "undefined"})
+
+
+def _coding_problem(number: int, line: bytes, match: re.Match[bytes], exc: Exception) -> Problem:
+    name = match.group(1).decode("ascii")
+    why = "it is unknown" if isinstance(exc, LookupError) else "it cannot decode the file"
+    if isinstance(exc, LookupError) and "not an encoding for files" in str(exc):
+        why = "it is not an encoding for files"
+    return Problem(
+        "parse-error",
+        number,
+        f"the coding line names {name!r}, which pip cannot use ({why}); read as UTF-8",
+        column=len(line[: match.start(1)].decode("utf-8", "replace")) + 1,
+        excerpt=line.decode("utf-8", "replace").rstrip("\r"),
+        hint="remove the coding line, or name the file's real encoding (utf-8)",
+    )
 
 
 def _join_lines(physical: list[str]) -> list[tuple[int, int, str]]:
@@ -571,24 +603,12 @@ def read_requirements(
 ) -> Source:
     """Read one pip requirements or constraints file (includes are recorded, not followed)."""
     reader = _Reader(file, display_path, fmt, os.environ if environ is None else environ)
-    try:
-        data = file.read_bytes()
-    except OSError as exc:
-        reader.problem(
-            1, f"cannot read {display_path}: {exc.strerror or exc}", rule="include-not-found"
-        )
+    data = read_bounded(file, shown=display_path)
+    if isinstance(data, Unreadable):
+        reader.problem(1, data.message, rule=data.rule or "include-not-found", hint=data.hint)
         return reader.read("")
-    text, warning = decode(data)
+    text, problems = decode(data)
     source = reader.read(text)
-    if warning is not None:
-        source = Source(
-            path=source.path,
-            file=source.file,
-            format=source.format,
-            entries=source.entries,
-            lines=source.lines,
-            options=source.options,
-            includes=source.includes,
-            problems=(Problem("parse-error", 1, warning), *source.problems),
-        )
+    if problems:
+        source = dataclasses.replace(source, problems=(*problems, *source.problems))
     return source
