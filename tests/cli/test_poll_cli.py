@@ -174,3 +174,33 @@ def test_poll_works_against_a_server_without_validators_or_freshness(
     # Nothing to revalidate with and nothing saying the page stays fresh: asked each time.
     assert len(sent) == 2
     assert all("if-none-match" not in h and "if-modified-since" not in h for h in sent)
+
+
+def test_a_redirect_to_a_host_nobody_configured_changes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    from indexserver import FaultServer, Redirect, Reply
+
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "requirements.txt").write_text("demo<1.1  # 1.1 is broken\n", encoding="utf-8")
+    monkeypatch.chdir(root)
+    db = f"sqlite:///{tmp_path / 'g.db'}"
+    assert run_cli(["track", str(root), "--db", db], capsys)[0] == 0
+    with FaultServer() as index, FaultServer() as elsewhere:
+        other = elsewhere.port
+        # The other host offers 1.2, which would be a candidate for the cap.
+        elsewhere.script("demo", Reply(body=_real_like_page("7").replace(b"1.1", b"1.2")))
+        index.script("demo", Redirect(f"http://127.1:{elsewhere.port}/simple/demo/"))
+        code, out, _ = run_cli(["poll", "--db", db, "--index-url", index.url, "-f", "json"], capsys)
+        assert elsewhere.count(elsewhere.path("demo")) == 0
+    assert code == 2  # the one project asked could not be read: the poll did not happen
+    report = json.loads(out)
+    assert (report["fetched"], report["candidates_found"], report["found"]) == (0, 0, [])
+    (failure,) = report["failures"]
+    assert failure["package"] == "demo"
+    assert failure["reason"].startswith(
+        f"HTTP 302: redirected to http://127.1:{other}/simple/demo/"
+    )
