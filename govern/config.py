@@ -38,6 +38,7 @@ _KEYS = {
     "index-url",
     "extra-index-urls",
     "indexes",
+    "trusted-redirects",
     "profiles",
     "minimum-release-age",
     "allow-prereleases",
@@ -137,6 +138,7 @@ class Config:
     index_url: str | None = None
     extra_index_urls: tuple[str, ...] = ()
     indexes: tuple[tuple[str, str], ...] = ()  # (canonical package, index URL)
+    trusted_redirects: tuple[str, ...] = ()  # origins an index may redirect to, besides its own
     profiles: tuple[ProfileConfig, ...] = ()
     minimum_release_age: int = 0  # days a release must have been out to be a candidate
     allow_prereleases: bool = False
@@ -394,6 +396,10 @@ def parse_config(table: dict[str, Any], path: Path) -> Config:
             for u in _strings(table.get("extra-index-urls", []), "extra-index-urls", where)
         ),
         indexes=_indexes(table.get("indexes", {}), where),
+        trusted_redirects=tuple(
+            _check_url(u, "trusted-redirects", where)
+            for u in _strings(table.get("trusted-redirects", []), "trusted-redirects", where)
+        ),
         profiles=_profiles(table.get("profiles", {}), where),
         minimum_release_age=_days(table, "minimum-release-age", where) or 0,
         allow_prereleases=_bool(table, "allow-prereleases", where),

@@ -77,4 +77,5 @@ def index_settings(config: Config, cli_index_url: str | None = None) -> IndexSet
         configured_extra=config.extra_index_urls,
         per_package=dict(config.indexes),
         pip_default=pipconfig.pip_default_index,  # looked up now: tests replace it
+        trusted_redirects=config.trusted_redirects,
     )

@@ -204,3 +204,31 @@ def test_a_redirect_to_a_host_nobody_configured_changes_nothing(
     assert failure["reason"].startswith(
         f"HTTP 302: redirected to http://127.1:{other}/simple/demo/"
     )
+
+
+def test_a_redirect_to_an_origin_in_trusted_redirects_is_followed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    from indexserver import FaultServer, Redirect, Reply
+
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "requirements.txt").write_text("demo<1.1  # 1.1 is broken\n", encoding="utf-8")
+    monkeypatch.chdir(root)
+    db = f"sqlite:///{tmp_path / 'g.db'}"
+    assert run_cli(["track", str(root), "--db", db], capsys)[0] == 0
+    with FaultServer() as index, FaultServer() as mirror:
+        (root / ".govern.toml").write_text(
+            f'trusted-redirects = ["{mirror.base}"]\n', encoding="utf-8"
+        )
+        mirror.script("demo", Reply(body=_real_like_page("7")))
+        index.script("demo", Redirect(f"{mirror.base}/simple/demo/"))
+        code, out, err = run_cli(
+            ["poll", "--db", db, "--index-url", index.url, "-f", "json"], capsys
+        )
+        assert mirror.count(mirror.path("demo")) == 1
+    assert code == 0, err
+    report = json.loads(out)
+    assert (report["fetched"], report["failures"]) == (1, [])
