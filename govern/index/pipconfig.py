@@ -225,11 +225,16 @@ def _read_pip_files(files: Sequence[Path], command: str) -> dict[str, _Value]:
                 continue
             for key, text in parser.items(section):
                 name = key.lower().replace("_", "-").removeprefix("--")
-                if name in ("index-url", "extra-index-url") and text.strip():
+                if name in ("index-url", "extra-index-url", "no-index") and text.strip():
                     values[name] = _Value(text.strip(), f"{path} [{section}]")
     merged = dict(sections["global"])
     merged.update(sections[command])
     return merged
+
+
+def _true(value: str) -> bool:
+    """A pip boolean setting that is on (pip's strtobool: 1, true, yes, on, y, t)."""
+    return value.strip().lower() in ("1", "true", "yes", "on", "y", "t")
 
 
 def resolve_indexes(
@@ -250,7 +255,8 @@ def resolve_indexes(
     defaults to the process environment and ``config_files`` to :func:`pip_config_files`
     (tests pass explicit files). ``command`` is the pip section that overrides
     ``[global]``. When no level names an index, ``pip_default`` (e.g.
-    :func:`pip_default_index`) is asked for pip's own default (source :data:`PIP_DEFAULT`);
+    :func:`pip_default_index`) is asked for pip's own default (source :data:`PIP_DEFAULT`),
+    unless pip is told to ask none (``PIP_NO_INDEX``, ``no-index`` in its files);
     raises :class:`IndexNotConfigured` when there is none, and ConfigError for an
     unusable URL or an unset ``${VAR}``.
 
@@ -273,7 +279,10 @@ def resolve_indexes(
             break
     else:
         index = pip_files.get("index-url")
-    if index is None and pip_default is not None:
+    no_index = env.get("PIP_NO_INDEX") or (
+        pip_files["no-index"].text if "no-index" in pip_files else ""
+    )
+    if index is None and pip_default is not None and not _true(no_index):
         default = pip_default()
         index = _Value(default, PIP_DEFAULT) if default else None
     if index is None:

@@ -9,6 +9,7 @@ import pytest
 
 from govern.errors import ConfigError, GovernError
 from govern.index.pipconfig import (
+    PIP_DEFAULT,
     IndexNotConfigured,
     IndexSettings,
     pip_config_files,
@@ -298,3 +299,35 @@ def test_a_local_directory_extra_index_from_pip_is_left_out(tmp_path: Path) -> N
     ]
     resolved = resolve_indexes(environ={}, config_files=files)
     assert resolved.extra_index_urls == ("https://a.test/simple/",)
+
+
+# -- pip's own default -------------------------------------------------------------------------
+
+
+def test_with_nothing_configured_pip_s_default_is_asked() -> None:
+    settings = resolve_indexes(environ={}, config_files=[], pip_default=lambda: MAIN)
+    assert (settings.index_url, settings.source) == (MAIN, PIP_DEFAULT)
+
+
+def test_pip_s_default_is_not_asked_when_an_index_is_configured() -> None:
+    def never() -> str:
+        raise AssertionError("pip asked")
+
+    settings = resolve_indexes(
+        environ={"PIP_INDEX_URL": MIRROR}, config_files=[], pip_default=never
+    )
+    assert settings.index_url == MIRROR
+
+
+@pytest.mark.parametrize("value", ["1", "true", "yes", "on"])
+def test_pip_told_to_ask_no_index_has_no_default(value: str, tmp_path: Path) -> None:
+    with pytest.raises(IndexNotConfigured):
+        resolve_indexes(environ={"PIP_NO_INDEX": value}, config_files=[], pip_default=lambda: MAIN)
+    no_index = conf(tmp_path / "pip.conf", f"[global]\nno-index = {value}\n")
+    with pytest.raises(IndexNotConfigured):
+        resolve_indexes(environ={}, config_files=[no_index], pip_default=lambda: MAIN)
+
+
+def test_no_pip_to_ask_is_not_configured() -> None:
+    with pytest.raises(IndexNotConfigured):
+        resolve_indexes(environ={}, config_files=[], pip_default=lambda: None)
