@@ -208,6 +208,8 @@ def _print_human(result: PollResult) -> None:
         )
     for package_name, reason in result.failures:
         print(f"  failed: {package_name}: {reason}", file=sys.stderr)
+    for limited in result.limited:  # the bound on releases per walk (service/poll.py)
+        print(f"  warning: {limited['message']}", file=sys.stderr)
 
 
 def poll(

@@ -47,6 +47,7 @@ A release is eligible when, checked in this order (the first failure is the reas
 
 from __future__ import annotations
 
+import bisect
 import enum
 import functools
 import sys
@@ -399,6 +400,168 @@ def candidates(
     if not any(decision.eligible for decision in first):
         return first  # every release after the excluded one was looked at already
     return first + _walk(reversed(ordered), Role.NEWEST, check)
+
+
+#: Releases kept per walk, beyond an exclusion's bound (see :func:`needed`): the final
+#: releases nearest the end a walk starts from, and as many pre-releases.
+RELEASE_WINDOW = 500
+
+
+@dataclass(frozen=True, slots=True)
+class Horizon:
+    """Where a walk's window ended: the first release beyond the bound left out, in walking
+    order (None: nothing of that kind was left out)."""
+
+    final: Version | None = None
+    prerelease: Version | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Needed:
+    """What judging needs of a page (:func:`needed`): the versions kept, oldest first, and
+    what was cut; :meth:`of` turns it into the releases to record and judge."""
+
+    versions: list[Version]
+    left_out: int = 0  # versions of the page not kept
+    horizons: Mapping[Excluded, Mapping[Role, Horizon]] = field(default_factory=dict)
+    releases: list[Release] = field(default_factory=list)
+
+    def of(self, files: Mapping[Version, Sequence[DistributionFile]]) -> Needed:
+        """This selection with its releases, from the page's files by version."""
+        kept = [Release(v, tuple(files[v])) for v in self.versions]
+        return replace(self, releases=kept)
+
+
+def needed(
+    exclusions: Iterable[Excluded], versions: Sequence[Version], *, window: int = RELEASE_WINDOW
+) -> Needed:
+    """The releases judging needs of a project's page, at most about ``window`` per walk.
+
+    A page of 100,000 versions is not recorded and walked whole. Kept: for each exclusion,
+    the ``window`` final releases beyond its bound nearest each end a walk starts from (the
+    newest; for not-equal also the first after the excluded one) and as many pre-releases
+    among them, the version its clause names, its known-bad versions; and the ``window``
+    newest releases of the page. A page of at most ``window`` releases is kept whole. A
+    walk that finds its candidate inside its window decides as it would on the whole page
+    (walks stop at the first eligible release); :func:`cut_short` tells the others.
+    ``versions`` are a page's, distinct and oldest first (only what is kept is made a
+    :class:`Release`: a page's 100,000 would cost more than the judging).
+    """
+    ordered = list(versions)
+    if len(ordered) <= window:
+        return Needed(ordered)
+    count = len(ordered)
+    keep: set[int] = set(range(count - window, count))
+    horizons: dict[Excluded, dict[Role, Horizon]] = {}
+    for excluded in exclusions:
+        clause = _parsed(excluded)
+        floor = _floor(clause)
+        if floor is None:
+            continue
+        start = bisect.bisect_left(ordered, floor)
+        walks = {Role.NEWEST: range(count - 1, start - 1, -1)}
+        if clause.kind == "not-equal":
+            walks[Role.FIRST] = range(start, count)
+        cut: dict[Role, Horizon] = {}
+        for role, positions in walks.items():
+            horizon = _window(ordered, positions, clause, window, keep)
+            if horizon != Horizon():
+                cut[role] = horizon
+        if cut:
+            horizons[excluded] = cut
+        for spec in (*clause.bad, *([clause.named] if clause.named else [])):
+            _matching(ordered, spec, window, keep)
+        if clause.base is not None and clause.kind in ("not-equal", "pin"):
+            _matching(ordered, Specifier(f"=={clause.base}"), window, keep)
+    kept = [ordered[i] for i in sorted(keep)]
+    return Needed(kept, count - len(kept), horizons)
+
+
+def cut_short(
+    needed: Needed, excluded: Excluded, decisions: Sequence[Decision], profile: Profile
+) -> list[Role]:
+    """The walks of ``decisions`` that might have decided otherwise on the whole page: the
+    window of :func:`needed` left a release out before the walk found an eligible one."""
+    out: list[Role] = []
+    for role, horizon in needed.horizons.get(excluded, {}).items():
+        limits = [horizon.final]
+        if profile.allow_prereleases:  # else pre-releases are passed over, never chosen
+            limits.append(horizon.prerelease)
+        found = chosen(decisions, role)
+        for limit in limits:
+            if limit is None:
+                continue
+            newest = role is Role.NEWEST
+            if found is None or (found.version < limit if newest else found.version > limit):
+                out.append(role)
+                break
+    return out
+
+
+def _floor(clause: _Clause) -> Version | None:
+    """A version at or below every version beyond the clause's bound (None: there is none)."""
+    if clause.base is None or clause.kind == "ban":
+        return None
+    if clause.spec.operator == "<":  # <V also keeps out V's pre-releases: from V.dev0 on
+        return _family_floor(clause.base)
+    return clause.base
+
+
+def _family_floor(version: Version) -> Version:
+    """The lowest version of ``version``'s release (its ``.dev0``), in its epoch."""
+    release = ".".join(str(part) for part in version.release)
+    return Version(f"{version.epoch}!{release}.dev0")
+
+
+def _window(
+    ordered: Sequence[Version],
+    positions: Iterable[int],
+    clause: _Clause,
+    window: int,
+    keep: set[int],
+) -> Horizon:
+    """Keep the first ``window`` final releases (and pre-releases) beyond the bound met at
+    ``positions``; the first of each kind left out."""
+    finals = prereleases = 0
+    final_left: Version | None = None
+    prerelease_left: Version | None = None
+    for position in positions:
+        version = ordered[position]
+        if not clause.beyond(version):
+            continue
+        if version.is_prerelease:
+            if prereleases < window:
+                prereleases += 1
+                keep.add(position)
+            elif prerelease_left is None:
+                prerelease_left = version
+            continue
+        if finals == window:
+            final_left = version
+            break
+        finals += 1
+        keep.add(position)
+    return Horizon(final_left, prerelease_left)
+
+
+def _matching(ordered: Sequence[Version], spec: Specifier, window: int, keep: set[int]) -> None:
+    """Keep the releases ``spec`` (``==V``, ``==V.*``) matches: they follow each other in
+    version order, from ``V``'s ``.dev0`` on (at most ``window`` of them)."""
+    try:
+        base = Version(spec.version.removesuffix(".*"))
+    except InvalidVersion:
+        return
+    first = bisect.bisect_left(ordered, _family_floor(base))
+    matched = 0
+    for position in range(first, min(first + 4 * window, len(ordered))):
+        version = ordered[position]
+        if spec.contains(version, prereleases=True):
+            keep.add(position)
+            matched += 1
+            if matched == window:
+                return
+        elif matched or version > base:
+            return
 
 
 def chosen(decisions: Iterable[Decision], role: Role | str) -> Decision | None:

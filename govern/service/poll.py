@@ -20,6 +20,7 @@ and on PostgreSQL.
 from __future__ import annotations
 
 import hashlib
+import json
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -38,13 +39,12 @@ from govern.index.model import (
     NotModified,
     Release,
     Validators,
-    releases,
 )
 from govern.index.pipconfig import IndexSettings, redact_url
 from govern.store.dbapi import RawStore, Transaction, expand
 
 if TYPE_CHECKING:
-    from govern.index.candidates import Decision, Profile
+    from govern.index.candidates import Decision, Excluded, Needed, Profile
     from govern.store.db import Store
 
 
@@ -98,8 +98,12 @@ class PollResult:
     releases_new: int = 0
     exclusions: int = 0
     candidates_found: int = 0
+    same: int = 0  # of the fetched: the same content as stored (nothing written)
+    releases_left_out: int = 0  # releases of fetched pages past the bound (not recorded)
     failures: list[tuple[str, str]] = field(default_factory=list)  # (package, reason)
     found: list[dict[str, Any]] = field(default_factory=list)
+    # Walks the bound may have decided otherwise than the whole page (see poll()).
+    limited: list[dict[str, Any]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         """The result, for JSON output."""
@@ -113,16 +117,20 @@ class PollResult:
             "releases_new": self.releases_new,
             "exclusions": self.exclusions,
             "candidates_found": self.candidates_found,
+            "same": self.same,
+            "releases_left_out": self.releases_left_out,
             "failures": [{"package": p, "reason": r} for p, r in self.failures],
             "found": self.found,
+            "limited": self.limited,
         }
 
     def summary(self) -> str:
         """One line: what was asked and what came of it."""
         fresh = f" ({self.fresh} still fresh, not asked)" if self.fresh else ""
+        same = f" ({self.same} the same as before)" if self.same else ""
         return (
             f"{self.projects} projects for {self.exclusions} exclusions: "
-            f"{self.fetched} fetched, {self.not_modified} unchanged{fresh}, "
+            f"{self.fetched} fetched{same}, {self.not_modified} unchanged{fresh}, "
             f"{self.failed} failed; {self.releases_new} new releases, "
             f"{self.candidates_found} new candidates"
         )
@@ -183,6 +191,20 @@ class _Page:
     judged: str | None = None
     fresh_until: datetime | None = None
     changed: bool = False
+
+    def said(self) -> tuple[Any, ...]:
+        """What the row says, but when it was last said (``fetched_at``)."""
+        return (
+            self.index_url,
+            self.etag,
+            self.last_modified,
+            self.last_serial,
+            self.failed_at,
+            self.failure,
+            self.failures,
+            self.judged,
+            self.fresh_until,
+        )
 
 
 def _pages(tx: Transaction, packages: Sequence[str]) -> dict[str, _Page]:
@@ -257,6 +279,66 @@ def _file_from_json(item: dict[str, Any]) -> DistributionFile:
         size=item.get("size"),
         hashes=item.get("hashes") or {},
     )
+
+
+def _excluded(exclusion: Watched) -> Excluded | None:
+    """The watcher's view of a tracked exclusion (None: its clause cannot be judged)."""
+    from govern.index.candidates import Excluded
+
+    try:
+        spec = Specifier(exclusion.clause)
+        return Excluded(
+            kind=exclusion.kind,
+            operator=spec.operator,
+            version=spec.version,
+            known_bad=exclusion.known_bad,
+        )
+    except (InvalidSpecifier, ValueError):
+        return None
+
+
+def _needed(
+    exclusions: Sequence[Watched], files: Iterable[DistributionFile], window: int
+) -> Needed:
+    """The releases of a page that judging its exclusions needs (bounded by ``window``).
+
+    As :func:`govern.index.model.releases` groups them, but only the kept versions are
+    made releases.
+    """
+    from govern.index.candidates import needed
+
+    by_version: dict[Version, list[DistributionFile]] = defaultdict(list)
+    for file in files:
+        if file.version is not None:
+            by_version[file.version].append(file)
+    excluded = [e for e in map(_excluded, exclusions) if e is not None]
+    return needed(excluded, sorted(by_version), window=window).of(by_version)
+
+
+def _content(found: Needed) -> str:
+    """A hash of what judging reads of a page (the releases kept, as they are recorded)."""
+    kept = [[str(r.version), [_file_json(f) for f in r.files]] for r in found.releases]
+    text = json.dumps([found.left_out, kept], sort_keys=True)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _limited(exclusion: Watched, found: Needed, profiles: list[str]) -> dict[str, Any]:
+    """The warning for a walk the bound may have cut short."""
+    total = len(found.releases) + found.left_out
+    which = ", ".join(profiles)
+    message = (
+        f"{exclusion.package} {exclusion.clause}: no candidate among the releases kept for "
+        f"profile {which}; the page lists {total:,} releases and {found.left_out:,} of them "
+        "were not looked at (at most a window of releases per walk is kept)"
+    )
+    return {
+        "package": exclusion.package,
+        "clause": exclusion.clause,
+        "profiles": profiles,
+        "releases": total,
+        "left_out": found.left_out,
+        "message": message,
+    }
 
 
 def _judging(profiles: str, exclusions: Sequence[Watched]) -> str:
@@ -339,7 +421,7 @@ class _Recorder:
             page = self.pages[package] = _Page(id=None, package=package)
         if isinstance(result, NotModified) and not result.requests:
             return  # not asked (still fresh): nothing learnt, nothing to write
-        page.changed = True
+        before = page.said()
         if isinstance(result, Fetched):
             page.etag = result.page.etag
             page.last_modified = result.page.last_modified
@@ -357,8 +439,12 @@ class _Recorder:
             page.failure = result.reason
             page.failures += 1
             page.fresh_until = None
+        # Written only when what the row says changed: the same answer again (a 304, or
+        # the same body without validators) writes nothing; fetched_at moves with a write.
+        if page.id is None or page.said() != before:
+            page.changed = True
 
-    def judged(self, package: str, inputs: str | None) -> None:
+    def judged(self, package: str, inputs: str) -> None:
         """Remember what the judging of a package depended on (written if it changed)."""
         page = self.pages[package]
         if page.judged != inputs:
@@ -422,10 +508,9 @@ class _Recorder:
                 self._by_package[name].append((version, row))
         return self._by_package.get(package, [])
 
-    def stored(self, package: str) -> list[Release]:
-        """The releases recorded for a package (a 304: the page has not changed)."""
-        files = [_file_from_json(item) for _, row in self._of(package) for item in row["files"]]
-        return releases(files)
+    def stored_files(self, package: str) -> list[DistributionFile]:
+        """The files recorded for a package (a 304: the page has not changed)."""
+        return [_file_from_json(item) for _, row in self._of(package) for item in row["files"]]
 
     def ids(self, package: str) -> tuple[dict[Version, int], dict[Version, datetime]]:
         """Release ids and first sightings of a package, by version."""
@@ -449,29 +534,25 @@ class _Recorder:
     def judge(
         self,
         exclusion: Watched,
-        found: list[Release],
+        found: Needed,
         profiles: Sequence[Profile],
         result: PollResult,
     ) -> None:
         """Every profile's decisions for one exclusion; new candidates become events."""
-        from govern.index.candidates import Excluded, candidates
+        from govern.index.candidates import candidates, cut_short
 
-        try:
-            spec = Specifier(exclusion.clause)
-            excluded = Excluded(
-                kind=exclusion.kind,
-                operator=spec.operator,
-                version=spec.version,
-                known_bad=exclusion.known_bad,
-            )
-        except (InvalidSpecifier, ValueError):
+        excluded = _excluded(exclusion)
+        if excluded is None:
             return
         tx = self.tx
         ids, first_seen = self.ids(exclusion.package)
+        limited: list[str] = []
         for profile in profiles:
             decisions: list[Decision] = candidates(
-                excluded, found, profile, now=self.now, first_seen=first_seen
+                excluded, found.releases, profile, now=self.now, first_seen=first_seen
             )
+            if cut_short(found, excluded, decisions, profile):
+                limited.append(profile.name)
             for decision in decisions:
                 release_id = ids.get(decision.version)
                 if release_id is None:
@@ -515,6 +596,8 @@ class _Recorder:
                 )
                 if exclusion.state == "held":
                     self.promoted.add(exclusion.id)
+        if limited:
+            result.limited.append(_limited(exclusion, found, limited))
 
     def finish(self) -> None:
         """Write the pages, candidates, events and state changes of the batch."""
@@ -586,6 +669,7 @@ async def poll(
     now: datetime | None = None,
     on_done: Callable[[str, FetchResult], None] | None = None,
     refresh: bool = False,
+    window: int | None = None,
 ) -> PollResult:
     """Fetch every watched project once, then record releases and candidates.
 
@@ -594,7 +678,17 @@ async def poll(
     is a :class:`~govern.store.dbapi.RawStore`, or an open ``Store`` whose connections
     it borrows. A project whose last answer is still fresh (the index's Cache-Control,
     at most an hour) is not asked again, unless ``refresh``: it counts as unchanged.
+
+    Only the releases judging needs are recorded and judged
+    (:func:`govern.index.candidates.needed`, at most ``window`` per walk, default
+    :data:`~govern.index.candidates.RELEASE_WINDOW`): a walk that found nothing inside its
+    window while releases past it were left out is a warning in ``PollResult.limited``.
+    A page whose content is as recorded (the same releases kept, whatever its validators
+    say) is not judged again when nothing else it depends on changed: it writes nothing.
     """
+    from govern.index.candidates import RELEASE_WINDOW
+
+    window = window or RELEASE_WINDOW
     raw = store if isinstance(store, RawStore) else RawStore.of(store)
     when = now or datetime.now(UTC)
     began = time.monotonic()
@@ -610,8 +704,8 @@ async def poll(
     by_package: dict[str, list[Watched]] = defaultdict(list)
     for exclusion in exclusions:
         by_package[exclusion.package].append(exclusion)
-    # Judging without a cooldown depends on no clock: a 304 judged on the same inputs
-    # (profiles, clauses, known-bad versions) is skipped.
+    # Judging without a cooldown depends on no clock: a page as recorded (a 304, or the
+    # same content) judged on the same inputs (profiles, clauses, known-bad) is skipped.
     timeless = all(not p.minimum_release_age for p in profiles)
     profiles_key = _profiles_key(profiles)
     for batch in _chunks(names):
@@ -626,7 +720,7 @@ async def poll(
         with raw.transaction(write=True) as tx:
             tx.lock("poll")  # one poll writes at a time
             recorder = _Recorder(tx, batch, when)
-            pages: dict[str, list[Release]] = {}
+            pages: dict[str, Needed] = {}
             for package in batch:
                 outcome = fetched.get(package)
                 if outcome is None:
@@ -638,30 +732,42 @@ async def poll(
                     result.failures.append((package, outcome.reason))
                 elif isinstance(outcome, Fetched):
                     result.fetched += 1
-                    pages[package] = releases(outcome.page.files)
+                    pages[package] = _needed(by_package[package], outcome.page.files, window)
+                    result.releases_left_out += pages[package].left_out
                 else:
                     result.not_modified += 1
                     if not outcome.requests:
                         result.fresh += 1
-            judging: dict[str, str | None] = {}
+            judging: dict[str, str] = {}
             for package in batch:
                 outcome = fetched.get(package)
                 if outcome is None or isinstance(outcome, FetchFailed):
                     continue
-                inputs = _judging(profiles_key, by_package[package]) if timeless else None
-                unchanged = isinstance(outcome, NotModified) and inputs is not None
-                if unchanged and recorder.pages[package].judged == inputs:
-                    continue  # same page, profiles, clauses and known-bad: same verdicts
-                judging[package] = inputs
+                # judged: 32 hex of the inputs' hash, 32 of the page content's (a 304 keeps
+                # the stored content's).
+                stored = recorder.pages[package].judged or ""
+                page = pages.get(package)
+                content = _content(page)[:32] if page is not None else stored[32:]
+                judged = _judging(profiles_key, by_package[package])[:32] + content
+                if page is not None and content == stored[32:]:
+                    result.same += 1
+                cut = page is not None and bool(page.horizons)  # re-judged: warned again
+                if timeless and len(judged) == 64 and judged == stored and not cut:
+                    # Same page, profiles, clauses and known-bad: same verdicts.
+                    pages.pop(package, None)
+                    continue
+                judging[package] = judged
             recorder.load(
                 sorted(judging), [e.id for name in sorted(judging) for e in by_package[name]]
             )
-            result.releases_new += recorder.record(pages)
-            for package, inputs in judging.items():
-                found = pages.get(package) or recorder.stored(package)
+            result.releases_new += recorder.record({n: f.releases for n, f in pages.items()})
+            for package, judged in judging.items():
+                found = pages.get(package) or _needed(
+                    by_package[package], recorder.stored_files(package), window
+                )
                 for exclusion in by_package[package]:
                     recorder.judge(exclusion, found, profiles, result)
-                recorder.judged(package, inputs)
+                recorder.judged(package, judged)
             recorder.finish()
         del fetched
     with raw.transaction(write=True) as tx:  # one row per poll: /metrics and the dashboard

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -19,13 +20,16 @@ from govern.exclusions.model import Annotation, Exclusion, Kind, SubKind
 from govern.index.candidates import (
     Decision,
     Excluded,
+    Horizon,
     Profile,
     Role,
     beyond_bound,
     candidates,
     chosen,
+    cut_short,
     keeps_out,
     nearest_published,
+    needed,
     stale_since,
 )
 from govern.index.model import DistributionFile, FileKind, Release, releases
@@ -903,3 +907,137 @@ def test_padded_pythons_of_two_profiles_are_not_mixed_up() -> None:
 def test_the_python_of_each_profile_is_its_own(profile: Profile, full: str) -> None:
     for _ in range(2):  # the second answer comes from the caches
         assert str(profile.python_full()) == full
+
+
+# ----------------------------------------------------------------------------- the bound
+
+
+def numbered(count: int, tag: str = CP312_X86, *, every: int = 1) -> list[Release]:
+    """``count`` versions 1.0 ... 1.<count-1>; every ``every``-th has a ``tag`` wheel (the
+    others only an aarch64 one, which no x86 profile installs)."""
+    return releases(
+        wheel(f"1.{n}", tag if n % every == 0 else CP312_ARM, project="demo") for n in range(count)
+    )
+
+
+def kept(excluded: list[Excluded], page: list[Release], window: int) -> list[str]:
+    return [str(v) for v in needed(excluded, [r.version for r in page], window=window).versions]
+
+
+def test_a_page_within_the_window_is_kept_whole() -> None:
+    page = numbered(40)
+    found = needed([OPEN], [r.version for r in page], window=40)
+    assert (len(found.versions), found.left_out, dict(found.horizons)) == (40, 0, {})
+
+
+def test_a_cap_keeps_the_newest_releases_beyond_it_and_the_version_it_names() -> None:
+    cap = Excluded("cap", "<", "1.50", known_bad=("1.7",))
+    found = needed([cap], [r.version for r in numbered(10_000)], window=3)
+    assert [str(v) for v in found.versions] == ["1.7", "1.50", "1.9997", "1.9998", "1.9999"]
+    assert found.left_out == 10_000 - 5
+    assert found.horizons[cap] == {Role.NEWEST: Horizon(final=Version("1.9996"))}
+
+
+def test_a_not_equal_keeps_the_first_releases_after_it_and_the_newest() -> None:
+    page = numbered(10_000)
+    ne = Excluded("not-equal", "!=", "1.20")
+    assert kept([ne], page, 2) == ["1.20", "1.21", "1.22", "1.9998", "1.9999"]
+    found = needed([ne], [r.version for r in page], window=2)
+    assert found.horizons[ne] == {
+        Role.FIRST: Horizon(final=Version("1.23")),
+        Role.NEWEST: Horizon(final=Version("1.9997")),
+    }
+
+
+def test_pre_releases_have_a_window_of_their_own() -> None:
+    texts = [f"2.0.dev{n}" for n in range(50)] + ["1.0", "1.1", "1.2"]
+    page = versions(*texts)
+    found = needed([Excluded("cap", "<", "0.5")], [r.version for r in page], window=3)
+    assert [str(v) for v in found.versions] == ["1.0", "1.1", "1.2", *texts[47:50]]
+
+
+def test_every_exclusion_of_the_project_keeps_its_own_windows() -> None:
+    page = numbered(5_000)
+    first = Excluded("not-equal", "!=", "1.100")
+    second = Excluded("not-equal", "!=", "1.3000")
+    assert kept([first, second], page, 1) == ["1.100", "1.101", "1.3000", "1.3001", "1.4999"]
+
+
+def test_a_walk_that_finds_its_candidate_inside_the_window_is_not_cut_short() -> None:
+    page = numbered(5_000, every=10)  # every tenth release has an x86 wheel
+    cap = Excluded("cap", "<", "1.50")
+    found = needed([cap], [r.version for r in page], window=20)
+    on_kept = candidates(cap, [r for r in page if r.version in set(found.versions)], X86, now=NOW)
+    whole = candidates(cap, page, X86, now=NOW)
+    assert walk(on_kept) == walk(whole)
+    assert cut_short(found, cap, on_kept, X86) == []
+
+
+def test_a_walk_that_runs_out_of_its_window_is_cut_short() -> None:
+    page = numbered(5_000, every=100)  # 99 uninstallable releases above the newest good one
+    cap = Excluded("cap", "<", "1.50")
+    found = needed([cap], [r.version for r in page], window=20)
+    on_kept = candidates(cap, [r for r in page if r.version in set(found.versions)], X86, now=NOW)
+    assert chosen(on_kept, Role.NEWEST) is None  # 1.4900 is out of reach: left out
+    assert chosen(candidates(cap, page, X86, now=NOW), Role.NEWEST) is not None
+    assert cut_short(found, cap, on_kept, X86) == [Role.NEWEST]
+
+
+_CLAUSES = ["<1.2", "<=1.2", "!=1.2", "==1.2", "~=1.1", "==1.*", "!=1.2.*", "<2.0rc1", "===1.2"]
+
+
+_KINDS = {"!=": "not-equal", "==": "pin", "===": "pin"}
+
+
+def _excluded(clause: str, bad: tuple[str, ...]) -> Excluded:
+    spec = Specifier(clause)
+    kind = "cap" if spec.version.endswith(".*") and spec.operator == "==" else None
+    return Excluded(kind or _KINDS.get(spec.operator, "cap"), spec.operator, spec.version, bad)
+
+
+_PART = st.sampled_from(["0", "1", "2", "3"])
+_SUFFIX = st.sampled_from(["", "", "", "rc1", ".dev0", "a1", ".post1", "+local"])
+_VERSION = st.builds(lambda a, b, c, s: f"{a}.{b}.{c}{s}", _PART, _PART, _PART, _SUFFIX)
+_COUNTED = re.compile(r" \(and \d+ more pre-releases?\)")
+
+
+def _same(decisions: list[Decision]) -> list[tuple[str, str, str | None]]:
+    """A walk, but how many pre-releases it passed over (the window bounds those too)."""
+    return [(d.role, str(d.version), _COUNTED.sub("", d.reason or "")) for d in decisions]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.tuples(_VERSION, st.sampled_from(["x86", "arm", "yanked"])), max_size=60),
+    st.lists(st.sampled_from(_CLAUSES), min_size=1, max_size=2),
+    st.lists(st.sampled_from(["1.2", "1.2.1", "2.0.0", "3.3.3"]), max_size=2),
+    st.integers(min_value=1, max_value=6),
+    st.booleans(),
+)
+def test_a_walk_not_cut_short_decides_as_on_the_whole_page(
+    files: list[tuple[str, str]], clauses: list[str], bad: list[str], window: int, pre: bool
+) -> None:
+    """The oracle: judging on what :func:`needed` keeps is judging on the whole page, for
+    every walk :func:`cut_short` does not name."""
+    page = releases(
+        wheel(v, CP312_ARM if how == "arm" else CP312_X86, yanked="x" if how == "yanked" else None)
+        for v, how in files
+    )
+    profile = Profile(python=Version("3.12"), platforms=X86.platforms, allow_prereleases=pre)
+    excluded = [_excluded(clause, tuple(bad)) for clause in clauses]
+    found = needed(excluded, [r.version for r in page], window=window)
+    keep = set(found.versions)
+    assert len(found.versions) + found.left_out == len(page)
+    for one in excluded:
+        on_kept = candidates(one, [r for r in page if r.version in keep], profile, now=NOW)
+        whole = candidates(one, page, profile, now=NOW)
+        cut = cut_short(found, one, on_kept, profile)
+        for role in (Role.FIRST, Role.NEWEST):
+            if role not in cut:
+                mine = [d for d in on_kept if d.role == role]
+                theirs = [d for d in whole if d.role == role]
+                if role is Role.NEWEST and Role.FIRST in cut:
+                    continue  # the newest walk runs only after the first found its candidate
+                assert _same(mine) == _same(theirs), (one.clause, role)
+        bad_published = {r.version for r in page if any(Version(b) == r.version for b in bad)}
+        assert bad_published <= keep

@@ -89,13 +89,14 @@ def _poll(
     *,
     now: datetime = NOW,
     refresh: bool = False,
+    window: int | None = None,
     **client: Any,
 ) -> PollResult:
     async def go() -> PollResult:
         async with httpx.AsyncClient(trust_env=False) as http:
             settings = IndexSettings(url, source="test")
             index = IndexClient(http, settings, **client)
-            return await poll(store, index, profiles, now=now, refresh=refresh)
+            return await poll(store, index, profiles, now=now, refresh=refresh, window=window)
 
     return asyncio.run(go())
 
@@ -693,3 +694,141 @@ def test_govern_poll_creates_a_new_sqlite_store(
     assert exited.value.code in (0, None), err
     assert json.loads(out)["projects"] == 0
     assert (tmp_path / "fresh.db").is_file()
+
+
+# -- a page of thousands of releases: only what judging needs (issue 14) ----------------------
+
+
+def _many(count: int, good: frozenset[int] | set[int] = frozenset()) -> bytes:
+    """A cupy-cuda13x page of ``count`` versions 14.<n>.0; only those in ``good`` have an
+    x86 wheel (the others aarch64 only)."""
+    names = [
+        f"cupy_cuda13x-14.{n}.0-cp312-cp312-"
+        f"{'manylinux_2_28_x86_64' if n in good else 'manylinux_2_28_aarch64'}.whl"
+        for n in range(count)
+    ]
+    return json_page("cupy-cuda13x", names)
+
+
+def _rows(store: Store) -> tuple[int, int]:
+    with store.session() as session:
+        return len(session.exec(select(ReleaseRow)).all()), len(
+            session.exec(select(Candidate)).all()
+        )
+
+
+def test_a_page_of_thousands_of_releases_keeps_what_judging_needs(store: Store) -> None:
+    with FaultServer() as faults:
+        faults.script("cupy-cuda13x", Reply(200, _many(3_000, good={5})))
+        result = _poll(store, faults.url, [X86, ARM], window=50)
+    releases, candidates = _rows(store)
+    # The 50 newest, the 50 nearest the newest end beyond <14.1.0 (the same ones), 14.1.0.
+    assert (result.releases_new, releases) == (51, 51)
+    assert result.releases_left_out == 3_000 - 51
+    assert candidates <= 2 * 51
+    # x86: 14.5.0 is the only x86 release, out of the window: said, not silently missed.
+    assert [(w["clause"], w["profiles"], w["releases"]) for w in result.limited] == [
+        ("<14.1.0", ["cuda13"], 3_000)
+    ]
+    assert "2,949 of them were not looked at" in result.limited[0]["message"]
+    assert result.as_dict()["limited"] == result.limited
+    assert {(f["version"], f["profile"]) for f in result.found} == {("14.2999.0", "arm")}
+
+
+def test_a_big_page_whose_candidate_is_in_reach_is_judged_as_a_whole_page(store: Store) -> None:
+    with FaultServer() as faults:
+        faults.script("cupy-cuda13x", Reply(200, _many(3_000, good={2_990})))
+        result = _poll(store, faults.url, [X86], window=50)
+    assert result.limited == []
+    assert [(f["version"], f["role"]) for f in result.found] == [("14.2990.0", "newest")]
+    decided = _candidates(store)
+    assert sorted(v for v, _ in decided) == [f"14.{n}.0" for n in range(2_990, 3_000)]
+
+
+def test_govern_poll_reports_a_walk_the_bound_cut_short(
+    store: Store, database_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / ".govern.toml").write_text(
+        '[profiles.cuda13]\npython = "3.12"\nplatforms = ["manylinux_2_28_x86_64"]\n',
+        encoding="utf-8",
+    )
+    os.chdir(tmp_path)
+    with FaultServer() as faults:
+        faults.script("cupy-cuda13x", Reply(200, _many(1_200, good={3})))
+        for fmt in ("human", "json"):
+            with pytest.raises(SystemExit) as exited:
+                main(["poll", "--db", database_url, "--index-url", faults.url, "-f", fmt])
+            assert exited.value.code in (0, None)
+            out, err = capsys.readouterr()
+            if fmt == "human":
+                assert "warning: cupy-cuda13x <14.1.0: no candidate among the releases kept" in err
+                assert "the page lists 1,200 releases" in err
+            else:
+                document = json.loads(out)
+                assert document["limited"][0]["profiles"] == ["cuda13"]
+                assert document["releases_left_out"] == 1_200 - 501
+    releases, _ = _rows(store)
+    assert releases == 501  # the default window: 500 per walk, and 14.1.0 the cap names
+
+
+# -- the same page again, without validators: nothing written (issue 14) ----------------------
+
+
+@pytest.mark.parametrize("cooldown", [timedelta(0), timedelta(days=7)])
+def test_the_same_page_again_without_validators_writes_nothing(
+    store: Store, cooldown: timedelta, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No ETag, no Last-Modified, no Cache-Control, the same body: the second poll writes
+    no release, candidate, event, exclusion or page row; only the poll's own row."""
+    from govern.store.dbapi import Transaction
+    from govern.store.models import PollRun
+
+    profile = Profile(
+        name="cuda13",
+        python=Version("3.12"),
+        platforms=("manylinux_2_28_x86_64",),
+        minimum_release_age=cooldown,
+    )
+    files = [StaticIndex._json_file(f) for f in cupy_files()]  # with upload times
+    body = json.dumps({"meta": {"api-version": "1.1"}, "name": "cupy-cuda13x", "files": files})
+    with FaultServer() as faults:
+        faults.script("cupy-cuda13x", Reply(200, body.encode()))
+        first = _poll(store, faults.url, [profile])
+        assert (first.fetched, first.releases_new, first.candidates_found) == (1, 5, 1)
+
+        def snapshot() -> list[Any]:
+            with store.session() as session:
+                return [
+                    sorted(map(repr, session.exec(select(model)).all()))
+                    for model in (ReleaseRow, Candidate, Event, Exclusion, IndexPage)
+                ]
+
+        before = snapshot()
+        written: list[str] = []
+        execute, executemany = Transaction.execute, Transaction.executemany
+
+        def counting(self: Transaction, statement: str, params: Any = ()) -> None:
+            if not statement.startswith(("SELECT", "BEGIN", "COMMIT")):
+                written.append(statement.split(" (")[0])
+            execute(self, statement, params)
+
+        def counting_many(self: Transaction, statement: str, rows: Any) -> None:
+            batch = list(rows)
+            if batch:
+                written.append(statement.split(" (")[0])
+            executemany(self, statement, batch)
+
+        monkeypatch.setattr(Transaction, "execute", counting)
+        monkeypatch.setattr(Transaction, "executemany", counting_many)
+        again = _poll(store, faults.url, [profile], now=NOW + timedelta(hours=1))
+        assert faults.count(faults.path("cupy-cuda13x")) == 2  # asked again: a 200 each time
+    assert written == ["INSERT INTO poll_run"]  # the one row that says the poll happened
+    assert snapshot() == before
+    assert (again.fetched, again.same, again.releases_new, again.candidates_found) == (1, 1, 0, 0)
+    with store.session() as session:
+        runs = session.exec(select(PollRun).order_by(col(PollRun.started_at))).all()
+        assert [(r.started_at, r.fetched) for r in runs] == [
+            (NOW, 1),
+            (NOW + timedelta(hours=1), 1),
+        ]
+        assert session.exec(select(IndexPage)).one().fetched_at == NOW  # last changed then
