@@ -20,7 +20,6 @@ and on PostgreSQL.
 from __future__ import annotations
 
 import hashlib
-import json
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -37,7 +36,6 @@ from govern.index.model import (
     FetchFailed,
     FetchResult,
     NotModified,
-    Release,
     Validators,
 )
 from govern.index.pipconfig import IndexSettings, redact_url
@@ -315,11 +313,23 @@ def _needed(
     return needed(excluded, sorted(by_version), window=window).of(by_version)
 
 
-def _content(found: Needed) -> str:
-    """A hash of what judging reads of a page (the releases kept, as they are recorded)."""
-    kept = [[str(r.version), [_file_json(f) for f in r.files]] for r in found.releases]
-    text = json.dumps([found.left_out, kept], sort_keys=True)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+@dataclass(slots=True)
+class _Kept:
+    """A fetched page's releases to record and judge, encoded once as the rows hold them."""
+
+    needed: Needed
+    files: list[list[dict[str, Any]]]  # per kept release: its ``release.files`` value
+    texts: list[str]  # the same, as the JSON text bound
+    digest: str  # of what judging reads of the page: the kept releases, and how many not
+
+
+def _kept(tx: Transaction, found: Needed) -> _Kept:
+    files = [[_file_json(f) for f in release.files] for release in found.releases]
+    texts = [tx.json(item) for item in files]
+    digest = hashlib.sha256(str(found.left_out).encode())
+    for release, text in zip(found.releases, texts, strict=True):
+        digest.update(f"\0{release.version}\0{text}".encode())
+    return _Kept(found, files, texts, digest.hexdigest())
 
 
 def _limited(exclusion: Watched, found: Needed, profiles: list[str]) -> dict[str, Any]:
@@ -451,17 +461,17 @@ class _Recorder:
             page.judged = inputs
             page.changed = True
 
-    def record(self, fetched: dict[str, list[Release]]) -> int:
+    def record(self, fetched: dict[str, _Kept]) -> int:
         """Insert new releases and update changed ones; returns how many are new."""
         tx = self.tx
         new_rows: list[tuple[Any, ...]] = []
         changed: list[tuple[Any, ...]] = []
-        for package, found in fetched.items():
-            for release in found:
-                files = [_file_json(f) for f in release.files]
+        for package, kept in fetched.items():
+            encoded = zip(kept.needed.releases, kept.files, kept.texts, strict=True)
+            for release, files, text in encoded:
                 requires = sorted({f.requires_python for f in release.files if f.requires_python})
                 values = (
-                    tx.json(files),
+                    text,
                     tx.when(release.upload_time),
                     release.yanked,
                     release.yanked_reason,
@@ -720,7 +730,7 @@ async def poll(
         with raw.transaction(write=True) as tx:
             tx.lock("poll")  # one poll writes at a time
             recorder = _Recorder(tx, batch, when)
-            pages: dict[str, Needed] = {}
+            pages: dict[str, _Kept] = {}
             for package in batch:
                 outcome = fetched.get(package)
                 if outcome is None:
@@ -732,8 +742,9 @@ async def poll(
                     result.failures.append((package, outcome.reason))
                 elif isinstance(outcome, Fetched):
                     result.fetched += 1
-                    pages[package] = _needed(by_package[package], outcome.page.files, window)
-                    result.releases_left_out += pages[package].left_out
+                    kept = _needed(by_package[package], outcome.page.files, window)
+                    pages[package] = _kept(tx, kept)
+                    result.releases_left_out += kept.left_out
                 else:
                     result.not_modified += 1
                     if not outcome.requests:
@@ -747,11 +758,11 @@ async def poll(
                 # the stored content's).
                 stored = recorder.pages[package].judged or ""
                 page = pages.get(package)
-                content = _content(page)[:32] if page is not None else stored[32:]
+                content = page.digest[:32] if page is not None else stored[32:]
                 judged = _judging(profiles_key, by_package[package])[:32] + content
                 if page is not None and content == stored[32:]:
                     result.same += 1
-                cut = page is not None and bool(page.horizons)  # re-judged: warned again
+                cut = page is not None and bool(page.needed.horizons)  # re-judged: warned again
                 if timeless and len(judged) == 64 and judged == stored and not cut:
                     # Same page, profiles, clauses and known-bad: same verdicts.
                     pages.pop(package, None)
@@ -760,10 +771,13 @@ async def poll(
             recorder.load(
                 sorted(judging), [e.id for name in sorted(judging) for e in by_package[name]]
             )
-            result.releases_new += recorder.record({n: f.releases for n, f in pages.items()})
+            result.releases_new += recorder.record(pages)
             for package, judged in judging.items():
-                found = pages.get(package) or _needed(
-                    by_package[package], recorder.stored_files(package), window
+                page = pages.get(package)
+                found = (
+                    page.needed
+                    if page is not None
+                    else _needed(by_package[package], recorder.stored_files(package), window)
                 )
                 for exclusion in by_package[package]:
                     recorder.judge(exclusion, found, profiles, result)
