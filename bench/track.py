@@ -51,6 +51,12 @@ Usage::
     python bench/track.py --profile       # ... plus cProfile of a first sync and a re-sync
     python bench/track.py --git           # ... plus the same runs on a committed tree
     python bench/track.py --no-postgres --exclusions 20000 --keep
+    python bench/track.py --history       # instead: long histories against git log -p
+
+``--history`` replays two generated histories shaped like openstack/requirements'
+``upper-constraints.txt`` (6,294 commits x 575 lines) and ``global-requirements.txt``
+(2,293 commits) with ``govern track --history`` and times it beside ``git log -p
+--follow --first-parent`` of the same files (target: ≤ 10x); see bench/track_history.py.
 
 No network is used besides PostgreSQL on 127.0.0.1. The work directory (under
 ``bench/.work/``, git-ignored) is removed at the end unless ``--keep`` is given.
@@ -702,6 +708,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--timeout", type=float, default=300.0, help="seconds before one run is abandoned"
     )
+    parser.add_argument(
+        "--history",
+        action="store_true",
+        help="instead: replay generated histories against git log -p (bench/track_history.py)",
+    )
+    parser.add_argument("--upper-commits", type=int, default=6294, help="with --history")
+    parser.add_argument("--global-commits", type=int, default=2293, help="with --history")
+    parser.add_argument("--lines", type=int, default=575, help="with --history: file lines")
+    parser.add_argument(
+        "--check",
+        type=int,
+        default=150,
+        help="with --history: commits of each file replayed both ways and compared (0: none)",
+    )
     args = parser.parse_args(argv)
     if args.exclusions < 1:
         parser.error("--exclusions must be positive")
@@ -720,6 +740,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         # The plain trees must not be seen as part of the checkout around bench/.work.
         os.environ["GIT_CEILING_DIRECTORIES"] = str(work)
+        if args.history:
+            import track_history
+
+            track_history.run(
+                work,
+                seed=args.seed,
+                upper=args.upper_commits,
+                global_=args.global_commits,
+                lines=args.lines,
+                check=args.check,
+                timeout=max(args.timeout, 3600.0),
+            )
+            return 0
         databases = Databases(work, None if args.no_postgres else args.pg_url)
         try:
             return _run(args, work, databases)

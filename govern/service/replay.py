@@ -112,6 +112,9 @@ class SourceReader:
 
     def read(self, data: bytes) -> tuple[Source, list[Seen]]:
         """The source and its exclusions, for the file's bytes."""
+        # A new file each time: rewriting one in place makes ext4 flush it on close
+        # (auto_da_alloc), ten times slower.
+        self.file.unlink(missing_ok=True)
         self.file.write_bytes(data)
         return source_exclusions(
             self.file,
@@ -258,12 +261,75 @@ class LineReplay:
         marks = [i for i, c in enumerate(cls) if c != _TEXT]  # blank and comment lines
         cores = _cores(spans, self.cls, cls, marks)
 
+        fresh = [True] * len(cores)  # cores to read (again)
+        while any(fresh):
+            if not self._read(cores, fresh, spans, body, old_body, cls, kind, seen, bad):
+                return None
+            fresh = [False] * len(cores)
+            index = 0
+            while index < len(cores):
+                low, high, _, last_span = cores[index]
+                old_high = high - (spans[last_span][3] - spans[last_span][1])
+                if high < len(cls) and cls[high] == _COMMENT:
+                    # The block below reads the line above it: if that changed kind, or
+                    # the block was part of a longer one, the lines it covers change too.
+                    before = old_kind[old_high - 1] if old_high > 0 else "-"
+                    after = kind[high - 1] if high > 0 else "-"
+                    if before != after or before == "c":
+                        cores[index][1] = _walk_down(cls, marks, high, through_comments=True)
+                        fresh[index] = True
+                        while index + 1 < len(cores) and cores[index + 1][0] <= cores[index][1]:
+                            _, later_high, _, later_span = cores.pop(index + 1)
+                            fresh.pop(index + 1)
+                            cores[index][1] = max(cores[index][1], later_high)
+                            cores[index][3] = later_span
+                index += 1
+
         keys, broken = self.keys.copy(), self.broken.copy()
         found: list[Seen] = []
         gone: dict[str, int | None] = {}
-        index = 0
-        while index < len(cores):
-            low, high, first_span, last_span = cores[index]
+        for low, high, first_span, last_span in cores:
+            old_low = low - (spans[first_span][2] - spans[first_span][0])
+            old_high = high - (spans[last_span][3] - spans[last_span][1])
+            before_keys = Counter(item.id for held in old_seen[old_low:old_high] for item in held)
+            after_keys = Counter(item.id for held in seen[low:high] for item in held)
+            for key in before_keys.keys() | after_keys.keys():
+                if keys[key] - before_keys[key] > 0:
+                    return None  # the same clause on an unchanged line: the first one counts
+            keys.subtract(before_keys)
+            keys.update(after_keys)
+            broken.subtract(name for names in old_bad[old_low:old_high] for name in names)
+            broken.update(name for names in bad[low:high] for name in names)
+            for offset, held in enumerate(old_seen[old_low:old_high]):
+                for item in held:
+                    gone.setdefault(item.id, old_low + offset + 1)
+            found.extend(item for held in seen[low:high] for item in held)
+        self.body, self.cls, self.kind, self.seen, self.bad = body, cls, kind, seen, bad
+        self.keys = +keys  # drops the keys no line holds any more
+        self.broken = +broken
+        core_keys = {item.id for item in found}
+        return Changes(found, gone, len(self.keys) - len(core_keys), _keep(self.broken))
+
+    def _read(
+        self,
+        cores: list[list[int]],
+        fresh: list[bool],
+        spans: list[tuple[int, int, int, int]],
+        body: list[str],
+        old_body: list[str],
+        cls: list[int],
+        kind: list[str],
+        seen: list[tuple[Seen, ...]],
+        bad: list[tuple[str, ...]],
+    ) -> bool:
+        """Read the fresh cores, in one file (a blank line between two: nothing reads
+        across it), each with the line above and the block below it; False when the
+        whole file must be read instead."""
+        parts: list[str] = []
+        layout: list[tuple[int, int, int]] = []  # low, high, where low is in the read
+        for (low, high, first_span, last_span), wanted in zip(cores, fresh, strict=True):
+            if not wanted:
+                continue
             old_low = low - (spans[first_span][2] - spans[first_span][0])
             old_high = high - (spans[last_span][3] - spans[last_span][1])
             top = low - 1 if low > 0 and cls[low - 1] == _TEXT else low
@@ -271,46 +337,19 @@ class LineReplay:
             while bottom < len(cls) and cls[bottom] == _COMMENT:
                 bottom += 1
             if any("^govern" in text for text in (*body[low:bottom], *old_body[old_low:old_high])):
-                return None  # it annotates the line above it: read the whole file
-            text = "".join(line + "\n" for line in body[top:bottom])
-            read, items = self.reader.read(text.encode("utf-8"))
-            if len(read.lines) != bottom - top:
-                return None
-            for number, line in enumerate(read.lines[low - top : high - top], start=low):
+                return False  # it annotates the line above it
+            if parts:
+                parts.append("")
+            layout.append((low, high, len(parts) + low - top))
+            parts += body[top:bottom]
+        read, items = self.reader.read("".join(line + "\n" for line in parts).encode("utf-8"))
+        if len(read.lines) != len(parts):
+            return False
+        for low, high, at in layout:
+            for number, line in enumerate(read.lines[at : at + high - low], start=low):
                 kind[number] = _KIND.get(line.kind, "-")
-            core_seen, core_bad = _by_line(high - low, low - top, items, read.problems, low)
-            seen[low:high], bad[low:high] = core_seen, core_bad
-            if high < len(cls) and cls[high] == _COMMENT:
-                # The block below reads the line above it: if that changed kind, or the
-                # block was part of a longer one, the lines the block covers change too.
-                before = old_kind[old_high - 1] if old_high > 0 else "-"
-                after = kind[high - 1] if high > 0 else "-"
-                if before != after or before == "c":
-                    cores[index][1] = _walk_down(cls, marks, high, through_comments=True)
-                    while index + 1 < len(cores) and cores[index + 1][0] <= cores[index][1]:
-                        _, later_high, _, later_span = cores.pop(index + 1)
-                        cores[index][1] = max(cores[index][1], later_high)
-                        cores[index][3] = later_span
-                    continue  # read the widened core again
-            before_keys = Counter(item.id for held in old_seen[old_low:old_high] for item in held)
-            after_keys = Counter(item.id for held in core_seen for item in held)
-            for key in before_keys.keys() | after_keys.keys():
-                if keys[key] - before_keys[key] > 0:
-                    return None  # the same clause on an unchanged line: the first one counts
-            keys.subtract(before_keys)
-            keys.update(after_keys)
-            broken.subtract(name for names in old_bad[old_low:old_high] for name in names)
-            broken.update(name for names in core_bad for name in names)
-            for offset, held in enumerate(old_seen[old_low:old_high]):
-                for item in held:
-                    gone.setdefault(item.id, old_low + offset + 1)
-            found.extend(item for held in core_seen for item in held)
-            index += 1
-        self.body, self.cls, self.kind, self.seen, self.bad = body, cls, kind, seen, bad
-        self.keys = +keys  # drops the keys no line holds any more
-        self.broken = +broken
-        core_keys = {item.id for item in found}
-        return Changes(found, gone, len(self.keys) - len(core_keys), _keep(self.broken))
+            seen[low:high], bad[low:high] = _by_line(high - low, at, items, read.problems, low)
+        return True
 
 
 def _by_line(

@@ -107,6 +107,7 @@ class _Row:
     removed_at: datetime | None
     predecessor_id: int | None
     dirty: bool = False
+    predecessor: _Row | None = None  # linked in this sync (its id may come at the end)
 
 
 _ROW_COLUMNS = (
@@ -158,9 +159,9 @@ class _SourceState:
 class Sync:
     """One sync of one repository, inside one write session (see :func:`track`).
 
-    The comparison runs on plain records; new exclusions are inserted in one batch
-    per source (their ids come back with ``RETURNING``), and annotations, events and
-    changed rows are written in batches by :meth:`finish`: a few dozen statements for
+    The comparison runs on plain records (a new exclusion is linked to its predecessor
+    by reference until it has an id); new exclusions, annotations, events and changed
+    rows are written in batches by :meth:`finish`: a few dozen statements for
     10,000 exclusions instead of one round trip per row.
     """
 
@@ -201,6 +202,7 @@ class Sync:
         self._inserts: list[tuple[_Row, datetime, str | None, int | None]] = []
         self._compare: list[tuple[int, dict[str, Any], dict[str, Any]]] = []
         self._synced: set[str] = set()
+        self._linked: list[_Row] = []  # rows given a predecessor: its id is set at the end
         self.by_id: dict[int, _Row] = {row.id: row for row in self.by_key.values() if row.id}
 
     # -- sources --------------------------------------------------------------------
@@ -323,7 +325,6 @@ class Sync:
             self._change(state, old, item, provenance(item))
         for row in vanished:
             self._remove(state, row, "removed", removal, {"clause": row.clause})
-        self._insert_new_rows()
         return kept
 
     def rename_source(self, old: str, new: str, when: Provenance) -> bool:
@@ -488,7 +489,7 @@ class Sync:
         return row
 
     def _insert_new_rows(self) -> None:
-        """Insert the exclusions this source added, in one batch, and learn their ids."""
+        """Insert the exclusions this sync added, in one batch, and learn their ids."""
         if not self._inserts:
             return
         assert self.repository.id is not None
@@ -535,6 +536,11 @@ class Sync:
             if note is not None:
                 self.current[new_id] = note
         self._inserts.clear()
+        for row in self._linked:
+            assert row.predecessor is not None
+            if row.predecessor_id != row.predecessor.id:
+                row.predecessor_id, row.dirty = row.predecessor.id, True
+        self._linked.clear()
 
     def _change(self, state: _SourceState, old: _Row, item: Seen, provenance: Provenance) -> None:
         way = direction(old, item)
@@ -545,7 +551,8 @@ class Sync:
         else:
             row = self._new_row(state, item, provenance)
         if not self._would_loop(row, old):  # A -> B -> A again: keep the first link
-            row.predecessor_id = old.id
+            row.predecessor_id, row.predecessor = old.id, old
+            self._linked.append(row)
         row.dirty = True
         state.active[item.id] = row
         self._event(
@@ -578,12 +585,12 @@ class Sync:
         """Whether linking ``row`` after ``old`` would close a cycle of predecessors."""
         seen: set[int] = set()
         current: _Row | None = old
-        while current is not None and current.id is not None and current.id not in seen:
+        while current is not None and id(current) not in seen:
             if current is row:
                 return True
-            seen.add(current.id)
-            current = self.by_id.get(current.predecessor_id or -1)
-        return current is row
+            seen.add(id(current))
+            current = current.predecessor or self.by_id.get(current.predecessor_id or -1)
+        return False
 
     def finish(self) -> None:
         """Write what the comparison decided: changed rows, annotations, events."""
