@@ -425,6 +425,7 @@ class Needed:
     left_out: int = 0  # versions of the page not kept
     horizons: Mapping[Excluded, Mapping[Role, Horizon]] = field(default_factory=dict)
     releases: list[Release] = field(default_factory=list)
+    window: int = RELEASE_WINDOW  # the bound it was kept with
 
     def of(self, files: Mapping[Version, Sequence[DistributionFile]]) -> Needed:
         """This selection with its releases, from the page's files by version."""
@@ -449,7 +450,7 @@ def needed(
     """
     ordered = list(versions)
     if len(ordered) <= window:
-        return Needed(ordered)
+        return Needed(ordered, window=window)
     count = len(ordered)
     keep: set[int] = set(range(count - window, count))
     horizons: dict[Excluded, dict[Role, Horizon]] = {}
@@ -474,7 +475,7 @@ def needed(
         if clause.base is not None and clause.kind in ("not-equal", "pin"):
             _matching(ordered, Specifier(f"=={clause.base}"), window, keep)
     kept = [ordered[i] for i in sorted(keep)]
-    return Needed(kept, count - len(kept), horizons)
+    return Needed(kept, count - len(kept), horizons, window=window)
 
 
 def cut_short(

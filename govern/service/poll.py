@@ -3,7 +3,8 @@
 One request per project per poll, however many exclusions and repositories track it;
 conditional requests (the validators are kept in ``index_page``), so an unchanged project
 costs a 304 and no parsing. The index is read before the store's write lock is taken;
-then, in one transaction, releases are recorded, every exclusion is judged for every
+then, in one transaction, the releases judging needs are recorded (bounded per walk:
+:func:`govern.index.candidates.needed`), every exclusion is judged for every
 runtime profile (:func:`govern.index.candidates.candidates`), each release looked at is
 recorded as a candidate or with the reason it is not one, and a release that became a
 candidate adds a ``candidate-found`` event (and moves the exclusion from ``held`` to
@@ -339,7 +340,7 @@ def _limited(exclusion: Watched, found: Needed, profiles: list[str]) -> dict[str
     message = (
         f"{exclusion.package} {exclusion.clause}: no candidate among the releases kept for "
         f"profile {which}; the page lists {total:,} releases and {found.left_out:,} of them "
-        "were not looked at (at most a window of releases per walk is kept)"
+        f"were not looked at (at most {found.window:,} final releases per walk are kept)"
     )
     return {
         "package": exclusion.package,

@@ -202,13 +202,15 @@ class IndexPage(SQLModel, table=True):
     etag: str | None = Field(default=None, sa_column=Column(Text))
     last_modified: str | None = Field(default=None, max_length=64)
     last_serial: int | None = None
-    fetched_at: datetime | None = _when(nullable=True)  # last 200 or 304
+    # The last 200 or 304 that changed the row: the same answer again writes nothing.
+    fetched_at: datetime | None = _when(nullable=True)
     failed_at: datetime | None = _when(nullable=True)
     failure: str | None = Field(default=None, sa_column=Column(Text))
     failures: int = 0  # consecutive
-    # A hash of what the last judging of this project's exclusions depended on (profiles,
-    # clauses, known-bad versions); on a 304 with the same hash and no cooldown, nothing
-    # can have changed and the judging is skipped.
+    # What the last judging of this project's exclusions depended on: 32 hex of a hash of
+    # the profiles, clauses and known-bad versions, 32 of the page's content (the releases
+    # kept); on a 304 or the same content with the same inputs and no cooldown, nothing
+    # can have changed and the judging is skipped (service/poll.py).
     judged: str | None = Field(default=None, max_length=64)
     # Until when the last answer is fresh (its Cache-Control max-age, less its Age, at
     # most an hour): a poll before then does not ask again (RFC 9111), unless --refresh.
