@@ -19,7 +19,6 @@ unchanged line (the first occurrence of a key is the one synced).
 
 from __future__ import annotations
 
-import bisect
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
@@ -177,7 +176,7 @@ class LineReplay:
         self.reader = reader
         self.valid = False
         self.body: list[str] = []
-        self.cls: list[int] = []
+        self.cls = bytearray()  # _BLANK, _COMMENT or _TEXT per line (searched in C)
         self.kind: list[str] = []
         self.seen: list[tuple[Seen, ...]] = []
         self.bad: list[tuple[str, ...]] = []
@@ -215,7 +214,7 @@ class LineReplay:
                 return
             plain.append(body)
         self.body = plain
-        self.cls = [_class(body) for body in plain]
+        self.cls = bytearray(_class(body) for body in plain)
         self.kind = [_KIND.get(line.kind, "-") for line in read.lines]
         self.seen, self.bad = _by_line(len(plain), 0, seen, read.problems)
         self.keys = Counter(item.id for items in self.seen for item in items)
@@ -226,7 +225,7 @@ class LineReplay:
         """The re-read lines after ``hunks``; None when the whole file must be read."""
         old_body, old_kind, old_seen, old_bad = self.body, self.kind, self.seen, self.bad
         body: list[str] = []
-        cls: list[int] = []
+        cls = bytearray()
         kind: list[str] = []
         seen: list[tuple[Seen, ...]] = []
         bad: list[tuple[str, ...]] = []
@@ -247,7 +246,7 @@ class LineReplay:
             bad += old_bad[position:start]
             first = len(body)
             body += added
-            cls += [_class(text) for text in added]
+            cls += bytes(_class(text) for text in added)
             kind += ["?"] * len(added)
             seen += [()] * len(added)
             bad += [()] * len(added)
@@ -258,8 +257,7 @@ class LineReplay:
         kind += old_kind[position:]
         seen += old_seen[position:]
         bad += old_bad[position:]
-        marks = [i for i, c in enumerate(cls) if c != _TEXT]  # blank and comment lines
-        cores = _cores(spans, self.cls, cls, marks)
+        cores = _cores(spans, self.cls, cls)
 
         fresh = [True] * len(cores)  # cores to read (again)
         while any(fresh):
@@ -276,7 +274,7 @@ class LineReplay:
                     before = old_kind[old_high - 1] if old_high > 0 else "-"
                     after = kind[high - 1] if high > 0 else "-"
                     if before != after or before == "c":
-                        cores[index][1] = _walk_down(cls, marks, high, through_comments=True)
+                        cores[index][1] = _walk_down(cls, high, through_comments=True)
                         fresh[index] = True
                         while index + 1 < len(cores) and cores[index + 1][0] <= cores[index][1]:
                             _, later_high, _, later_span = cores.pop(index + 1)
@@ -285,7 +283,8 @@ class LineReplay:
                             cores[index][3] = later_span
                 index += 1
 
-        keys, broken = self.keys.copy(), self.broken.copy()
+        keys: Counter[str] = Counter()  # what the re-read lines change, checked first
+        broken: Counter[str] = Counter()
         found: list[Seen] = []
         gone: dict[str, int | None] = {}
         for low, high, first_span, last_span in cores:
@@ -294,7 +293,7 @@ class LineReplay:
             before_keys = Counter(item.id for held in old_seen[old_low:old_high] for item in held)
             after_keys = Counter(item.id for held in seen[low:high] for item in held)
             for key in before_keys.keys() | after_keys.keys():
-                if keys[key] - before_keys[key] > 0:
+                if self.keys[key] + keys[key] - before_keys[key] > 0:
                     return None  # the same clause on an unchanged line: the first one counts
             keys.subtract(before_keys)
             keys.update(after_keys)
@@ -305,8 +304,11 @@ class LineReplay:
                     gone.setdefault(item.id, old_low + offset + 1)
             found.extend(item for held in seen[low:high] for item in held)
         self.body, self.cls, self.kind, self.seen, self.bad = body, cls, kind, seen, bad
-        self.keys = +keys  # drops the keys no line holds any more
-        self.broken = +broken
+        for total, change in ((self.keys, keys), (self.broken, broken)):
+            for name, count in change.items():
+                total[name] += count
+                if total[name] <= 0:
+                    del total[name]  # no line holds it any more
         core_keys = {item.id for item in found}
         return Changes(found, gone, len(self.keys) - len(core_keys), _keep(self.broken))
 
@@ -317,7 +319,7 @@ class LineReplay:
         spans: list[tuple[int, int, int, int]],
         body: list[str],
         old_body: list[str],
-        cls: list[int],
+        cls: bytearray,
         kind: list[str],
         seen: list[tuple[Seen, ...]],
         bad: list[tuple[str, ...]],
@@ -332,10 +334,13 @@ class LineReplay:
                 continue
             old_low = low - (spans[first_span][2] - spans[first_span][0])
             old_high = high - (spans[last_span][3] - spans[last_span][1])
-            top = low - 1 if low > 0 and cls[low - 1] == _TEXT else low
             bottom = high
             while bottom < len(cls) and cls[bottom] == _COMMENT:
                 bottom += 1
+            # The line above matters only to a comment block (is it inside a list?).
+            top = low
+            if low > 0 and cls[low - 1] == _TEXT and _COMMENT in cls[low:bottom]:
+                top = low - 1
             if any("^govern" in text for text in (*body[low:bottom], *old_body[old_low:old_high])):
                 return False  # it annotates the line above it
             if parts:
@@ -373,18 +378,23 @@ def _by_line(
     return [tuple(found) for found in seen], [tuple(names) for names in bad]
 
 
-def _walk_down(cls: list[int], marks: list[int], start: int, *, through_comments: bool) -> int:
+def _mark_below(cls: bytearray, start: int) -> int:
+    """The first blank or comment line at or after ``start`` (the end if none)."""
+    found = [at for at in (cls.find(_BLANK, start), cls.find(_COMMENT, start)) if at >= 0]
+    return min(found) if found else len(cls)
+
+
+def _walk_down(cls: bytearray, start: int, *, through_comments: bool) -> int:
     """The end of the comment block at ``start`` (if asked) and the text lines below it."""
     j = start
     if through_comments:
         while j < len(cls) and cls[j] == _COMMENT:
             j += 1
-    k = bisect.bisect_left(marks, j)
-    return marks[k] if k < len(marks) else len(cls)
+    return _mark_below(cls, j)
 
 
 def _cores(
-    spans: list[tuple[int, int, int, int]], old_cls: list[int], cls: list[int], marks: list[int]
+    spans: list[tuple[int, int, int, int]], old_cls: bytearray, cls: bytearray
 ) -> list[list[int]]:
     """The lines to re-read for each change, merged: ``[low, high, first span, last span]``.
 
@@ -398,16 +408,16 @@ def _cores(
             c != _TEXT for c in old_cls[old_start:old_end]
         )
         low, high = start, end
-        k = bisect.bisect_left(marks, start) - 1  # the nearest blank or comment line above
-        covered = k >= 0 and cls[marks[k]] == _COMMENT
+        # The nearest blank or comment line above the change.
+        i = max(cls.rfind(_BLANK, 0, start), cls.rfind(_COMMENT, 0, start))
+        covered = i >= 0 and cls[i] == _COMMENT
         if covered:
-            i = marks[k]
             while i >= 0 and cls[i] == _COMMENT:
                 i -= 1
             low = min(low, i + 1)
         if covered or structural:
             through = high > 0 and cls[high - 1] == _COMMENT
-            high = max(high, _walk_down(cls, marks, high, through_comments=through))
+            high = max(high, _walk_down(cls, high, through_comments=through))
         if cores and low <= cores[-1][1]:
             cores[-1][1] = max(cores[-1][1], high)
             cores[-1][3] = number

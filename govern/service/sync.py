@@ -279,14 +279,17 @@ class Sync:
         now_seen: dict[str, Seen] = {}
         for item in seen:
             now_seen.setdefault(item.id, item)
+        missing = [key for key in gone if key not in now_seen and key in state.active]
+        if len(missing) > 1:  # in the order sync_source finds them (the dict's order)
+            order = list(state.active)
+            missing.sort(key=order.index)
         vanished = []
-        if gone:
-            for key, row in state.active.items():
-                if key in gone and key not in now_seen:
-                    line = gone[key]
-                    if line is not None and row.line != line:
-                        row.line, row.dirty = line, True
-                    vanished.append(row)
+        for key in missing:
+            row = state.active[key]
+            line = gone[key]
+            if line is not None and row.line != line:
+                row.line, row.dirty = line, True
+            vanished.append(row)
         self.counts.unchanged += outside
         return self._bring(state, now_seen, vanished, provenance, removal, keep)
 
