@@ -97,6 +97,37 @@ def _sqlite_file(url: URL) -> Path | None:
     return Path(database)
 
 
+def _sqlite_folder(file: Path) -> None:
+    """The folder of a SQLite file must exist: only the default one is created.
+
+    A file in an existing folder is created (and migrated) on first use; a folder is
+    never made for a path someone typed, where a typo would start a second, empty store
+    silently (``govern poll`` then reported "0 projects").
+    """
+    folder = file.parent
+    if folder.is_dir():
+        return
+    if folder.exists() or file != _default_file():
+        raise StoreError(
+            f"the folder of the SQLite database {file} does not exist"
+            if not folder.exists()
+            else f"{folder}, the folder of the SQLite database {file}, is not a folder",
+            tip=f"Create the folder first, or pass --db (or set {ENV_VAR}) with a path "
+            "in an existing folder.",
+        )
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreError(
+            f"cannot create {folder}: {exc.strerror or exc}",
+            tip=f"Pass --db with a writable path, or set {ENV_VAR}.",
+        ) from None
+
+
+def _default_file() -> Path | None:
+    return _sqlite_file(make_url(default_url()))
+
+
 def _configure_sqlite(engine: Engine) -> None:
     """WAL (readers never wait for the writer), foreign keys, and write transactions
     that take the write lock when they begin, so that a read-then-write sync can never
@@ -123,13 +154,7 @@ def create_store_engine(url: str) -> Engine:
     if parsed.get_backend_name() == "sqlite":
         file = _sqlite_file(parsed)
         if file is not None:
-            try:
-                file.parent.mkdir(parents=True, exist_ok=True)
-            except OSError as exc:
-                raise StoreError(
-                    f"cannot create {file.parent}: {exc.strerror or exc}",
-                    tip=f"Pass --db with a writable path, or set {ENV_VAR}.",
-                ) from None
+            _sqlite_folder(file)
         engine = create_engine(parsed)
         _configure_sqlite(engine)
         return engine

@@ -221,3 +221,66 @@ def test_status_and_history_show_bidi_controls_and_escapes_visibly(
     assert code == 2
     assert "nothing tracked for 'numpy<U+202E>'" in err
     assert bidi.RLO not in err
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["track", "."],
+        ["status"],
+        ["history", "numpy"],
+        ["db", "upgrade"],
+        ["db", "downgrade", "base"],
+        ["db", "current"],
+        ["dashboard"],
+        ["report"],
+        ["serve"],
+        ["poll"],
+        ["verify"],
+        ["daemon", "--once"],
+    ],
+)
+@pytest.mark.parametrize("given", ["option", "environment"])
+def test_a_sqlite_path_in_a_missing_folder_is_a_clear_error(
+    command: list[str],
+    given: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PIP_INDEX_URL", "http://127.0.0.1:9/simple")  # never asked
+    missing = tmp_path / "no-such-folder" / "sub" / "govern.db"
+    if given == "option":
+        argv = [*command, "--db", str(missing)]
+    else:
+        monkeypatch.setenv("GOVERN_DATABASE_URL", f"sqlite:///{missing}")
+        argv = command
+    code, _, err = _run(argv, capsys)
+    assert code == 2, err
+    lines = [line for line in err.splitlines() if not line.startswith("index: ")]
+    assert lines == [
+        f"govern: error: the folder of the SQLite database {missing} does not exist",
+        "Tip: Create the folder first, or pass --db (or set GOVERN_DATABASE_URL) with a path "
+        "in an existing folder.",
+    ]
+    assert not (tmp_path / "no-such-folder").exists()
+
+
+def test_track_creates_a_missing_database_file_in_an_existing_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "requirements.txt").write_text(REQUIREMENTS, encoding="utf-8")
+    (tmp_path / "store").mkdir()
+    file = tmp_path / "store" / "govern.db"
+    code, out, err = _run(["track", str(root), "--db", str(file)], capsys)
+    assert code == 0, err
+    assert "4 added" in out
+    assert file.is_file()
+    blocked = tmp_path / "plain-file"
+    blocked.write_text("", encoding="utf-8")
+    code, _, err = _run(["status", "--db", str(blocked / "govern.db")], capsys)
+    assert code == 2
+    assert f"{blocked}, the folder of the SQLite database" in err
