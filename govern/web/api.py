@@ -10,7 +10,7 @@ import logging
 from datetime import date
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Header, HTTPException, Query, Request
+from fastapi import APIRouter, Header, HTTPException, Path, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from govern.web import actions, views
@@ -30,6 +30,9 @@ State = Literal[
     "held", "candidate", "verifying", "verified", "proposed", "overdue", "relaxed", "removed"
 ]
 Kind = Literal["not-equal", "cap", "pin", "ban"]
+# No text govern stores holds a NUL byte; one in a path or a query is a 400 (limits.py).
+NO_NUL = r"^[^\x00]*$"
+Key = Annotated[str, Path(pattern=NO_NUL)]
 
 
 class ExclusionOut(BaseModel):
@@ -227,12 +230,12 @@ def pending(request: Request, limit: Annotated[int, Query(ge=1, le=200)] = 50) -
 @router.get("/exclusions", response_model=ExclusionPage)
 def exclusions(
     request: Request,
-    repository: Annotated[str | None, Query(max_length=256)] = None,
-    package: Annotated[str | None, Query(max_length=256)] = None,
+    repository: Annotated[str | None, Query(max_length=256, pattern=NO_NUL)] = None,
+    package: Annotated[str | None, Query(max_length=256, pattern=NO_NUL)] = None,
     kind: Kind | None = None,
     state: State | None = None,
-    owner: Annotated[str | None, Query(max_length=256)] = None,
-    q: Annotated[str | None, Query(max_length=256)] = None,
+    owner: Annotated[str | None, Query(max_length=256, pattern=NO_NUL)] = None,
+    q: Annotated[str | None, Query(max_length=256, pattern=NO_NUL)] = None,
     page: Annotated[int, Query(ge=1, le=100_000)] = 1,
     per_page: Annotated[int, Query(ge=1, le=views.MAX_PER_PAGE)] = views.PER_PAGE,
 ) -> dict[str, Any]:
@@ -255,7 +258,7 @@ def exclusions(
     response_model=ExclusionDetail,
     responses={404: {"description": "No exclusion with this id"}},
 )
-def exclusion(request: Request, key: str) -> dict[str, Any]:
+def exclusion(request: Request, key: Key) -> dict[str, Any]:
     """One exclusion: its governance thread, candidates with verifications, proposals."""
     state = state_of(request)
     with state.store.session() as session:
@@ -299,7 +302,7 @@ _WRITE_404: dict[int | str, dict[str, Any]] = {
 @router.post("/exclusions/{key}/snooze", response_model=ActionOut, responses=_WRITE_404)
 def snooze(
     request: Request,
-    key: str,
+    key: Key,
     body: SnoozeIn,
     authorization: Annotated[str | None, Header()] = None,
 ) -> dict[str, Any]:
@@ -312,7 +315,7 @@ def snooze(
 @router.post("/exclusions/{key}/owner", response_model=ActionOut, responses=_WRITE_404)
 def owner(
     request: Request,
-    key: str,
+    key: Key,
     body: OwnerIn,
     authorization: Annotated[str | None, Header()] = None,
 ) -> dict[str, Any]:
@@ -324,7 +327,7 @@ def owner(
 
 @router.post("/exclusions/{key}/acknowledge", response_model=ActionOut, responses=_WRITE_404)
 def acknowledge(
-    request: Request, key: str, authorization: Annotated[str | None, Header()] = None
+    request: Request, key: Key, authorization: Annotated[str | None, Header()] = None
 ) -> dict[str, Any]:
     """Record that a person has seen the exclusion (needs the token)."""
     state = _authorized(request, authorization)
@@ -339,7 +342,7 @@ def acknowledge(
     responses={**_WRITE_404, 409: {"description": "No CI provider configured"}},
 )
 async def verify(
-    request: Request, key: str, authorization: Annotated[str | None, Header()] = None
+    request: Request, key: Key, authorization: Annotated[str | None, Header()] = None
 ) -> dict[str, Any]:
     """Start verification of the exclusion's candidates now (needs the token)."""
     state = _authorized(request, authorization)
