@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 import sys
 
@@ -29,6 +30,13 @@ _SIMPLE = re.compile(
 _EXTRAS_SPLIT = re.compile(r"[ \t]*,[ \t]*")
 
 
+@functools.lru_cache(maxsize=1024)
+def _marker(text: str) -> Marker:
+    """``Marker(text)``, parsed once per distinct text: a file repeats a few markers
+    (``python_version < "3.12"``) thousands of times, and a marker is never changed."""
+    return Marker(text)
+
+
 def _parse_simple(text: str) -> Requirement | None:
     """Build the :class:`Requirement` packaging would for a line of the common shape.
 
@@ -45,7 +53,7 @@ def _parse_simple(text: str) -> Requirement | None:
     extras, specifier, marker = match.group("extras", "specifier", "marker")
     try:
         specifiers = SpecifierSet(specifier or "")
-        markers = Marker(marker) if marker is not None else None
+        markers = _marker(marker) if marker is not None else None
     except (InvalidSpecifier, InvalidMarker):
         return None
     requirement = Requirement.__new__(Requirement)  # the public attributes, set as __init__ does
