@@ -254,6 +254,8 @@ def _replay(
                 outcome, text = _next_version(git, replay, index, revision, text, lines)
                 if index < start:
                     continue
+                if index == start and isinstance(outcome, Changes):
+                    outcome = lines.whole(text)  # the store is at another sync's replay
             if isinstance(outcome, Whole):
                 kept = sync.sync_source(
                     source.path,
@@ -264,7 +266,6 @@ def _replay(
                     keep=outcome.keep,
                     lines=outcome.before,
                 )
-                keep = outcome.keep
             else:
                 gone: dict[str, int | None] = dict(outcome.gone)
                 for key in kept:
@@ -279,8 +280,7 @@ def _replay(
                     removal=when,
                     keep=outcome.keep,
                 )
-                keep = outcome.keep
-            if keep is not None:
+            if outcome.keep is not None:
                 broken_at.append(revision.commit.sha[:10])
             step(source.path)
     sync.mark_replayed(source.path, fmt, revisions[-1].commit.sha)
@@ -390,7 +390,9 @@ def track(
         for path, items in by_source.items():
             known = stored.get(path)
             fresh = known is None or any(item.id not in known.keys for item in items)
-            if fresh or path in replayed_paths:
+            # A replayed source's committed lines come with the replay: blame is needed
+            # only for a line that appears after it (uncommitted), and then read late.
+            if fresh and path not in replayed_paths:
                 git_path = _git_path(git, root, path)
                 blamed[path] = git.blame(git_path) if git_path else {}
     here = Provenance(at=now)
