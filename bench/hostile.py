@@ -68,7 +68,8 @@ def _serve_tree(root: Path) -> str:
     from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 
     class Handler(SimpleHTTPRequestHandler):
-        extensions_map = {".json": _JSON_TYPE}
+        # The base class declares it per instance; a class-level table is how it is set.
+        extensions_map = {".json": _JSON_TYPE}  # noqa: RUF012
 
         def translate_path(self, path: str) -> str:
             """A project directory's page is its ``index.json``."""
@@ -78,9 +79,7 @@ def _serve_tree(root: Path) -> str:
         def log_message(self, format: str, *args: object) -> None:
             """Quiet: the benchmark prints its own line."""
 
-    server = ThreadingHTTPServer(
-        ("127.0.0.1", 0), functools.partial(Handler, directory=str(root))
-    )
+    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Handler, directory=str(root)))
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return f"http://127.0.0.1:{server.server_address[1]}/simple/"
 

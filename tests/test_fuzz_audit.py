@@ -21,10 +21,9 @@ from types import FrameType
 from typing import Any
 
 import pytest
+from clirun import run_cli
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from tests.clirun import run_cli
 
 DATA = Path(__file__).parent / "data"
 CORPUS = sorted(p for p in DATA.rglob("*") if p.is_file() and p.name != "PROVENANCE.md")

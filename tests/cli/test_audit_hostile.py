@@ -16,10 +16,10 @@ from types import FrameType
 from typing import Any
 
 import pytest
+from clirun import run_cli
 
 from govern.audit import MAX_INCLUDE_DEPTH
 from govern.sources.reading import MAX_SOURCE_BYTES
-from tests.clirun import run_cli
 
 
 class Hung(Exception):
