@@ -21,6 +21,7 @@ from govern.output import shown_requirement, summary_line
 from govern.policy.model import Finding, Severity
 from govern.report import AuditReport
 from govern.sources.model import Source
+from govern.text import visible
 
 REASON_WIDTH = 100
 """Reasons longer than this many characters are cut, with an ellipsis."""
@@ -34,7 +35,6 @@ _SEVERITY_COLOR = {
     Severity.INFO: "\x1b[34m",  # blue
     Severity.OFF: "",
 }
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _SPACE = re.compile(r"\s+")
 
 
@@ -58,8 +58,9 @@ class _Style:
 
 
 def _clean(text: str) -> str:
-    """Escape control characters (tabs and newlines are left to the caller)."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    """Show characters that drive the terminal or hide and reorder text (ANSI escapes,
+    bidirectional controls) as ``<U+XXXX>``; tabs and newlines are left to the caller."""
+    return visible(text, lines=True)
 
 
 def one_line(text: str) -> str:

@@ -19,18 +19,19 @@ from govern.exclusions.model import Exclusion, Link
 from govern.output import summary_line
 from govern.policy.model import Finding
 from govern.report import AuditReport
+from govern.text import visible
 
 MARKER = "<!-- govern-audit -->"
 """The first line of the comment, for finding it again."""
 
 _MENTION = re.compile(r"@(?=[A-Za-z0-9])")
 _NEWLINES = re.compile(r"\r\n|\r|\n")
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
 
 def _controls(text: str) -> str:
-    """Show control characters (other than tab and newlines) as ``\\xNN``."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    """Show control characters and bidirectional controls (not tab and newlines) as
+    ``<U+XXXX>``, the form used in the terminal and on the pages."""
+    return visible(text, lines=True)
 
 
 def cell(text: str | None) -> str:

@@ -10,6 +10,7 @@ import sys
 from datetime import date
 from pathlib import Path
 
+import bidi
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -433,3 +434,14 @@ def test_an_unwritable_output_is_exit_2_with_a_tip(
     assert lines[0].startswith("govern: error: cannot write --output ")
     assert lines[1] == "Tip: Check that the directory exists and is writable."
     assert "internal error" not in err
+
+
+def test_audit_shows_bidi_controls_and_escapes_visibly(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = bidi.repository(tmp_path / "repo")
+    shown = {"human": "<U+202E>gnp.exe<U+202E>", "markdown": "&lt;U+202E&gt;gnp.exe"}
+    for output_format, expected in shown.items():
+        _, out, _ = run_cli(["audit", str(root), "--format", output_format], capsys)
+        assert not set(out) & bidi.HIDDEN, output_format
+        assert expected in out, output_format

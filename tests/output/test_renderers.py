@@ -504,7 +504,7 @@ def test_markdown_cells() -> None:
     assert markdown.cell("<b>&") == "&lt;b&gt;&amp;"
     assert markdown.code("x`y") == "`` x`y ``"
     assert markdown.code(None) == ""
-    assert markdown.cell("a\x1b[31mb") == "a\\x1b[31mb"
+    assert markdown.cell("a\x1b[31mb") == "a&lt;U+001B&gt;[31mb"  # shown as <U+001B>
 
 
 # --- human ----------------------------------------------------------------------------
@@ -552,7 +552,7 @@ def test_human_truncates_reasons_and_escapes_controls(report: AuditReport) -> No
     assert "…" in numpy_line
     assert LONG_REASON not in text
     assert "\x1b" not in text
-    assert "no real ceiling \\x1b[31mred\\x1b[0m" in text
+    assert "no real ceiling <U+001B>[31mred<U+001B>[0m" in text
 
 
 def test_human_cross_file_findings_come_last(report: AuditReport) -> None:
@@ -584,7 +584,7 @@ def test_human_color(report: AuditReport) -> None:
     assert "\x1b[34minfo\x1b[0m" in colored
     assert "\x1b[1mrequirements/base.txt\x1b[0m" in colored
     # The file's own escape codes stay escaped even with colour on.
-    assert "\\x1b[31mred" in colored
+    assert "<U+001B>[31mred" in colored
 
 
 # --- dispatch and colour detection ----------------------------------------------------
