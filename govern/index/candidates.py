@@ -60,7 +60,7 @@ from typing import TYPE_CHECKING
 from packaging import tags
 from packaging.specifiers import InvalidSpecifier, Specifier, SpecifierSet
 from packaging.tags import Tag
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from govern.index.model import DistributionFile, FileKind, Release
 
@@ -335,7 +335,7 @@ def _clause(kind: str, operator: str, version: str, known_bad: tuple[str, ...]) 
     spec = Specifier(f"{operator}{version}")
     try:
         base: Version | None = Version(version.removesuffix(".*"))
-    except InvalidVersion:
+    except ValueError:  # InvalidVersion, or a number past the int-string limit
         base = None
     bad: list[Specifier] = []
     for text in known_bad:
@@ -550,7 +550,7 @@ def _matching(ordered: Sequence[Version], spec: Specifier, window: int, keep: se
     version order, from ``V``'s ``.dev0`` on (at most ``window`` of them)."""
     try:
         base = Version(spec.version.removesuffix(".*"))
-    except InvalidVersion:
+    except ValueError:  # InvalidVersion, or a number past the int-string limit
         return
     first = bisect.bisect_left(ordered, _family_floor(base))
     matched = 0
@@ -731,7 +731,7 @@ def nearest_published(version: str, published: Sequence[Version]) -> Version | N
     """
     try:
         target = Version(version.strip().removesuffix(".*"))
-    except InvalidVersion:
+    except ValueError:  # InvalidVersion, or a number past the int-string limit
         return None
     if not published:
         return None

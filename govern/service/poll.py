@@ -29,7 +29,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 
 from packaging.specifiers import InvalidSpecifier, Specifier
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from govern.index.model import (
     DistributionFile,
@@ -535,7 +535,7 @@ class _Recorder:
                 continue
             try:
                 parsed = Version(version)
-            except InvalidVersion:
+            except ValueError:  # InvalidVersion, or a number past the int-string limit
                 continue
             ids[parsed] = row["id"]
             seen[parsed] = row["first_seen_at"]

@@ -1041,3 +1041,9 @@ def test_a_walk_not_cut_short_decides_as_on_the_whole_page(
                 assert _same(mine) == _same(theirs), (one.clause, role)
         bad_published = {r.version for r in page if any(Version(b) == r.version for b in bad)}
         assert bad_published <= keep
+
+
+def test_a_version_past_the_int_string_limit_has_no_nearest_release() -> None:
+    # Version() of a 5,000-digit number raises a plain ValueError, not InvalidVersion.
+    huge = "1" + "0" * 5000
+    assert nearest_published(huge, [Version("1.0")]) is None
