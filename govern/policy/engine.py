@@ -333,29 +333,52 @@ def _others(specs: Sequence[Specifier], clause: Specifier) -> str:
 
 def _consistency(emit: _Emitter, exclusions: Sequence[Exclusion]) -> None:
     # Places are entries, (source, line, column): a pyproject line can hold several.
-    clauses: dict[tuple[str, str | None], dict[tuple[str, int, int], list[str]]] = defaultdict(
+    groups: dict[tuple[str, str | None], dict[tuple[str, int, int], list[Exclusion]]] = defaultdict(
         lambda: defaultdict(list)
     )
-    firsts: dict[tuple[str, str, int, int], Exclusion] = {}
     for exc in exclusions:
-        if exc.sub_kind is SubKind.SENTINEL:
-            continue
-        place = (exc.source, exc.line, exc.column)
-        clauses[(exc.package, exc.marker)][place].append(exc.clause)
-        firsts.setdefault((exc.package, *place), exc)
-    for (package, _marker), places in clauses.items():
-        shapes = {tuple(sorted(c)) for c in places.values()}
+        if exc.sub_kind is not SubKind.SENTINEL:
+            groups[(exc.package, exc.marker)][(exc.source, exc.line, exc.column)].append(exc)
+    for (package, _marker), places in groups.items():
+        _drop_agreeing_lock(places)
+        clauses = {place: [exc.clause for exc in found] for place, found in places.items()}
+        shapes = {tuple(sorted(c)) for c in clauses.values()}
         if len(places) < 2 or len(shapes) < 2:
             continue
         described = "; ".join(
-            f"{','.join(c)} in {src}:{ln}" for (src, ln, _), c in sorted(places.items())
+            f"{','.join(c)} in {src}:{ln}" for (src, ln, _), c in sorted(clauses.items())
         )
         for place in sorted(places):
             emit.exclusion(
                 "inconsistent-exclusions",
-                firsts[(package, *place)],
+                places[place][0],
                 f"{package} is excluded differently across sources: {described}",
             )
+
+
+def _drop_agreeing_lock(places: dict[tuple[str, int, int], list[Exclusion]]) -> None:
+    """Leave out the places that only pin a version the other places admit.
+
+    A constraints file of pins (OpenStack's ``upper-constraints.txt``: ``eventlet===0.36.1``
+    beside ``eventlet!=0.36.0`` in ``global-requirements.txt``) is a lock inside the ranges,
+    not a disagreement; pins that differ from each other, or a pin a range keeps out, are.
+    """
+    pinned = {place for place, found in places.items() if all(e.kind is Kind.PIN for e in found)}
+    versions = {tuple(sorted(e.clause for e in places[place])) for place in pinned}
+    if not pinned or len(pinned) == len(places) or len(versions) != 1:
+        return
+    (clauses,) = versions
+    try:
+        locked = [Specifier(clause).version for clause in clauses]
+        ranges = [
+            Specifier(e.clause) for p, found in places.items() if p not in pinned for e in found
+        ]
+        admitted = all(spec.contains(v, prereleases=True) for spec in ranges for v in locked)
+    except ValueError:  # an arbitrary (===) string or a version past the int-string limit
+        return
+    if admitted:
+        for place in pinned:
+            del places[place]
 
 
 def evaluate(

@@ -223,3 +223,32 @@ def test_include_of_a_directory_or_a_symlink_loop_is_a_finding(tmp_path: Path) -
 def test_a_block_above_can_suppress_an_entry_rule(tmp_path: Path) -> None:
     assert rules_of(findings(tmp_path, "-e .\n")) == ["unconstrainable"]
     assert findings(tmp_path, "# govern: ignore=unconstrainable\n-e .\n") == []
+
+
+def _inconsistent(root: Path) -> list[str]:
+    report = audit(
+        [root], config=Config(), policy=load_policy("default"), options=AuditOptions(TODAY)
+    )
+    return [f.source for f in report.findings if f.rule == "inconsistent-exclusions"]
+
+
+def test_a_lock_inside_the_ranges_is_not_inconsistent(tmp_path: Path) -> None:
+    # OpenStack's shape: ranges in global-requirements.txt, one pin each in upper-constraints.txt.
+    (tmp_path / "global-requirements.txt").write_text(
+        "# 0.36.0 broke monkey-patching\neventlet!=0.36.0,>=0.30\n", encoding="utf-8"
+    )
+    (tmp_path / "upper-constraints.txt").write_text("eventlet===0.36.1\n", encoding="utf-8")
+    assert _inconsistent(tmp_path) == []
+
+
+def test_a_lock_a_range_keeps_out_or_two_locks_that_differ_are_inconsistent(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "global-requirements.txt").write_text(
+        "# 0.36.0 broke monkey-patching\neventlet!=0.36.0\n", encoding="utf-8"
+    )
+    (tmp_path / "upper-constraints.txt").write_text("eventlet===0.36.0\n", encoding="utf-8")
+    assert sorted(_inconsistent(tmp_path)) == ["global-requirements.txt", "upper-constraints.txt"]
+    (tmp_path / "upper-constraints.txt").write_text("eventlet===0.36.1\n", encoding="utf-8")
+    (tmp_path / "test-constraints.txt").write_text("eventlet==0.35.2\n", encoding="utf-8")
+    assert len(_inconsistent(tmp_path)) == 3
