@@ -181,6 +181,10 @@ class LineReplay:
         self.seen: list[tuple[Seen, ...]] = []
         self.bad: list[tuple[str, ...]] = []
         self.keys: Counter[str] = Counter()  # key -> lines holding it
+        # Regions read (ahead): text -> kinds, exclusions, unparsable names per line.
+        self.regions: dict[
+            tuple[str, ...], tuple[list[str], list[tuple[Seen, ...]], list[tuple[str, ...]]]
+        ] = {}
         self.broken: Counter[str] = Counter()  # names of lines that do not parse
 
     def whole(self, lines: list[bytes]) -> Whole:
@@ -224,36 +228,22 @@ class LineReplay:
     def _changes(self, hunks: Sequence[Hunk]) -> Changes | None:
         """The re-read lines after ``hunks``; None when the whole file must be read."""
         old_body, old_kind, old_seen, old_bad = self.body, self.kind, self.seen, self.bad
-        body: list[str] = []
-        cls = bytearray()
+        spliced = _splice(old_body, self.cls, hunks)
+        if spliced is None:
+            return None
+        body, cls, spans = spliced
         kind: list[str] = []
         seen: list[tuple[Seen, ...]] = []
         bad: list[tuple[str, ...]] = []
-        spans: list[tuple[int, int, int, int]] = []  # old start, old end, new start, new end
         position = 0
-        for hunk in hunks:
-            added: list[str] = []
-            for raw in hunk.lines:
-                text = _body(raw)
-                if text is None:
-                    return None
-                added.append(text)
-            start, end = hunk.start, hunk.start + hunk.count
-            body += old_body[position:start]
-            cls += self.cls[position:start]
+        for start, end, first, last in spans:
             kind += old_kind[position:start]
             seen += old_seen[position:start]
             bad += old_bad[position:start]
-            first = len(body)
-            body += added
-            cls += bytes(_class(text) for text in added)
-            kind += ["?"] * len(added)
-            seen += [()] * len(added)
-            bad += [()] * len(added)
-            spans.append((start, end, first, len(body)))
+            kind += ["?"] * (last - first)
+            seen += [()] * (last - first)
+            bad += [()] * (last - first)
             position = end
-        body += old_body[position:]
-        cls += self.cls[position:]
         kind += old_kind[position:]
         seen += old_seen[position:]
         bad += old_bad[position:]
@@ -327,34 +317,116 @@ class LineReplay:
         """Read the fresh cores, in one file (a blank line between two: nothing reads
         across it), each with the line above and the block below it; False when the
         whole file must be read instead."""
-        parts: list[str] = []
-        layout: list[tuple[int, int, int]] = []  # low, high, where low is in the read
+        wanted_regions: list[tuple[int, int, int, tuple[str, ...]]] = []
         for (low, high, first_span, last_span), wanted in zip(cores, fresh, strict=True):
             if not wanted:
                 continue
             old_low = low - (spans[first_span][2] - spans[first_span][0])
             old_high = high - (spans[last_span][3] - spans[last_span][1])
-            bottom = high
-            while bottom < len(cls) and cls[bottom] == _COMMENT:
-                bottom += 1
-            # The line above matters only to a comment block (is it inside a list?).
-            top = low
-            if low > 0 and cls[low - 1] == _TEXT and _COMMENT in cls[low:bottom]:
-                top = low - 1
+            top, bottom = _region(cls, low, high)
             if any("^govern" in text for text in (*body[low:bottom], *old_body[old_low:old_high])):
                 return False  # it annotates the line above it
+            wanted_regions.append((low - top, low, high, tuple(body[top:bottom])))
+        if not self._read_regions([region for *_, region in wanted_regions]):
+            return False
+        for at, low, high, region in wanted_regions:
+            kinds, held, names = self.regions[region]
+            for n in range(high - low):
+                kind[low + n] = kinds[at + n]
+                seen[low + n] = tuple(
+                    item if item.line == low + n + 1 else replace(item, line=low + n + 1)
+                    for item in held[at + n]
+                )
+                bad[low + n] = names[at + n]
+        return True
+
+    def _read_regions(self, regions: Iterable[tuple[str, ...]]) -> bool:
+        """Read the regions not read yet, all in one file (a blank line between two:
+        nothing reads across it, so each reads as it would alone)."""
+        missing = list(dict.fromkeys(r for r in regions if r not in self.regions))
+        if not missing:
+            return True
+        parts: list[str] = []
+        starts: list[int] = []
+        for region in missing:
             if parts:
                 parts.append("")
-            layout.append((low, high, len(parts) + low - top))
-            parts += body[top:bottom]
+            starts.append(len(parts))
+            parts += region
         read, items = self.reader.read("".join(line + "\n" for line in parts).encode("utf-8"))
         if len(read.lines) != len(parts):
             return False
-        for low, high, at in layout:
-            for number, line in enumerate(read.lines[at : at + high - low], start=low):
-                kind[number] = _KIND.get(line.kind, "-")
-            seen[low:high], bad[low:high] = _by_line(high - low, at, items, read.problems, low)
+        held, names = _by_line(len(parts), 0, items, read.problems)  # once: not per region
+        kinds = [_KIND.get(line.kind, "-") for line in read.lines]
+        for region, start in zip(missing, starts, strict=True):
+            end = start + len(region)
+            self.regions[region] = (kinds[start:end], held[start:end], names[start:end])
         return True
+
+    def prefetch(self, upcoming: Iterable[Sequence[Hunk]]) -> None:
+        """Read ahead, in one file, the regions the next commits' hunks will re-read.
+
+        Only what is syntactic is simulated (which lines are blank, comments, text);
+        a region read here is the same text a later step asks for, or is not used.
+        """
+        self.regions.clear()
+        if not self.valid:
+            return
+        body, cls = self.body, self.cls
+        wanted: list[tuple[str, ...]] = []
+        for hunks in upcoming:
+            spliced = _splice(body, cls, hunks)
+            if spliced is None:
+                break
+            body, new_cls, spans = spliced
+            for low, high, _, _ in _cores(spans, cls, new_cls):
+                top, bottom = _region(new_cls, low, high)
+                wanted.append(tuple(body[top:bottom]))
+            cls = new_cls
+        self._read_regions(wanted)
+
+
+def _region(cls: bytearray, low: int, high: int) -> tuple[int, int]:
+    """What is read for the core ``[low, high)``: with the block below it, and the line
+    above when a comment block in it must know whether it sits inside a list."""
+    bottom = high
+    while bottom < len(cls) and cls[bottom] == _COMMENT:
+        bottom += 1
+    top = low
+    if low > 0 and cls[low - 1] == _TEXT and _COMMENT in cls[low:bottom]:
+        top = low - 1
+    return top, bottom
+
+
+def _splice(
+    old_body: list[str], old_cls: bytearray, hunks: Sequence[Hunk]
+) -> tuple[list[str], bytearray, list[tuple[int, int, int, int]]] | None:
+    """The lines and their classes after ``hunks``, and where each hunk went
+    (old start, old end, new start, new end); None if a line is not plain."""
+    body: list[str] = []
+    cls = bytearray()
+    spans: list[tuple[int, int, int, int]] = []
+    position = 0
+    for hunk in hunks:
+        added: list[str] = []
+        for raw in hunk.lines:
+            text = _body(raw)
+            if text is None:
+                return None
+            added.append(text)
+        start, end = hunk.start, hunk.start + hunk.count
+        if start < position or end > len(old_body):
+            return None
+        body += old_body[position:start]
+        cls += old_cls[position:start]
+        first = len(body)
+        body += added
+        cls += bytes(_class(text) for text in added)
+        spans.append((start, end, first, len(body)))
+        position = end
+    body += old_body[position:]
+    cls += old_cls[position:]
+    return body, cls, spans
 
 
 def _by_line(

@@ -14,7 +14,7 @@ from __future__ import annotations
 import itertools
 import tempfile
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -37,7 +37,7 @@ from govern.sources.model import Source as SourceRecord
 from govern.store.db import Store
 
 if TYPE_CHECKING:
-    from govern.forge.git import Commit, Git, Patch, Revision
+    from govern.forge.git import Commit, Git, Hunk, Patch, Revision
     from govern.service.sync import Sync
 
 
@@ -251,6 +251,8 @@ def _replay(
                     read, seen = reader.read(blob)
                     outcome = Whole(seen, kept_packages(read))
             else:
+                if index % _AHEAD == 1:  # the regions of the next commits, in one read
+                    lines.prefetch(_upcoming(replay, revisions[index : index + _AHEAD]))
                 outcome, text = _next_version(git, replay, index, revision, text, lines)
                 if index < start:
                     continue
@@ -291,6 +293,18 @@ def _replay(
             f"{source.path}: had lines that did not parse at {shown}{more}; every other "
             "line was synced, and the exclusions of those lines were kept as they were"
         )
+
+
+_AHEAD = 64  # commits whose changed regions are read in one file
+
+
+def _upcoming(replay: _Replay, revisions: list[Revision]) -> Iterator[Sequence[Hunk]]:
+    """The hunks of the next commits, up to one that is not a plain text change."""
+    for revision in revisions:
+        patch = replay.patches.get(revision.commit.sha)
+        if patch is None or not patch.usable or revision.deleted:
+            return
+        yield patch.hunks
 
 
 def _next_version(
