@@ -6,11 +6,13 @@ The poll itself runs against real indexes in ``tests/service/test_poll.py``.
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 from clirun import run_cli
+from indexserver import FaultServer, Redirect, Reply
 
 from govern.cli import options as track_cli
 from govern.cli import poll as poll_cli
@@ -123,8 +125,6 @@ def test_a_global_option_first_goes_through_typer_to_the_same_parser(
 
 def _real_like_page(serial: str) -> bytes:
     """A page as the index pip uses answers: ``_last-serial`` a string, PEP 700 fields."""
-    import json
-
     return json.dumps(
         {
             "meta": {"api-version": "1.1", "_last-serial": serial},
@@ -149,19 +149,23 @@ def _real_like_page(serial: str) -> bytes:
     ).encode()
 
 
-def test_poll_works_against_a_server_without_validators_or_freshness(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    import json
-
-    from indexserver import FaultServer, Reply
-
+def _tracked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], line: str
+) -> tuple[Path, str]:
+    """A repository whose requirements file is ``line``, tracked in a fresh SQLite store."""
     root = tmp_path / "repo"
     root.mkdir()
-    (root / "requirements.txt").write_text("demo!=1.0  # broken\n", encoding="utf-8")
+    (root / "requirements.txt").write_text(line, encoding="utf-8")
     monkeypatch.chdir(root)
     db = f"sqlite:///{tmp_path / 'g.db'}"
     assert run_cli(["track", str(root), "--db", db], capsys)[0] == 0
+    return root, db
+
+
+def test_poll_works_against_a_server_without_validators_or_freshness(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, db = _tracked(tmp_path, monkeypatch, capsys, "demo!=1.0  # broken\n")
     with FaultServer() as server:  # no ETag, Last-Modified, Cache-Control or Expires
         path = server.script("demo", Reply(body=_real_like_page("40603035")))
         polls = [run_cli(["poll", "--db", db, "--index-url", server.url, "-f", "json"], capsys)]
@@ -179,16 +183,7 @@ def test_poll_works_against_a_server_without_validators_or_freshness(
 def test_a_redirect_to_a_host_nobody_configured_changes_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import json
-
-    from indexserver import FaultServer, Redirect, Reply
-
-    root = tmp_path / "repo"
-    root.mkdir()
-    (root / "requirements.txt").write_text("demo<1.1  # 1.1 is broken\n", encoding="utf-8")
-    monkeypatch.chdir(root)
-    db = f"sqlite:///{tmp_path / 'g.db'}"
-    assert run_cli(["track", str(root), "--db", db], capsys)[0] == 0
+    _, db = _tracked(tmp_path, monkeypatch, capsys, "demo<1.1  # 1.1 is broken\n")
     with FaultServer() as index, FaultServer() as elsewhere:
         other = elsewhere.port
         # The other host offers 1.2, which would be a candidate for the cap.
@@ -209,16 +204,7 @@ def test_a_redirect_to_a_host_nobody_configured_changes_nothing(
 def test_a_redirect_to_an_origin_in_trusted_redirects_is_followed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import json
-
-    from indexserver import FaultServer, Redirect, Reply
-
-    root = tmp_path / "repo"
-    root.mkdir()
-    (root / "requirements.txt").write_text("demo<1.1  # 1.1 is broken\n", encoding="utf-8")
-    monkeypatch.chdir(root)
-    db = f"sqlite:///{tmp_path / 'g.db'}"
-    assert run_cli(["track", str(root), "--db", db], capsys)[0] == 0
+    root, db = _tracked(tmp_path, monkeypatch, capsys, "demo<1.1  # 1.1 is broken\n")
     with FaultServer() as index, FaultServer() as mirror:
         (root / ".govern.toml").write_text(
             f'trusted-redirects = ["{mirror.base}"]\n', encoding="utf-8"
