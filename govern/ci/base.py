@@ -260,10 +260,3 @@ def excerpt(log: str, limit: int = 16 * 1024) -> str:
     if 0 <= newline < limit // 4:
         tail = tail[newline + 1 :]
     return f"[... {len(log) - len(tail):,} characters before ...]\n{tail}"
-
-
-def scrub(text: str, secrets: tuple[str, ...]) -> str:
-    """``text`` with each secret (longest first) replaced by ``***``."""
-    for secret in sorted((s for s in secrets if s), key=len, reverse=True):
-        text = text.replace(secret, "***")
-    return text

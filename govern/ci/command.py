@@ -53,9 +53,9 @@ from govern.ci.base import (
     excerpt,
     find_evidence,
     judge_evidence,
-    scrub,
 )
 from govern.errors import ConfigError
+from govern.redact import redact, scrub
 
 PLACEHOLDERS = ("package", "version", "requirement", "constraints", "profile", "python")
 _KEYS = {"provider", "command", "shell", "isolated", "timeout", "log-limit", "workdir"}
@@ -390,7 +390,7 @@ class Command(Provider):
 
     def _clean(self, text: str) -> str:
         """Output as stored: URL credentials redacted, secrets of the environment scrubbed."""
-        return scrub(_redact(text), self._secrets)
+        return scrub(redact(text), self._secrets)
 
     def _finish(
         self, conclusion: Conclusion, detail: str, log: Sequence[str], installed: str | None = None
@@ -417,14 +417,8 @@ def _exit(returncode: int | None, timeout: float) -> str:
     return f"exit status {returncode}"
 
 
-def _redact(text: str) -> str:
-    from govern.sources.requirements_txt import redact
-
-    return redact(text)
-
-
 def _shown(argv: Sequence[str]) -> str:
-    return _redact(shlex.join(argv))
+    return redact(shlex.join(argv))
 
 
 def from_config(name: str, options: Mapping[str, Any], *, root: Path | None = None) -> Command:

@@ -21,7 +21,7 @@ not be repeated (a dispatch, whose lost answer may still have started a run) is 
 with ``attempts=1``.
 
 No message carries the token: every text that leaves here goes through
-:func:`~govern.ci.base.scrub` with the secrets in use.
+:func:`~govern.redact.scrub` with the secrets in use.
 """
 
 from __future__ import annotations
@@ -34,8 +34,9 @@ from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from govern.ci.base import CIAuthError, CIError, CIRateLimited, CIUnavailable, scrub
+from govern.ci.base import CIAuthError, CIError, CIRateLimited, CIUnavailable
 from govern.index.lean import httpx
+from govern.redact import scrub
 
 _EPOCH_FLOOR = 1_000_000_000  # a reset header above this is a Unix time, below it seconds
 _SHORT_WAIT = 10.0  # seconds of rate limit slept through rather than raised

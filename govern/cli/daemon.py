@@ -174,8 +174,8 @@ def daemon(
     from govern.daemon.lock import single_instance
     from govern.daemon.runner import Daemon
     from govern.daemon.schedule import describe, parse_every
-    from govern.index.pipconfig import redact_url
     from govern.index.settings import index_settings, profiles_from
+    from govern.redact import redact as redact_url
     from govern.store.db import open_store
 
     every = {

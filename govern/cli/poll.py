@@ -31,7 +31,8 @@ SUMMARY = "Ask the package index about every tracked exclusion: releases, candid
 
 def announce_index(settings: IndexSettings) -> None:
     """Say on stderr which index is asked, when nothing configured one (pip's default)."""
-    from govern.index.pipconfig import PIP_DEFAULT, redact_url
+    from govern.index.pipconfig import PIP_DEFAULT
+    from govern.redact import redact as redact_url
 
     if settings.source == PIP_DEFAULT:
         print(f"index: {redact_url(settings.index_url)} ({PIP_DEFAULT})", file=sys.stderr)

@@ -60,7 +60,7 @@ from govern.index.model import (
     ProjectPage,
     Validators,
 )
-from govern.index.pipconfig import IndexSettings, redact_url
+from govern.index.pipconfig import IndexSettings
 from govern.index.simple import (
     HTML_CONTENT_TYPE,
     JSON_CONTENT_TYPE,
@@ -71,6 +71,7 @@ from govern.index.simple import (
     strip_credentials,
 )
 from govern.index.transport import H11Transport
+from govern.redact import redact as redact_url
 from govern.store.location import as_utc  # stdlib only: HTTP dates are compared in UTC
 
 if TYPE_CHECKING:

@@ -22,7 +22,7 @@ files, the command's section (``[install]`` by default) overrides ``[global]``.
 names of capitals, digits and underscores; govern applies it to every source, so a token
 can stay out of pip.conf). An unset variable is an error, not a literal. Credentials ride
 in the URL (``https://user:token@host/simple``); the client turns them into a Basic
-``Authorization`` header and never shows them: every message uses :func:`redact_url`.
+``Authorization`` header and never shows them: every message uses :func:`govern.redact.redact`.
 ``~/.netrc`` is the HTTP client's business (see :mod:`govern.index.client`).
 """
 
@@ -42,6 +42,7 @@ from urllib.parse import urlsplit
 from packaging.utils import canonicalize_name
 
 from govern.errors import ConfigError, GovernError
+from govern.redact import redact
 
 # pip's pattern for ${VAR} in requirement files.
 _ENV_VAR = re.compile(r"\$\{([A-Z0-9_]+)\}")
@@ -138,14 +139,6 @@ def _interpreters() -> list[str]:
     return found
 
 
-def redact_url(url: str) -> str:
-    """The URL with its userinfo (user, password or token) replaced by ``***``, and the
-    values of query parameters named like secrets (``?token=``)."""
-    from govern.sources.requirements_txt import redact  # the one redaction of URLs in text
-
-    return redact(url)
-
-
 def expand_env(value: str, environ: Mapping[str, str], *, what: str) -> str:
     """``${VAR}`` replaced from environ; an unset variable raises a ConfigError naming it."""
 
@@ -169,7 +162,7 @@ def _check_url(url: str, *, what: str) -> str:
         parts = None
     if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
         raise ConfigError(
-            f"{what} {redact_url(url)!r} is not an http(s) URL",
+            f"{what} {redact(url)!r} is not an http(s) URL",
             tip="an index URL looks like https://host/simple/",
         )
     return url

@@ -15,8 +15,8 @@ from govern.exclusions.links import LinkContext
 from govern.exclusions.model import Exclusion, Kind, SubKind
 from govern.policy.model import Finding, Policy, Severity
 from govern.policy.rules import RULES
+from govern.redact import redact
 from govern.sources.model import Problem, Source
-from govern.sources.requirements_txt import redact
 
 
 def _comment_suppressions(source: Source, line: int) -> frozenset[str]:

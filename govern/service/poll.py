@@ -39,7 +39,8 @@ from govern.index.model import (
     NotModified,
     Validators,
 )
-from govern.index.pipconfig import IndexSettings, redact_url
+from govern.index.pipconfig import IndexSettings
+from govern.redact import redact as redact_url
 from govern.store.dbapi import RawStore, Transaction, expand
 
 if TYPE_CHECKING:

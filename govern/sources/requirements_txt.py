@@ -21,6 +21,7 @@ from pathlib import Path
 
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
+from govern.redact import redact
 from govern.sources.model import (
     Entry,
     Include,
@@ -41,12 +42,6 @@ from govern.sources.reading import Unreadable, read_bounded
 _ENV_VAR_RE = re.compile(r"\$\{([A-Z0-9_]+)\}")
 _CODING_RE = re.compile(rb"coding[:=]\s*([-\w.]+)")
 _SCHEME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://|^file:")
-# userinfo runs to the last "@" before the host's path ("u:p@ss@host" is one userinfo).
-_USERINFO_RE = re.compile(r"(://)[^/?#\s]*@")
-# A query parameter whose name says it is a secret: ?token=..., &password=..., &X-Amz-Signature=...
-_SECRET_PARAM_RE = re.compile(
-    r"([?&][^=&#\s]*(?:pass|token|secret|key|auth|sig)[^=&#\s]*=)[^&#\s]*", re.IGNORECASE
-)
 # shlex.split's words when the text has no backslash: runs of plain characters,
 # "double-quoted" and 'single-quoted' strings, separated by shlex's whitespace.
 _SHELL_WORD_RE = re.compile(r"""(?:[^ \t\r\n'"\\]|"[^"\\]*"|'[^']*')+""")
@@ -309,18 +304,6 @@ def _parse_options(options: str) -> list[tuple[str, str | None]]:
             raise _OptionError(f"{name} option does not take a value", token)
         parsed.append((name, value))
     return parsed
-
-
-def redact(text: str) -> str:
-    """Hide credentials in URLs (``https://user:token@host`` -> ``https://***@host``), and
-    the values of query parameters named like secrets (``?token=...`` -> ``?token=***``)."""
-    return redact_secret_params(_USERINFO_RE.sub(r"\1***@", text))
-
-
-def redact_secret_params(text: str) -> str:
-    """The values of query parameters named like secrets hidden (``?token=...`` ->
-    ``?token=***``), for a URL whose userinfo is shown otherwise (a database's user)."""
-    return _SECRET_PARAM_RE.sub(r"\1***", text)
 
 
 def _looks_like_url(text: str) -> bool:

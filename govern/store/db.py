@@ -28,6 +28,8 @@ if TYPE_CHECKING:
     from sqlmodel import Session
 
 from govern.errors import SchemaOutOfDate, StoreError
+from govern.redact import redact as redact_text_urls
+from govern.redact import redact_secret_params
 from govern.store.location import (
     ENV_VAR,
     SCHEMA_REVISION,
@@ -65,8 +67,6 @@ def redact(url: str | URL) -> str:
         parsed = url if isinstance(url, URL) else make_url(url)
     except (ArgumentError, ValueError):
         return redact_text(str(url))
-    from govern.sources.requirements_txt import redact_secret_params
-
     # The query too: ?password=... (psycopg's connection parameters), ?sslpassword=...
     return redact_secret_params(parsed.render_as_string(hide_password=True))
 
@@ -409,9 +409,7 @@ class Store:
 
 def redact_text(message: str) -> str:
     """``message`` with any URL credentials (``user:secret@``, a bare token) hidden."""
-    from govern.sources.requirements_txt import redact  # the one redaction of URLs in text
-
-    return redact(message)
+    return redact_text_urls(message)
 
 
 def open_store(

@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from govern.errors import StoreError
+from govern.redact import redact
 
 ENV_VAR = "GOVERN_DATABASE_URL"
 #: The newest revision in migrations/versions (a test checks they agree). A database at
@@ -97,8 +98,6 @@ def refused(display_url: str, exc: BaseException) -> StoreError:
 
 def first_line(exc: BaseException) -> str:
     """The first line of a driver's error (SQLAlchemy's wrapped one too), credentials hidden."""
-    from govern.sources.requirements_txt import redact  # the one redaction of URLs in text
-
     origin = getattr(exc, "orig", None) or exc
     lines = str(origin).strip().splitlines()
     return redact(lines[0] if lines else type(exc).__name__)

@@ -13,7 +13,6 @@ from govern.index.pipconfig import (
     IndexNotConfigured,
     IndexSettings,
     pip_config_files,
-    redact_url,
     resolve_indexes,
 )
 
@@ -256,24 +255,6 @@ def test_an_unusable_url_is_refused_without_its_credentials(url: str) -> None:
     with pytest.raises(ConfigError, match="is not an http\\(s\\) URL") as raised:
         resolve_indexes(cli_index_url=url, environ={}, config_files=[])
     assert "s3cret" not in str(raised.value) + str(raised.value.tip)
-
-
-@pytest.mark.parametrize(
-    ("url", "redacted"),
-    [
-        ("https://user:s3cret@main.test/simple/", "https://***@main.test/simple/"),
-        ("https://tok3n@main.test/simple/", "https://***@main.test/simple/"),
-        ("https://u:p@ss:w@rd@main.test/x", "https://***@main.test/x"),
-        ("https://main.test/simple/?q=a@b", "https://main.test/simple/?q=a@b"),
-        ("https://main.test/simple/", "https://main.test/simple/"),
-        (
-            "https://main.test/simple/?access_token=s3cret",
-            "https://main.test/simple/?access_token=***",
-        ),
-    ],
-)
-def test_redact_url(url: str, redacted: str) -> None:
-    assert redact_url(url) == redacted
 
 
 def test_per_package_mapping_wins_for_its_projects() -> None:

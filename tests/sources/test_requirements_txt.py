@@ -44,7 +44,7 @@ from govern.sources.model import (
     Source,
     SourceFormat,
 )
-from govern.sources.requirements_txt import decode, read_requirements, redact
+from govern.sources.requirements_txt import decode, read_requirements
 
 SHA_A = "sha256:" + "a" * 64
 SHA_B = "sha256:" + "b" * 64
@@ -858,22 +858,3 @@ def test_arbitrary_bytes_never_raise(data: bytes) -> None:
         path.write_bytes(data)
         source = read_requirements(path, display_path="requirements.txt", environ={})
     check_positions(source, len(decode(data)[0].splitlines()))
-
-
-@pytest.mark.parametrize(
-    ("text", "shown"),
-    [
-        ("https://user:tok3n@host/simple", "https://***@host/simple"),
-        ("git+https://tok3n@host/r.git#egg=x", "git+https://***@host/r.git#egg=x"),
-        ("https://host/simple", "https://host/simple"),
-        ("pkg @ https://host/p.whl", "pkg @ https://host/p.whl"),
-        ("https://host/simple?token=tok3n&x=1", "https://host/simple?token=***&x=1"),
-        (
-            "https://h/p.whl?X-Amz-Signature=ab12#sha256=00",
-            "https://h/p.whl?X-Amz-Signature=***#sha256=00",
-        ),
-        ("https://host/simple?page=2", "https://host/simple?page=2"),
-    ],
-)
-def test_redact_hides_url_credentials(text: str, shown: str) -> None:
-    assert redact(text) == shown
