@@ -12,7 +12,8 @@ from typing import Any
 
 import httpx
 import pytest
-from fake_ci_servers import (
+from fakes.api import json_reply
+from fakes.ci import (
     MARKER,
     NOW,
     TRIAL,
@@ -24,7 +25,6 @@ from fake_ci_servers import (
     run,
     start_and_poll,
 )
-from fakeserver import json_reply
 
 from govern.ci import buildkite as buildkite_module
 from govern.ci.base import CIError, CIRateLimited, CIUnavailable, Conclusion

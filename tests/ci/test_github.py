@@ -1,4 +1,4 @@
-"""Tests for :mod:`govern.ci.github` against a fake GitHub on 127.0.0.1 (tests/fake_github.py).
+"""Tests for :mod:`govern.ci.github` against a fake GitHub on 127.0.0.1 (tests/fakes/github.py).
 
 What every hosted provider does (tokens, rate limits, outages, cancelling, evidence,
 from_config's shared keys) is tested for GitHub too in test_http.py.
@@ -14,10 +14,10 @@ from typing import Any
 
 import httpx
 import pytest
-from fake_ci_servers import TRIAL as KIT_TRIAL
-from fake_ci_servers import Ending, GitHubVendor, Sleeps, run
-from fake_github import JobPlan, RunPlan, github_log, message
-from fakeserver import Reply
+from fakes.api import Reply
+from fakes.ci import TRIAL as KIT_TRIAL
+from fakes.ci import Ending, GitHubVendor, Sleeps, run
+from fakes.github import JobPlan, RunPlan, github_log, message
 from packaging.version import Version
 
 from govern.ci.base import (

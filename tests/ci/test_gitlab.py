@@ -13,7 +13,8 @@ from typing import Any
 
 import httpx
 import pytest
-from fake_ci_servers import (
+from fakes.api import json_reply
+from fakes.ci import (
     MARKER,
     NOW,
     TRIAL,
@@ -25,7 +26,6 @@ from fake_ci_servers import (
     run,
     start_and_poll,
 )
-from fakeserver import json_reply
 
 from govern.ci.base import CIAuthError, CIError, CIRateLimited, CIUnavailable, Conclusion
 from govern.ci.gitlab import GitLab, from_config

@@ -2,7 +2,7 @@
 (:mod:`govern.ci.hosted`), the latter run against each vendor's fake on 127.0.0.1.
 
 What only one vendor does is tested in test_github.py, test_buildkite.py and
-test_gitlab.py; the fakes and the kit are tests/fakeserver.py and tests/fake_ci_servers.py.
+test_gitlab.py; the fakes and the kit are tests/fakes/api.py and tests/fakes/ci.py.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from typing import Any
 
 import httpx
 import pytest
-from fake_ci_servers import (
+from fakes.api import FakeServer, Recorded, Reply, invalid_json, json_reply
+from fakes.ci import (
     MARKER,
     NOW,
     REPRODUCED,
@@ -27,7 +28,6 @@ from fake_ci_servers import (
     run,
     start_and_poll,
 )
-from fakeserver import FakeServer, Recorded, Reply, invalid_json, json_reply
 
 from govern.ci.base import (
     CIAuthError,

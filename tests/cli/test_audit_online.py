@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from indexserver import FaultServer, IndexFile, Reply, StaticIndex, json_page
+from fakes.index import FaultServer, IndexFile, Reply, StaticIndex, json_page
 
 from govern.cli import main
 

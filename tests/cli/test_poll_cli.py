@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from clirun import run_cli
-from indexserver import FaultServer, Redirect, Reply
+from fakes.index import FaultServer, Redirect, Reply
 
 from govern.cli import options as track_cli
 from govern.cli import poll as poll_cli

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 from clirun import run_cli
-from indexserver import FaultServer, Hang, IndexFile, StaticIndex
+from fakes.index import FaultServer, Hang, IndexFile, StaticIndex
 from sqlalchemy import create_engine, text
 from wheels import build_wheel
 

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 import httpx
 import pytest
-from indexserver import (
+from fakes.index import (
     HTML_TYPE,
     JSON_TYPE,
     LEGACY_HTML_TYPE,

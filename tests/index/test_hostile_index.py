@@ -11,7 +11,7 @@ import logging
 from collections.abc import Iterator
 
 import pytest
-from indexserver import (
+from fakes.index import (
     HTML_TYPE,
     JSON_TYPE,
     LEGACY_HTML_TYPE,

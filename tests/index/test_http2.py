@@ -15,7 +15,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from indexserver import IndexFile, StaticIndex
+from fakes.index import IndexFile, StaticIndex
 
 from govern.index.client import IndexClient, http_clients
 from govern.index.model import Fetched, FetchFailed, FetchResult

@@ -12,9 +12,9 @@ from typing import Any
 from urllib.parse import urldefrag, urljoin, urlsplit
 
 import pytest
+from fakes.index import hostile_html
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from indexserver import hostile_html
 from packaging.tags import Tag
 from packaging.version import Version
 

@@ -1,6 +1,6 @@
 """HTTPS indexes: certificates verified, and loaded only when a TLS connection is made.
 
-The server is :class:`indexserver.StaticIndex` with a self-signed certificate for
+The server is :class:`fakes.index.StaticIndex` with a self-signed certificate for
 127.0.0.1 made by ``openssl`` (Debian's; nothing is downloaded).
 """
 
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from indexserver import IndexFile, StaticIndex
+from fakes.index import IndexFile, StaticIndex
 
 from govern.index.client import IndexClient, http_clients, tls_context
 from govern.index.model import Fetched, FetchFailed, FetchResult

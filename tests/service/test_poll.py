@@ -1,7 +1,7 @@
 """``govern poll``: a CuPy-like project on a local index, its candidates, and bad answers.
 
-The index is :class:`indexserver.StaticIndex` (PEP 691 JSON and PEP 503 HTML over HTTP on
-127.0.0.1, with ETags) and :class:`indexserver.FaultServer`; the store runs on SQLite and
+The index is :class:`fakes.index.StaticIndex` (PEP 691 JSON and PEP 503 HTML over HTTP on
+127.0.0.1, with ETags) and :class:`fakes.index.FaultServer`; the store runs on SQLite and
 on PostgreSQL.
 """
 
@@ -19,7 +19,7 @@ from typing import Any
 
 import httpx
 import pytest
-from indexserver import FaultServer, IndexFile, Reply, StaticIndex, Truncated, json_page
+from fakes.index import FaultServer, IndexFile, Reply, StaticIndex, Truncated, json_page
 from packaging.version import Version
 from sqlmodel import col, select
 
@@ -411,7 +411,7 @@ def test_bad_answers_are_recorded_and_never_a_verdict(database_url: str, tmp_pat
 
 def test_poll_through_pypiserver_with_real_wheels(database_url: str, tmp_path: Path) -> None:
     """pypiserver (PEP 503 HTML only, no upload times) serving wheels the test builds."""
-    from indexserver import run_pypiserver
+    from fakes.index import run_pypiserver
     from wheels import build_wheel
 
     packages = tmp_path / "packages"

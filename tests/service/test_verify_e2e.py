@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from clirun import run_cli as _run
-from indexserver import IndexFile, StaticIndex
+from fakes.index import IndexFile, StaticIndex
 from sqlmodel import col, select
 from wheels import build_wheel
 

@@ -1,6 +1,6 @@
 """A fake REST API on 127.0.0.1 for the hosted CI providers' tests: real sockets, no mocks.
 
-:class:`FakeServer` is the life cycle of the index servers of :mod:`indexserver` (port 0
+:class:`FakeServer` is the life cycle of the index servers of :mod:`fakes.index` (port 0
 of 127.0.0.1, a serving thread, idle keep-alive connections closed and every handler
 thread joined on stop) with what a fake of a vendor's API needs on top:
 
@@ -11,7 +11,7 @@ thread joined on stop) with what a fake of a vendor's API needs on top:
 - otherwise a subclass's :meth:`FakeServer.route` answers, with the server's lock held,
   so a fake's state needs no other lock.
 
-The vendors' fakes are :mod:`fake_github` (GitHub) and :mod:`fake_ci_servers`
+The vendors' fakes are :mod:`fakes.github` (GitHub) and :mod:`fakes.ci`
 (Buildkite, GitLab).
 """
 
@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from indexserver import Reply as _IndexReply
-from indexserver import _Handler as _IndexHandler
-from indexserver import _Served
+from fakes.index import Handler as IndexHandler
+from fakes.index import Reply as IndexReply
+from fakes.index import Served
 
 JSON_TYPE = "application/json"
 TEXT_TYPE = "text/plain; charset=utf-8"
@@ -47,7 +47,7 @@ class Recorded:
 
 
 @dataclass(frozen=True)
-class Reply(_IndexReply):
+class Reply(IndexReply):
     """A complete answer (status, body, content type, headers), JSON unless said otherwise."""
 
     content_type: str | None = JSON_TYPE
@@ -78,14 +78,14 @@ class _Fault:
         )
 
 
-class _Handler(_IndexHandler):
+class _Handler(IndexHandler):
     """The index servers' handler for every method an API takes (theirs answer GET)."""
 
     disable_nagle_algorithm = True  # headers and body go out at once, no 40 ms ACK delay
-    do_POST = do_PUT = do_PATCH = do_DELETE = _IndexHandler.do_GET
+    do_POST = do_PUT = do_PATCH = do_DELETE = IndexHandler.do_GET
 
 
-class FakeServer(_Served):
+class FakeServer(Served):
     """A vendor's API: requests recorded, scripted faults, else :meth:`route`."""
 
     def __init__(self) -> None:
@@ -128,7 +128,7 @@ class FakeServer(_Served):
 
     # -- serving --------------------------------------------------------------------------
 
-    def handle(self, handler: _IndexHandler, path: str) -> None:
+    def handle(self, handler: IndexHandler, path: str) -> None:
         """Read the request in full, record it and answer it."""
         length = int(handler.headers.get("Content-Length") or 0)
         body = handler.rfile.read(length) if length else b""

@@ -1,10 +1,10 @@
 """A fake of GitHub's REST API on 127.0.0.1 for the github-actions provider's tests.
 
 :class:`FakeGitHub` serves one repository the way GitHub documents its REST API (version
-2022-11-28): real sockets, real HTTP, no mocks. On :class:`fakeserver.FakeServer` it
+2022-11-28): real sockets, real HTTP, no mocks. On :class:`fakes.api.FakeServer` it
 records every request (method, path, query, headers, body), refuses a wrong token as
 GitHub does (401 "Bad credentials"), and can be scripted to misbehave
-(:meth:`~fakeserver.FakeServer.fail`): 403 with ``x-ratelimit-remaining: 0``, 429 with
+(:meth:`~fakes.api.FakeServer.fail`): 403 with ``x-ratelimit-remaining: 0``, 429 with
 ``retry-after``, 5xx, invalid JSON (:func:`message` writes GitHub's error body).
 
 Job logs are served the way GitHub serves them: the API answers 302 with a ``Location`` on
@@ -43,7 +43,7 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import unquote
 
-from fakeserver import FakeServer, Recorded, Reply, json_reply
+from fakes.api import FakeServer, Recorded, Reply, json_reply
 
 API_VERSION = "2022-11-28"
 DOCS = "https://docs.github.com/rest"

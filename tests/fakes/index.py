@@ -9,6 +9,10 @@
 Every server listens on port 0 of 127.0.0.1, counts requests per path and the requests in
 flight, and shuts down cleanly: idle keep-alive connections are closed and every handler
 thread is joined before ``__exit__`` returns.
+
+The pages follow the Simple Repository API: PEP 503 (HTML,
+https://peps.python.org/pep-0503/), PEP 691 (JSON and content negotiation,
+https://peps.python.org/pep-0691/), PEP 592 (yanked files, https://peps.python.org/pep-0592/).
 """
 
 from __future__ import annotations
@@ -52,14 +56,14 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = False
     block_on_close = True  # server_close() joins every handler thread
 
-    def __init__(self, handler: type[BaseHTTPRequestHandler], owner: _Served) -> None:
+    def __init__(self, handler: type[BaseHTTPRequestHandler], owner: Served) -> None:
         super().__init__(("127.0.0.1", 0), handler)
         self.owner = owner
         self.connections: set[socket.socket] = set()
         self.lock = threading.Lock()
 
 
-class _Handler(BaseHTTPRequestHandler):
+class Handler(BaseHTTPRequestHandler):
     """Routes GET to the owner, counting requests and the requests in flight."""
 
     protocol_version = "HTTP/1.1"  # keep-alive, like a real index
@@ -113,7 +117,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(body)
 
 
-class _Served:
+class Served:
     """Start/stop, the counters and the context-manager protocol of a test server."""
 
     def __init__(self) -> None:
@@ -129,7 +133,7 @@ class _Served:
         self.tls: ssl.SSLContext | None = None
         self.alpn: list[str | None] = []  # per TLS connection: the protocol ALPN agreed on
 
-    def handle(self, handler: _Handler, path: str) -> None:
+    def handle(self, handler: Handler, path: str) -> None:
         """Answer one GET (subclasses)."""
         raise NotImplementedError
 
@@ -168,7 +172,7 @@ class _Served:
     def start(self) -> None:
         """Listen on a free port of 127.0.0.1 and serve from a thread."""
         self.stopping.clear()
-        self._server = _Server(_Handler, self)
+        self._server = _Server(Handler, self)
         if self.tls is not None:  # the handshake happens at accept()
             self._server.socket = self.tls.wrap_socket(self._server.socket, server_side=True)
         self._thread = threading.Thread(
@@ -272,7 +276,7 @@ class _Project:
     serial: int = 1
 
 
-class StaticIndex(_Served):
+class StaticIndex(Served):
     """A static PEP 691 + PEP 503 tree under root, served with negotiation and validators.
 
     ``root/simple/<project>/index.json`` and ``index.html``, ``root/files/<filename>``.
@@ -366,7 +370,7 @@ class StaticIndex(_Served):
         lines.append("</body></html>")
         return "\n".join(lines) + "\n"
 
-    def handle(self, handler: _Handler, path: str) -> None:
+    def handle(self, handler: Handler, path: str) -> None:
         """Serve a project page (negotiated, conditional) or a file."""
         parts = path.strip("/").split("/")
         if len(parts) == 2 and parts[0] == "files":
@@ -409,7 +413,7 @@ class StaticIndex(_Served):
         handler.reply(200, body, content_type=chosen + charset, headers=headers)
 
 
-def _not_modified(handler: _Handler, etag: str, mtime: float) -> bool:
+def _not_modified(handler: Handler, etag: str, mtime: float) -> bool:
     """RFC 9110: If-None-Match wins over If-Modified-Since."""
     if_none_match = handler.headers.get("If-None-Match")
     if if_none_match is not None:
@@ -497,7 +501,7 @@ class RequireAuth:
 Step = Reply | Hang | Truncated | Stream | Redirect | RequireAuth
 
 
-class FaultServer(_Served):
+class FaultServer(Served):
     """An index whose answer per project path follows a script (the last step repeats).
 
     ``script("proj", Reply(500), Reply(200, page))`` answers 500 then the page forever.
@@ -529,7 +533,7 @@ class FaultServer(_Served):
                 return None
             return steps.pop(0) if len(steps) > 1 else steps[0]
 
-    def handle(self, handler: _Handler, path: str) -> None:
+    def handle(self, handler: Handler, path: str) -> None:
         """Play the next step of the path's script."""
         step = self._next(path)
         if step is None:
@@ -537,7 +541,7 @@ class FaultServer(_Served):
             return
         self._play(handler, path, step)
 
-    def _play(self, handler: _Handler, path: str, step: Step) -> None:
+    def _play(self, handler: Handler, path: str, step: Step) -> None:
         if isinstance(step, Reply):
             handler.reply(
                 step.status, step.body, content_type=step.content_type, headers=step.headers
@@ -574,7 +578,7 @@ class FaultServer(_Served):
                     headers={"WWW-Authenticate": 'Basic realm="index"'},
                 )
 
-    def _stream(self, handler: _Handler, path: str, step: Stream) -> None:
+    def _stream(self, handler: Handler, path: str, step: Stream) -> None:
         handler.send_response(200)
         handler.send_header("Content-Type", step.content_type)
         if step.declare_length:

@@ -1,5 +1,5 @@
 """Buildkite and GitLab REST APIs on 127.0.0.1 for the CI providers' tests, and the kit
-those tests share with GitHub's (:mod:`fake_github`): real sockets, no mocks.
+those tests share with GitHub's (:mod:`fakes.github`): real sockets, no mocks.
 
 Each fake follows the vendor's documented requests and answers closely enough that a
 client written against the documentation works against it unchanged:
@@ -7,10 +7,24 @@ client written against the documentation works against it unchanged:
 * :class:`BuildkiteFake` serves the Buildkite REST API v2 (``Authorization: Bearer``),
 * :class:`GitLabFake` serves the GitLab REST API v4 (``PRIVATE-TOKEN``, trigger tokens).
 
-Both are :class:`fakeserver.FakeServer` values: they record every request, answer a wrong
+The documentation each one follows:
+
+- Buildkite: https://buildkite.com/docs/apis/rest-api (authentication: ``Authorization:
+  Bearer``), https://buildkite.com/docs/apis/rest-api/builds (create, get, cancel a build),
+  https://buildkite.com/docs/apis/rest-api/jobs (a job's log output; the ``.txt`` raw form),
+  https://buildkite.com/docs/apis/rest-api/limits (``RateLimit-*`` headers, 429)
+- GitLab: https://docs.gitlab.com/api/rest/authentication/ (``PRIVATE-TOKEN``; 401
+  "401 Unauthorized"), https://docs.gitlab.com/api/rest/#namespaced-paths (URL-encoded
+  project path), https://docs.gitlab.com/api/pipelines/ (create a pipeline, get one, cancel
+  its jobs), https://docs.gitlab.com/api/pipeline_triggers/ (trigger with a token),
+  https://docs.gitlab.com/api/jobs/ (a pipeline's jobs, a job's log: ``/trace``),
+  https://docs.gitlab.com/api/rest/#pagination (``page``, ``per_page``, ``X-Next-Page``),
+  https://docs.gitlab.com/administration/settings/user_and_ip_rate_limits/ (429 headers)
+
+Both are :class:`fakes.api.FakeServer` values: they record every request, answer a wrong
 token with the vendor's documented 401, and are scriptable: a plan per build or pipeline
 (the states it goes through, its jobs and their logs) and faults
-(:meth:`~fakeserver.FakeServer.fail`) played instead of the API's answer: 429 with the
+(:meth:`~fakes.api.FakeServer.fail`) played instead of the API's answer: 429 with the
 vendor's reset headers, 5xx, a body that is not JSON.
 
 The kit: the trial every test tries (:data:`TRIAL`), a recording sleep (:class:`Sleeps`),
@@ -32,10 +46,10 @@ from typing import Any, ClassVar, Generic, Self, TypeVar
 from urllib.parse import parse_qs, quote
 
 import httpx
-from fake_github import FakeGitHub, JobPlan, RunPlan, github_log, message
-from fakeserver import TEXT_TYPE, FakeServer, Recorded, Reply, json_reply
 from packaging.version import Version
 
+from fakes.api import TEXT_TYPE, FakeServer, Recorded, Reply, json_reply
+from fakes.github import FakeGitHub, JobPlan, RunPlan, github_log, message
 from govern.ci.base import Conclusion, RunStatus, Trial
 from govern.ci.buildkite import Buildkite
 from govern.ci.buildkite import from_config as buildkite_config
@@ -92,11 +106,6 @@ class PlannedRuns(FakeServer, Generic[Plan]):
 
 
 # -- Buildkite ------------------------------------------------------------------------------
-#
-# https://buildkite.com/docs/apis/rest-api (authentication: "Authorization: Bearer")
-# https://buildkite.com/docs/apis/rest-api/builds (create, get, cancel a build)
-# https://buildkite.com/docs/apis/rest-api/jobs (get a job's log output; .txt raw form)
-# https://buildkite.com/docs/apis/rest-api/limits (RateLimit-* headers, 429)
 
 BUILDKITE_UNAUTHORIZED = {
     "message": "Authentication required. Please supply a valid API Access Token: "
@@ -310,15 +319,6 @@ class BuildkiteFake(PlannedRuns[BuildPlan]):
 
 
 # -- GitLab ---------------------------------------------------------------------------------
-#
-# https://docs.gitlab.com/api/rest/authentication/ (PRIVATE-TOKEN; 401 "401 Unauthorized")
-# https://docs.gitlab.com/api/rest/#namespaced-paths (URL-encoded project path)
-# https://docs.gitlab.com/api/pipelines/ (create a new pipeline, get a single pipeline,
-#   cancel all jobs for a pipeline)
-# https://docs.gitlab.com/api/pipeline_triggers/ (trigger a pipeline with a token)
-# https://docs.gitlab.com/api/jobs/ (list pipeline jobs, get a log file: /trace)
-# https://docs.gitlab.com/api/rest/#pagination (page, per_page, X-Next-Page, ...)
-# https://docs.gitlab.com/administration/settings/user_and_ip_rate_limits/ (429 headers)
 
 GITLAB_UNAUTHORIZED = {"message": "401 Unauthorized"}
 _GL_FINISHED = frozenset({"success", "failed", "canceled", "skipped"})
