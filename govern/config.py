@@ -10,16 +10,29 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
 from string import Formatter
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from packaging.specifiers import InvalidSpecifier, Specifier
+from packaging.utils import canonicalize_name
+from packaging.version import Version
 
 from govern.errors import ConfigError
-
-if TYPE_CHECKING:
-    # Loaded when used: `govern poll` reads the configuration but no comment (the
-    # annotation parser is a quarter of its start-up; bench/poll.py).
-    from govern.exclusions.annotations import CommentSettings, ConfigAnnotation
+from govern.exclusions.annotations import CommentSettings, ConfigAnnotation
+from govern.exclusions.links import LinkContext
+from govern.sources.reading import Unreadable, read_bounded
+from govern.tomltables import (
+    InvalidToml,
+    boolean,
+    choice,
+    days,
+    flag,
+    kind,
+    names,
+    parse_toml,
+    show,
+    string,
+    strings,
+)
 
 _KEYS = {
     "policy",
@@ -162,7 +175,7 @@ class Config:
             if ref is not None and ref not in defined:
                 shown = ", ".join(sorted(defined)) or "none"
                 raise ConfigError(
-                    f"{self.path}: {key} names CI {_show(ref)}, which is not defined "
+                    f"{self.path}: {key} names CI {show(ref)}, which is not defined "
                     f"(defined: {shown})",
                     tip=f'Add [tool.govern.ci.{ref}] with provider = "...".',
                 )
@@ -171,9 +184,6 @@ class Config:
     @property
     def comments(self) -> CommentSettings:
         """How comments are read into annotations."""
-        from govern.exclusions.annotations import CommentSettings
-        from govern.exclusions.links import LinkContext
-
         return CommentSettings(
             style=self.comment_style,
             scope=self.comment_scope,
@@ -182,94 +192,23 @@ class Config:
         )
 
 
-def _names(keys: set[str]) -> str:
-    """Key names for a one-line message (odd ones quoted, so no newline gets through)."""
-    return ", ".join(
-        k if k.isprintable() and k.strip() == k and k else repr(k) for k in sorted(keys)
-    )
-
-
-def _strings(value: Any, key: str, where: str) -> tuple[str, ...]:
-    if isinstance(value, str):
-        return (value,)
-    if isinstance(value, list) and all(isinstance(v, str) for v in value):
-        return tuple(value)
-    raise ConfigError(
-        f"{where}: {key} must be a string or a list of strings, not {_show(value)}",
-        tip=f'Write it as {key} = ["..."].',
-    )
-
-
-def _kind(value: Any) -> str:
-    """The TOML name of a parsed value's type, for messages."""
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, datetime):
-        return "a date-time"
-    if isinstance(value, date):
-        return "a date"
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, dict):
-        return "a table"
-    return f"a {type(value).__name__}"
-
-
-def _show(value: Any) -> str:
-    """A value for a one-line message: strings quoted, dates as written, else the type."""
-    if isinstance(value, str):
-        return repr(value) if len(value) <= 80 else repr(value[:77] + "...")
-    if isinstance(value, date):  # also datetime
-        return value.isoformat()
-    if isinstance(value, list) and value:
-        bad = next((v for v in value if not isinstance(v, str)), value[0])
-        return f"an array holding {_kind(bad)}"
-    return _kind(value)
-
-
-def _string(table: dict[str, Any], key: str, where: str, prefix: str = "") -> str | None:
-    """``table[key]`` if it is a string, ``None`` if absent; anything else is an error."""
-    if key not in table:
-        return None
-    value = table[key]
-    if not isinstance(value, str):
-        raise ConfigError(
-            f"{where}: {prefix}{key} must be a string, not {_show(value)}",
-            tip=f'Quote the value: {key} = "...".',
-        )
-    return value
-
-
-def _choice(table: dict[str, Any], key: str, where: str) -> str | None:
-    choices = _CHOICES[key]
-    value = table.get(key)
-    if key in table and (not isinstance(value, str) or value not in choices):
-        raise ConfigError(
-            f"{where}: {key} must be one of {', '.join(choices)}, not {_show(value)}",
-            tip=f'Write it as a string, e.g. {key} = "{choices[0]}".',
-        )
-    return value
-
-
 def _forge(table: dict[str, Any], where: str) -> str | None:
-    value = _string(table, "forge", where)
+    value = string(table, "forge", where)
     if value is not None and not value.startswith(("http://", "https://")):
         raise ConfigError(
-            f"{where}: forge {_show(value)} is not an http:// or https:// URL",
+            f"{where}: forge {show(value)} is not an http:// or https:// URL",
             tip='Write the project URL, e.g. forge = "https://github.com/owner/repo".',
         )
     return value
 
 
 def _bug_url(table: dict[str, Any], where: str) -> str | None:
-    value = _string(table, "bug-url", where)
+    value = string(table, "bug-url", where)
     if value is None:
         return None
     tip = 'Write it with an {id} placeholder, e.g. bug-url = "https://bugs.example.org/{id}".'
     if "{id}" not in value:
-        raise ConfigError(f"{where}: bug-url {_show(value)} has no {{id}} placeholder", tip=tip)
+        raise ConfigError(f"{where}: bug-url {show(value)} has no {{id}} placeholder", tip=tip)
     try:
         # Only plain {id} fields: no {other}, {0}, {id.attr}, {id[0]}, {id!r} or {id:>999999}.
         fields = [f[1:] for f in Formatter().parse(value) if f[1] is not None]
@@ -278,22 +217,12 @@ def _bug_url(table: dict[str, Any], where: str) -> str | None:
         substituted = value.format(id="1") != value.format(id="2")
     except (KeyError, IndexError, ValueError, AttributeError, TypeError):
         raise ConfigError(
-            f"{where}: bug-url {_show(value)} is not a valid template"
+            f"{where}: bug-url {show(value)} is not a valid template"
             " (only {id} may be in braces; write a literal brace as {{ or }})",
             tip=tip,
         ) from None
     if not substituted:
-        raise ConfigError(f"{where}: bug-url {_show(value)} has no {{id}} placeholder", tip=tip)
-    return value
-
-
-def _bool(table: dict[str, Any], key: str, where: str) -> bool:
-    value = table.get(key, False)
-    if not isinstance(value, bool):
-        raise ConfigError(
-            f"{where}: {key} must be true or false, not {_show(value)}",
-            tip=f"Write a TOML boolean without quotes: {key} = true.",
-        )
+        raise ConfigError(f"{where}: bug-url {show(value)} has no {{id}} placeholder", tip=tip)
     return value
 
 
@@ -306,14 +235,12 @@ def _review_by(value: Any, where: str) -> date:
         except ValueError:
             pass
     raise ConfigError(
-        f"{where}: annotation review-by {_show(value)} is not a date (YYYY-MM-DD)",
+        f"{where}: annotation review-by {show(value)} is not a date (YYYY-MM-DD)",
         tip="Write a date without a time, e.g. review-by = 2027-01-31.",
     )
 
 
 def _annotation(item: Any, where: str) -> ConfigAnnotation:
-    from govern.exclusions.annotations import ConfigAnnotation
-
     if not isinstance(item, dict) or not isinstance(item.get("package"), str):
         raise ConfigError(
             f'{where}: each [[annotations]] entry needs package = "name"',
@@ -322,12 +249,12 @@ def _annotation(item: Any, where: str) -> ConfigAnnotation:
     unknown = set(item) - _ANNOTATION_KEYS
     if unknown:
         raise ConfigError(
-            f"{where}: unknown annotation key(s) {_names(unknown)}",
+            f"{where}: unknown annotation key(s) {names(unknown)}",
             tip=f"Known keys: {', '.join(sorted(_ANNOTATION_KEYS))}.",
         )
     fields: dict[str, Any] = {}
     for key in ("reason", "owner", "verify"):
-        value = _string(item, key, where, prefix="annotation ")
+        value = string(item, key, where, prefix="annotation ")
         if value is not None:
             fields[key] = value
     for key, target in (
@@ -339,17 +266,17 @@ def _annotation(item: Any, where: str) -> ConfigAnnotation:
     ):
         if key in item:
             fields.setdefault(target, ())
-            fields[target] = (*fields[target], *_strings(item[key], key, where))
+            fields[target] = (*fields[target], *strings(item[key], key, where))
     if "review-by" in item:
         fields["review_by"] = _review_by(item["review-by"], where)
-    source = _string(item, "source", where, prefix="annotation ")
-    clause = _string(item, "clause", where, prefix="annotation ")
+    source = string(item, "source", where, prefix="annotation ")
+    clause = string(item, "clause", where, prefix="annotation ")
     if clause is not None:
         try:
             clause = str(Specifier(clause))  # normalized as exclusion clauses are
         except InvalidSpecifier:
             raise ConfigError(
-                f"{where}: annotation clause {_show(clause)} is not a version clause",
+                f"{where}: annotation clause {show(clause)} is not a version clause",
                 tip='Write it as in the requirement, e.g. clause = "<14.1.0".',
             ) from None
     return ConfigAnnotation(
@@ -366,7 +293,7 @@ def parse_config(table: dict[str, Any], path: Path) -> Config:
     unknown = set(table) - _KEYS
     if unknown:
         raise ConfigError(
-            f"{where}: unknown [tool.govern] key(s) {_names(unknown)}",
+            f"{where}: unknown [tool.govern] key(s) {names(unknown)}",
             tip=f"Known keys: {', '.join(sorted(_KEYS))}.",
         )
     annotations = table.get("annotations", [])
@@ -377,36 +304,38 @@ def parse_config(table: dict[str, Any], path: Path) -> Config:
         )
     return Config(
         path=path,
-        policy=_string(table, "policy", where),
-        include=_strings(table.get("include", []), "include", where),
-        exclude=_strings(table.get("exclude", []), "exclude", where),
-        repository=_string(table, "repository", where),
+        policy=string(table, "policy", where),
+        include=strings(table.get("include", []), "include", where),
+        exclude=strings(table.get("exclude", []), "exclude", where),
+        repository=string(table, "repository", where),
         forge=_forge(table, where),
         bug_url=_bug_url(table, where),
-        comment_style=_choice(table, "comment-style", where) or "above",
-        comment_scope=_choice(table, "comment-scope", where) or "group",
-        inline_comments=_choice(table, "inline-comments", where) or "auto",
-        allow_includes_outside_root=_bool(table, "allow-includes-outside-root", where),
-        fail_on=_choice(table, "fail-on", where),
+        comment_style=choice(table, "comment-style", where, _CHOICES["comment-style"], "above"),
+        comment_scope=choice(table, "comment-scope", where, _CHOICES["comment-scope"], "group"),
+        inline_comments=choice(
+            table, "inline-comments", where, _CHOICES["inline-comments"], "auto"
+        ),
+        allow_includes_outside_root=boolean(table, "allow-includes-outside-root", where),
+        fail_on=choice(table, "fail-on", where, _CHOICES["fail-on"]),
         annotations=tuple(_annotation(a, where) for a in annotations),
-        database=_string(table, "database", where),
+        database=string(table, "database", where),
         index_url=_url(table, "index-url", where),
         extra_index_urls=tuple(
             _check_url(u, "extra-index-urls", where)
-            for u in _strings(table.get("extra-index-urls", []), "extra-index-urls", where)
+            for u in strings(table.get("extra-index-urls", []), "extra-index-urls", where)
         ),
         indexes=_indexes(table.get("indexes", {}), where),
         trusted_redirects=tuple(
             _check_url(u, "trusted-redirects", where)
-            for u in _strings(table.get("trusted-redirects", []), "trusted-redirects", where)
+            for u in strings(table.get("trusted-redirects", []), "trusted-redirects", where)
         ),
         profiles=_profiles(table.get("profiles", {}), where),
-        minimum_release_age=_days(table, "minimum-release-age", where) or 0,
-        allow_prereleases=_bool(table, "allow-prereleases", where),
-        allow_sdist=_bool(table, "allow-sdist", where),
-        stale_cap_days=_days(table, "stale-cap-days", where) or 90,
+        minimum_release_age=days(table, "minimum-release-age", where) or 0,
+        allow_prereleases=boolean(table, "allow-prereleases", where),
+        allow_sdist=boolean(table, "allow-sdist", where),
+        stale_cap_days=days(table, "stale-cap-days", where) or 90,
         ci=_ci(table.get("ci", {}), where),
-        verify_with=_string(table, "verify-with", where),
+        verify_with=string(table, "verify-with", where),
         verify_attempts=_attempts(table, where),
         **_web(table.get("web", {}), where),
     ).checked()
@@ -415,13 +344,13 @@ def parse_config(table: dict[str, Any], path: Path) -> Config:
 def _web(value: Any, where: str) -> dict[str, str]:
     if not isinstance(value, dict):
         raise ConfigError(
-            f"{where}: web must be a table ([tool.govern.web]), not {_show(value)}",
+            f"{where}: web must be a table ([tool.govern.web]), not {show(value)}",
             tip='Write [tool.govern.web] then token-env = "GOVERN_WEB_TOKEN".',
         )
     unknown = set(value) - set(_WEB_KEYS)
     if unknown:
         raise ConfigError(
-            f"{where}: unknown [tool.govern.web] key(s) {_names(unknown)}",
+            f"{where}: unknown [tool.govern.web] key(s) {names(unknown)}",
             tip=f"Known keys: {', '.join(sorted(_WEB_KEYS))} (names of environment variables; "
             "a secret itself never goes in a file).",
         )
@@ -430,7 +359,7 @@ def _web(value: Any, where: str) -> dict[str, str]:
         name = value.get(key, default)
         if not isinstance(name, str) or not name.replace("_", "").isalnum():
             raise ConfigError(
-                f"{where}: web.{key} must name an environment variable, not {_show(name)}",
+                f"{where}: web.{key} must name an environment variable, not {show(name)}",
                 tip=f'Write {key} = "{default}" (the name of a variable, not a secret).',
             )
         out[key.replace("-", "_")] = name
@@ -444,7 +373,7 @@ def _web(value: Any, where: str) -> dict[str, str]:
 def _ci(value: Any, where: str) -> tuple[CIConfig, ...]:
     if not isinstance(value, dict) or not all(isinstance(v, dict) for v in value.values()):
         raise ConfigError(
-            f"{where}: ci must be tables, one per provider, not {_show(value)}",
+            f"{where}: ci must be tables, one per provider, not {show(value)}",
             tip='Write [tool.govern.ci.local] then provider = "command".',
         )
     out: list[CIConfig] = []
@@ -453,7 +382,7 @@ def _ci(value: Any, where: str) -> tuple[CIConfig, ...]:
         if kind not in CI_KINDS:
             raise ConfigError(
                 f"{where}: [tool.govern.ci.{name}] needs provider = one of "
-                f"{', '.join(CI_KINDS)}, not {_show(kind)}",
+                f"{', '.join(CI_KINDS)}, not {show(kind)}",
                 tip='Write provider = "command" (or github-actions, buildkite, gitlab).',
             )
         if "token" in item:
@@ -470,7 +399,7 @@ def _attempts(table: dict[str, Any], where: str) -> int:
     value = table.get("verify-attempts", 3)
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 20:
         raise ConfigError(
-            f"{where}: verify-attempts must be a number from 1 to 20, not {_show(value)}",
+            f"{where}: verify-attempts must be a number from 1 to 20, not {show(value)}",
             tip="Write it without quotes: verify-attempts = 3.",
         )
     return value
@@ -479,61 +408,35 @@ def _attempts(table: dict[str, Any], where: str) -> int:
 def _check_url(value: str, key: str, where: str) -> str:
     if not value.startswith(("http://", "https://", "file://")) and "${" not in value:
         raise ConfigError(
-            f"{where}: {key} {_show(value)} is not an http(s):// URL",
+            f"{where}: {key} {show(value)} is not an http(s):// URL",
             tip=f'Write the Simple API root, e.g. {key} = "https://index.example.org/simple".',
         )
     return value
 
 
 def _url(table: dict[str, Any], key: str, where: str) -> str | None:
-    value = _string(table, key, where)
+    value = string(table, key, where)
     return None if value is None else _check_url(value, key, where)
 
 
-def _days(table: dict[str, Any], key: str, where: str) -> int | None:
-    if key not in table:
-        return None
-    value = table[key]
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ConfigError(
-            f"{where}: {key} must be a number of days (0 or more), not {_show(value)}",
-            tip=f"Write it without quotes: {key} = 7.",
-        )
-    return value
-
-
 def _indexes(value: Any, where: str) -> tuple[tuple[str, str], ...]:
-    from packaging.utils import canonicalize_name
-
     if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
         raise ConfigError(
-            f"{where}: indexes must be a table of package = index URL, not {_show(value)}",
+            f"{where}: indexes must be a table of package = index URL, not {show(value)}",
             tip='Write [tool.govern.indexes] then internal-lib = "https://pkgs.example.org/simple".',
         )
     return tuple(
         sorted(
-            (canonicalize_name(k), _check_url(v, f"indexes.{_names({k})}", where))
+            (canonicalize_name(k), _check_url(v, f"indexes.{names({k})}", where))
             for k, v in value.items()
         )
     )
 
 
-def _flag(table: dict[str, Any], key: str, where: str, prefix: str) -> bool | None:
-    """An optional boolean: None when absent (the top-level setting applies)."""
-    if key not in table:
-        return None
-    if not isinstance(table[key], bool):
-        raise ConfigError(
-            f"{where}: {prefix}{key} must be true or false, not {_show(table[key])}",
-            tip=f"Write a TOML boolean without quotes: {key} = true.",
-        )
-    return bool(table[key])
-
-
 def _profiles(value: Any, where: str) -> tuple[ProfileConfig, ...]:
     if not isinstance(value, dict) or not all(isinstance(v, dict) for v in value.values()):
         raise ConfigError(
-            f"{where}: profiles must be tables, one per profile, not {_show(value)}",
+            f"{where}: profiles must be tables, one per profile, not {show(value)}",
             tip='Write [tool.govern.profiles.cuda13] then python = "3.12".',
         )
     out: list[ProfileConfig] = []
@@ -542,18 +445,16 @@ def _profiles(value: Any, where: str) -> tuple[ProfileConfig, ...]:
         unknown = set(item) - _PROFILE_KEYS
         if unknown:
             raise ConfigError(
-                f"{where}: unknown key(s) {_names(unknown)} in profile {name}",
+                f"{where}: unknown key(s) {names(unknown)} in profile {name}",
                 tip=f"Known keys: {', '.join(sorted(_PROFILE_KEYS))}.",
             )
-        python = _string(item, "python", where, prefix)
+        python = string(item, "python", where, prefix)
         if python is not None:
-            from packaging.version import Version
-
             try:
                 Version(python)
             except ValueError:  # InvalidVersion, or a number past the int-string limit
                 raise ConfigError(
-                    f"{where}: {prefix}python {_show(python)} is not a version",
+                    f"{where}: {prefix}python {show(python)} is not a version",
                     tip='Write it as python = "3.12".',
                 ) from None
         markers = item.get("markers", {})
@@ -566,13 +467,13 @@ def _profiles(value: Any, where: str) -> tuple[ProfileConfig, ...]:
             ProfileConfig(
                 name=name,
                 python=python,
-                platforms=_strings(item.get("platforms", []), prefix + "platforms", where),
-                implementation=_string(item, "implementation", where, prefix) or "cp",
+                platforms=strings(item.get("platforms", []), prefix + "platforms", where),
+                implementation=string(item, "implementation", where, prefix) or "cp",
                 markers=tuple(sorted(markers.items())),
-                allow_prereleases=_flag(item, "allow-prereleases", where, prefix),
-                allow_sdist=_flag(item, "allow-sdist", where, prefix),
-                minimum_release_age=_days(item, "minimum-release-age", where),
-                ci=_string(item, "ci", where, prefix),
+                allow_prereleases=flag(item, "allow-prereleases", where, prefix),
+                allow_sdist=flag(item, "allow-sdist", where, prefix),
+                minimum_release_age=days(item, "minimum-release-age", where),
+                ci=string(item, "ci", where, prefix),
             )
         )
     return tuple(out)
@@ -598,10 +499,6 @@ def _read_toml(path: Path, root: Path | None, *, quiet: bool) -> dict[str, Any] 
     ``root``: the file was found there, not named, so a link out of it is refused.
     ``quiet``: a file that cannot be used is None instead of an error.
     """
-    import tomllib  # here: a directory without configuration never needs it
-
-    from govern.sources.reading import Unreadable, read_bounded
-
     try:
         outside = root is not None and not path.resolve().is_relative_to(root.resolve())
     except (OSError, RuntimeError):  # a symlink loop: read_bounded says it cannot be read
@@ -617,12 +514,11 @@ def _read_toml(path: Path, root: Path | None, *, quiet: bool) -> dict[str, Any] 
             return None
         raise ConfigError(raw.message, tip="Use a regular .govern.toml inside the repository.")
     try:
-        return tomllib.loads(raw.decode("utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError) as exc:
+        return parse_toml(raw)
+    except InvalidToml as exc:
         if quiet:
             return None
-        detail = "tables or arrays nested too deeply" if isinstance(exc, RecursionError) else exc
-        raise ConfigError(f"{path}: {detail}", tip="Fix the TOML syntax.") from None
+        raise ConfigError(f"{path}: {exc}", tip="Fix the TOML syntax.") from None
 
 
 def load_config(root: Path, explicit: Path | None = None) -> Config:
@@ -648,7 +544,7 @@ def load_config(root: Path, explicit: Path | None = None) -> Config:
                     # No [tool] table, or one the audit reports: no govern settings here.
                     continue
                 raise ConfigError(
-                    f"{path}: tool must be a table, not {_kind(tool)}",
+                    f"{path}: tool must be a table, not {kind(tool)}",
                     tip="Write the settings under a [tool.govern] header.",
                 )
             table = tool.get("govern")
@@ -658,14 +554,14 @@ def load_config(root: Path, explicit: Path | None = None) -> Config:
             table = data
         elif not isinstance(tool, dict):
             raise ConfigError(
-                f"{path}: tool must be a table, not {_kind(tool)}",
+                f"{path}: tool must be a table, not {kind(tool)}",
                 tip="Put the settings at the top level, or under [tool.govern].",
             )
         else:
             table = tool.get("govern", data)
         if not isinstance(table, dict):
             raise ConfigError(
-                f"{path}: [tool.govern] must be a table, not {_kind(table)}",
+                f"{path}: [tool.govern] must be a table, not {kind(table)}",
                 tip="Write the settings under a [tool.govern] header.",
             )
         return parse_config(table, path)

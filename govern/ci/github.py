@@ -65,6 +65,7 @@ from govern.ci.hosted import (
 from govern.ci.http import expect
 from govern.errors import ConfigError
 from govern.index.lean import httpx
+from govern.tomltables import show
 
 log = logging.getLogger(__name__)
 
@@ -498,7 +499,7 @@ def from_config(
     repository = opts.string(options, "repository", name).strip()
     if not _REPOSITORY.match(repository):
         raise ConfigError(
-            f"{opts.where(name)}: repository must be owner/name, not {opts.shown(repository)}",
+            f"{opts.where(name)}: repository must be owner/name, not {show(repository)}",
             tip='Write repository = "owner/repo".',
         )
     workflow = _workflow(options, name, required=mode == "dispatch")
@@ -534,7 +535,7 @@ def _workflow(options: Mapping[str, Any], name: str, *, required: bool) -> str |
             return text
     raise ConfigError(
         f"{opts.where(name)}: workflow must be a workflow file name (verify.yml) or id,"
-        f" not {opts.shown(value)}",
+        f" not {show(value)}",
         tip='Write workflow = "verify.yml".',
     )
 
@@ -545,13 +546,13 @@ def _check_template(ref: str, name: str) -> None:
         ref.format(package="pkg", version="1.0")
     except (KeyError, IndexError, ValueError):
         raise ConfigError(
-            f"{opts.where(name)}: ref {opts.shown(ref)} may only use the placeholders"
+            f"{opts.where(name)}: ref {show(ref)} may only use the placeholders"
             " {package} and {version}",
             tip='Write ref = "renovate/{package}-{version}".',
         ) from None
     if "{version}" not in ref:
         raise ConfigError(
             f"{opts.where(name)}: in checks mode ref must contain {{version}}, so that each"
-            f" candidate has its own checks (not {opts.shown(ref)})",
+            f" candidate has its own checks (not {show(ref)})",
             tip='Write ref = "renovate/{package}-{version}".',
         )

@@ -46,6 +46,7 @@ from govern.ci.hosted import Job, PipelineProvider, RunStates, Settings, one_lin
 from govern.ci.http import expect
 from govern.errors import ConfigError
 from govern.index.lean import httpx
+from govern.tomltables import show
 
 __all__ = [
     "API_URL",
@@ -245,7 +246,7 @@ def _project(options: Mapping[str, Any], name: str) -> int | str:
         return value
     raise ConfigError(
         f"{opts.where(name)}: project must be a numeric id or a path like"
-        f' "group/project", not {opts.shown(value)}',
+        f' "group/project", not {show(value)}',
         tip='Write project = "group/project" (or the numeric project id).',
     )
 

@@ -13,7 +13,7 @@ the key, and the three providers follow the same rules:
 - ``timeout`` is a number of seconds from 1 to 604800 (seven days).
 
 Values are shown in messages the way the rest of the configuration shows them
-(:mod:`govern.config`): short strings quoted, anything else by its TOML type.
+(:mod:`govern.tomltables`): short strings quoted, anything else by its TOML type.
 """
 
 from __future__ import annotations
@@ -23,8 +23,10 @@ from collections.abc import Collection, Mapping
 from typing import Any, TypedDict
 from urllib.parse import urlsplit
 
-from govern.config import _names, _show, _string
 from govern.errors import ConfigError
+from govern.tomltables import choice as table_choice
+from govern.tomltables import names, show
+from govern.tomltables import string as table_string
 
 #: keys every provider table accepts
 COMMON_KEYS = frozenset({"provider", "token-env", "api-url", "timeout"})
@@ -48,12 +50,7 @@ class Connection(TypedDict):
 
 def where(name: str) -> str:
     """``[tool.govern.ci.NAME]``: how messages name a provider's table."""
-    return f"[tool.govern.ci.{_names({name})}]"
-
-
-def shown(value: Any) -> str:
-    """A value for a one-line message: a short string quoted, else its TOML type."""
-    return _show(value)
+    return f"[tool.govern.ci.{names({name})}]"
 
 
 def check_keys(options: Mapping[str, Any], allowed: Collection[str], name: str) -> None:
@@ -70,7 +67,7 @@ def check_keys(options: Mapping[str, Any], allowed: Collection[str], name: str) 
     unknown = {str(k) for k in options if k not in allowed}
     if unknown:
         raise ConfigError(
-            f"{table}: unknown key(s) {_names(unknown)}",
+            f"{table}: unknown key(s) {names(unknown)}",
             tip=f"Known keys: {', '.join(sorted(allowed))}; keys are written with hyphens"
             " (token-env, api-url).",
         )
@@ -80,7 +77,7 @@ def check_provider(options: Mapping[str, Any], kind: str, name: str) -> None:
     """``provider``, when given, must name this provider's kind."""
     if "provider" in options and options["provider"] != kind:
         raise ConfigError(
-            f"{where(name)}: provider is {_show(options['provider'])},"
+            f"{where(name)}: provider is {show(options['provider'])},"
             f" but this table is read as {kind!r}",
             tip=f'Write provider = "{kind}".',
         )
@@ -88,7 +85,7 @@ def check_provider(options: Mapping[str, Any], kind: str, name: str) -> None:
 
 def string(options: Mapping[str, Any], key: str, name: str, *, default: str | None = None) -> str:
     """A non-empty string option; ``default`` when absent (absent without one: an error)."""
-    value = _string(dict(options), key, where(name))
+    value = table_string(options, key, where(name))
     if value is None:
         if default is None:
             raise ConfigError(
@@ -118,13 +115,7 @@ def slug(options: Mapping[str, Any], key: str, name: str) -> str:
 
 def choice(options: Mapping[str, Any], key: str, name: str, choices: tuple[str, ...]) -> str:
     """One of ``choices``; the first one when absent."""
-    value = options.get(key, choices[0])
-    if not isinstance(value, str) or value not in choices:
-        raise ConfigError(
-            f"{where(name)}: {key} must be one of {', '.join(choices)}, not {_show(value)}",
-            tip=f'Write it as a string, e.g. {key} = "{choices[0]}".',
-        )
-    return value
+    return table_choice(options, key, where(name), choices, choices[0])
 
 
 def api_url(options: Mapping[str, Any], name: str, default: str) -> str:
@@ -140,7 +131,7 @@ def api_url(options: Mapping[str, Any], name: str, default: str) -> str:
     if parts is None or parts.scheme not in ("http", "https") or not host:
         raise ConfigError(
             f"{where(name)}: api-url is not an https:// URL (nor an http:// one on this"
-            f" machine): {_show(value)}",
+            f" machine): {show(value)}",
             tip=tip,
         )
     if parts.username is not None or parts.password is not None or parts.query:
@@ -151,7 +142,7 @@ def api_url(options: Mapping[str, Any], name: str, default: str) -> str:
         )
     if parts.scheme == "http" and host not in _LOOPBACK:
         raise ConfigError(
-            f"{where(name)}: api-url {_show(value)} is plain http: the token would travel"
+            f"{where(name)}: api-url {show(value)} is plain http: the token would travel"
             " unencrypted",
             tip=tip,
         )
@@ -163,7 +154,7 @@ def timeout(options: Mapping[str, Any], name: str, default: float = 3600.0) -> f
     value = options.get("timeout", default)
     tip = "Write it as a number, without quotes: timeout = 3600."
     if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-        shown = str(value) if isinstance(value, int | float) else _show(value)
+        shown = str(value) if isinstance(value, int | float) else show(value)
         raise ConfigError(
             f"{where(name)}: timeout must be a positive number of seconds, not {shown}",
             tip=tip,

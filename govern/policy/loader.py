@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import tomllib
+import difflib
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -10,6 +10,8 @@ from typing import Any
 from govern.errors import PolicyError
 from govern.policy.model import Policy, RuleSettings, Severity
 from govern.policy.rules import RULES
+from govern.sources.reading import Unreadable, read_bounded
+from govern.tomltables import InvalidToml, parse_toml
 
 _BUILTIN = ("default", "strict", "library")
 
@@ -51,16 +53,13 @@ def _locate(spec: str, base: Path) -> Path:
 
 
 def _read(path: Path) -> dict[str, Any]:
-    from govern.sources.reading import Unreadable, read_bounded
-
     data = read_bounded(path, shown=f"policy {path}")
     if isinstance(data, Unreadable):  # a FIFO, a device, /proc/..., a huge file
         raise PolicyError(data.message, tip="Name a policy TOML file.")
     try:
-        return tomllib.loads(data.decode("utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError) as exc:
-        detail = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
-        raise PolicyError(f"policy {path}: {detail}", tip="Fix the TOML syntax.") from None
+        return parse_toml(data)
+    except InvalidToml as exc:
+        raise PolicyError(f"policy {path}: {exc}", tip="Fix the TOML syntax.") from None
 
 
 _KINDS = ("not-equal", "cap", "pin", "ban")
@@ -100,8 +99,6 @@ def _check_options(rule: str, options: dict[str, Any], where: str) -> None:
 
 def _rule_settings(rule: str, value: object, where: str) -> RuleSettings:
     if rule not in RULES:
-        import difflib
-
         close = difflib.get_close_matches(rule, RULES, n=1)
         raise PolicyError(
             f"{where}: unknown rule {rule!r}",

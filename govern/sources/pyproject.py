@@ -38,6 +38,7 @@ from govern.sources.model import (
 )
 from govern.sources.pep508 import parse_requirement, requirement_hint
 from govern.sources.reading import Unreadable, read_bounded
+from govern.tomltables import kind
 
 __all__ = ["read_pyproject"]
 
@@ -377,7 +378,7 @@ class _Builder:
     def _wrong_type(self, path: _KeyPath, expected: str, value: object) -> None:
         self._problem_at(
             self._value_pos(path),
-            f"{_dotted(path)} must be {expected}, not {_toml_type(value)}",
+            f"{_dotted(path)} must be {expected}, not {kind(value)}",
         )
 
     # -- entries -----------------------------------------------------------
@@ -697,20 +698,6 @@ def _dotted(path: _KeyPath) -> str:
     for part in path:
         shown += f"[{part}]" if isinstance(part, int) else (f".{part}" if shown else part)
     return shown
-
-
-def _toml_type(value: object) -> str:
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, dict):
-        return "a table"
-    return "a date or time"
 
 
 def _first_line(exc: Exception, default: str) -> str:

@@ -543,7 +543,7 @@ def test_invalid_requires_python(tmp_path: Path) -> None:
         ("[dependency-groups]\ndev = true\n", 2, "not a boolean"),
         ('[dependency-groups]\ndev = [{name = "x"}]\n', 2, "include-group"),
         ("[dependency-groups]\ndev = [{include-group = 1}]\n", 2, "include-group"),
-        ("[project]\ndependencies = [1979-05-27]\n", 2, "a date or time"),
+        ("[project]\ndependencies = [1979-05-27]\n", 2, "not a date"),
     ],
 )
 def test_wrong_types(tmp_path: Path, text: str, line: int, fragment: str) -> None:
