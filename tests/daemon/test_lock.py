@@ -60,6 +60,7 @@ def test_an_in_memory_store_is_refused() -> None:
         pass
 
 
+@pytest.mark.postgresql
 def test_stores_in_two_schemas_of_one_database_do_not_exclude_each_other() -> None:
     with postgresql_schema() as (one, _), postgresql_schema() as (other, _):
         first, second = Store(one), Store(other)
@@ -67,6 +68,7 @@ def test_stores_in_two_schemas_of_one_database_do_not_exclude_each_other() -> No
             held.check()
 
 
+@pytest.mark.postgresql
 def test_a_dropped_lock_connection_is_noticed() -> None:
     with postgresql_schema() as (url, schema), Store(url) as store, single_instance(store) as held:
         assert schema in held.what
