@@ -5,9 +5,7 @@ database, HTTP or web code. Errors cross one boundary (:func:`main`): one line,
 a ``Tip:``, exit code 2; the traceback only with ``--debug``.
 
 This module loads nothing but the standard library: the Typer application is
-:mod:`govern.cli.app`, imported for every command but ``govern poll``, which parses
-its own options (:mod:`govern.cli.poll`: Typer and the other commands are a fifth of
-a small poll's run; ``bench/poll.py``).
+:mod:`govern.cli.app`.
 """
 
 from __future__ import annotations
@@ -24,9 +22,8 @@ class _State:
     """Process-wide CLI flags (reset by tests)."""
 
     debug: bool = False
-    # Set by a command that has written everything and holds nothing that needs closing
-    # (no threads, connections or files open for writing): :func:`run` may then skip
-    # the interpreter's teardown.
+    # Set by a command that has written and closed everything but may leave threads it
+    # abandoned (``govern daemon``): :func:`run` then skips the interpreter's teardown.
     fast_exit: bool = False
 
 
@@ -35,10 +32,6 @@ STATE = _State()
 
 def _dispatch(argv: list[str] | None) -> None:
     args = sys.argv[1:] if argv is None else argv
-    if args[:1] == ["poll"]:
-        from govern.cli.poll import poll_main
-
-        poll_main(args[1:])  # exits
     from govern.cli.app import app
 
     app(args=args, prog_name="govern")
@@ -73,11 +66,11 @@ def main(argv: list[str] | None = None) -> None:
 def run() -> None:
     """The process entry point (console script, ``python -m govern``): :func:`main`, then exit.
 
-    When the command allows it (``STATE.fast_exit``), the streams are flushed and the
-    process ends with :func:`os._exit`, skipping the teardown that frees every object one
-    by one: for ``govern audit`` that is about 7% of a small run and a quarter of a
-    second on 100,000 requirements. mypy ends its runs the same way. If flushing fails
-    (a closed pipe), the normal exit handles it.
+    When the command asks for it (``STATE.fast_exit``: only ``govern daemon``), the streams
+    are flushed and the process ends with :func:`os._exit`. A job the daemon cut off may
+    leave a DNS lookup in asyncio's thread pool, and the interpreter's exit joins that
+    pool: a stalled resolver would hold the stopped daemon for as long as it stalls. If
+    flushing fails (a closed pipe), the normal exit handles it.
     """
     try:
         main()

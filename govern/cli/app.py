@@ -1,9 +1,6 @@
-"""The Typer application: the global options, and every command but ``poll``'s options.
+"""The Typer application: the global options and the commands.
 
 Importing this module registers the commands (each module adds its own to ``app``).
-``govern poll`` is registered here as a pass-through to :mod:`govern.cli.poll`, which
-parses its options with :mod:`argparse` so that a poll never loads Typer (see
-:mod:`govern.cli`).
 """
 
 from __future__ import annotations
@@ -45,26 +42,11 @@ def _root(
     STATE.debug = debug
 
 
-def _poll(ctx: typer.Context) -> None:
-    """Ask the package index about every tracked exclusion: releases, candidates, and why not.
-
-    One request per project, conditional (an unchanged project costs a 304). A project
-    that cannot be fetched is recorded and changes nothing. `govern poll --help` for
-    its options.
-    """
-    from govern.cli.poll import poll_main
-
-    poll_main(list(ctx.args))
-
-
 # Commands register themselves on ``app`` when imported (in the order of `govern --help`).
 from govern.cli import audit as _audit  # noqa: E402,F401
+from govern.cli.poll import poll_command  # noqa: E402
 
-app.command(
-    "poll",
-    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
-    add_help_option=False,
-)(_poll)
+app.command("poll")(poll_command)
 
 from govern.cli import daemon as _daemon  # noqa: E402,F401
 from govern.cli import rules as _rules  # noqa: E402,F401

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from govern.cli import STATE
 from govern.cli.app import app
 from govern.errors import UsageError
 from govern.output import OutputFormat
@@ -182,5 +181,4 @@ def audit(
         else:
             color = fmt is OutputFormat.HUMAN and use_color(sys.stdout, os.environ)
             write(report, fmt, sys.stdout, color=color)
-    STATE.fast_exit = True  # the report is written; nothing is left to close
     raise typer.Exit(1 if report.failed(level) else 0)

@@ -1,23 +1,23 @@
-"""``govern poll``: ask the index about every tracked exclusion, record releases and candidates.
-
-The one command that parses its own options (:mod:`argparse`), so that a poll loads
-neither Typer nor the other commands: a poll of 50 projects takes about 0.2 s, and
-they were a fifth of it (``bench/poll.py``). ``govern poll`` reaches :func:`poll_main`
-from :func:`govern.cli.main` directly, and through the Typer application when a global
-option comes first (``govern --debug poll``). The options follow the other commands'
-(``--db``, ``--config``, ``--index-url``, ``--format/-f``); a test holds them to it.
-"""
+"""``govern poll``: ask the index about every tracked exclusion, record releases and candidates."""
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any
 
+import typer
+from packaging.utils import canonicalize_name
+
+from govern.cli.options import ConfigOption, DbOption, FormatOption, IndexOption
 from govern.cli.output import ViewFormat, print_json
+from govern.config import load_config
+from govern.errors import IndexUnavailable
+from govern.index.pipconfig import PIP_DEFAULT
+from govern.index.settings import index_settings, profiles_from
+from govern.redact import redact as redact_url
 
 if TYPE_CHECKING:
     from govern.index.candidates import Profile
@@ -26,14 +26,9 @@ if TYPE_CHECKING:
     from govern.service.poll import PollResult
     from govern.store.dbapi import RawStore
 
-SUMMARY = "Ask the package index about every tracked exclusion: releases, candidates, and why not."
-
 
 def announce_index(settings: IndexSettings) -> None:
     """Say on stderr which index is asked, when nothing configured one (pip's default)."""
-    from govern.index.pipconfig import PIP_DEFAULT
-    from govern.redact import redact as redact_url
-
     if settings.source == PIP_DEFAULT:
         print(f"index: {redact_url(settings.index_url)} ({PIP_DEFAULT})", file=sys.stderr)
 
@@ -96,88 +91,44 @@ def _open_store(db: str | None, configured: str | None) -> Iterator[RawStore]:
         yield RawStore.of(store)
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse, with usage errors ended as the other commands end them (exit 2)."""
+def poll_command(
+    package: Annotated[
+        list[str] | None,
+        typer.Option("--package", metavar="NAME", help="Only these packages (repeatable)."),
+    ] = None,
+    profile: Annotated[
+        list[str] | None,
+        typer.Option("--profile", metavar="NAME", help="Only these runtime profiles (repeatable)."),
+    ] = None,
+    refresh: Annotated[
+        bool,
+        typer.Option(
+            "--refresh",
+            help="Ask the index about every project, even one whose last answer is still fresh "
+            "(the index's Cache-Control max-age, an hour at most).",
+        ),
+    ] = False,
+    index_url: IndexOption = None,
+    config_file: ConfigOption = None,
+    db: DbOption = None,
+    fmt: FormatOption = ViewFormat.HUMAN,
+) -> None:
+    """Ask the package index about every tracked exclusion: releases, candidates, and why not.
 
-    def error(self, message: str) -> NoReturn:
-        self.print_usage(sys.stderr)
-        print(f"govern poll: error: {message}", file=sys.stderr)
-        raise SystemExit(2)
-
-
-def parser() -> argparse.ArgumentParser:
-    """``govern poll``'s options."""
-    made = _Parser(
-        prog="govern poll",
-        allow_abbrev=False,  # as Typer: --pack is not --package
-        description=SUMMARY
-        + " One request per project, conditional (an unchanged project costs a 304)."
-        " A project that cannot be fetched is recorded and changes nothing.",
-    )
-    made.add_argument(
-        "--package",
-        action="append",
-        default=[],
-        metavar="NAME",
-        help="Only these packages (repeatable).",
-    )
-    made.add_argument(
-        "--profile",
-        action="append",
-        default=[],
-        metavar="NAME",
-        help="Only these runtime profiles (repeatable).",
-    )
-    made.add_argument(
-        "--refresh",
-        action="store_true",
-        help="Ask the index about every project, even one whose last answer is still fresh "
-        "(the index's Cache-Control max-age, an hour at most).",
-    )
-    made.add_argument(
-        "--index-url",
-        metavar="URL",
-        help="The Simple API root (else index-url in [tool.govern], else pip's configuration).",
-    )
-    made.add_argument(
-        "--config", type=Path, metavar="PATH", help="A .govern.toml to use instead of here."
-    )
-    made.add_argument(
-        "--db",
-        metavar="URL",
-        help="Database URL or SQLite file (else GOVERN_DATABASE_URL, else `database` in "
-        "[tool.govern], else SQLite in the user's data directory).",
-    )
-    made.add_argument(
-        "--format",
-        "-f",
-        dest="fmt",
-        type=ViewFormat,
-        choices=list(ViewFormat),
-        default=ViewFormat.HUMAN,
-        help="Output format (default: human).",
-    )
-    return made
-
-
-def poll_main(argv: Sequence[str]) -> NoReturn:
-    """``govern poll [options]``: parse, poll, report, and exit.
-
-    0 when the poll read the index (some projects may have failed: each is reported and
-    recorded); 2 when the run could not be done, including a poll in which every project
-    asked failed (after the report: the failures are in it and in the store).
+    One request per project, conditional (an unchanged project costs a 304). A project
+    that cannot be fetched is recorded and changes nothing. Exit 0 when the poll read the
+    index (each project that failed is reported and recorded); 2 when the run could not be
+    done, including a poll in which every project asked failed (after the report).
     """
-    options = parser().parse_args(list(argv))
     result = poll(
-        packages=options.package,
-        profiles=options.profile,
-        index_url=options.index_url,
-        config_file=options.config,
-        db=options.db,
-        fmt=options.fmt,
-        refresh=options.refresh,
+        packages=package or [],
+        profiles=profile or [],
+        index_url=index_url,
+        config_file=config_file,
+        db=db,
+        fmt=fmt,
+        refresh=refresh,
     )
-    fmt: ViewFormat = options.fmt
     if fmt is ViewFormat.JSON:
         print_json({"schema": "govern.poll/1", **result.as_dict()})
     else:
@@ -186,8 +137,6 @@ def poll_main(argv: Sequence[str]) -> NoReturn:
         # Nothing asked was read: for cron or CI the poll did not happen (each failure is
         # recorded all the same), even if some pages are still fresh from an earlier poll.
         # Some failures among answers are a normal poll.
-        from govern.errors import IndexUnavailable
-
         _package, reason = result.failures[0]
         asked = result.projects - result.fresh
         projects = "the project" if asked == 1 else f"any of the {asked} projects"
@@ -197,7 +146,6 @@ def poll_main(argv: Sequence[str]) -> NoReturn:
             tip="check --index-url (or index-url in [tool.govern] or pip's configuration) "
             "and the network; `govern poll --package NAME` retries one project",
         )
-    raise SystemExit(0)
 
 
 def _print_human(result: PollResult) -> None:
@@ -226,11 +174,6 @@ def poll(
     """One poll of every tracked exclusion (or of ``packages``) on the configured profiles."""
     import asyncio  # here: asyncio (and ssl) would cost `govern audit` 25 ms at start-up
 
-    from packaging.utils import canonicalize_name
-
-    from govern.config import load_config
-    from govern.index.settings import index_settings, profiles_from
-
     config = load_config(Path.cwd(), config_file)
     chosen = profiles_from(config, profiles)
     settings = index_settings(config, index_url)
@@ -239,8 +182,6 @@ def poll(
     with _open_store(db, config.database) as store:
         bar: Any = None
         if sys.stderr.isatty() and fmt is ViewFormat.HUMAN:
-            import typer  # a terminal's progress bar: a person is waiting anyway
-
             from govern.service.poll import watched
 
             with store.transaction() as tx:
@@ -248,13 +189,7 @@ def poll(
             bar = typer.progressbar(length=total, label="polling", file=sys.stderr, show_pos=True)
             bar.__enter__()
         try:
-            result = asyncio.run(_poll(store, settings, chosen, names, bar, refresh))
+            return asyncio.run(_poll(store, settings, chosen, names, bar, refresh))
         finally:
             if bar is not None:
                 bar.__exit__(None, None, None)
-    # The store is closed and committed: nothing is left to release but memory, which
-    # the process's end frees at once (a 1,000-project poll spent 0.2 s freeing objects).
-    from govern.cli import STATE
-
-    STATE.fast_exit = True
-    return result

@@ -1,11 +1,8 @@
-"""``govern poll``'s own option parser (argparse, so a poll loads no Typer).
-
-The poll itself runs against real indexes in ``tests/service/test_poll.py``.
-"""
+"""``govern poll``'s options, help and usage errors (the poll itself runs against real
+indexes in ``tests/service/test_poll.py``)."""
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 from typing import Any
@@ -14,73 +11,45 @@ import pytest
 from clirun import run_cli
 from fakes.index import FaultServer, Redirect, Reply
 
-from govern.cli import options as track_cli
+from govern.cli import STATE
 from govern.cli import poll as poll_cli
 from govern.cli.output import ViewFormat
+from govern.service.poll import PollResult
 
 
-def _action(option: str) -> argparse.Action:
-    parser = poll_cli.parser()
-    for action in parser._actions:
-        if option in action.option_strings:
-            return action
-    raise AssertionError(f"govern poll has no {option}")
-
-
-def _typer_help(annotated: Any) -> str:
-    return str(annotated.__metadata__[0].help)
-
-
-@pytest.mark.parametrize(
-    ("option", "shared"),
-    [
-        ("--db", track_cli.DbOption),
-        ("--config", track_cli.ConfigOption),
-        ("--index-url", track_cli.IndexOption),
-        ("--format", track_cli.FormatOption),
-    ],
-)
-def test_the_shared_options_read_as_in_every_other_command(option: str, shared: Any) -> None:
-    """The same names and help as the Typer options of ``verify``, ``track``, ``serve``."""
-    action = _action(option)
-    info = shared.__metadata__[0]
-    # Typer reads a leading "--name" given as the first argument as a declaration.
-    names = {*info.param_decls, *([info.default] if isinstance(info.default, str) else [])}
-    assert names == set(action.option_strings)
-    assert _typer_help(shared).rstrip(".") in (action.help or "")
-
-
-def test_options_parse_into_the_poll(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_options_parse_into_the_poll(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     seen: dict[str, Any] = {}
 
     def fake_poll(**kwargs: Any) -> Any:
         seen.update(kwargs)
-        from govern.service.poll import PollResult
-
         return PollResult(projects=2)
 
     monkeypatch.setattr(poll_cli, "poll", fake_poll)
-    with pytest.raises(SystemExit) as exited:
-        poll_cli.poll_main(
-            [
-                "--package",
-                "CuPy_Cuda13x",
-                "--package",
-                "numpy",
-                "--profile",
-                "cuda13",
-                "--index-url",
-                "http://127.0.0.1:1/simple",
-                "--config",
-                "x.toml",
-                "--db",
-                "sqlite:////tmp/g.db",
-                "-f",
-                "json",
-                "--refresh",
-            ]
-        )
-    assert exited.value.code == 0
+    code, out, err = run_cli(
+        [
+            "poll",
+            "--package",
+            "CuPy_Cuda13x",
+            "--package",
+            "numpy",
+            "--profile",
+            "cuda13",
+            "--index-url",
+            "http://127.0.0.1:1/simple",
+            "--config",
+            "x.toml",
+            "--db",
+            "sqlite:////tmp/g.db",
+            "-f",
+            "json",
+            "--refresh",
+        ],
+        capsys,
+    )
+    assert code == 0, err
+    assert json.loads(out)["schema"] == "govern.poll/1"
     assert seen == {
         "packages": ["CuPy_Cuda13x", "numpy"],
         "profiles": ["cuda13"],
@@ -95,28 +64,29 @@ def test_options_parse_into_the_poll(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_help_and_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run_cli(["poll", "--help"], capsys)
     assert code == 0
-    assert "--index-url URL" in out
-    assert "--format {human,json}" in out
+    assert "Ask the package index about every tracked exclusion" in out
+    for option in ("--package NAME", "--profile NAME", "--refresh", "--index-url", "--db"):
+        assert option in out
+    assert "--format <human|json>" in out
     code, _, err = run_cli(["poll", "--bogus"], capsys)
     assert code == 2
-    assert "govern poll: error: unrecognized arguments: --bogus" in err
+    assert "No such option: --bogus" in err
     code, _, err = run_cli(["poll", "--pack", "numpy"], capsys)  # no abbreviations
     assert code == 2
-    assert "unrecognized arguments: --pack" in err
+    assert "No such option: --pack" in err
     code, _, err = run_cli(["poll", "--format", "yaml"], capsys)
     assert code == 2
-    assert "invalid ViewFormat value" in err or "invalid choice" in err
+    assert "'yaml' is not one of 'human', 'json'" in err
 
 
-def test_a_global_option_first_goes_through_typer_to_the_same_parser(
+def test_a_global_option_first_reaches_the_same_command(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     code, out, _ = run_cli(["--debug", "poll", "--help"], capsys)
     assert code == 0
-    assert out.startswith("usage: govern poll")
+    assert out.startswith("Usage: govern poll")
     code, out, _ = run_cli(["--help"], capsys)
     assert code == 0
-    assert "poll" in out
     assert "Ask the package index about every tracked exclusion" in out
 
 
@@ -177,6 +147,7 @@ def test_poll_works_against_a_server_without_validators_or_freshness(
         assert (report["fetched"], report["failed"], report["failures"]) == (1, 0, [])
     # Nothing to revalidate with and nothing saying the page stays fresh: asked each time.
     assert len(sent) == 2
+    assert not STATE.fast_exit  # a poll ends as any process does (no os._exit)
     assert all("if-none-match" not in h and "if-modified-since" not in h for h in sent)
 
 

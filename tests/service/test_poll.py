@@ -603,8 +603,8 @@ def test_poll_on_sqlite_loads_neither_the_orm_nor_httpx_s_cli(
         "except SystemExit:\n"
         "    pass\n"
         "heavy = sorted(m for m in sys.modules if m.split('.')[0] in {'sqlalchemy', 'sqlmodel',"
-        " 'alembic', 'pydantic', 'rich', 'fastapi', 'apscheduler', 'typer', 'click'}"
-        " or m in ('httpx._main', 'govern.cli.app', 'html.parser', 'configparser', 'netrc'))\n"
+        " 'alembic', 'pydantic', 'rich', 'fastapi', 'apscheduler'}"
+        " or m in ('httpx._main', 'html.parser', 'configparser', 'netrc'))\n"
         "print('HEAVY', heavy, file=sys.stderr)\n"
     )
     # No pip configuration and no netrc file: neither parser loads; JSON pages: no HTML one.
