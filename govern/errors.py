@@ -14,7 +14,19 @@ are never errors: they are :class:`govern.policy.Finding` values.
     ├── StoreError               the database cannot be opened, migrated or written
     │   └── SchemaOutOfDate      the database is at an older revision: govern db upgrade
     ├── GitError                 git is missing, or a git command failed (forge/git.py)
-    └── IndexUnavailable         a poll could read no project from the index
+    ├── PackageIndexError        the package index cannot be used
+    │   ├── IndexNotConfigured   no index URL anywhere (index/pipconfig.py)
+    │   └── IndexUnavailable     a poll could read no project from the index
+    ├── CIError                  a CI provider could not do what was asked (ci/base.py)
+    │   ├── CIAuthError          the provider refused the credentials
+    │   ├── CIRateLimited        the provider asks to wait, until a given moment
+    │   └── CIUnavailable        a transient failure: connection, 5xx, an unreadable answer
+    ├── DaemonRunning            another govern daemon holds the store (daemon/lock.py)
+    └── LockLost                 the daemon no longer holds its store's lock (daemon/lock.py)
+
+Each external system (the store, git, the package index, a CI provider) has one root,
+so a caller can catch everything one system raises. Failures of one project during a
+poll are values (``FetchFailed``), not errors.
 """
 
 from __future__ import annotations
@@ -53,5 +65,9 @@ class SchemaOutOfDate(StoreError):
     """The database holds an older (or unknown) schema revision."""
 
 
-class IndexUnavailable(GovernError):
+class PackageIndexError(GovernError):
+    """Root of the package index's errors: the index cannot be configured or read."""
+
+
+class IndexUnavailable(PackageIndexError):
     """A poll in which every project failed: the index (or the way to it) is the problem."""

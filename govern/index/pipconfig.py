@@ -41,7 +41,7 @@ from urllib.parse import urlsplit
 
 from packaging.utils import canonicalize_name
 
-from govern.errors import ConfigError, GovernError
+from govern.errors import ConfigError, PackageIndexError
 from govern.redact import redact
 
 # pip's pattern for ${VAR} in requirement files.
@@ -56,7 +56,7 @@ _ASK_PIP = "from pip._internal.models.index import PyPI; print(PyPI.simple_url)"
 _ASK_TIMEOUT = 20.0  # seconds for another interpreter to import pip and answer
 
 
-class IndexNotConfigured(GovernError):
+class IndexNotConfigured(PackageIndexError):
     """No index URL anywhere: govern will not guess one."""
 
 
