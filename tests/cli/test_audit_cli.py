@@ -12,6 +12,7 @@ from pathlib import Path
 
 import bidi
 import pytest
+from auditrun import run_audit
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -446,3 +447,33 @@ def test_audit_shows_bidi_controls_and_escapes_visibly(
         _, out, _ = run_cli(["audit", str(root), "--format", output_format], capsys)
         assert not set(out) & bidi.HIDDEN, output_format
         assert expected in out, output_format
+
+
+def test_secrets_stay_out_of_messages_and_excerpts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "requirements.txt").write_text(
+        "--extra-index-url https://user:s3cret@host/simple --bogus\n"
+        "-r ${SECRETDIR}/x.txt\n"
+        "pkg=1.0 @ https://u:p@ss@host/x.whl\n",
+        encoding="utf-8",
+    )
+    monkeypatch.setenv("SECRETDIR", "hunter2")
+    monkeypatch.chdir(tmp_path)
+    for fmt in ("human", "json", "sarif", "github", "markdown"):
+        with pytest.raises(SystemExit):
+            main(["audit", "--format", fmt])
+        out = capsys.readouterr().out
+        assert "s3cret" not in out
+        assert "hunter2" not in out
+        assert "p@ss" not in out
+        assert "ss@host" not in out
+
+
+def test_environment_is_untouched(tmp_path: Path) -> None:
+    """The variables an audit expands from (``AuditOptions.environ``) stay out of os.environ."""
+    (tmp_path / "requirements.txt").write_text("-r ${SECRETDIR}/x.txt\n", encoding="utf-8")
+    before = dict(os.environ)
+    run_audit([tmp_path], tmp_path, environ={"SECRETDIR": "hunter2"})
+    assert dict(os.environ) == before
+    assert "SECRETDIR" not in os.environ

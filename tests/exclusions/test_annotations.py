@@ -6,6 +6,7 @@ from datetime import date
 from pathlib import Path
 
 import pytest
+from auditrun import run_audit
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -321,3 +322,22 @@ def test_several_requirements_on_one_pyproject_line_share_its_comment(tmp_path: 
     source = read_pyproject(path, display_path="pyproject.toml")
     annotations = read_annotations(source)
     assert [a.reason for a in annotations] == ["scipy 1.14 crashes on import"] * 2
+
+
+@pytest.mark.parametrize(
+    ("line", "bad"),
+    [
+        ("# CuPy 14.1.0 imports pytest\ncupy<14.1.0\n", ["14.1.0"]),
+        ("# wait for 2.1, which fixes the regression from 2.0.0\nfoo<2\n", ["2"]),
+        ("# numpy 2 needs Python 3.12\nnumpy<2\n", []),  # a bare "2" is not read as a version
+        ("# see https://h/x/tag/v9.0.1\nbar==1.0\n", []),
+        ("# 2.0.0 broke the build\nfoo<2.1\n", []),
+        ("# govern: bad=2.0.0,2.0.1\nfoo<2.1\n", ["2.0.0", "2.0.1"]),
+    ],
+)
+def test_bad_versions_are_never_guessed_from_other_numbers(
+    tmp_path: Path, line: str, bad: list[str]
+) -> None:
+    (tmp_path / "requirements.txt").write_text(line, encoding="utf-8")
+    (exclusion,) = run_audit([tmp_path], tmp_path).exclusions
+    assert list(exclusion.bad_versions) == bad

@@ -6,6 +6,7 @@ import time
 from datetime import date
 from pathlib import Path
 
+from auditrun import run_audit
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from packaging.specifiers import Specifier, SpecifierSet
@@ -109,3 +110,23 @@ def test_eight_thousand_not_equal_clauses_are_judged_in_a_second(tmp_path: Path)
     assert message.endswith(",!=1.9 and 7,992 more")
     assert len(report.exclusions) == 8003
     assert elapsed < 3.0  # 29 s before: every clause against every other
+
+
+def test_requirements_sharing_a_pyproject_line_are_judged_apart(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text(
+        '[project]\nname = "x"\nversion = "1"\n'
+        'dependencies = ["aaa<5", "foo!=1.0", "bar>=2,!=1.0"]  # 1.0 and 5 broke us\n'
+        "[project.optional-dependencies]\n"
+        'a = ["baz<3"]\nb = ["baz<3", "foo!=1.0"]\n',
+        encoding="utf-8",
+    )
+    report = run_audit([tmp_path], tmp_path)
+    redundant = [f for f in report.findings if f.rule == "redundant-exclusion"]
+    assert [(f.package, f.message.split(" is ")[0]) for f in redundant] == [("bar", "bar !=1.0")]
+    ids = [e.id for e in report.exclusions]
+    assert len(ids) == len(set(ids))  # the two extras' baz<3 are two exclusions
+    assert all(
+        e.annotation.reason == "1.0 and 5 broke us"
+        for e in report.exclusions
+        if e.group == "project.dependencies"
+    )

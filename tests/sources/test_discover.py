@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterable
 from datetime import date
 from pathlib import Path
 
 import pytest
+from auditrun import run_audit
 
 from govern.audit import AuditOptions, audit
 from govern.config import Config
@@ -403,3 +405,42 @@ def test_the_audit_reports_a_rejected_file_once_unless_excluded(tmp_path: Path) 
         cwd=tmp_path,
     )
     assert [f.rule for f in report.findings] == ["parse-error"] * 4
+
+
+def test_a_discovered_link_out_of_the_tree_is_not_read(tmp_path: Path) -> None:
+    outside = tmp_path / "outside.txt"
+    outside.write_text("MYTOKEN=ghp_supersecret\n", encoding="utf-8")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "requirements.txt").symlink_to(outside)
+    report = run_audit([repo], repo)
+    assert report.sources == ()
+    (finding,) = report.findings
+    assert finding.rule == "include-outside-root"
+    assert "ghp_supersecret" not in json.dumps([f.message for f in report.findings])
+
+
+def test_a_file_named_outside_the_working_directory_reads_its_siblings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "requirements.txt").write_text("-r base.txt\n", encoding="utf-8")
+    (project / "base.txt").write_text("# 2.0 broke us\nfoo<2\n", encoding="utf-8")
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    report = run_audit([Path("../proj/requirements.txt")], work)
+    assert not report.findings
+    assert [e.package for e in report.exclusions] == ["foo"]
+
+
+def test_several_directories_honour_the_configured_globs(tmp_path: Path) -> None:
+    for name in ("a", "b"):
+        (tmp_path / name / "fixtures").mkdir(parents=True)
+        (tmp_path / name / "requirements.txt").write_text("x>=1\n", encoding="utf-8")
+        (tmp_path / name / "fixtures" / "requirements.txt").write_text("y>=1\n", encoding="utf-8")
+    report = run_audit(
+        [tmp_path / "a", tmp_path / "b"], tmp_path, exclude=("a/fixtures/**", "b/fixtures/**")
+    )
+    assert sorted(s.path for s in report.sources) == ["a/requirements.txt", "b/requirements.txt"]
