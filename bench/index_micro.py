@@ -55,8 +55,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from govern.index.candidates import Excluded, Profile, candidates
+from govern.index.candidates import Excluded, candidates
 from govern.index.model import ProjectPage, Release, Validators, releases
+from govern.index.profiles import Profile
 from govern.index.simple import parse_html, parse_json
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/: benchkit, poll

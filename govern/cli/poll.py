@@ -20,9 +20,9 @@ from govern.index.settings import index_settings, profiles_from
 from govern.redact import redact as redact_url
 
 if TYPE_CHECKING:
-    from govern.index.candidates import Profile
     from govern.index.model import FetchResult
     from govern.index.pipconfig import IndexSettings
+    from govern.index.profiles import Profile
     from govern.service.poll import PollResult
     from govern.store.dbapi import RawStore
 

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from govern.errors import GovernError
 
 if TYPE_CHECKING:
-    from govern.index.candidates import Profile
     from govern.index.pipconfig import IndexSettings
+    from govern.index.profiles import Profile
     from govern.service.poll import PollResult
     from govern.service.verify import VerifyResult
     from govern.store.db import Store

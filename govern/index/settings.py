@@ -11,8 +11,8 @@ from packaging.version import Version
 from govern.config import Config
 
 if TYPE_CHECKING:
-    from govern.index.candidates import Profile
     from govern.index.pipconfig import IndexSettings
+    from govern.index.profiles import Profile
 
 
 def profiles_from(config: Config, names: Sequence[str] = ()) -> list[Profile]:
@@ -22,7 +22,7 @@ def profiles_from(config: Config, names: Sequence[str] = ()) -> list[Profile]:
     win over the top-level settings.
     """
     from govern.errors import UsageError
-    from govern.index.candidates import Profile
+    from govern.index.profiles import Profile
 
     if not config.profiles:
         if names and set(names) != {"default"}:

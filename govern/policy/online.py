@@ -17,8 +17,9 @@ from datetime import datetime
 from packaging.version import Version
 
 from govern.exclusions.model import Exclusion, Kind, SubKind
-from govern.index.candidates import Excluded, Profile, candidates, nearest_published, stale_since
+from govern.index.candidates import Excluded, candidates, nearest_published, stale_since
 from govern.index.model import Fetched, FetchFailed, FetchResult, Release, releases
+from govern.index.profiles import Profile
 from govern.index.simple import parse_version
 from govern.policy.engine import _Emitter
 from govern.policy.model import Finding, Policy

@@ -44,7 +44,8 @@ from govern.redact import redact as redact_url
 from govern.store.dbapi import RawStore, Transaction, expand
 
 if TYPE_CHECKING:
-    from govern.index.candidates import Decision, Excluded, Needed, Profile
+    from govern.index.candidates import Decision, Excluded, Needed
+    from govern.index.profiles import Profile
     from govern.store.db import Store
 
 

@@ -21,7 +21,6 @@ from govern.index.candidates import (
     Decision,
     Excluded,
     Horizon,
-    Profile,
     Role,
     beyond_bound,
     candidates,
@@ -33,6 +32,7 @@ from govern.index.candidates import (
     stale_since,
 )
 from govern.index.model import DistributionFile, FileKind, Release, releases
+from govern.index.profiles import Profile
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 OLD = NOW - timedelta(days=60)

@@ -25,9 +25,9 @@ from sqlmodel import col, select
 
 from govern.cli import main
 from govern.config import Config
-from govern.index.candidates import Profile
 from govern.index.client import IndexClient
 from govern.index.pipconfig import IndexSettings
+from govern.index.profiles import Profile
 from govern.service.poll import PollResult, poll
 from govern.service.track import TrackOptions, track
 from govern.store.db import Store
