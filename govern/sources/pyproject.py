@@ -1,9 +1,9 @@
 """Read the requirements declared in a ``pyproject.toml``.
 
 The file is parsed with :mod:`tomllib`, which knows the values but not where they
-are. A small position scanner walks the raw text alongside it and records, for
-every key path, where its value starts; each requirement string found by
-``tomllib`` is then matched with the scanned string at the same path, so every
+are. A small position scanner (:mod:`govern.sources.tomlpos`) walks the raw text
+alongside it and records, for every key path, where its value starts; each requirement
+string found by ``tomllib`` is then matched with the scanned string at the same path, so every
 entry carries its physical line and column. When a string cannot be matched (an
 unusual layout the scanner did not follow), the entry falls back to the line of
 its key. The reader never raises on bad content: everything wrong with the file
@@ -17,9 +17,8 @@ requires`` and ``[project] requires-python`` (as an entry named ``python``).
 from __future__ import annotations
 
 import bisect
-import re
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -38,257 +37,22 @@ from govern.sources.model import (
 )
 from govern.sources.pep508 import parse_requirement, requirement_hint
 from govern.sources.reading import Unreadable, read_bounded
+from govern.sources.tomlpos import (
+    KeyPath,
+    Scan,
+    ScanError,
+    Scanner,
+    decode_string,
+    dotted,
+    error_message,
+    error_position,
+)
 from govern.tomltables import kind
 
 __all__ = ["read_pyproject"]
 
 PARSE_ERROR = "parse-error"
 INCLUDE_CYCLE = "include-cycle"
-
-# A key path into the TOML document: table keys and array indices.
-_KeyPath = tuple[str | int, ...]
-
-_TOML_POSITION = re.compile(r"\(at line (\d+), column (\d+)\)\s*$")
-_TOML_END = re.compile(r"\(at end of document\)\s*$")
-_BARE_KEY_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
-_SCALAR_STOP = frozenset(",]}#\n\r")
-
-
-# --------------------------------------------------------------------------
-# The position scanner
-# --------------------------------------------------------------------------
-
-
-class _ScanError(Exception):
-    """The scanner met text it does not follow; it keeps what it found so far."""
-
-
-@dataclass(slots=True)
-class _Loc:
-    """Where one value sits in the raw text (all offsets are string indices).
-
-    For strings ``start``/``end`` delimit the content between the quotes; for
-    other values ``start`` is the first character of the value. ``key_start``
-    is where the key of a key/value pair starts (for array items and table
-    headers it equals ``start``).
-    """
-
-    kind: str  # "string", "array", "table", "header" or "scalar"
-    start: int
-    end: int
-    key_start: int
-    raw: str = ""
-    multiline: bool = False
-    literal: bool = False
-
-
-@dataclass(slots=True)
-class _Scan:
-    """What the scanner learnt about the raw text."""
-
-    locs: dict[_KeyPath, _Loc] = field(default_factory=dict)
-    comments: list[int] = field(default_factory=list)  # offsets of comment '#'
-    multiline: list[tuple[int, int]] = field(default_factory=list)  # string spans
-
-
-class _Scanner:
-    """A forgiving TOML walker that records value positions by key path.
-
-    It is run only on text that :mod:`tomllib` accepted, so it does not validate
-    anything; on text it cannot follow it raises :class:`_ScanError` and the
-    caller keeps the positions recorded up to that point.
-    """
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self.n = len(text)
-        self.pos = 0
-        self.result = _Scan()
-        self.aot_counts: dict[_KeyPath, int] = {}
-
-    # -- low level ---------------------------------------------------------
-
-    def _peek(self) -> str:
-        return self.text[self.pos] if self.pos < self.n else ""
-
-    def _skip_spaces(self) -> None:
-        while self.pos < self.n and self.text[self.pos] in " \t":
-            self.pos += 1
-
-    def _skip_comment(self) -> None:
-        if self._peek() == "#":
-            self.result.comments.append(self.pos)
-            end = self.text.find("\n", self.pos)
-            self.pos = self.n if end < 0 else end
-
-    def _skip_blank(self) -> None:
-        """Skip whitespace, newlines and comments."""
-        while self.pos < self.n:
-            ch = self.text[self.pos]
-            if ch in " \t\r\n":
-                self.pos += 1
-            elif ch == "#":
-                self._skip_comment()
-            else:
-                return
-
-    def _string(self) -> tuple[int, int, bool, bool]:
-        """Consume a string; return content start, content end, multiline, literal."""
-        quote = self.text[self.pos]
-        literal = quote == "'"
-        multi = self.text.startswith(quote * 3, self.pos)
-        delim = quote * 3 if multi else quote
-        opening = self.pos
-        start = self.pos + len(delim)
-        i = start
-        while i < self.n:
-            ch = self.text[i]
-            if ch == "\\" and not literal:
-                i += 2
-                continue
-            if self.text.startswith(delim, i):
-                end = i
-                if multi:
-                    # Up to two quotes right before the closing delimiter are content.
-                    while end - i < 2 and self.text.startswith(delim, end + 1):
-                        end += 1
-                self.pos = end + len(delim)
-                if multi:
-                    self.result.multiline.append((opening, self.pos))
-                return start, end, multi, literal
-            if ch == "\n" and not multi:
-                break
-            i += 1
-        raise _ScanError("unterminated string")
-
-    def _key(self) -> list[str]:
-        keys: list[str] = []
-        while True:
-            self._skip_spaces()
-            ch = self._peek()
-            if ch in ("'", '"'):
-                start, end, multi, literal = self._string()
-                keys.append(_decode_string(self.text[start:end], multi=multi, literal=literal))
-            else:
-                begin = self.pos
-                while self.pos < self.n and self.text[self.pos] in _BARE_KEY_CHARS:
-                    self.pos += 1
-                if self.pos == begin:
-                    raise _ScanError("expected a key")
-                keys.append(self.text[begin : self.pos])
-            self._skip_spaces()
-            if self._peek() != ".":
-                return keys
-            self.pos += 1
-
-    # -- structure ---------------------------------------------------------
-
-    def scan(self) -> _Scan:
-        """Walk the whole text; stop quietly at the first thing not understood."""
-        table: _KeyPath = ()
-        try:
-            while True:
-                self._skip_blank()
-                if self.pos >= self.n:
-                    break
-                if self._peek() == "[":
-                    table = self._header()
-                else:
-                    self._key_value(table)
-        except (_ScanError, IndexError, ValueError, RecursionError, tomllib.TOMLDecodeError):
-            pass
-        return self.result
-
-    def _header(self) -> _KeyPath:
-        start = self.pos
-        array = self.text.startswith("[[", self.pos)
-        self.pos += 2 if array else 1
-        keys = self._key()
-        closing = "]]" if array else "]"
-        if not self.text.startswith(closing, self.pos):
-            raise _ScanError("unterminated table header")
-        self.pos += len(closing)
-        path: _KeyPath = ()
-        for index, key in enumerate(keys):
-            path = (*path, key)
-            if array and index == len(keys) - 1:
-                count = self.aot_counts.get(path, 0)
-                self.aot_counts[path] = count + 1
-                path = (*path, count)
-            elif path in self.aot_counts:
-                path = (*path, self.aot_counts[path] - 1)
-        loc = _Loc("header", start, self.pos, start)
-        self.result.locs[path] = loc
-        if array:  # so that "project is not a table" can point at [[project]]
-            self.result.locs.setdefault(path[:-1], loc)
-        return path
-
-    def _key_value(self, table: _KeyPath) -> None:
-        key_start = self.pos
-        keys = self._key()
-        if self._peek() != "=":
-            raise _ScanError("expected '='")
-        self.pos += 1
-        self._skip_spaces()
-        self._value((*table, *keys), key_start)
-
-    def _value(self, path: _KeyPath, key_start: int) -> None:
-        ch = self._peek()
-        start = self.pos
-        if ch in ("'", '"'):
-            begin, end, multi, literal = self._string()
-            raw = self.text[begin:end]
-            self.result.locs[path] = _Loc("string", begin, end, key_start, raw, multi, literal)
-        elif ch == "[":
-            self.result.locs[path] = _Loc("array", start, start, key_start)
-            self.pos += 1
-            index = 0
-            while True:
-                self._skip_blank()
-                if self._peek() == "]":
-                    self.pos += 1
-                    break
-                self._value((*path, index), self.pos)
-                index += 1
-                self._skip_blank()
-                if self._peek() == ",":
-                    self.pos += 1
-                elif self._peek() != "]":
-                    raise _ScanError("expected ',' or ']'")
-        elif ch == "{":
-            self.result.locs[path] = _Loc("table", start, start, key_start)
-            self.pos += 1
-            while True:
-                self._skip_blank()
-                if self._peek() == "}":
-                    self.pos += 1
-                    break
-                self._key_value(path)
-                self._skip_blank()
-                if self._peek() == ",":
-                    self.pos += 1
-                elif self._peek() != "}":
-                    raise _ScanError("expected ',' or '}'")
-        else:
-            while self.pos < self.n and self.text[self.pos] not in _SCALAR_STOP:
-                self.pos += 1
-            if self.pos == start:
-                raise _ScanError("expected a value")
-            self.result.locs[path] = _Loc("scalar", start, self.pos, key_start)
-
-
-def _decode_string(raw: str, *, multi: bool, literal: bool) -> str:
-    """The value of a TOML string given its raw content (between the quotes)."""
-    if literal and not multi:
-        return raw
-    if not literal and not multi and "\\" not in raw:
-        return raw
-    quote = ("'" if literal else '"') * (3 if multi else 1)
-    value = tomllib.loads(f"v = {quote}{raw}{quote}")["v"]
-    if not isinstance(value, str):  # pragma: no cover - tomllib returned a string
-        raise _ScanError("not a string")
-    return value
-
 
 # --------------------------------------------------------------------------
 # Building the source
@@ -308,7 +72,7 @@ class _Pos:
 class _Builder:
     """Collects entries, includes and problems for one parsed pyproject."""
 
-    def __init__(self, text: str, lines: list[str], scan: _Scan) -> None:
+    def __init__(self, text: str, lines: list[str], scan: Scan) -> None:
         self.text = text
         self.lines = lines
         self.scan = scan
@@ -323,7 +87,7 @@ class _Builder:
         line = bisect.bisect_right(self.line_starts, offset)
         return line, offset - self.line_starts[line - 1] + 1
 
-    def _key_pos(self, path: _KeyPath) -> _Pos:
+    def _key_pos(self, path: KeyPath) -> _Pos:
         """The position of the key holding ``path`` (or of its nearest ancestor)."""
         for size in range(len(path), 0, -1):
             loc = self.scan.locs.get(path[:size])
@@ -332,7 +96,7 @@ class _Builder:
                 return _Pos(line, column, None, exact=False)
         return _Pos(1, 1, None, exact=False)
 
-    def _value_pos(self, path: _KeyPath) -> _Pos:
+    def _value_pos(self, path: KeyPath) -> _Pos:
         """The position where the value at ``path`` starts, whatever its type."""
         loc = self.scan.locs.get(path)
         if loc is None:
@@ -340,13 +104,13 @@ class _Builder:
         line, column = self._line_col(loc.start)
         return _Pos(line, column, None, exact=False)
 
-    def _string_pos(self, path: _KeyPath, value: str) -> _Pos:
+    def _string_pos(self, path: KeyPath, value: str) -> _Pos:
         """The position of the string ``value`` at ``path`` (first character inside quotes)."""
         loc = self.scan.locs.get(path)
         if loc is not None and loc.kind == "string":
             try:
-                decoded = _decode_string(loc.raw, multi=loc.multiline, literal=loc.literal)
-            except (_ScanError, tomllib.TOMLDecodeError, ValueError):
+                decoded = decode_string(loc.raw, multi=loc.multiline, literal=loc.literal)
+            except (ScanError, tomllib.TOMLDecodeError, ValueError):
                 decoded = None
             if decoded == value:
                 line, column = self._line_col(loc.start)
@@ -362,44 +126,41 @@ class _Builder:
     # -- problems ----------------------------------------------------------
 
     def _problem_at(
-        self, pos: _Pos, message: str, *, rule: str = PARSE_ERROR, hint: str | None = None
+        self,
+        pos: _Pos,
+        message: str,
+        *,
+        rule: str = PARSE_ERROR,
+        hint: str | None = None,
+        column: int | None = None,
     ) -> None:
         self.problems.append(
             Problem(
                 rule=rule,
                 line=pos.line,
                 message=message,
-                column=pos.column,
+                column=pos.column if column is None else column,
                 excerpt=self._line_text(pos.line),
                 hint=hint,
             )
         )
 
-    def _wrong_type(self, path: _KeyPath, expected: str, value: object) -> None:
+    def _wrong_type(self, path: KeyPath, expected: str, value: object) -> None:
         self._problem_at(
             self._value_pos(path),
-            f"{_dotted(path)} must be {expected}, not {kind(value)}",
+            f"{dotted(path)} must be {expected}, not {kind(value)}",
         )
 
     # -- entries -----------------------------------------------------------
 
-    def _requirement(self, path: _KeyPath, value: str, group: str) -> None:
+    def _requirement(self, path: KeyPath, value: str, group: str) -> None:
         pos = self._string_pos(path, value)
         requirement, error = parse_requirement(value)
         if requirement is None:
             offset, message = error or (0, "invalid requirement")
             column = pos.column + offset if pos.exact else pos.column
-            self.problems.append(
-                Problem(
-                    rule=PARSE_ERROR,
-                    line=pos.line,
-                    message=message,
-                    column=column,
-                    # The whole physical line: the caret's column indexes into it.
-                    excerpt=self._line_text(pos.line),
-                    hint=requirement_hint(value, offset),
-                )
-            )
+            # The excerpt is the whole physical line: the caret's column indexes into it.
+            self._problem_at(pos, message, column=column, hint=requirement_hint(value, offset))
             return
         self.entries.append(
             Entry(
@@ -414,7 +175,7 @@ class _Builder:
             )
         )
 
-    def _requirement_array(self, path: _KeyPath, value: object, group: str) -> None:
+    def _requirement_array(self, path: KeyPath, value: object, group: str) -> None:
         if not isinstance(value, list):
             self._wrong_type(path, "an array of requirement strings", value)
             return
@@ -426,7 +187,7 @@ class _Builder:
                 self._wrong_type(item_path, "a requirement string", item)
 
     def _requires_python(self, value: object) -> None:
-        path: _KeyPath = ("project", "requires-python")
+        path: KeyPath = ("project", "requires-python")
         if not isinstance(value, str):
             self._wrong_type(path, "a string", value)
             return
@@ -441,15 +202,11 @@ class _Builder:
             offset, message = error or (0, "")
             offset = max(offset - len("python"), 0)
         if requirement is None:
-            self.problems.append(
-                Problem(
-                    rule=PARSE_ERROR,
-                    line=pos.line,
-                    message=f"invalid requires-python: {message}",
-                    column=pos.column + (offset if pos.exact else 0),
-                    excerpt=self._line_text(pos.line),
-                    hint=requirement_hint(value, 0),
-                )
+            self._problem_at(
+                pos,
+                f"invalid requires-python: {message}",
+                column=pos.column + (offset if pos.exact else 0),
+                hint=requirement_hint(value, 0),
             )
             return
         self.entries.append(
@@ -476,7 +233,7 @@ class _Builder:
         if build is not None:
             if isinstance(build, dict):
                 if "requires" in build:
-                    path: _KeyPath = ("build-system", "requires")
+                    path: KeyPath = ("build-system", "requires")
                     self._requirement_array(path, build["requires"], "build-system.requires")
             else:
                 self._wrong_type(("build-system",), "a table", build)
@@ -491,7 +248,7 @@ class _Builder:
         if "requires-python" in project:
             self._requires_python(project["requires-python"])
         if "dependencies" in project:
-            path: _KeyPath = ("project", "dependencies")
+            path: KeyPath = ("project", "dependencies")
             self._requirement_array(path, project["dependencies"], "project.dependencies")
         optional = project.get("optional-dependencies")
         if optional is None:
@@ -516,9 +273,9 @@ class _Builder:
             else:
                 known[normalized] = name
         # normalized group -> [(normalized target, target as written, item path)]
-        edges: dict[str, list[tuple[str, str, _KeyPath]]] = {k: [] for k in known}
+        edges: dict[str, list[tuple[str, str, KeyPath]]] = {k: [] for k in known}
         for name, items in groups.items():
-            path: _KeyPath = ("dependency-groups", name)
+            path: KeyPath = ("dependency-groups", name)
             if not isinstance(items, list):
                 self._wrong_type(path, "an array", items)
                 continue
@@ -540,12 +297,12 @@ class _Builder:
                 )
         self._check_includes(known, edges)
 
-    def _include_target_pos(self, item_path: _KeyPath, target: str) -> _Pos:
+    def _include_target_pos(self, item_path: KeyPath, target: str) -> _Pos:
         pos = self._string_pos((*item_path, "include-group"), target)
         return pos if pos.end_line is not None else self._value_pos(item_path)
 
     def _check_includes(
-        self, known: dict[str, str], edges: dict[str, list[tuple[str, str, _KeyPath]]]
+        self, known: dict[str, str], edges: dict[str, list[tuple[str, str, KeyPath]]]
     ) -> None:
         for group, targets in edges.items():
             for normalized, target, item_path in targets:
@@ -693,32 +450,9 @@ def _simple_lines(lines: list[str]) -> tuple[Line, ...]:
     return tuple(table)
 
 
-def _dotted(path: _KeyPath) -> str:
-    shown = ""
-    for part in path:
-        shown += f"[{part}]" if isinstance(part, int) else (f".{part}" if shown else part)
-    return shown
-
-
 def _first_line(exc: Exception, default: str) -> str:
     lines = str(exc).splitlines()
     return lines[0].strip() if lines and lines[0].strip() else default
-
-
-def _toml_error_position(exc: Exception, text: str, lines: list[str]) -> tuple[int, int]:
-    message = str(exc)
-    match = _TOML_POSITION.search(message)
-    if match:
-        return int(match.group(1)), int(match.group(2))
-    if _TOML_END.search(message) and lines:
-        return len(lines), len(lines[-1]) + 1
-    return 1, 1
-
-
-def _toml_error_message(exc: Exception) -> str:
-    message = str(exc)
-    message = _TOML_POSITION.sub("", _TOML_END.sub("", message)).strip()
-    return f"invalid TOML: {message}" if message else "invalid TOML"
 
 
 def read_pyproject(file: Path, *, display_path: str) -> Source:
@@ -764,15 +498,15 @@ def read_pyproject(file: Path, *, display_path: str) -> Source:
     try:
         data = tomllib.loads(text)
     except (tomllib.TOMLDecodeError, ValueError, RecursionError) as exc:
-        line, column = _toml_error_position(exc, text, lines)
+        line, column = error_position(exc, lines)
         problem = Problem(
             PARSE_ERROR,
             line,
-            _toml_error_message(exc),
+            error_message(exc),
             column=column,
             excerpt=lines[line - 1] if 1 <= line <= len(lines) else None,
         )
         return failed(problem, lines)
-    builder = _Builder(text, lines, _Scanner(text).scan())
+    builder = _Builder(text, lines, Scanner(text).scan())
     builder.collect(data)
     return builder.source(file, display_path)
