@@ -1,7 +1,4 @@
-"""The Typer application: the global options and the commands.
-
-Importing this module registers the commands (each module adds its own to ``app``).
-"""
+"""The Typer application: the global options, and every command, registered here."""
 
 from __future__ import annotations
 
@@ -10,7 +7,7 @@ from typing import Annotated
 import typer
 
 from govern import __version__
-from govern.cli import STATE
+from govern.cli import STATE, audit, daemon, poll, rules, track, verify, web
 
 app = typer.Typer(
     name="govern",
@@ -42,14 +39,16 @@ def _root(
     STATE.debug = debug
 
 
-# Commands register themselves on ``app`` when imported (in the order of `govern --help`).
-from govern.cli import audit as _audit  # noqa: E402,F401
-from govern.cli.poll import poll_command  # noqa: E402
-
-app.command("poll")(poll_command)
-
-from govern.cli import daemon as _daemon  # noqa: E402,F401
-from govern.cli import rules as _rules  # noqa: E402,F401
-from govern.cli import track as _track  # noqa: E402,F401
-from govern.cli import verify as _verify  # noqa: E402,F401
-from govern.cli import web as _web  # noqa: E402,F401
+# In the order of `govern --help`.
+app.command()(audit.audit)
+app.command("poll")(poll.poll_command)
+app.command()(daemon.daemon)
+app.command()(rules.rules)
+app.add_typer(track.db_app, name="db")
+app.command()(track.track)
+app.command()(track.status)
+app.command()(track.history)
+app.command()(verify.verify)
+app.command()(web.serve)
+app.command()(web.dashboard)
+app.command()(web.report)

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from govern.cli.app import app
 from govern.errors import UsageError
 from govern.output import OutputFormat
 
@@ -82,7 +81,6 @@ def _online(
     return dataclasses.replace(report, findings=tuple(findings))
 
 
-@app.command()
 def audit(
     paths: Annotated[
         list[Path] | None,

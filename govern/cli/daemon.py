@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from govern.cli import STATE
-from govern.cli.app import app
 from govern.cli.options import ConfigOption, DbOption, FormatOption, IndexOption
 from govern.cli.output import ViewFormat
 from govern.errors import GovernError, UsageError
+from govern.redact import redact as redact_url
 
 if TYPE_CHECKING:
     from govern.config import Config
@@ -93,32 +93,16 @@ def _roots(paths: list[Path]) -> list[Path]:
 
 def _verify_job(store: Store, config: Config, index_url: str | None) -> Job:
     """``govern verify`` (no --wait): new candidates' runs started, running ones collected."""
-    from govern.cli.verify import verify_once
+    from govern import application
     from govern.daemon.jobs import Outcome, in_thread, run_until_stopped, verify_outcome
-    from govern.index.pipconfig import IndexNotConfigured
-    from govern.index.settings import index_settings
+    from govern.service.verify import VerifyOptions
 
-    try:
-        settings = index_settings(config, index_url)
-    except IndexNotConfigured:
-        settings = None
+    settings = application.optional_index(config, index_url)
+    options = VerifyOptions()  # every exclusion, every profile, no waiting
 
     def verify(stop: threading.Event) -> VerifyResult:
         return run_until_stopped(
-            lambda: verify_once(
-                store,
-                config,
-                settings,
-                query=None,  # every exclusion
-                profiles=[],  # on every profile
-                command=None,  # with the configured providers
-                isolated=False,
-                timeout=None,
-                wait=False,  # a run still going is collected at the next call
-                wait_timeout=0.0,
-                poll_interval=0.0,
-            ),
-            stop,
+            lambda: application.verify_once(store, config, settings, options), stop
         )
 
     async def job() -> Outcome:  # in a thread, as sync and poll: the loop stays free
@@ -127,7 +111,6 @@ def _verify_job(store: Store, config: Config, index_url: str | None) -> Job:
     return job
 
 
-@app.command()
 def daemon(
     paths: Annotated[
         list[Path] | None,
@@ -167,16 +150,13 @@ def daemon(
     (within --grace), then exits 0; a second one stops at once. --format json writes one
     JSON object per line (schema govern.daemon/1).
     """
-    import asyncio
+    import asyncio  # here, as the stack below: `govern audit` loads none of it (govern.cli)
 
-    from govern.config import load_config
+    from govern import application
     from govern.daemon.jobs import PollJob, SyncJob
     from govern.daemon.lock import single_instance
     from govern.daemon.runner import Daemon
     from govern.daemon.schedule import describe, parse_every
-    from govern.index.settings import index_settings, profiles_from
-    from govern.redact import redact as redact_url
-    from govern.store.db import open_store
 
     every = {
         "sync": parse_every(sync_every, "--sync-every"),
@@ -184,9 +164,9 @@ def daemon(
         "verify": parse_every(verify_every, "--verify-every"),
     }
     roots = _roots(paths or [])
-    config = load_config(Path.cwd(), config_file)
-    settings = index_settings(config, index_url) if every["poll"] is not None else None
-    profiles = profiles_from(config)
+    config = application.settings(config_file)
+    settings = application.index(config, index_url) if every["poll"] is not None else None
+    profiles = application.profiles(config)
     report = _printer(fmt)
     why_off: dict[str, str] = {}
     if not roots:
@@ -240,7 +220,7 @@ def daemon(
         ok = await runner.run(once=once)
         return ok, runner
 
-    with open_store(db, configured=config.database) as store, single_instance(store) as held:
+    with application.store(db, config) as store, single_instance(store) as held:
         store.ensure_schema()  # created (or refused) once, here; each job then checks it
         ok, runner = asyncio.run(serve(store, held))
     # The store is closed and the lock released. What may be left is threads a stop

@@ -7,10 +7,7 @@ from typing import Annotated
 
 import typer
 
-from govern.cli.app import app
 
-
-@app.command()
 def rules(
     policy: Annotated[
         str, typer.Option("--policy", "-p", help="default, strict, library, or a policy file.")

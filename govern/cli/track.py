@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from govern.cli.app import app
+from govern.audit import resolve_targets
 from govern.cli.options import DbOption, FormatOption
 from govern.cli.output import ViewFormat
 from govern.cli.output import print_json as _print_json
@@ -20,15 +20,12 @@ if TYPE_CHECKING:
     from govern.store.db import Store
 
 db_app = typer.Typer(help="The store's schema: upgrade, downgrade, show the revision.")
-app.add_typer(db_app, name="db")
 
 
 def _open(db: str | None, root: Path | None = None, *, upgrade: bool = True) -> Store:
-    from govern.config import load_config
-    from govern.store.db import open_store
+    from govern import application  # here: `govern audit` loads no store (govern.cli)
 
-    configured = load_config(root or Path.cwd()).database
-    return open_store(db, configured=configured, upgrade=upgrade)
+    return application.store(db, application.settings(root=root), upgrade=upgrade)
 
 
 @db_app.command("upgrade")
@@ -90,7 +87,6 @@ def _progress_bar(enabled: bool) -> Any:
     return update, close
 
 
-@app.command()
 def track(
     paths: Annotated[
         list[Path] | None,
@@ -119,19 +115,17 @@ def track(
     clauses changed in place `changed` (linked to their predecessor), vanished ones
     `removed`. Running it again without changes adds nothing.
     """
-    from govern.audit import resolve_targets
-    from govern.config import load_config
+    from govern import application
     from govern.service.track import TrackOptions
     from govern.service.track import track as run_track
-    from govern.store.db import open_store
 
     since_day = _day(since, "--since")
     if since_day is not None and not history:
         raise UsageError("--since bounds --history", tip="Add --history, or drop --since.")
     root, files = resolve_targets(paths or [], Path.cwd())
-    config = load_config(root, config_file)
+    config = application.settings(config_file, root)
     update, close = _progress_bar(history and sys.stderr.isatty() and fmt is ViewFormat.HUMAN)
-    with open_store(db, configured=config.database) as store:
+    with application.store(db, config) as store:
         try:
             result = run_track(
                 store,
@@ -204,7 +198,6 @@ def _check_choices(values: list[str] | None, allowed: tuple[str, ...], option: s
     return chosen
 
 
-@app.command()
 def status(
     package: Annotated[
         list[str] | None, typer.Option("--package", help="Only these packages (repeatable).")
@@ -286,7 +279,6 @@ def _wrapped(label: str, text: str) -> str:
     )
 
 
-@app.command()
 def history(
     query: Annotated[str, typer.Argument(help="A package name or an exclusion id.")],
     db: DbOption = None,

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import enum
+import importlib
 import os
 import sys
 from pathlib import Path
@@ -11,15 +12,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from govern.cli.app import app
-from govern.cli.options import (
-    ConfigOption,
-    DbOption,
-    FormatOption,
-)
+from govern.cli.options import ConfigOption, DbOption, FormatOption
 from govern.cli.output import ViewFormat
 from govern.cli.output import print_json as _print_json
-from govern.errors import GovernError
+from govern.errors import ConfigError, GovernError
+from govern.text import line
 
 if TYPE_CHECKING:
     from govern.config import Config
@@ -32,8 +29,6 @@ def _web_stack(*modules: str) -> None:
     ``modules``: what the command uses (``govern report`` renders with Jinja alone, and
     must not load the server); default: the whole web stack.
     """
-    import importlib
-
     for name in modules or ("fastapi", "jinja2", "uvicorn"):
         try:
             importlib.import_module(name)
@@ -45,6 +40,7 @@ def _web_stack(*modules: str) -> None:
 
 
 def _state(store: Store, config: Config, http: Any = None) -> Any:
+    from govern import application
     from govern.web.security import Secrets
     from govern.web.state import AppState
 
@@ -54,20 +50,12 @@ def _state(store: Store, config: Config, http: Any = None) -> Any:
         github_env=config.github_webhook_secret_env,
         buildkite_env=config.buildkite_webhook_token_env,
     )
-    from govern.index.pipconfig import IndexNotConfigured
-    from govern.index.settings import index_settings
-
     state = AppState(store=store, secrets=secrets, config=config)
-    try:
-        state.index = index_settings(config)
-    except IndexNotConfigured:
-        state.index = None  # an isolated "verify now" then errors, never guesses an index
+    # Without an index an isolated "verify now" errors, never guesses one.
+    state.index = application.optional_index(config)
     if config.ci and http is not None:
-        from govern.cli.verify import _providers
-        from govern.errors import ConfigError
-
         try:
-            providers, provider_for = _providers(config, http, None, False, None)
+            ci = application.ci_providers(config, http)
         except ConfigError as exc:  # the pages do not need CI: serve them, say what is off
             typer.echo(
                 f"govern: warning: CI providers are off ({exc.message}): webhooks and "
@@ -75,12 +63,11 @@ def _state(store: Store, config: Config, http: Any = None) -> Any:
                 err=True,
             )
         else:
-            state.providers = providers
-            state.provider_for = provider_for
+            state.providers = ci.by_name
+            state.provider_for = ci.provider_for
     return state
 
 
-@app.command()
 def serve(
     host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[
@@ -111,17 +98,15 @@ def serve(
     GOVERN_WEB_TOKEN by default).
     """
     _web_stack()
-    import uvicorn
+    import uvicorn  # here, as the stack below: `govern audit` loads none of it (govern.cli)
 
-    from govern.config import load_config
-    from govern.index.lean import httpx
-    from govern.store.db import open_store
+    from govern import application
     from govern.web.app import create_app
     from govern.web.limits import Throttle
 
-    config = load_config(Path.cwd(), config_file)
-    with open_store(db, configured=config.database) as store:
-        http = httpx.AsyncClient(timeout=30.0, follow_redirects=False)
+    config = application.settings(config_file)
+    with application.store(db, config) as store:
+        http = application.ci_http()
         state = _state(store, config, http)
         state.max_body = max_body
         state.throttle = Throttle(auth_failures)
@@ -159,17 +144,14 @@ def _collect(store: Store) -> dict[str, Any]:
         }
 
 
-@app.command()
 def dashboard(
     config_file: ConfigOption = None, db: DbOption = None, fmt: FormatOption = ViewFormat.HUMAN
 ) -> None:
     """The pending relaxations, then overdue, failed and held, in the terminal."""
-    from govern.config import load_config
-    from govern.store.db import open_store
-    from govern.text import line
+    from govern import application
 
-    config = load_config(Path.cwd(), config_file)
-    with open_store(db, configured=config.database) as store:
+    config = application.settings(config_file)
+    with application.store(db, config) as store:
         found = _collect(store)
     pending, attention = found["pending"], found["attention"]
     if fmt is ViewFormat.JSON:
@@ -220,7 +202,6 @@ def dashboard(
     typer.echo(f"Held: {attention['held_total']}")
 
 
-@app.command()
 def report(
     fmt: Annotated[
         ReportFormat, typer.Option("--format", "-f", help="html (a page) or markdown (an issue).")
@@ -232,13 +213,12 @@ def report(
     db: DbOption = None,
 ) -> None:
     """The pending view as a static HTML page or a Markdown issue body."""
-    from govern.config import load_config
-    from govern.store.db import open_store
+    from govern import application
 
     if fmt is ReportFormat.HTML:
         _web_stack("jinja2")  # a page rendered here: no server
-    config = load_config(Path.cwd(), config_file)
-    with open_store(db, configured=config.database) as store:
+    config = application.settings(config_file)
+    with application.store(db, config) as store:
         found = _collect(store)
     from govern.web.report import html, markdown
 

@@ -110,6 +110,21 @@ class VerifyResult:
 ProviderFor = Callable[[str], Provider | None]
 
 
+@dataclass(frozen=True, slots=True)
+class VerifyOptions:
+    """What one verification call asks for (``govern verify``'s options; the daemon's
+    defaults: every exclusion, every profile, the configured providers, no waiting)."""
+
+    query: str | None = None  # an exclusion id or a package; None: every exclusion
+    profiles: tuple[str, ...] = ()  # none: every profile
+    command: str | None = None  # an ad hoc check to run instead of the configured providers
+    isolated: bool = False  # install the candidate into a fresh venv first
+    timeout: float | None = None  # seconds one ad hoc run may take
+    wait: bool = False  # poll hosted runs until they end (else: the next call collects them)
+    wait_timeout: float = 3600.0
+    poll_interval: float = 15.0
+
+
 class Verifier:
     """One ``govern verify`` call over a store and the providers of its profiles."""
 

@@ -1,0 +1,161 @@
+"""The one place that builds the application's parts from configuration.
+
+Settings, the index settings, runtime profiles, CI providers and the store, for the
+CLI, the daemon and the web app alike; and one verification call over them.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from govern.ci.base import Provider
+from govern.ci.command import Command
+from govern.ci.providers import build
+from govern.config import Config, load_config
+from govern.errors import ConfigError, UsageError
+from govern.index.candidates import Profile
+from govern.index.pipconfig import IndexNotConfigured, IndexSettings
+from govern.index.settings import index_settings, profiles_from
+from govern.service.verify import ProviderFor, Verifier, VerifyOptions, VerifyResult
+from govern.store.db import Store, open_store
+
+ADHOC = "command"  # the name of the provider that --command and --isolated make
+_COMMAND_TIMEOUT = 3600.0  # seconds an ad hoc --command run may take by default
+
+
+def settings(config_file: Path | None = None, root: Path | None = None) -> Config:
+    """The configuration of ``root`` (default: here), or of ``config_file``."""
+    return load_config(root or Path.cwd(), config_file)
+
+
+def index(config: Config, index_url: str | None = None) -> IndexSettings:
+    """Where the index is, and how to ask it (``--index-url``, config, pip's configuration)."""
+    return index_settings(config, index_url)
+
+
+def optional_index(config: Config, index_url: str | None = None) -> IndexSettings | None:
+    """The index settings, or None when none is configured and no pip can say its default."""
+    try:
+        return index_settings(config, index_url)
+    except IndexNotConfigured:
+        return None
+
+
+def profiles(config: Config, names: list[str] | tuple[str, ...] = ()) -> list[Profile]:
+    """The configured runtime profiles (only ``names``, when given)."""
+    return profiles_from(config, names)
+
+
+def store(db: str | None, config: Config, *, upgrade: bool = True) -> Store:
+    """The store ``--db``, the environment or the configuration point at."""
+    return open_store(db, configured=config.database, upgrade=upgrade)
+
+
+def ci_http() -> httpx.AsyncClient:
+    """The HTTP client CI providers share (their APIs answer within 30 s; no redirects)."""
+    return httpx.AsyncClient(timeout=30.0, follow_redirects=False)
+
+
+@dataclass(frozen=True, slots=True)
+class CIProviders:
+    """Every configured CI provider by name, and the one that runs on a profile."""
+
+    by_name: dict[str, Provider]
+    provider_for: ProviderFor
+
+
+def ci_providers(
+    config: Config,
+    http: httpx.AsyncClient,
+    *,
+    command: str | None = None,
+    isolated: bool = False,
+    timeout: float | None = None,
+) -> CIProviders:
+    """The configured providers, plus an ad hoc one for ``--command``/``--isolated``."""
+    root = config.path.parent if config.path is not None else Path.cwd()
+    ad_hoc = command is not None or isolated
+    providers: dict[str, Provider] = {}
+    for ci in config.ci:
+        try:
+            providers[ci.name] = build(ci, http=http, environ=os.environ, root=root)
+        except ConfigError:
+            if not ad_hoc:
+                raise
+            # An ad hoc run needs none of the configured providers (a hosted one may lack
+            # its token here); their runs still going wait for a call that can reach them.
+    if ad_hoc and ADHOC in providers:
+        raise UsageError(
+            f"a configured provider is named {ADHOC!r}, the name --command and --isolated use",
+            tip=f"Rename [tool.govern.ci.{ADHOC}] (its runs would be mistaken for ad hoc ones).",
+        )
+    adhoc: Provider | None = None
+    if ad_hoc:
+        argv = _argv(command) if command is not None else []
+        adhoc = Command(
+            ADHOC,
+            command=argv,
+            isolated=isolated,
+            timeout=timeout or _COMMAND_TIMEOUT,
+            workdir=root,
+        )
+        providers[ADHOC] = adhoc
+    by_profile = {p.name: p.ci for p in config.profiles}
+
+    def provider_for(profile: str) -> Provider | None:
+        if adhoc is not None:
+            return adhoc
+        name = by_profile.get(profile) or config.verify_with
+        return providers.get(name) if name else None
+
+    return CIProviders(providers, provider_for)
+
+
+def _argv(command: str) -> list[str]:
+    try:
+        argv = shlex.split(command)
+    except ValueError as exc:
+        raise UsageError(f"--command {command!r} cannot be split: {exc}") from None
+    if not argv:
+        raise UsageError("--command is empty", tip="Give the check to run, e.g. 'pytest -x'.")
+    return argv
+
+
+async def verify_once(
+    store: Store, config: Config, settings: IndexSettings | None, options: VerifyOptions
+) -> VerifyResult:
+    """One verification call: new candidates' runs started, runs still going collected."""
+    async with ci_http() as http:
+        ci = ci_providers(
+            config,
+            http,
+            command=options.command,
+            isolated=options.isolated,
+            timeout=options.timeout,
+        )
+        if not ci.by_name:
+            raise UsageError(
+                "no CI provider to verify with",
+                tip="Give --command '...' (with --isolated for a fresh venv), or configure "
+                '[tool.govern.ci.NAME] with provider = "command" (or github-actions, '
+                "buildkite, gitlab) and verify-with = NAME.",
+            )
+        verifier = Verifier(
+            store,
+            provider_for=ci.provider_for,
+            providers=ci.by_name,
+            index=settings,
+            attempts=config.verify_attempts,
+        )
+        return await verifier.run(
+            options.query,
+            profiles=options.profiles,
+            wait=options.wait,
+            poll_interval=options.poll_interval,
+            deadline=options.wait_timeout,
+        )

@@ -1,0 +1,56 @@
+"""The command line's wiring: every command registered in one place, no CLI module reaching
+into another's private names, and each command's stack loaded only when it runs."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+import govern.cli
+from govern.cli.app import app
+
+_CLI = Path(govern.cli.__file__).parent
+
+
+def _imports(path: Path) -> list[tuple[str, str]]:
+    """(module, name) for each ``from module import name`` anywhere in ``path``."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return [
+        (node.module or "", alias.name)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    ]
+
+
+@pytest.mark.parametrize("path", sorted(_CLI.glob("*.py")), ids=lambda p: p.name)
+def test_no_cli_module_takes_a_private_name_or_the_app(path: Path) -> None:
+    for module, name in _imports(path):
+        if module.startswith("govern."):
+            assert not name.startswith("_"), f"{path.name} imports {module}.{name}"
+        if path.name not in ("app.py", "__init__.py"):  # app.py registers; main() runs it
+            assert (module, name) != ("govern.cli.app", "app"), path.name
+            assert module != "govern.cli.app", path.name
+
+
+def test_every_command_is_registered_in_app_py() -> None:
+    names = {
+        command.name or getattr(command.callback, "__name__", "")
+        for command in app.registered_commands
+    }
+    assert names == {
+        "audit",
+        "poll",
+        "daemon",
+        "rules",
+        "track",
+        "status",
+        "history",
+        "verify",
+        "serve",
+        "dashboard",
+        "report",
+    }
+    assert [group.name for group in app.registered_groups] == ["db"]
