@@ -6,17 +6,15 @@ the models below, so a client (and schemathesis) can check every answer against 
 
 from __future__ import annotations
 
-import logging
 from datetime import date
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Header, HTTPException, Path, Query, Request
+from fastapi import APIRouter, HTTPException, Path, Query
 from pydantic import BaseModel, ConfigDict, Field
 
 from govern.web import actions, views
-from govern.web.state import AppState
+from govern.web.deps import SessionDep, StateDep, WriterDep
 
-logger = logging.getLogger(__name__)
 router = APIRouter(
     prefix="/api/v1",
     tags=["api"],
@@ -170,47 +168,6 @@ class ActionOut(BaseModel):
     value: str | None
 
 
-def state_of(request: Request) -> AppState:
-    """The app's shared state."""
-    state: AppState = request.app.state.govern
-    return state
-
-
-def _authorized(request: Request, authorization: str | None) -> AppState:
-    """The state, once the request carries the write token; else 403, 429 or 401.
-
-    A client whose last tokens were wrong too often is refused before its token is looked
-    at (429 with ``Retry-After``); a request without any Authorization is not a guess.
-    """
-    state = state_of(request)
-    if not state.secrets.writable:
-        raise HTTPException(403, "write actions are disabled: no token is configured")
-    peer = request.client.host if request.client else "unknown"
-    wait = state.throttle.retry_after(peer)
-    if wait is not None:
-        logger.warning("API bearer token from %s throttled for %d s", peer, wait)
-        raise HTTPException(
-            429,
-            f"too many wrong tokens from this address: try again in {wait} s",
-            headers={"Retry-After": str(wait)},
-        )
-    if not state.secrets.bearer_ok(authorization):
-        if authorization:
-            failures = state.throttle.failed(peer)
-            logger.warning(
-                "API bearer token refused from %s (%d failed in %g s)",
-                peer,
-                failures,
-                state.throttle.window,
-            )
-        raise HTTPException(
-            401,
-            "a write needs Authorization: Bearer <token>",
-            headers={"WWW-Authenticate": "Bearer"},
-        )
-    return state
-
-
 def _action(call: Any) -> Any:
     try:
         return call()
@@ -219,17 +176,18 @@ def _action(call: Any) -> Any:
 
 
 @router.get("/pending", response_model=PendingPage)
-def pending(request: Request, limit: Annotated[int, Query(ge=1, le=200)] = 50) -> dict[str, Any]:
+def pending(
+    app: StateDep, session: SessionDep, limit: Annotated[int, Query(ge=1, le=200)] = 50
+) -> dict[str, Any]:
     """Exclusions with a candidate or a verified release, and the change that would be made."""
-    state = state_of(request)
-    with state.store.session() as session:
-        page = views.pending(session, now=state.clock(), limit=limit)
+    page = views.pending(session, now=app.clock(), limit=limit)
     return {"items": [item.as_dict() for item in page.items], "total": page.total}
 
 
 @router.get("/exclusions", response_model=ExclusionPage)
 def exclusions(
-    request: Request,
+    app: StateDep,
+    session: SessionDep,
     repository: Annotated[str | None, Query(max_length=256, pattern=NO_NUL)] = None,
     package: Annotated[str | None, Query(max_length=256, pattern=NO_NUL)] = None,
     kind: Kind | None = None,
@@ -240,10 +198,8 @@ def exclusions(
     per_page: Annotated[int, Query(ge=1, le=views.MAX_PER_PAGE)] = views.PER_PAGE,
 ) -> dict[str, Any]:
     """All exclusions, filtered, searched (package, line, file, reason) and paginated."""
-    app = state_of(request)
     filters = views.Filters(repository, package, kind, state, owner, q)
-    with app.store.session() as session:
-        found = views.browse(session, filters, now=app.clock(), page=page, per_page=per_page)
+    found = views.browse(session, filters, now=app.clock(), page=page, per_page=per_page)
     return {
         "items": [item.as_dict() for item in found.items],
         "total": found.total,
@@ -258,11 +214,9 @@ def exclusions(
     response_model=ExclusionDetail,
     responses={404: {"description": "No exclusion with this id"}},
 )
-def exclusion(request: Request, key: Key) -> dict[str, Any]:
+def exclusion(app: StateDep, session: SessionDep, key: Key) -> dict[str, Any]:
     """One exclusion: its governance thread, candidates with verifications, proposals."""
-    state = state_of(request)
-    with state.store.session() as session:
-        shown = views.detail(session, key, now=state.clock())
+    shown = views.detail(session, key, now=app.clock())
     if shown is None:
         raise HTTPException(404, f"no exclusion with id {key!r}")
     return {
@@ -274,11 +228,11 @@ def exclusion(request: Request, key: Key) -> dict[str, Any]:
 
 
 @router.get("/debt", response_model=DebtOut)
-def debt(request: Request, days: Annotated[int, Query(ge=1, le=1825)] = 180) -> dict[str, Any]:
+def debt(
+    app: StateDep, session: SessionDep, days: Annotated[int, Query(ge=1, le=1825)] = 180
+) -> dict[str, Any]:
     """Open exclusions and their median age per day; the ages of those open now."""
-    state = state_of(request)
-    with state.store.session() as session:
-        series, ages = views.debt(session, now=state.clock(), days=days)
+    series, ages = views.debt(session, now=app.clock(), days=days)
     return {
         "series": [
             {"day": d.day, "count": d.count, "median_age_days": d.median_age_days} for d in series
@@ -300,37 +254,22 @@ _WRITE_404: dict[int | str, dict[str, Any]] = {
 
 
 @router.post("/exclusions/{key}/snooze", response_model=ActionOut, responses=_WRITE_404)
-def snooze(
-    request: Request,
-    key: Key,
-    body: SnoozeIn,
-    authorization: Annotated[str | None, Header()] = None,
-) -> dict[str, Any]:
+def snooze(state: WriterDep, key: Key, body: SnoozeIn) -> dict[str, Any]:
     """Hide an exclusion from the pending view until a date (needs the token)."""
-    state = _authorized(request, authorization)
     until = _action(lambda: actions.snooze(state, key, body.until))
     return {"id": key, "action": "snooze", "value": until.isoformat()}
 
 
 @router.post("/exclusions/{key}/owner", response_model=ActionOut, responses=_WRITE_404)
-def owner(
-    request: Request,
-    key: Key,
-    body: OwnerIn,
-    authorization: Annotated[str | None, Header()] = None,
-) -> dict[str, Any]:
+def owner(state: WriterDep, key: Key, body: OwnerIn) -> dict[str, Any]:
     """Assign an owner (needs the token)."""
-    state = _authorized(request, authorization)
     value = _action(lambda: actions.set_owner(state, key, body.owner))
     return {"id": key, "action": "owner", "value": value}
 
 
 @router.post("/exclusions/{key}/acknowledge", response_model=ActionOut, responses=_WRITE_404)
-def acknowledge(
-    request: Request, key: Key, authorization: Annotated[str | None, Header()] = None
-) -> dict[str, Any]:
+def acknowledge(state: WriterDep, key: Key) -> dict[str, Any]:
     """Record that a person has seen the exclusion (needs the token)."""
-    state = _authorized(request, authorization)
     when = _action(lambda: actions.acknowledge(state, key))
     return {"id": key, "action": "acknowledge", "value": when.isoformat()}
 
@@ -341,10 +280,7 @@ def acknowledge(
     status_code=202,
     responses={**_WRITE_404, 409: {"description": "No CI provider configured"}},
 )
-async def verify(
-    request: Request, key: Key, authorization: Annotated[str | None, Header()] = None
-) -> dict[str, Any]:
+async def verify(state: WriterDep, key: Key) -> dict[str, Any]:
     """Start verification of the exclusion's candidates now (needs the token)."""
-    state = _authorized(request, authorization)
     started = _action(lambda: actions.verify_now(state, key))
     return {"id": key, "action": "verify", "value": started}

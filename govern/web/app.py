@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from datetime import date
 from importlib import resources
 from typing import Annotated, Any
+from urllib.parse import quote
 
 from fastapi import FastAPI, Form, Query, Request
 from fastapi.responses import (
@@ -33,7 +34,10 @@ from sqlalchemy import text
 from govern import __version__
 from govern.store.location import SCHEMA_REVISION
 from govern.web import actions, api, views
+from govern.web.charts import age_histogram, debt_over_time
+from govern.web.deps import SessionDep, StateDep, get_state, peer
 from govern.web.limits import BodyLimit, RefuseNul
+from govern.web.metrics import render
 from govern.web.security import CSRF_COOKIE, SESSION_COOKIE, SESSION_SECONDS, SecurityHeaders
 from govern.web.state import AppState
 from govern.web.templating import environment
@@ -65,7 +69,7 @@ def create_app(state: AppState) -> FastAPI:
 
 
 def _render(request: Request, template: str, status: int = 200, **context: Any) -> HTMLResponse:
-    state: AppState = request.app.state.govern
+    state = get_state(request)
     nonce = request.cookies.get(CSRF_COOKIE) or state.secrets.new_nonce()
     page = (
         environment()
@@ -87,17 +91,17 @@ def _render(request: Request, template: str, status: int = 200, **context: Any) 
 
 def _pages(app: FastAPI) -> None:
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
-    def front(request: Request) -> HTMLResponse:
-        state: AppState = request.app.state.govern
+    def front(request: Request, state: StateDep, session: SessionDep) -> HTMLResponse:
         now = state.clock()
-        with state.store.session() as session:
-            pending = views.pending(session, now=now)
-            attention = views.attention(session, now=now)
+        pending = views.pending(session, now=now)
+        attention = views.attention(session, now=now)
         return _render(request, "index.html", pending=pending, attention=attention, now=now)
 
     @app.get("/exclusions", response_class=HTMLResponse, include_in_schema=False)
     def listing(
         request: Request,
+        app_state: StateDep,
+        session: SessionDep,
         repository: str | None = None,
         package: str | None = None,
         kind: str | None = None,
@@ -107,7 +111,6 @@ def _pages(app: FastAPI) -> None:
         page: Annotated[int, Query(ge=1, le=100_000)] = 1,
         per_page: Annotated[int, Query(ge=1, le=views.MAX_PER_PAGE)] = views.PER_PAGE,
     ) -> HTMLResponse:
-        app_state: AppState = request.app.state.govern
         filters = views.Filters(
             repository=_field(repository),
             package=_field(package),
@@ -116,10 +119,7 @@ def _pages(app: FastAPI) -> None:
             owner=_field(owner),
             q=_field(q),
         )
-        with app_state.store.session() as session:
-            found = views.browse(
-                session, filters, now=app_state.clock(), page=page, per_page=per_page
-            )
+        found = views.browse(session, filters, now=app_state.clock(), page=page, per_page=per_page)
         return _render(
             request,
             "exclusions.html",
@@ -131,11 +131,11 @@ def _pages(app: FastAPI) -> None:
         )
 
     @app.get("/exclusions/{key}", response_class=HTMLResponse, include_in_schema=False)
-    def one(request: Request, key: str, done: str | None = None) -> HTMLResponse:
-        state: AppState = request.app.state.govern
+    def one(
+        request: Request, state: StateDep, session: SessionDep, key: str, done: str | None = None
+    ) -> HTMLResponse:
         now = state.clock()
-        with state.store.session() as session:
-            shown = views.detail(session, key, now=now)
+        shown = views.detail(session, key, now=now)
         if shown is None:
             return _render(request, "missing.html", status=404, key=key)
         return _render(
@@ -150,12 +150,13 @@ def _pages(app: FastAPI) -> None:
         )
 
     @app.get("/debt", response_class=HTMLResponse, include_in_schema=False)
-    def debt(request: Request, days: Annotated[int, Query(ge=7, le=1825)] = 180) -> HTMLResponse:
-        from govern.web.charts import age_histogram, debt_over_time
-
-        state: AppState = request.app.state.govern
-        with state.store.session() as session:
-            series, ages = views.debt(session, now=state.clock(), days=days)
+    def debt(
+        request: Request,
+        state: StateDep,
+        session: SessionDep,
+        days: Annotated[int, Query(ge=7, le=1825)] = 180,
+    ) -> HTMLResponse:
+        series, ages = views.debt(session, now=state.clock(), days=days)
         return _render(
             request,
             "debt.html",
@@ -172,22 +173,22 @@ def _pages(app: FastAPI) -> None:
     @app.post("/login", include_in_schema=False)
     def login(
         request: Request,
+        state: StateDep,
         token: Annotated[str, Form(max_length=4096)] = "",
         csrf: Annotated[str, Form(max_length=256)] = "",
     ) -> Response:
-        state: AppState = request.app.state.govern
         if not state.secrets.csrf_ok(request.cookies.get(CSRF_COOKIE), csrf):
             return _refused(request, "the form expired or came from another site; reload it")
-        peer = _peer(request)
-        wait = state.throttle.retry_after(peer)
+        client = peer(request)
+        wait = state.throttle.retry_after(client)
         if wait is not None:
-            logger.warning("dashboard sign-in from %s throttled for %d s", peer, wait)
+            logger.warning("dashboard sign-in from %s throttled for %d s", client, wait)
             return _throttled(request, wait)
         if not state.secrets.token_ok(token):
-            failures = state.throttle.failed(peer)
+            failures = state.throttle.failed(client)
             logger.warning(
                 "dashboard sign-in refused from %s (%d failed in %g s)",
-                peer,
+                client,
                 failures,
                 state.throttle.window,
             )
@@ -205,8 +206,9 @@ def _pages(app: FastAPI) -> None:
         return response
 
     @app.post("/logout", include_in_schema=False)
-    def logout(request: Request, csrf: Annotated[str, Form(max_length=256)] = "") -> Response:
-        state: AppState = request.app.state.govern
+    def logout(
+        request: Request, state: StateDep, csrf: Annotated[str, Form(max_length=256)] = ""
+    ) -> Response:
         if not state.secrets.csrf_ok(request.cookies.get(CSRF_COOKIE), csrf):
             return _refused(request, "the form expired or came from another site; reload it")
         state.secrets.revoke(request.cookies.get(SESSION_COOKIE))
@@ -217,21 +219,19 @@ def _pages(app: FastAPI) -> None:
     @app.post("/exclusions/{key}/{action}", include_in_schema=False)
     async def write(
         request: Request,
+        state: StateDep,
         key: str,
         action: str,
         csrf: Annotated[str, Form(max_length=256)] = "",
         until: Annotated[str, Form(max_length=32)] = "",
         owner: Annotated[str, Form(max_length=1024)] = "",
     ) -> Response:
-        state: AppState = request.app.state.govern
         if action not in _DONE:
             return _refused(request, f"no such action: {action}", status=404)
         if not state.secrets.csrf_ok(request.cookies.get(CSRF_COOKIE), csrf):
             return _refused(request, "the form expired or came from another site; reload it")
         if not state.secrets.session_ok(request.cookies.get(SESSION_COOKIE)):
-            logger.warning(
-                "dashboard write %s refused (no session) from %s", action, _peer(request)
-            )
+            logger.warning("dashboard write %s refused (no session) from %s", action, peer(request))
             return _refused(request, "sign in with the write token first", status=401)
         try:
             if action == "snooze":
@@ -269,13 +269,7 @@ def _field(value: str | None) -> str | None:
 
 
 def _quote(key: str) -> str:
-    from urllib.parse import quote
-
     return quote(key, safe="")
-
-
-def _peer(request: Request) -> str:
-    return request.client.host if request.client else "unknown"
 
 
 def _refused(request: Request, message: str, *, status: int = 403) -> HTMLResponse:
@@ -294,14 +288,13 @@ def _throttled(request: Request, wait: int) -> HTMLResponse:
 
 def _hooks(app: FastAPI) -> None:
     @app.post("/webhooks/github", include_in_schema=False)
-    async def github(request: Request) -> Response:
+    async def github(request: Request, state: StateDep) -> Response:
         """GitHub: ``workflow_run`` / ``check_suite`` events, signed with the shared secret."""
-        state: AppState = request.app.state.govern
         body = await request.body()
         signature = request.headers.get("X-Hub-Signature-256")
         if not state.secrets.github_signature_ok(body, signature):
             why = "unsigned" if not signature else "wrongly signed"
-            logger.warning("GitHub webhook refused (%s) from %s", why, _peer(request))
+            logger.warning("GitHub webhook refused (%s) from %s", why, peer(request))
             state.log.append(f"github webhook refused: {why}")
             return JSONResponse({"error": f"{why} request"}, status_code=401)
         event = request.headers.get("X-GitHub-Event", "")
@@ -325,13 +318,12 @@ def _hooks(app: FastAPI) -> None:
         return JSONResponse({"ok": True, "event": event, "updated": updated})
 
     @app.post("/webhooks/buildkite", include_in_schema=False)
-    async def buildkite(request: Request) -> Response:
+    async def buildkite(request: Request, state: StateDep) -> Response:
         """Buildkite: ``build.finished`` events, with the webhook's token header."""
-        state: AppState = request.app.state.govern
         token = request.headers.get("X-Buildkite-Token")
         if not state.secrets.buildkite_token_ok(token):
             why = "unsigned" if not token else "wrong token"
-            logger.warning("Buildkite webhook refused (%s) from %s", why, _peer(request))
+            logger.warning("Buildkite webhook refused (%s) from %s", why, peer(request))
             state.log.append(f"buildkite webhook refused: {why}")
             return JSONResponse({"error": f"{why} request"}, status_code=401)
         try:
@@ -368,7 +360,7 @@ def _json(body: bytes) -> dict[str, Any]:
 
 
 def _bad_json(request: Request, source: str) -> JSONResponse:
-    logger.warning("%s webhook refused (not a JSON object) from %s", source, _peer(request))
+    logger.warning("%s webhook refused (not a JSON object) from %s", source, peer(request))
     return JSONResponse({"error": "the body is not a JSON object"}, status_code=400)
 
 
@@ -389,8 +381,7 @@ async def _refresh(state: AppState, kind: str, runs: list[str]) -> int:
 
 def _operations(app: FastAPI) -> None:
     @app.get("/healthz", include_in_schema=False)
-    def healthz(request: Request) -> Response:
-        state: AppState = request.app.state.govern
+    def healthz(state: StateDep) -> Response:
         try:
             with state.store.session() as session:  # reachable, and at this govern's schema
                 revision = session.execute(text("SELECT version_num FROM alembic_version")).one()[0]
@@ -404,10 +395,6 @@ def _operations(app: FastAPI) -> None:
         return JSONResponse({"status": "ok", "version": __version__})
 
     @app.get("/metrics", include_in_schema=False)
-    def metrics(request: Request) -> Response:
-        from govern.web.metrics import render
-
-        state: AppState = request.app.state.govern
-        with state.store.session() as session:
-            text = render(session, now=state.clock())
+    def metrics(state: StateDep, session: SessionDep) -> Response:
+        text = render(session, now=state.clock())
         return PlainTextResponse(text, media_type="text/plain; version=0.0.4; charset=utf-8")

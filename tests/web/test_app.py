@@ -122,6 +122,18 @@ def test_repository_text_is_escaped_everywhere(served: tuple[TestClient, str, St
     )
 
 
+def test_a_write_without_the_token_is_refused_before_its_body_is_read(
+    served: tuple[TestClient, str, Store],
+) -> None:
+    """The write-token dependency runs before the body is validated: a client without the
+    token learns nothing about what a valid body looks like (401, not 422)."""
+    client, key, _ = served
+    url = f"/api/v1/exclusions/{key}/snooze"
+    assert client.post(url, json={"until": "not a date"}).status_code == 401
+    good = {"Authorization": f"Bearer {TOKEN}"}
+    assert client.post(url, json={"until": "not a date"}, headers=good).status_code == 422
+
+
 def test_writes_need_the_token(served: tuple[TestClient, str, Store]) -> None:
     client, key, _ = served
     snooze = {"until": "2026-09-01"}
