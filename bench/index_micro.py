@@ -24,7 +24,7 @@ What is timed (the best of ``--repeat`` runs, default 5; per project in microsec
   rebuilds from the store, through ``govern.service.poll``'s own row functions);
 - unless ``--no-http``: ``IndexClient.fetch_many`` of every project against a
   ``ThreadingHTTPServer`` (HTTP/1.1, keep-alive) on 127.0.0.1 in a child process, through
-  :func:`govern.index.client.http_clients`: cold (every page a 200, parsed) and warm (every
+  :func:`govern.index.client.http_client`: cold (every page a 200, parsed) and warm (every
   page a 304 to its ``If-None-Match``). Wall time and this process's CPU time are shown;
   the CPU time is the client's own cost (the server runs elsewhere).
 
@@ -209,11 +209,11 @@ def _serve(names: list[str], bodies: list[bytes], port_out: Any) -> None:
 async def _fetch(
     port: int, names: Sequence[str], validators: dict[str, Validators]
 ) -> dict[str, Any]:
-    from govern.index.client import IndexClient, http_clients
+    from govern.index.client import IndexClient, http_client
     from govern.index.pipconfig import IndexSettings
 
     settings = IndexSettings(f"http://127.0.0.1:{port}/simple/")
-    async with http_clients(trust_env=False) as http:
+    async with http_client(trust_env=False) as http:
         client = IndexClient(http, settings, netrc=False)
         return await client.fetch_many(names, validators)
 

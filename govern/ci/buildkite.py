@@ -31,11 +31,12 @@ from collections.abc import Mapping
 from typing import Any, Unpack
 from urllib.parse import quote
 
+import httpx
+
 from govern.ci import options as opts
 from govern.ci.base import Trial
 from govern.ci.hosted import Job, PipelineProvider, RunStates, Settings, one_line, trial_env
 from govern.ci.http import expect
-from govern.index.lean import httpx
 
 __all__ = ["API_URL", "Buildkite", "from_config", "trial_env"]
 

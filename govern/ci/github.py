@@ -43,6 +43,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Unpack
 from urllib.parse import quote
 
+import httpx
+
 from govern import __version__
 from govern.ci import options as opts
 from govern.ci.base import (
@@ -64,7 +66,6 @@ from govern.ci.hosted import (
 )
 from govern.ci.http import expect
 from govern.errors import ConfigError
-from govern.index.lean import httpx
 from govern.tomltables import show
 
 log = logging.getLogger(__name__)

@@ -40,12 +40,13 @@ from collections.abc import Mapping
 from typing import Any, Unpack
 from urllib.parse import quote
 
+import httpx
+
 from govern.ci import options as opts
 from govern.ci.base import CIAuthError, CIError, Trial
 from govern.ci.hosted import Job, PipelineProvider, RunStates, Settings, one_line, trial_env
 from govern.ci.http import expect
 from govern.errors import ConfigError
-from govern.index.lean import httpx
 from govern.tomltables import show
 
 __all__ = [

@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, ClassVar, TypedDict
 
+import httpx
+
 from govern.ci import options as opts
 from govern.ci.base import (
     CIAuthError,
@@ -43,7 +45,6 @@ from govern.ci.base import (
     strip_ansi,
 )
 from govern.ci.http import ApiClient, expect
-from govern.index.lean import httpx
 
 __all__ = [
     "HostedProvider",

@@ -9,8 +9,8 @@
 - 429, and 403 with a rate-limit signal (``Retry-After``, ``X-RateLimit-Remaining: 0``
   with ``X-RateLimit-Reset``, ``RateLimit-Reset``, Buildkite's per-user
   ``RateLimit-User-*``), is :class:`~govern.ci.base.CIRateLimited`
-  with the moment to try again (:func:`rate_limit_until`); a wait of a few seconds is
-  slept through instead;
+  with the moment to try again (:func:`govern.retry.rate_limit_until`); a wait of a few
+  seconds is slept through instead;
 - another 403 is an auth error (a token without the scope), 404 a configuration error
   (GitHub answers 404 for a repository the token cannot see);
 - a body that is not the JSON expected is :class:`~govern.ci.base.CIUnavailable`.
@@ -27,60 +27,24 @@ No message carries the token: every text that leaves here goes through
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import json
-import random
 from collections.abc import Awaitable, Callable, Mapping
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
-from govern.ci.base import CIAuthError, CIError, CIRateLimited, CIUnavailable
-from govern.index.lean import httpx
-from govern.redact import scrub
+import httpx
 
-_EPOCH_FLOOR = 1_000_000_000  # a reset header above this is a Unix time, below it seconds
+from govern.ci.base import CIAuthError, CIError, CIRateLimited, CIUnavailable
+from govern.redact import scrub
+from govern.retry import Backoff, rate_limit_until
+
 _SHORT_WAIT = 10.0  # seconds of rate limit slept through rather than raised
 _MAX_JSON = 8 * 1024 * 1024
 _MESSAGE_LIMIT = 200
-_RESET_HEADERS = ("X-RateLimit-Reset", "RateLimit-Reset", "RateLimit-User-Reset")
 
 
 def _now() -> datetime:
     return datetime.now(UTC)
-
-
-def rate_limit_until(headers: httpx.Headers, now: datetime) -> datetime | None:
-    """When a rate-limited request may be sent again, from the vendors' headers, or None.
-
-    ``Retry-After`` (seconds or an HTTP date) is an instruction and wins. Otherwise the
-    reset headers are read: GitHub's ``X-RateLimit-Reset`` (a Unix time), GitLab's
-    ``RateLimit-Reset`` (a Unix time) and Buildkite's ``RateLimit-Reset`` (seconds, the
-    organization's window) and ``RateLimit-User-Reset`` (seconds, the user's window,
-    https://buildkite.com/docs/apis/rest-api/limits). A value is a Unix time from
-    :data:`_EPOCH_FLOOR` up, else seconds from now; when several are present the latest
-    moment wins, since every exhausted limit must have reset.
-    """
-    retry_after = headers.get("Retry-After")
-    if retry_after is not None:
-        text = retry_after.strip()
-        if text.isdigit():
-            return now + timedelta(seconds=int(text))
-        try:
-            when = email.utils.parsedate_to_datetime(text)
-        except (TypeError, ValueError, IndexError):
-            when = None
-        if when is not None:
-            return when if when.tzinfo else when.replace(tzinfo=UTC)
-    resets: list[datetime] = []
-    for name in _RESET_HEADERS:
-        value = (headers.get(name) or "").strip()
-        if value.isdigit() and len(value) < 16:
-            number = int(value)
-            if number >= _EPOCH_FLOOR:
-                resets.append(datetime.fromtimestamp(number, UTC))
-            else:
-                resets.append(now + timedelta(seconds=number))
-    return max(resets, default=None)
 
 
 def _is_rate_limited(response: httpx.Response) -> bool:
@@ -138,8 +102,7 @@ class ApiClient:
         self._secrets = secrets
         self._token_source = token_source
         self._attempts = max(1, attempts)
-        self._backoff = backoff
-        self._sleep = sleep
+        self._backoff = Backoff(backoff, sleep=sleep)
         self._clock = clock
 
     def with_credentials(self, headers: Mapping[str, str], *, token_source: str) -> ApiClient:
@@ -153,8 +116,8 @@ class ApiClient:
             secrets=self._secrets,
             token_source=token_source,
             attempts=self._attempts,
-            backoff=self._backoff,
-            sleep=self._sleep,
+            backoff=self._backoff.base,
+            sleep=self._backoff.sleep,
             clock=self._clock,
         )
 
@@ -214,7 +177,7 @@ class ApiClient:
                     until = rate_limit_until(response.headers, self._clock())
                     wait = (until - self._clock()).total_seconds() if until else None
                     if wait is not None and wait <= _SHORT_WAIT and attempt < tries:
-                        await self._sleep(max(0.0, wait))
+                        await self._backoff.pause(attempt, wait)
                         continue
                     shown = f" until {until:%Y-%m-%d %H:%M:%S} UTC" if until else ""
                     raise CIRateLimited(
@@ -242,8 +205,7 @@ class ApiClient:
                     raise CIError(f"{where}: HTTP {status}{suffix}", status=status)
                 reason = f"HTTP {status}"
             if attempt < tries:
-                ceiling = self._backoff * 2 ** (attempt - 1)
-                await self._sleep(random.uniform(0.0, ceiling))  # noqa: S311 -- jitter
+                await self._backoff.pause(attempt)
         attempts_made = f"{tries} attempt{'s' if tries > 1 else ''}"
         raise CIUnavailable(f"{where}: {reason} after {attempts_made}", status=status)
 

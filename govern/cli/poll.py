@@ -39,11 +39,11 @@ async def fetch_pages(
     on_done: Any = None,
 ) -> dict[str, FetchResult]:
     """Each package's page, fetched once, concurrently (for ``audit --online``)."""
-    from govern.index.ondemand import OnDemandClient
+    from govern.index.client import IndexClient, http_client
 
     announce_index(settings)
-    async with OnDemandClient(settings) as client:
-        return await client.fetch_many(names, {}, on_done=on_done)
+    async with http_client() as http:
+        return await IndexClient(http, settings).fetch_many(names, {}, on_done=on_done)
 
 
 async def _poll(
@@ -54,15 +54,15 @@ async def _poll(
     bar: Any,
     refresh: bool = False,
 ) -> PollResult:
-    from govern.index.ondemand import OnDemandClient
+    from govern.index.client import IndexClient, http_client
     from govern.service.poll import poll as run_poll
 
     def done(name: str, _result: FetchResult) -> None:
         if bar is not None:
             bar.update(1)
 
-    # Opened at the first fetch: a poll whose every page is still fresh loads no HTTP code.
-    async with OnDemandClient(settings) as client:
+    async with http_client() as http:
+        client = IndexClient(http, settings)
         return await run_poll(
             store, client, profiles, packages=packages, on_done=done, refresh=refresh
         )

@@ -119,11 +119,11 @@ class PollJob:
         return Outcome(not result.unavailable, summary, result.as_dict())
 
     async def _fetch_and_record(self, raw: RawStore) -> PollResult:
-        from govern.index.ondemand import OnDemandClient
+        from govern.index.client import IndexClient, http_client
         from govern.service.poll import poll
 
-        async with OnDemandClient(self._settings) as pages:
-            return await poll(raw, pages, self._profiles)
+        async with http_client() as http:
+            return await poll(raw, IndexClient(http, self._settings), self._profiles)
 
 
 class SyncJob:

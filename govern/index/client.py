@@ -32,26 +32,22 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import email.utils
 import logging
+import netrc
 import os
-import random
 import ssl
-import sys
-import urllib.request
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
-from contextlib import AsyncExitStack, asynccontextmanager
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Literal
 from urllib.parse import quote
 
+import httpx
 from packaging.utils import InvalidName, canonicalize_name
 
 from govern import __version__
 from govern.errors import ConfigError
-from govern.index.lean import httpx
 from govern.index.model import (
     Fetched,
     FetchFailed,
@@ -70,12 +66,8 @@ from govern.index.simple import (
     parse_json,
     strip_credentials,
 )
-from govern.index.transport import H11Transport
 from govern.redact import redact as redact_url
-from govern.store.location import as_utc  # stdlib only: HTTP dates are compared in UTC
-
-if TYPE_CHECKING:
-    import netrc
+from govern.retry import MAX_BACKOFF, Backoff, http_date, is_digits, seconds_until
 
 logger = logging.getLogger(__name__)
 
@@ -84,10 +76,16 @@ USER_AGENT = f"govern/{__version__} (dependency-pin watcher) python-httpx/{httpx
 # PEP 691 negotiation: JSON first, the versioned HTML next, legacy HTML last.
 ACCEPT = f"{JSON_CONTENT_TYPE}, {HTML_CONTENT_TYPE};q=0.2, {LEGACY_HTML_CONTENT_TYPE};q=0.01"
 MAX_RETRY_AFTER = 300.0  # seconds: a longer Retry-After ends the fetch (the next poll retries)
-MAX_BACKOFF = 60.0  # seconds: the ceiling of one jittered backoff
 # A watcher exists to notice a release the day it appears: an index's word that a page
 # stays fresh (Cache-Control) is taken for an hour at most.
 MAX_FRESH = 3600.0
+# h11's words for an answer whose first byte is a control character, as the frames of a
+# server that speaks only HTTP/2 (RFC 9113 3.4: a SETTINGS frame first) are.
+_NOT_HTTP1 = "illegal request line"
+_HTTP2_ANSWER = (
+    "the server answered in HTTP/2 (or another binary protocol), which this client does "
+    "not speak (HTTP/1.1 only): serve the index over HTTP/1.1 too"
+)
 _THREAD_PARSE = 1024 * 1024  # bodies larger than this are parsed off the event loop
 _SECRET_MIN = 4  # shorter user names / passwords are not scrubbed out of texts (too common)
 
@@ -135,19 +133,6 @@ def _size(count: int) -> str:
     return _plural(count, "byte")
 
 
-def parse_retry_after(value: str | None, now: datetime | None = None) -> float | None:
-    """Seconds to wait from a ``Retry-After`` header (delay-seconds or HTTP date), or None."""
-    if value is None or not value.strip():
-        return None
-    text = value.strip()
-    if _is_digits(text):
-        return float(text)
-    when = _http_date(text)
-    if when is None:
-        return None
-    return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
-
-
 def freshness(headers: httpx.Headers, now: datetime | None = None) -> float:
     """Seconds an answer stays fresh for a private cache (RFC 9111 4.2), at most MAX_FRESH.
 
@@ -167,13 +152,13 @@ def freshness(headers: httpx.Headers, now: datetime | None = None) -> float:
             return 0.0
         if name == "max-age" and lifetime is None:
             seconds = value.strip().strip('"')
-            if not _is_digits(seconds):
+            if not is_digits(seconds):
                 lifetime = 0.0
             else:  # RFC 9111 1.2.2: a value too large to hold is taken as very large
                 lifetime = MAX_FRESH if len(seconds) > 10 else float(seconds)
-    date = _http_date(headers.get("Date"))
+    date = http_date(headers.get("Date"))
     if lifetime is None:
-        until = _http_date(headers.get("Expires"))
+        until = http_date(headers.get("Expires"))
         if until is None:
             return 0.0
         lifetime = (until - (date or now)).total_seconds()
@@ -183,176 +168,58 @@ def freshness(headers: httpx.Headers, now: datetime | None = None) -> float:
     return min(max(lifetime - age, 0.0), MAX_FRESH)
 
 
-def _is_digits(text: str) -> bool:
-    """ASCII digits only (``str.isdigit`` also accepts "²", which ``int`` refuses)."""
-    return text.isascii() and text.isdigit()
-
-
-def _http_date(value: str | None) -> datetime | None:
-    """An HTTP date as aware UTC, or None when missing or unreadable."""
-    if not value:
-        return None
-    try:
-        return as_utc(email.utils.parsedate_to_datetime(value.strip()))
-    except (TypeError, ValueError, IndexError):
-        return None
-
-
 def _header_int(value: str | None) -> int | None:
     """A header's non-negative integer (the first of a repeated header), or None."""
     if value is None:
         return None
     text = value.split(",", 1)[0].strip()
-    return int(text) if _is_digits(text) and len(text) < 20 else None
-
-
-class _TrustOnFirstUse(ssl.SSLContext):
-    """A client TLS context that loads its CA certificates at its first TLS connection.
-
-    Reading the CA bundle costs 35 ms, a sixth of a 50-project ``govern poll``, and an
-    index served over plain http (a mirror on the local network) never needs it. The
-    certificates are those httpx would load (``httpx.create_ssl_context``):
-    ``SSL_CERT_FILE``, else ``SSL_CERT_DIR`` (when the environment is trusted), else
-    certifi's bundle; verification and host name checks are on from the start
-    (``PROTOCOL_TLS_CLIENT``), so a connection can never be made before they load.
-    """
-
-    _trust: tuple[str | None, str | None] | None = None  # (cafile, capath) still to load
-
-    def _load(self) -> None:
-        if self._trust is not None:
-            cafile, capath = self._trust
-            self.load_verify_locations(cafile=cafile, capath=capath)
-            self._trust = None
-
-    def wrap_bio(self, *args: Any, **kwargs: Any) -> ssl.SSLObject:
-        self._load()
-        return super().wrap_bio(*args, **kwargs)
-
-    def wrap_socket(self, *args: Any, **kwargs: Any) -> ssl.SSLSocket:
-        self._load()
-        return super().wrap_socket(*args, **kwargs)
+    return int(text) if is_digits(text) and len(text) < 20 else None
 
 
 def tls_context(*, trust_env: bool = True) -> ssl.SSLContext:
-    """The verifying TLS context of the index clients.
+    """httpx's verifying TLS context, after checking the CA certificates the user named.
 
-    Set up as :func:`ssl.create_default_context` sets up a client context on this Python
-    (3.13 adds strict and partial-chain verification; ``SSLKEYLOGFILE``). The CA
-    certificates load at the first TLS connection; a bundle the user names
-    (``SSL_CERT_FILE``, ``SSL_CERT_DIR``, set on many machines) must exist, or the
-    command stops with a :class:`ConfigError` instead of failing every project of a
-    poll. A file that exists but holds no certificate fails the first TLS connection.
+    httpx reads ``SSL_CERT_FILE``, else ``SSL_CERT_DIR``, else certifi's bundle; a named
+    file or folder that does not exist, or a file without a certificate, stops the command
+    with a :class:`ConfigError` instead of failing every project of a poll.
     """
-    context = _TrustOnFirstUse(ssl.PROTOCOL_TLS_CLIENT)  # CERT_REQUIRED, check_hostname
-    # The transports speak HTTP/1.1 only: say so (ALPN), so that a server offering HTTP/2
-    # as well answers in HTTP/1.1 (httpx's own transport sets the same for itself).
-    context.set_alpn_protocols(["http/1.1"])
-    if sys.version_info >= (3, 13):
-        context.verify_flags |= ssl.VERIFY_X509_PARTIAL_CHAIN | ssl.VERIFY_X509_STRICT
-    keylog = os.environ.get("SSLKEYLOGFILE")
-    if keylog and not sys.flags.ignore_environment:
-        context.keylog_filename = keylog
     cafile = os.environ.get("SSL_CERT_FILE") if trust_env else None
     capath = os.environ.get("SSL_CERT_DIR") if trust_env and not cafile else None
     if cafile and not os.path.isfile(cafile):
         raise _unreadable("SSL_CERT_FILE", cafile)
     if capath and not os.path.isdir(capath):
         raise _unreadable("SSL_CERT_DIR", capath)
-    if not cafile and not capath:
-        import certifi
+    try:
+        return httpx.create_ssl_context(trust_env=trust_env)
+    except ssl.SSLError as exc:  # a file that holds no certificate
+        why = f"no certificate in it ({exc.reason})"
+        raise _unreadable("SSL_CERT_FILE", str(cafile), why) from None
 
-        cafile = certifi.where()
-    context._trust = (cafile, capath)
-    return context
 
-
-def _unreadable(variable: str, value: str) -> ConfigError:
+def _unreadable(variable: str, value: str, why: str | None = None) -> ConfigError:
+    kind = "file" if variable.endswith("FILE") else "directory"
     return ConfigError(
-        f"{variable}={value}: no such {'file' if variable.endswith('FILE') else 'directory'}",
+        f"{variable}={value}: {why or f'no such {kind}'}",
         tip=f"Point {variable} at the PEM certificates of the CAs you trust, or unset it.",
     )
 
 
-class IndexHTTP(httpx.AsyncClient):
-    """An httpx client that also lends its transport, for requests that need none of its layers.
+def http_client(*, connections: int = 16, trust_env: bool = True) -> httpx.AsyncClient:
+    """The httpx client an :class:`IndexClient` is given by whoever runs a poll.
 
-    A plain GET of a page needs nothing of the client around the transport (redirects,
-    authentication, cookies, proxies, hooks) when no proxy applies and the client holds
-    no cookie; those layers cost a third of a 304's time (bench/poll.py).
-    :class:`IndexClient` then sends through :attr:`direct`, and goes through the client
-    whenever a layer is needed: credentials, a redirect's target (each hop decided by
-    :class:`IndexClient`, the client never follows one itself), a stored cookie. Only
-    ``Accept`` and the validators are sent directly, so nothing needs stripping before a
-    redirect to another origin. A cookie set on a direct answer is stored as the client
-    would. ``direct`` is None when a proxy
-    may apply (``trust_env`` and any proxy setting).
+    HTTP/1.1 (``http2=False``: only ``http/1.1`` is offered by ALPN), ``connections``
+    kept alive, govern's User-Agent, redirects not followed (:class:`IndexClient` decides
+    each hop); proxies and CA certificates come from the environment unless ``trust_env``
+    is False. Use it with ``async with``.
     """
-
-    def __init__(
-        self, *, verify: ssl.SSLContext, limits: httpx.Limits, trust_env: bool, **kwargs: Any
-    ) -> None:
-        layered = {"proxy", "mounts", "transport", "auth", "event_hooks", "cookies"} & set(kwargs)
-        # getproxies() maps schemes to proxies, and "no" to NO_PROXY (not a proxy).
-        proxied = trust_env and any(scheme != "no" for scheme in urllib.request.getproxies())
-        if not proxied and not layered:
-            # httpx reads no proxy from the environment for a client given a transport,
-            # hence only when none applies.
-            kwargs["transport"] = H11Transport(verify=verify, limits=limits)
-        super().__init__(verify=verify, limits=limits, trust_env=trust_env, **kwargs)
-        # A transport of its own: the client's is not public. Only one of the two pools is
-        # used by a slot, but for an index that redirects (then both, one connection each).
-        self.direct: httpx.AsyncBaseTransport | None = (
-            None if proxied or layered else H11Transport(verify=verify, limits=limits)
-        )
-
-    async def aclose(self) -> None:
-        """Close the client, and the direct transport's connection."""
-        try:
-            await super().aclose()
-        finally:
-            if self.direct is not None:
-                await self.direct.aclose()
-
-    async def __aexit__(self, *exc: Any) -> None:
-        try:
-            await super().__aexit__(*exc)
-        finally:
-            if self.direct is not None:
-                await self.direct.aclose()
-
-
-@asynccontextmanager
-async def http_clients(
-    count: int = 16, *, trust_env: bool = True
-) -> AsyncIterator[list[IndexHTTP]]:
-    """``count`` httpx clients of one keep-alive connection each, for an :class:`IndexClient`.
-
-    Each client sends one request at a time through :class:`~govern.index.transport.H11Transport`
-    (or httpx's own transport behind a proxy, where one shared pool of ``count`` connections
-    costs httpcore a scan of every connection at each request start and end: 1.7 s of CPU
-    for 1,000 loopback requests at 16, against 0.8 s for 16 one-connection clients). The
-    clients share one TLS context (:func:`tls_context`); proxies and certificates come
-    from the environment as httpx reads it (unless ``trust_env`` is False).
-    """
-    if count < 1:
-        raise ValueError("count must be positive")
-    tls = tls_context(trust_env=trust_env)
-    limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
-    headers = {"User-Agent": USER_AGENT}
-    async with AsyncExitStack() as stack:
-        yield [
-            await stack.enter_async_context(
-                IndexHTTP(
-                    verify=tls,
-                    limits=limits,
-                    trust_env=trust_env,
-                    follow_redirects=False,
-                    headers=headers,
-                )
-            )
-            for _ in range(count)
-        ]
+    return httpx.AsyncClient(
+        verify=tls_context(trust_env=trust_env),
+        http2=False,
+        limits=httpx.Limits(max_connections=connections, max_keepalive_connections=connections),
+        headers={"User-Agent": USER_AGENT},
+        follow_redirects=False,
+        trust_env=trust_env,
+    )
 
 
 class IndexClient:
@@ -360,7 +227,7 @@ class IndexClient:
 
     def __init__(
         self,
-        http: httpx.AsyncClient | Sequence[httpx.AsyncClient],
+        http: httpx.AsyncClient,
         settings: IndexSettings,
         *,
         concurrency: int = 16,
@@ -372,35 +239,26 @@ class IndexClient:
         max_retry_after: float = MAX_RETRY_AFTER,
         netrc: bool | str | Path = True,
     ) -> None:
-        """Bind the client to httpx clients (their transport, proxies, TLS) and the settings.
+        """Bind the client to an httpx client (its pool, proxies, TLS) and the settings.
 
-        ``http`` is one client shared by every request, or several (see
-        :func:`http_clients`) that requests take in turn, one request per client at a time.
-        ``concurrency`` bounds requests in flight, ``attempts`` counts tries per index
-        (first included), ``timeout`` bounds one attempt (connect to last byte),
-        ``max_bytes`` the decoded body; ``sleep`` is injectable so tests see the delays.
-        ``netrc``: True reads ``$NETRC`` or ``~/.netrc``, a path reads that file, False none.
+        ``http`` is shared by every request (see :func:`http_client`); ``concurrency``
+        bounds requests in flight, ``attempts`` counts tries per index (first included),
+        ``timeout`` bounds one attempt (connect to last byte), ``max_bytes`` the decoded
+        body; ``sleep`` is injectable so tests see the delays. ``netrc``: True reads
+        ``$NETRC`` or ``~/.netrc``, a path reads that file, False none.
         """
         if concurrency < 1 or attempts < 1 or timeout <= 0 or max_bytes < 1:
             raise ValueError("concurrency, attempts, timeout and max_bytes must be positive")
-        clients = [http] if isinstance(http, httpx.AsyncClient) else list(http)
-        if not clients:
-            raise ValueError("at least one httpx client is needed")
+        self._http = http
         self._settings = settings
-        # A request holds one slot (and its client) for its attempt: the bound on requests
-        # in flight. Several clients are handed out one per slot, so none is shared.
-        self._slots: asyncio.Queue[httpx.AsyncClient] = asyncio.Queue()
-        for slot in range(concurrency):
-            self._slots.put_nowait(clients[slot % len(clients)])
+        self._slots = asyncio.Semaphore(concurrency)  # the bound on requests in flight
         self._attempts = attempts
         self._timeout = timeout
         self._request_timeout = httpx.Timeout(timeout)  # built once, not at every request
-        self._extensions = {"timeout": self._request_timeout.as_dict()}
         # Origins besides each index's own that a redirect may lead to (trusted-redirects).
         self._trusted = frozenset(_origin(httpx.URL(url)) for url in settings.trusted_redirects)
         self._max_bytes = max_bytes
-        self._backoff = backoff
-        self._sleep = sleep
+        self._backoff = Backoff(backoff, cap=MAX_BACKOFF, sleep=sleep)
         self._max_retry_after = max_retry_after
         indexes = {
             settings.index_url,
@@ -499,16 +357,13 @@ class IndexClient:
         conditional = len(headers) > 1
         transient = _Transient("no attempt made")
         for attempt in range(1, self._attempts + 1):
-            http = await self._slots.get()
             try:
-                async with asyncio.timeout(self._timeout):
+                async with self._slots, asyncio.timeout(self._timeout):
                     outcome = await self._attempt(
-                        http, url, headers, auth, project, conditional, clean_index
+                        url, headers, auth, project, conditional, clean_index
                     )
             except TimeoutError:
                 outcome = _Transient(f"timed out after {self._timeout:g} s")
-            finally:
-                self._slots.put_nowait(http)
             if isinstance(outcome, _Body):
                 parsed = await self._parse(outcome, project, clean_index, validators)
                 return _counted(parsed, attempt)
@@ -526,7 +381,7 @@ class IndexClient:
                     status=outcome.status,
                     requests=attempt,
                 )
-            await self._sleep(self._delay(attempt, outcome.retry_after))
+            await self._backoff.pause(attempt, outcome.retry_after)
         return FetchFailed(
             project,
             f"{transient.reason} after {_plural(self._attempts, 'attempt')}",
@@ -535,16 +390,8 @@ class IndexClient:
             requests=self._attempts,
         )
 
-    def _delay(self, attempt: int, retry_after: float | None) -> float:
-        """The pause before the next attempt: Retry-After, else full-jitter backoff."""
-        if retry_after is not None:
-            return retry_after
-        ceiling = min(MAX_BACKOFF, self._backoff * 2 ** (attempt - 1))
-        return random.uniform(0.0, ceiling)  # noqa: S311 -- jitter, not cryptography
-
     async def _attempt(
         self,
-        http: httpx.AsyncClient,
         url: str,
         headers: Mapping[str, str],
         auth: httpx.Auth | None,
@@ -553,23 +400,17 @@ class IndexClient:
         index: str,
     ) -> _Body | _Transient | FetchResult:
         """One request: a body to parse, a transient failure, or a final result."""
-        direct: httpx.AsyncBaseTransport | None = getattr(http, "direct", None)
-        if auth is not None or http.cookies:
-            direct = None  # a layer of the client is needed (see IndexHTTP)
         try:
-            if direct is not None:
-                response = await self._direct(http, direct, url, headers)
-            else:
-                response = await self._send(http, url, headers, auth)
+            response = await self._send(url, headers, auth)
             hops = 0
             while response.has_redirect_location:
-                followed = await self._redirect(response, project, index, hops, http)
+                followed = await self._redirect(response, project, index, hops)
                 if not isinstance(followed, httpx.URL):
                     return followed
                 hops += 1
                 # Credentials go to the index's own origin only, never along a redirect.
                 same = _origin(followed) == _origin(httpx.URL(index))
-                response = await self._send(http, str(followed), headers, auth if same else None)
+                response = await self._send(str(followed), headers, auth if same else None)
         except httpx.InvalidURL:
             return FetchFailed(project, f"invalid index URL {redact_url(url)!r}", retryable=False)
         except httpx.TimeoutException:
@@ -577,6 +418,8 @@ class IndexClient:
         except httpx.UnsupportedProtocol as exc:  # not transient
             return FetchFailed(project, self._scrub(_describe(exc)), retryable=False)
         except httpx.TransportError as exc:
+            if isinstance(exc, httpx.RemoteProtocolError) and str(exc) == _NOT_HTTP1:
+                return _Transient(_HTTP2_ANSWER)
             return _Transient(self._scrub(f"connection failed ({_describe(exc)})"))
         except httpx.HTTPError as exc:  # a bad URL, ...
             return FetchFailed(project, self._scrub(_describe(exc)), retryable=False)
@@ -593,13 +436,13 @@ class IndexClient:
 
     async def _send(
         self,
-        http: httpx.AsyncClient,
         url: str,
         headers: Mapping[str, str],
         auth: httpx.Auth | None,
     ) -> httpx.Response:
         """The request through the client (credentials, cookies, proxies), redirects not
         followed: :meth:`_redirect` decides each one."""
+        http = self._http
         request = http.build_request("GET", url, headers=headers, timeout=self._request_timeout)
         if auth is None:  # the injected client's own auth, if any, for the index's requests
             return await http.send(request, stream=True, follow_redirects=False)
@@ -611,7 +454,6 @@ class IndexClient:
         project: str,
         index: str,
         hops: int,
-        http: httpx.AsyncClient,
     ) -> httpx.URL | _Transient | FetchFailed:
         """Where a redirect leads, if it may be followed; else why not (the response closed).
 
@@ -631,7 +473,7 @@ class IndexClient:
         except (httpx.InvalidURL, ValueError):
             shown = redact_url(location)[:120]
             return _Transient(f"HTTP {status}: a redirect to an invalid URL {shown!r}", status)
-        if hops >= http.max_redirects:
+        if hops >= self._http.max_redirects:
             return FetchFailed(project, "too many redirects", status=status, retryable=False)
         allowed = {_origin(httpx.URL(index)), *self._trusted}
         if origin not in allowed:
@@ -644,27 +486,6 @@ class IndexClient:
                 retryable=False,
             )
         return target
-
-    async def _direct(
-        self,
-        http: httpx.AsyncClient,
-        transport: httpx.AsyncBaseTransport,
-        url: str,
-        headers: Mapping[str, str],
-    ) -> httpx.Response:
-        """The request straight through the client's transport (see :class:`IndexHTTP`)."""
-        merged = http.headers.copy()  # the client's defaults: User-Agent, Accept-Encoding
-        merged.update(headers)
-        request = httpx.Request("GET", url, headers=merged, extensions=self._extensions)
-        response = await transport.handle_async_request(request)
-        try:
-            response.request = request
-            if "set-cookie" in response.headers:
-                http.cookies.extract_cookies(response)  # kept as the client would
-        except BaseException:
-            await response.aclose()  # the slot's one connection goes back to its pool
-            raise
-        return response
 
     async def _answer(
         self, response: httpx.Response, project: str, conditional: bool
@@ -694,7 +515,7 @@ class IndexClient:
             return _Transient(
                 f"HTTP {status}",
                 status=status,
-                retry_after=parse_retry_after(response.headers.get("Retry-After")),
+                retry_after=seconds_until(response.headers),
             )
         if status != 200:
             return FetchFailed(project, f"HTTP {status}", status=status, retryable=False)
@@ -782,6 +603,8 @@ async def _drain(response: httpx.Response) -> None:
     A response whose end was never read cannot be reused: without this every 304 of a
     warm poll opened a new connection. A larger body is left; closing drops the link.
     """
+    if response.is_stream_consumed:  # read already (an httpx.MockTransport's answer)
+        return
     read = 0
     async for chunk in response.aiter_raw():
         read += len(chunk)
@@ -821,8 +644,6 @@ def _netrc_entries(
         path = Path(setting)
     if not path.is_file():
         return None
-    import netrc  # here: most machines have no netrc file
-
     try:
         return netrc.netrc(str(path))
     except (OSError, netrc.NetrcParseError) as exc:

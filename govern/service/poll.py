@@ -50,8 +50,7 @@ if TYPE_CHECKING:
 
 
 class PageSource(Protocol):
-    """Where a poll reads project pages: an :class:`~govern.index.client.IndexClient`, or
-    an :class:`~govern.index.ondemand.OnDemandClient` that opens one at its first fetch."""
+    """Where a poll reads project pages: an :class:`~govern.index.client.IndexClient`."""
 
     @property
     def settings(self) -> IndexSettings:

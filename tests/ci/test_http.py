@@ -41,7 +41,7 @@ from govern.ci.base import (
     strip_ansi,
 )
 from govern.ci.hosted import HostedProvider
-from govern.ci.http import ApiClient, rate_limit_until
+from govern.ci.http import ApiClient
 from govern.errors import ConfigError
 
 TOKEN = "tok_SECRETTOKEN123456"
@@ -63,39 +63,6 @@ def started_then(vendor: Vendor[Any, Any], **options: Any) -> RunStatus:
         return await provider.status(TRIAL, started.run)
 
     return vendor.using(action, **options)
-
-
-# -- rate_limit_until -----------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("headers", "seconds"),
-    [
-        pytest.param({"Retry-After": "120"}, 120, id="retry-after-seconds"),
-        pytest.param({"Retry-After": "Mon, 01 Jun 2026 12:05:00 GMT"}, 300, id="retry-after-date"),
-        pytest.param({"X-RateLimit-Reset": str(int(NOW.timestamp()) + 60)}, 60, id="github"),
-        pytest.param({"RateLimit-Reset": "42"}, 42, id="buildkite-organization"),
-        pytest.param({"RateLimit-User-Reset": "30"}, 30, id="buildkite-user"),
-        pytest.param({"RateLimit-Reset": "10", "RateLimit-User-Reset": "50"}, 50, id="user-later"),
-        pytest.param({"RateLimit-Reset": "50", "RateLimit-User-Reset": "10"}, 50, id="org-later"),
-        pytest.param(
-            {"X-RateLimit-Reset": str(int(NOW.timestamp()) + 60), "RateLimit-Reset": "120"},
-            120,
-            id="unix-time-and-seconds",
-        ),
-        pytest.param({"Retry-After": "5", "RateLimit-Reset": "600"}, 5, id="retry-after-wins"),
-        pytest.param({"Retry-After": "soon", "RateLimit-Reset": "7"}, 7, id="bad-retry-after"),
-    ],
-)
-def test_rate_limit_until(headers: dict[str, str], seconds: int) -> None:
-    assert rate_limit_until(httpx.Headers(headers), NOW) == NOW + timedelta(seconds=seconds)
-
-
-@pytest.mark.parametrize(
-    "headers", [{}, {"RateLimit-Reset": "soon"}, {"RateLimit-Reset": "9" * 20}, {"Retry-After": ""}]
-)
-def test_rate_limit_until_without_a_moment(headers: dict[str, str]) -> None:
-    assert rate_limit_until(httpx.Headers(headers), NOW) is None
 
 
 # -- ApiClient ------------------------------------------------------------------------------

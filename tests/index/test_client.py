@@ -51,8 +51,7 @@ from govern.index.client import (
     USER_AGENT,
     IndexClient,
     freshness,
-    http_clients,
-    parse_retry_after,
+    http_client,
 )
 from govern.index.model import (
     Fetched,
@@ -99,16 +98,15 @@ async def fetch(
 ) -> FetchResult:
     """One fetch with a fresh httpx client (no proxies from the environment).
 
-    Without ``http``, the client is what ``govern poll`` uses (:func:`http_clients`), so
-    every test here runs the direct path and its fallbacks to the client's layers.
+    Without ``http``, the client is what ``govern poll`` uses (:func:`http_client`).
     """
     if isinstance(settings, str):
         settings = settings_for(settings)
     if http is not None:
         async with http as session:
             return await IndexClient(session, settings, **options).fetch(name, validators)
-    async with http_clients(1, trust_env=False) as sessions:
-        return await IndexClient(sessions, settings, **options).fetch(name, validators)
+    async with http_client(trust_env=False) as session:
+        return await IndexClient(session, settings, **options).fetch(name, validators)
 
 
 def fetched(result: FetchResult) -> Fetched:
@@ -350,14 +348,6 @@ def test_a_retry_after_over_the_cap_ends_the_fetch(faults: FaultServer) -> None:
     assert faults.count(path) == 1
 
 
-@pytest.mark.parametrize(
-    ("value", "seconds"),
-    [("120", 120.0), (" 0 ", 0.0), ("soon", None), ("", None), (None, None), ("-5", None)],
-)
-def test_parse_retry_after(value: str | None, seconds: float | None) -> None:
-    assert parse_retry_after(value) == seconds
-
-
 DATE = "Thu, 03 Dec 2026 04:00:00 GMT"
 
 
@@ -434,10 +424,6 @@ def test_a_304_and_a_200_carry_their_freshness(faults: FaultServer) -> None:
     assert (again.name, again.requests) == ("demo", 1)
     assert 19.0 <= again.fresh_for <= 20.0
     assert faults.count(path) == 2
-
-
-def test_a_past_retry_after_date_means_now() -> None:
-    assert parse_retry_after("Mon, 01 Jan 2001 00:00:00 GMT") == 0.0
 
 
 def test_a_hang_times_out_and_is_retried(faults: FaultServer) -> None:
@@ -837,12 +823,12 @@ def test_pip_installs_the_built_wheel_from_pypiserver(pypiserver: str, tmp_path:
     assert (target / "govern_demo" / "__init__.py").read_text() == '__version__ = "1.0"\n'
 
 
-@pytest.mark.parametrize("clients", ["one shared", "one per slot"])
+@pytest.mark.parametrize("clients", ["a default one", "govern's"])
 def test_a_warm_poll_reuses_its_connections(clients: str) -> None:
     """Every 304 read to its end: the connection goes back to the pool (keep-alive).
 
-    With one client per slot (``http_clients``, what the CLI uses), each request has a
-    client to itself: never more connections than slots, and the same ones warm.
+    Never more connections than requests in flight, and the same ones warm, whether the
+    client is httpx's default or govern's (:func:`http_client`, what the CLI uses).
     """
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -893,10 +879,10 @@ def test_a_warm_poll_reuses_its_connections(clients: str) -> None:
         async def both() -> tuple[int, int]:
             url = f"http://127.0.0.1:{server.server_port}/simple/"
             async with contextlib.AsyncExitStack() as stack:
-                if clients == "one shared":
-                    http: Any = await stack.enter_async_context(httpx.AsyncClient(trust_env=False))
+                if clients == "a default one":
+                    http = await stack.enter_async_context(httpx.AsyncClient(trust_env=False))
                 else:
-                    http = await stack.enter_async_context(http_clients(4, trust_env=False))
+                    http = await stack.enter_async_context(http_client(trust_env=False))
                 client = IndexClient(http, settings_for(url), concurrency=4)
                 cold = await client.fetch_many(names, {})
                 assert all(isinstance(r, Fetched) for r in cold.values())
@@ -916,21 +902,21 @@ def test_a_warm_poll_reuses_its_connections(clients: str) -> None:
     assert max(overlap) == 1
 
 
-# -- the direct path of IndexHTTP and its fallbacks to the client's layers ------------------
+# -- govern's httpx client: its headers, cookies, redirects and proxies ------------------------
 
 
 def _fetch_in_turn(url: str, names: Sequence[str]) -> list[FetchResult]:
-    """Several fetches, one after the other, through one client of ``http_clients``."""
+    """Several fetches, one after the other, through one :func:`http_client`."""
 
     async def go() -> list[FetchResult]:
-        async with http_clients(1, trust_env=False) as http:
+        async with http_client(trust_env=False) as http:
             client = IndexClient(http, settings_for(url))
             return [await client.fetch(name) for name in names]
 
     return run(go())
 
 
-def test_a_direct_request_sends_the_client_s_default_headers(faults: FaultServer) -> None:
+def test_a_request_sends_the_client_s_default_headers(faults: FaultServer) -> None:
     path = faults.script("demo", Reply(body=json_page("demo")))
     fetched(_fetch_in_turn(faults.url, ["demo"])[0])
     sent = faults.headers[path][0]
@@ -940,7 +926,7 @@ def test_a_direct_request_sends_the_client_s_default_headers(faults: FaultServer
     assert sent["accept"] == ACCEPT
 
 
-def test_a_cookie_set_on_a_direct_answer_is_kept_and_sent(faults: FaultServer) -> None:
+def test_a_cookie_set_on_an_answer_is_kept_and_sent(faults: FaultServer) -> None:
     faults.script(
         "first", Reply(body=json_page("first"), headers={"Set-Cookie": "session=s1; Path=/"})
     )
@@ -962,25 +948,12 @@ def test_a_redirect_costs_no_extra_request(faults: FaultServer) -> None:
     assert faults.count("/elsewhere/demo/") == faults.count("/elsewhere/other/") == 1
 
 
-@pytest.mark.parametrize("variable", ["HTTP_PROXY", "https_proxy", "ALL_PROXY"])
-def test_no_direct_path_when_a_proxy_may_apply(variable: str) -> None:
-    async def direct(trust_env: bool) -> bool:
-        async with http_clients(1, trust_env=trust_env) as [http]:
-            return http.direct is not None
-
-    os.environ["NO_PROXY"] = "127.0.0.1,localhost"  # not a proxy (restored by conftest.py)
-    assert run(direct(trust_env=True))
-    os.environ[variable] = "http://127.0.0.1:9"
-    assert not run(direct(trust_env=True))  # httpx's proxy mounts decide
-    assert run(direct(trust_env=False))
-
-
 def test_a_proxy_in_the_environment_is_honoured(faults: FaultServer) -> None:
     path = faults.script("demo", Reply(body=json_page("demo")))
     os.environ["HTTP_PROXY"] = "http://127.0.0.1:9"  # nothing listens: the proxy is used
 
     async def go() -> FetchResult:
-        async with http_clients(1, trust_env=True) as http:
+        async with http_client(trust_env=True) as http:
             return await IndexClient(http, settings_for(faults.url), attempts=1).fetch("demo")
 
     result = failed(run(go()))
@@ -993,11 +966,11 @@ def test_a_bad_redirect_location_leaves_the_connection_usable(faults: FaultServe
     good = faults.script("good", Reply(body=json_page("good")))
 
     async def go() -> list[FetchResult]:
-        async with http_clients(1, trust_env=False) as http:
+        async with http_client(trust_env=False) as http:
             client = IndexClient(http, settings_for(faults.url), attempts=1, timeout=5.0)
             return [await client.fetch("bad"), await client.fetch("good")]
 
     bad, fine = run(go())
     assert failed(bad).retryable  # a bad answer of the index: retried by the next poll
-    fetched(fine)  # the slot's one connection went back to its pool
+    fetched(fine)  # the connection went back to the pool
     assert faults.count(good) == 1

@@ -23,7 +23,7 @@ from fakes.index import (
     json_page,
 )
 
-from govern.index.client import IndexClient, http_clients
+from govern.index.client import IndexClient, http_client
 from govern.index.model import Fetched, FetchFailed, FetchResult
 from govern.index.pipconfig import IndexSettings
 
@@ -45,7 +45,7 @@ def other() -> Iterator[FaultServer]:
 
 def _fetch(url: str, name: str = "demo", *, trusted: tuple[str, ...] = ()) -> FetchResult:
     async def go() -> FetchResult:
-        async with http_clients(1, trust_env=False) as http:
+        async with http_client(trust_env=False) as http:
             settings = IndexSettings(url, source="test", trusted_redirects=trusted)
             return await IndexClient(http, settings, attempts=1, netrc=False).fetch(name)
 

@@ -1,6 +1,6 @@
 """Indexes that speak HTTP/2: the client speaks HTTP/1.1, and says so.
 
-The transport is HTTP/1.1 only (govern.index.transport). It offers ``http/1.1`` by ALPN,
+The client is httpx with ``http2=False`` (govern.index.client). It offers ``http/1.1`` by ALPN,
 so a server that speaks both answers in HTTP/1.1, as the public index does; a server that
 speaks only HTTP/2 (over TLS, or cleartext h2c) is a failure that names HTTP/2.
 """
@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from fakes.index import IndexFile, StaticIndex
 
-from govern.index.client import IndexClient, http_clients
+from govern.index.client import IndexClient, http_client
 from govern.index.model import Fetched, FetchFailed, FetchResult
 from govern.index.pipconfig import IndexSettings
 
@@ -78,7 +78,7 @@ class _Http2Only:
 
 def _fetch(url: str) -> FetchResult:
     async def go() -> FetchResult:
-        async with http_clients(1) as http:
+        async with http_client() as http:
             client = IndexClient(http, IndexSettings(url, source="test"), attempts=1)
             return await client.fetch("demo")
 

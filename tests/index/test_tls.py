@@ -1,4 +1,4 @@
-"""HTTPS indexes: certificates verified, and loaded only when a TLS connection is made.
+"""HTTPS indexes: certificates verified, from the bundle the environment names or certifi's.
 
 The server is :class:`fakes.index.StaticIndex` with a self-signed certificate for
 127.0.0.1 made by ``openssl`` (Debian's; nothing is downloaded).
@@ -13,11 +13,10 @@ import ssl
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 from fakes.index import IndexFile, StaticIndex
 
-from govern.index.client import IndexClient, http_clients, tls_context
+from govern.index.client import IndexClient, http_client, tls_context
 from govern.index.model import Fetched, FetchFailed, FetchResult
 from govern.index.pipconfig import IndexSettings
 
@@ -36,7 +35,7 @@ def https_index(tmp_path: Path, certificate: tuple[Path, Path]) -> Iterator[Stat
 
 def _fetch(url: str) -> FetchResult:
     async def go() -> FetchResult:
-        async with http_clients(2) as http:
+        async with http_client() as http:
             client = IndexClient(http, IndexSettings(url, source="test"), attempts=1)
             return await client.fetch("demo")
 
@@ -61,26 +60,6 @@ def test_an_untrusted_certificate_is_a_failure_not_a_page(https_index: StaticInd
     assert "CERTIFICATE_VERIFY_FAILED" in result.reason or "certificate" in result.reason
 
 
-def test_certifi_s_bundle_loads_at_the_first_tls_connection_only(
-    https_index: StaticIndex, tmp_path: Path
-) -> None:
-    context = tls_context()  # no SSL_CERT_FILE: certifi's bundle, loaded on use
-    assert context.verify_mode == ssl.CERT_REQUIRED  # verifying before anything is loaded
-    assert context.check_hostname
-    assert context.cert_store_stats()["x509_ca"] == 0
-
-    async def get(url: str) -> int:
-        async with httpx.AsyncClient(verify=context, trust_env=False) as http:
-            return (await http.get(url)).status_code
-
-    with StaticIndex(tmp_path / "plain", {"demo": []}) as plain:
-        assert asyncio.run(get(plain.url + "demo/")) == 200
-    assert context.cert_store_stats()["x509_ca"] == 0  # plain http: nothing loaded
-    with pytest.raises(httpx.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
-        asyncio.run(get(https_index.url + "demo/"))  # certifi does not know this one
-    assert context.cert_store_stats()["x509_ca"] > 50  # loaded, and used to refuse it
-
-
 def test_the_context_is_set_up_as_python_s_default_client_context() -> None:
     ours, default = tls_context(), ssl.create_default_context()
     assert ours.verify_mode == default.verify_mode
@@ -90,9 +69,7 @@ def test_the_context_is_set_up_as_python_s_default_client_context() -> None:
     assert ours.minimum_version == default.minimum_version
 
 
-def test_a_named_bundle_must_exist_and_one_without_certificates_fails_its_connection(
-    https_index: StaticIndex, tmp_path: Path
-) -> None:
+def test_a_named_bundle_must_exist_and_hold_certificates(tmp_path: Path) -> None:
     from govern.errors import ConfigError
 
     os.environ["SSL_CERT_FILE"] = str(tmp_path / "missing.pem")
@@ -107,15 +84,20 @@ def test_a_named_bundle_must_exist_and_one_without_certificates_fails_its_connec
     os.environ.pop("SSL_CERT_DIR")
     (tmp_path / "garbage.pem").write_text("not a certificate\n", encoding="utf-8")
     os.environ["SSL_CERT_FILE"] = str(tmp_path / "garbage.pem")
-    result = _fetch(https_index.url)
-    assert isinstance(result, FetchFailed)  # never a page fetched without verification
+    with pytest.raises(ConfigError, match=r"garbage\.pem: no certificate in it"):
+        tls_context()  # never a page fetched without verification
 
 
-def test_the_environment_is_ignored_when_not_trusted(certificate: tuple[Path, Path]) -> None:
+def test_the_environment_is_ignored_when_not_trusted(
+    https_index: StaticIndex, certificate: tuple[Path, Path], tmp_path: Path
+) -> None:
+    os.environ["SSL_CERT_FILE"] = str(tmp_path / "missing.pem")
+    assert tls_context(trust_env=False).cert_store_stats()["x509_ca"] > 50  # certifi's
     os.environ["SSL_CERT_FILE"] = str(certificate[0])
-    import certifi
 
-    ignoring = tls_context(trust_env=False)
-    assert ignoring._trust == (certifi.where(), None)  # type: ignore[attr-defined]
-    assert ignoring.cert_store_stats()["x509_ca"] == 0  # not loaded yet
-    assert tls_context()._trust == (str(certificate[0]), None)  # type: ignore[attr-defined]
+    async def go() -> FetchResult:
+        async with http_client(trust_env=False) as http:
+            settings = IndexSettings(https_index.url, source="test")
+            return await IndexClient(http, settings, attempts=1).fetch("demo")
+
+    assert isinstance(asyncio.run(go()), FetchFailed)  # the named bundle is not read

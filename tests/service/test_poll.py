@@ -590,10 +590,10 @@ def test_a_refused_statement_is_a_store_error_not_a_traceback(store: Store) -> N
 
 
 @pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
-def test_poll_on_sqlite_loads_neither_the_orm_nor_httpx_s_cli(
+def test_poll_on_sqlite_loads_no_orm(
     store: Store, index: StaticIndex, database_url: str, tmp_path: Path
 ) -> None:
-    """``govern poll`` on a SQLite store at the current schema: sqlite3 and httpx, no more."""
+    """``govern poll`` on a SQLite store at the current schema: sqlite3, not the ORM."""
     probe = (
         "import json, sys\n"
         "from govern.cli import main\n"
@@ -603,8 +603,8 @@ def test_poll_on_sqlite_loads_neither_the_orm_nor_httpx_s_cli(
         "except SystemExit:\n"
         "    pass\n"
         "heavy = sorted(m for m in sys.modules if m.split('.')[0] in {'sqlalchemy', 'sqlmodel',"
-        " 'alembic', 'pydantic', 'rich', 'fastapi', 'apscheduler'}"
-        " or m in ('httpx._main', 'html.parser', 'configparser', 'netrc'))\n"
+        " 'alembic', 'pydantic', 'fastapi', 'apscheduler'}"
+        " or m in ('html.parser', 'configparser'))\n"
         "print('HEAVY', heavy, file=sys.stderr)\n"
     )
     # No pip configuration and no netrc file: neither parser loads; JSON pages: no HTML one.
@@ -619,48 +619,6 @@ def test_poll_on_sqlite_loads_neither_the_orm_nor_httpx_s_cli(
     )
     assert "HEAVY []" in done.stderr, done.stderr
     assert json.loads(done.stdout)["fetched"] == 1
-
-
-@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
-def test_a_poll_with_every_page_fresh_loads_no_http_code(
-    store: Store, database_url: str, tmp_path: Path
-) -> None:
-    page = json_page("cupy-cuda13x", [f.filename for f in cupy_files()])
-    probe = (
-        "import json, sys\n"
-        "from govern.cli import main\n"
-        "try:\n"
-        f"    main(['poll', '--db', {database_url!r}, '--index-url', sys.argv[1], '-f', 'json'])\n"
-        "except SystemExit:\n"
-        "    pass\n"
-        "http = sorted(m for m in sys.modules if m.split('.')[0] in ('httpx', 'h11')"
-        " or m == 'govern.index.client')\n"
-        "print('HTTP', http, file=sys.stderr)\n"
-    )
-    env = {**os.environ, "PIP_CONFIG_FILE": os.devnull}
-
-    def poll_in_a_child(url: str) -> tuple[dict[str, Any], str]:
-        done = subprocess.run(
-            [sys.executable, "-c", probe, url],
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            check=True,
-            env=env,
-        )
-        return json.loads(done.stdout), done.stderr
-
-    with FaultServer() as faults:
-        path = faults.script(
-            "cupy-cuda13x", Reply(body=page, headers={"Cache-Control": "max-age=3000"})
-        )
-        first, loaded = poll_in_a_child(faults.url)
-        assert first["fetched"] == 1
-        assert "'httpx'" in loaded  # asked: the HTTP clients were opened
-        again, loaded = poll_in_a_child(faults.url)
-        assert faults.count(path) == 1
-    assert (again["fresh"], again["requests"], again["failed"]) == (1, 0, 0)
-    assert "HTTP []" in loaded, loaded
 
 
 def test_a_store_sqlite3_cannot_open_alone_goes_through_the_full_store(tmp_path: Path) -> None:
