@@ -18,8 +18,8 @@ from govern.ci.command import Command
 from govern.ci.providers import build
 from govern.config import Config, load_config
 from govern.errors import ConfigError, UsageError
-from govern.index.candidates import Profile
 from govern.index.pipconfig import IndexNotConfigured, IndexSettings
+from govern.index.profiles import Profile
 from govern.index.settings import index_settings, profiles_from
 from govern.service.verify import ProviderFor, Verifier, VerifyOptions, VerifyResult
 from govern.store.db import Store, open_store

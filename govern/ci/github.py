@@ -1,28 +1,19 @@
-"""The ``github-actions`` provider: one workflow run per trial, or the check runs of a ref.
+"""The ``github-actions`` provider's shared part: the REST API, and reading GitHub's runs.
 
-**Dispatch mode** (the default) starts the configured workflow with a ``workflow_dispatch``
-event whose inputs name the candidate (``package``, ``version``, ``requirement``,
-``profile``, ``correlation_id`` and, when the exclusion has one, ``reproducer``). GitHub
-answers the dispatch with the new run's id when asked to (``return_run_details``, February
-2026); a server that does not know the parameter (an older GitHub Enterprise Server) is
-asked again without it, and the run is then found among the workflow's runs by the
-correlation id in its title: the workflow sets ``run-name: govern verify ${{
-inputs.correlation_id }}``. The id is matched as a whole word, so ``govern-7-1`` is never
-taken for ``govern-7-10``. A run GitHub does not list yet is recorded as
-``dispatch:<correlation id>`` and looked up again by :meth:`GitHubActions.status`.
-
-**Checks mode** (``mode = "checks"``) starts nothing: ``ref`` is a template
-(``"renovate/{package}-{version}"``) naming a branch or pull request whose checks some
-other automation runs, and the status is the summary of that ref's check runs.
+A trial is started in one of two modes, each a provider of its own:
+:mod:`govern.ci.github_dispatch` (the default) dispatches a workflow run per trial;
+:mod:`govern.ci.github_checks` (``mode = "checks"``) starts nothing and reads the check
+runs of a ref other automation tests. Whichever mode started a run, it is read here, by
+its reference: a workflow run by id (or ``dispatch:<correlation id>`` while GitHub does
+not list it yet), the check runs of a ref as ``checks:<ref>``; so a run outlives a change
+of mode.
 
 A pass counts only with evidence, read from the logs of the run's jobs (the log download
 answers with a redirect to another host; httpx drops the ``Authorization`` header on a
 redirect to another origin, so the token never reaches it).
 
-The GitHub REST API (version 2022-11-28) endpoints used:
+The GitHub REST API (version 2022-11-28) endpoints read here:
 
-- https://docs.github.com/en/rest/actions/workflows#create-a-workflow-dispatch-event
-  (and https://github.blog/changelog/2026-02-19-workflow-dispatch-api-now-returns-run-ids)
 - https://docs.github.com/en/rest/actions/workflow-runs#list-workflow-runs-for-a-workflow
 - https://docs.github.com/en/rest/actions/workflow-runs#get-a-workflow-run
 - https://docs.github.com/en/rest/actions/workflow-runs#cancel-a-workflow-run
@@ -39,22 +30,15 @@ import logging
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
-from typing import Any, Unpack
+from datetime import UTC, datetime
+from typing import Any, ClassVar, Unpack
 from urllib.parse import quote
 
 import httpx
 
 from govern import __version__
 from govern.ci import options as opts
-from govern.ci.base import (
-    CIError,
-    Conclusion,
-    RunRef,
-    RunStatus,
-    Started,
-    Trial,
-)
+from govern.ci.base import CIError, Conclusion, RunRef, RunStatus, Trial
 from govern.ci.hosted import (
     HostedProvider,
     Job,
@@ -62,7 +46,6 @@ from govern.ci.hosted import (
     judged,
     optional_str,
     timestamp,
-    trial_fields,
 )
 from govern.ci.http import expect
 from govern.errors import ConfigError
@@ -78,8 +61,10 @@ MODES = ("dispatch", "checks")
 #: The check runs of GitHub Actions jobs carry this app slug; their ids are job ids.
 ACTIONS_APP = "github-actions"
 
-_DISPATCHED = "dispatch:"  # a run id not known yet: dispatch:<correlation id>
-_CHECKS = "checks:"  # checks mode: checks:<ref>
+#: a run id not known yet: dispatch:<correlation id>
+DISPATCHED = "dispatch:"
+#: the check runs of a ref: checks:<ref>
+CHECKS = "checks:"
 _RUNNING = frozenset({"queued", "in_progress", "waiting", "requested", "pending"})
 _GREEN_CHECKS = frozenset({"success", "neutral", "skipped"})
 _FINAL: dict[str, tuple[Conclusion, str]] = {
@@ -97,11 +82,7 @@ _FINAL: dict[str, tuple[Conclusion, str]] = {
         "the workflow could not start (startup_failure): check the workflow file",
     ),
 }
-_LOOKUP_WAITS = (1.0, 2.0, 3.0, 4.0, 5.0)  # seconds before each look for a dispatched run
-_CLOCK_SKEW = timedelta(minutes=2)  # the created>= filter allows for clocks that disagree
 _PER_PAGE = "100"
-# An older server refuses the unknown return_run_details key: 422, or 400 on some.
-_REFUSED_KEY = frozenset({400, 422})
 
 _REPOSITORY = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 _WORKFLOW_FILE = re.compile(r"^[A-Za-z0-9_.-]+\.ya?ml$")
@@ -124,8 +105,11 @@ class CheckRunInfo:
 
 
 class GitHubActions(HostedProvider):
-    """Verify candidates with GitHub Actions (github.com or GitHub Enterprise Server)."""
+    """Verify candidates with GitHub Actions (github.com or GitHub Enterprise Server); the
+    mode (a subclass) says how a trial is started."""
 
+    #: how a trial is started: "dispatch" or "checks"
+    mode: ClassVar[str] = ""
     kind = KIND
     vendor = VENDOR
     keys = opts.COMMON_KEYS | {"repository", "workflow", "ref", "mode"}
@@ -144,23 +128,15 @@ class GitHubActions(HostedProvider):
         token: str,
         workflow: str | int = "",
         ref: str = "main",
-        mode: str = "dispatch",
         **settings: Unpack[Settings],
     ) -> None:
-        """A provider for ``repository`` ("owner/repo").
-
-        In dispatch mode ``workflow`` (a file name such as ``verify.yml``, or the numeric
-        id) is dispatched on branch ``ref``; in checks mode ``ref`` is a template with
-        ``{package}`` and ``{version}``. ``token`` is sent as a bearer token and scrubbed
-        from every message; ``token_source`` ("$GITHUB_TOKEN", in ``settings``) names it
-        in messages.
+        """A provider for ``repository`` ("owner/repo"), with ``workflow`` (a file name such
+        as ``verify.yml``, or the numeric id) and ``ref`` as the mode reads them. ``token``
+        is sent as a bearer token and scrubbed from every message; ``token_source``
+        ("$GITHUB_TOKEN", in ``settings``) names it in messages.
         """
-        if mode not in MODES:
-            raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
         if not _REPOSITORY.match(repository):
             raise ValueError(f"repository must be owner/name, not {repository!r}")
-        if mode == "dispatch" and not str(workflow):
-            raise ValueError("dispatch mode needs a workflow (a file name or an id)")
         headers = {
             "Authorization": f"Bearer {token}",
             "Accept": "application/vnd.github+json",
@@ -171,45 +147,17 @@ class GitHubActions(HostedProvider):
         self.repository = repository
         self.workflow = str(workflow)
         self.ref = ref
-        self.mode = mode
-        self._ask_run_details = True  # until the server rejects return_run_details
         self._resolved: dict[str, str] = {}  # correlation id -> run id
 
     # -- the provider interface ----------------------------------------------------------
 
-    async def start(self, trial: Trial) -> Started:
-        """Dispatch the workflow for the trial and find the run it started.
-
-        In checks mode nothing is started: the run is the ref the template names.
-        """
-        if self.mode == "checks":
-            return Started(RunRef(f"{_CHECKS}{self.checks_ref(trial)}"))
-        since = self._clock() - _CLOCK_SKEW
-        ref = await self._dispatch(trial)
-        if ref is not None:
-            log.debug("%s: dispatched %s as run %s", self.name, trial.requirement, ref.run_id)
-            return Started(ref)
-        for wait in _LOOKUP_WAITS:
-            await self._sleep(wait)
-            run = await self._find_run(trial.correlation_id, since)
-            if run is not None:
-                found = self._run_ref(run)
-                log.debug("%s: %s is run %s", self.name, trial.correlation_id, found.run_id)
-                return Started(found)
-        log.info(
-            "%s: GitHub does not list the run dispatched as %s yet; it is looked up again",
-            self.name,
-            trial.correlation_id,
-        )
-        return Started(RunRef(f"{_DISPATCHED}{trial.correlation_id}"))
-
     async def status(self, trial: Trial, run: RunRef) -> RunStatus:
         """The run's status; a completed run is judged with the evidence in its jobs' logs."""
-        if run.run_id.startswith(_CHECKS):
-            return await self.checks_status(trial, run.run_id.removeprefix(_CHECKS))
+        if run.run_id.startswith(CHECKS):
+            return await self.checks_status(trial, run.run_id.removeprefix(CHECKS))
         run_id = await self._resolve(run)
         if run_id is None:
-            correlation_id = run.run_id.removeprefix(_DISPATCHED)
+            correlation_id = run.run_id.removeprefix(DISPATCHED)
             return RunStatus(None, f"GitHub does not list the run dispatched as {correlation_id}")
         status = await self._run_status(trial, run, run_id)
         if run.run_id != run_id:  # found out now: the store keeps the real id
@@ -218,7 +166,7 @@ class GitHubActions(HostedProvider):
 
     async def _run_status(self, trial: Trial, run: RunRef, run_id: str) -> RunStatus:
         """The status of one workflow run by its numeric id."""
-        body = await self._api.json("GET", self._repo_path(f"actions/runs/{run_id}"))
+        body = await self._api.json("GET", self.repo_path(f"actions/runs/{run_id}"))
         data = expect(body, dict, "the workflow run", VENDOR)
         state = expect(data.get("status"), str, "the run's status", VENDOR)
         url = optional_str(data.get("html_url")) or run.url
@@ -237,23 +185,19 @@ class GitHubActions(HostedProvider):
 
     async def _cancel(self, run: RunRef) -> None:
         """Ask GitHub to cancel the run (a finished run cannot be: 409)."""
-        if run.run_id.startswith(_CHECKS):
+        if run.run_id.startswith(CHECKS):
             return  # govern did not start those runs
         run_id = await self._resolve(run)
         if run_id is not None:
-            await self._api.request("POST", self._repo_path(f"actions/runs/{run_id}/cancel"))
+            await self._api.request("POST", self.repo_path(f"actions/runs/{run_id}/cancel"))
 
     # -- check runs ----------------------------------------------------------------------
-
-    def checks_ref(self, trial: Trial) -> str:
-        """The ref whose check runs try the trial (checks mode): the template, filled in."""
-        return self.ref.format(package=trial.package, version=str(trial.version))
 
     async def check_runs(self, ref: str) -> list[CheckRunInfo]:
         """The latest check runs of ``ref`` (a sha, a branch, or ``refs/pull/N/head``)."""
         body = await self._api.json(
             "GET",
-            self._repo_path(f"commits/{quote(ref, safe='/')}/check-runs"),
+            self.repo_path(f"commits/{quote(ref, safe='/')}/check-runs"),
             params={"per_page": _PER_PAGE},
         )
         data = expect(body, dict, "the check-run list", VENDOR)
@@ -290,41 +234,15 @@ class GitHubActions(HostedProvider):
 
     # -- helpers -------------------------------------------------------------------------
 
-    def inputs(self, trial: Trial) -> dict[str, str]:
-        """The workflow_dispatch inputs for a trial (all strings, as GitHub passes them)."""
-        return trial_fields(trial)
-
-    def _repo_path(self, rest: str) -> str:
+    def repo_path(self, rest: str) -> str:
+        """The API path of ``rest`` under the repository."""
         return f"/repos/{self.repository}/{rest}"
 
-    def _workflow_path(self, rest: str) -> str:
-        return self._repo_path(f"actions/workflows/{quote(self.workflow, safe='')}/{rest}")
+    def workflow_path(self, rest: str) -> str:
+        """The API path of ``rest`` under the workflow."""
+        return self.repo_path(f"actions/workflows/{quote(self.workflow, safe='')}/{rest}")
 
-    async def _dispatch(self, trial: Trial) -> RunRef | None:
-        """Send the dispatch; the run when GitHub says which it is, else None."""
-        body: dict[str, Any] = {"ref": self.ref, "inputs": self.inputs(trial)}
-        path = self._workflow_path("dispatches")
-        # A dispatch is not idempotent: an answer lost to a 5xx or a time-out may still have
-        # started a run, so it is sent once; the service tries again with a new attempt id.
-        if self._ask_run_details:
-            try:
-                answer = await self._api.json(
-                    "POST", path, json_body={**body, "return_run_details": True}, attempts=1
-                )
-            except CIError as exc:
-                # An older server refuses the unknown key: no run was started.
-                if exc.status not in _REFUSED_KEY or "return_run_details" not in exc.message:
-                    raise
-                self._ask_run_details = False
-                log.info(
-                    "%s: the server does not return run details; runs are looked up", self.name
-                )
-            else:
-                return _details_ref(answer)
-        await self._api.json("POST", path, json_body=body, attempts=1)
-        return None
-
-    async def _find_run(self, correlation_id: str, since: datetime | None) -> dict[str, Any] | None:
+    async def find_run(self, correlation_id: str, since: datetime | None) -> dict[str, Any] | None:
         """The dispatched run whose title carries the correlation id, or None."""
         params = {"event": "workflow_dispatch", "per_page": _PER_PAGE}
         branch = self.ref.removeprefix("refs/heads/")
@@ -332,7 +250,7 @@ class GitHubActions(HostedProvider):
             params["branch"] = branch
         if since is not None:
             params["created"] = f">={since.astimezone(UTC):%Y-%m-%dT%H:%M:%SZ}"
-        body = await self._api.json("GET", self._workflow_path("runs"), params=params)
+        body = await self._api.json("GET", self.workflow_path("runs"), params=params)
         data = expect(body, dict, "the run list", VENDOR)
         runs = expect(data.get("workflow_runs"), list, "workflow_runs", VENDOR)
         pattern = correlation_pattern(correlation_id)
@@ -352,27 +270,28 @@ class GitHubActions(HostedProvider):
 
     async def _resolve(self, run: RunRef) -> str | None:
         """The numeric run id of a RunRef (looked up for ``dispatch:`` refs), or None."""
-        if not run.run_id.startswith(_DISPATCHED):
+        if not run.run_id.startswith(DISPATCHED):
             if not run.run_id.isdigit():
                 raise CIError(f"{VENDOR}: {run.run_id!r} is not a workflow run id")
             return run.run_id
-        correlation_id = run.run_id.removeprefix(_DISPATCHED)
+        correlation_id = run.run_id.removeprefix(DISPATCHED)
         if correlation_id in self._resolved:
             return self._resolved[correlation_id]
-        found = await self._find_run(correlation_id, None)
+        found = await self.find_run(correlation_id, None)
         if found is None:
             return None
         run_id = str(found["id"])
         self._resolved[correlation_id] = run_id
         return run_id
 
-    def _run_ref(self, run: Mapping[str, Any]) -> RunRef:
+    def run_ref(self, run: Mapping[str, Any]) -> RunRef:
+        """The reference of a workflow run GitHub listed."""
         return RunRef(str(run["id"]), url=optional_str(run.get("html_url")))
 
     async def _jobs(self, run_id: str) -> list[Job]:
         """The run's latest jobs."""
         body = await self._api.json(
-            "GET", self._repo_path(f"actions/runs/{run_id}/jobs"), params={"per_page": _PER_PAGE}
+            "GET", self.repo_path(f"actions/runs/{run_id}/jobs"), params={"per_page": _PER_PAGE}
         )
         data = expect(body, dict, "the job list", VENDOR)
         items = expect(data.get("jobs"), list, "jobs", VENDOR)
@@ -386,7 +305,7 @@ class GitHubActions(HostedProvider):
 
     def _job(self, job_id: int, name: str, conclusion: str | None) -> Job:
         """A job (or the check run of one): its log is read unless it was skipped."""
-        path = self._repo_path(f"actions/jobs/{job_id}/logs")
+        path = self.repo_path(f"actions/jobs/{job_id}/logs")
         return Job(
             " ".join(name.split()),
             None if conclusion == "skipped" else path,
@@ -461,16 +380,6 @@ def _run_ending(conclusion: Any) -> tuple[bool | Conclusion, str]:
     return Conclusion.ERRORED, f"the workflow run completed with {shown}"
 
 
-def _details_ref(answer: Any) -> RunRef | None:
-    """The run from a dispatch's ``return_run_details`` answer (None for a 204)."""
-    if not isinstance(answer, dict):
-        return None
-    run_id = answer.get("workflow_run_id")
-    if not isinstance(run_id, int) or isinstance(run_id, bool) or run_id <= 0:
-        return None
-    return RunRef(str(run_id), url=optional_str(answer.get("html_url")))
-
-
 def _names(names: Sequence[str], limit: int = 5) -> str:
     shown = ", ".join(names[:limit])
     return shown if len(names) <= limit else f"{shown} and {len(names) - limit} more"
@@ -479,24 +388,15 @@ def _names(names: Sequence[str], limit: int = 5) -> str:
 # -- configuration --------------------------------------------------------------------------
 
 
-def from_config(
-    name: str,
-    options: Mapping[str, Any],
-    *,
-    http: httpx.AsyncClient,
-    environ: Mapping[str, str],
-) -> GitHubActions:
-    """A provider from the table ``[tool.govern.ci.NAME]``.
-
-    Keys: ``provider`` ("github-actions"), ``repository`` ("owner/repo"), ``workflow`` (a
-    file name or numeric id; dispatch mode), ``ref`` (the branch, default "main"; in checks
-    mode a template with ``{package}`` and ``{version}``), ``token-env`` (the variable that
-    holds the token, default GITHUB_TOKEN), ``api-url`` (GitHub Enterprise: ``https://HOST/
-    api/v3``), ``timeout`` (seconds) and ``mode`` ("dispatch" or "checks"). A token is
-    never written in the table, only the name of the variable that holds it.
-    """
+def mode_of(options: Mapping[str, Any], name: str) -> str:
+    """The mode of a ``[tool.govern.ci.NAME]`` table, once the table's keys are checked."""
     GitHubActions.check_table(options, name)
-    mode = opts.choice(options, "mode", name, MODES)
+    return opts.choice(options, "mode", name, MODES)
+
+
+def table(options: Mapping[str, Any], name: str, *, mode: str) -> dict[str, Any]:
+    """The keys both modes read: ``repository``, ``workflow`` (required to dispatch) and
+    ``ref`` (the branch to dispatch on, default "main"; in checks mode a template)."""
     repository = opts.string(options, "repository", name).strip()
     if not _REPOSITORY.match(repository):
         raise ConfigError(
@@ -505,17 +405,7 @@ def from_config(
         )
     workflow = _workflow(options, name, required=mode == "dispatch")
     ref = opts.string(options, "ref", name, default="main" if mode == "dispatch" else None)
-    if mode == "checks":
-        _check_template(ref, name)
-    return GitHubActions(
-        name,
-        http=http,
-        repository=repository,
-        workflow=workflow,
-        ref=ref,
-        mode=mode,
-        **GitHubActions.connection(options, environ, name),
-    )
+    return {"repository": repository, "workflow": workflow, "ref": ref}
 
 
 def _workflow(options: Mapping[str, Any], name: str, *, required: bool) -> str | int:
@@ -539,21 +429,3 @@ def _workflow(options: Mapping[str, Any], name: str, *, required: bool) -> str |
         f" not {show(value)}",
         tip='Write workflow = "verify.yml".',
     )
-
-
-def _check_template(ref: str, name: str) -> None:
-    """In checks mode ``ref`` names each candidate's own ref: ``{version}`` is needed."""
-    try:
-        ref.format(package="pkg", version="1.0")
-    except (KeyError, IndexError, ValueError):
-        raise ConfigError(
-            f"{opts.where(name)}: ref {show(ref)} may only use the placeholders"
-            " {package} and {version}",
-            tip='Write ref = "renovate/{package}-{version}".',
-        ) from None
-    if "{version}" not in ref:
-        raise ConfigError(
-            f"{opts.where(name)}: in checks mode ref must contain {{version}}, so that each"
-            f" candidate has its own checks (not {show(ref)})",
-            tip='Write ref = "renovate/{package}-{version}".',
-        )

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
+import httpx
+
+from govern.ci import buildkite, command, github, github_checks, github_dispatch, gitlab
 from govern.ci.base import Provider
+from govern.ci.github import GitHubActions
 from govern.config import CIConfig
-
-if TYPE_CHECKING:
-    import httpx
 
 
 def build(
@@ -24,17 +25,32 @@ def build(
     (a ConfigError names the table and the key)."""
     options = config.as_dict()
     if config.provider == "command":
-        from govern.ci.command import from_config as command
-
-        return command(config.name, options, root=root)
+        return command.from_config(config.name, options, root=root)
     if config.provider == "github-actions":
-        from govern.ci.github import from_config as github
-
-        return github(config.name, options, http=http, environ=environ)
+        return github_from_config(config.name, options, http=http, environ=environ)
     if config.provider == "buildkite":
-        from govern.ci.buildkite import from_config as buildkite
+        return buildkite.from_config(config.name, options, http=http, environ=environ)
+    # the config allows no other kind
+    return gitlab.from_config(config.name, options, http=http, environ=environ)
 
-        return buildkite(config.name, options, http=http, environ=environ)
-    from govern.ci.gitlab import from_config as gitlab  # the config allows no other kind
 
-    return gitlab(config.name, options, http=http, environ=environ)
+def github_from_config(
+    name: str,
+    options: Mapping[str, Any],
+    *,
+    http: httpx.AsyncClient,
+    environ: Mapping[str, str],
+) -> GitHubActions:
+    """The GitHub Actions provider of a table, in the mode it names (dispatch by default)."""
+    if github.mode_of(options, name) == github_checks.GitHubChecks.mode:
+        return github_checks.from_config(name, options, http=http, environ=environ)
+    return github_dispatch.from_config(name, options, http=http, environ=environ)
+
+
+def github_actions(name: str, *, mode: str = "dispatch", **settings: Any) -> GitHubActions:
+    """A GitHub Actions provider built directly, in ``mode`` ("dispatch" or "checks")."""
+    if mode == github_checks.GitHubChecks.mode:
+        return github_checks.GitHubChecks(name, **settings)
+    if mode == github_dispatch.GitHubDispatch.mode:
+        return github_dispatch.GitHubDispatch(name, **settings)
+    raise ValueError(f"mode must be one of {', '.join(github.MODES)}, not {mode!r}")

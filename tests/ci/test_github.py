@@ -32,9 +32,11 @@ from govern.ci.github import (
     CheckRunInfo,
     GitHubActions,
     correlation_pattern,
-    from_config,
     summarize_check_runs,
 )
+from govern.ci.github_checks import GitHubChecks
+from govern.ci.github_dispatch import GitHubDispatch
+from govern.ci.providers import github_from_config
 from govern.errors import ConfigError
 
 TOKEN = GitHubVendor.token
@@ -459,6 +461,7 @@ def test_from_config_with_defaults() -> None:
     )
     assert provider.api_url == "https://api.github.com"
     assert provider.timeout == 3600.0
+    assert isinstance(provider, GitHubDispatch)
     assert provider.mode == "dispatch"
     assert TOKEN not in repr(provider)
     assert TOKEN not in repr(vars(provider))
@@ -479,7 +482,9 @@ def test_from_config_with_every_key(gh: GitHubVendor) -> None:
 
     async def main() -> RunRef:
         async with httpx.AsyncClient() as http:
-            provider = from_config("gha", options, http=http, environ={"VERIFY_TOKEN": TOKEN})
+            provider = github_from_config(
+                "gha", options, http=http, environ={"VERIFY_TOKEN": TOKEN}
+            )
             assert provider.timeout == 900.0
             return (await provider.start(TRIAL)).run
 
@@ -493,6 +498,7 @@ def test_from_config_checks_mode() -> None:
     provider = GitHubVendor().configured(
         {"repository": "octo-org/lab", "mode": "checks", "ref": "renovate/{package}-{version}"}
     )
+    assert isinstance(provider, GitHubChecks)
     assert provider.mode == "checks"
     assert provider.checks_ref(TRIAL) == "renovate/cupy-cuda13x-14.1.1"
 

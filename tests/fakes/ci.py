@@ -54,10 +54,11 @@ from govern.ci.base import Conclusion, RunStatus, Trial
 from govern.ci.buildkite import Buildkite
 from govern.ci.buildkite import from_config as buildkite_config
 from govern.ci.github import GitHubActions
-from govern.ci.github import from_config as github_config
 from govern.ci.gitlab import GitLab
 from govern.ci.gitlab import from_config as gitlab_config
 from govern.ci.hosted import HostedProvider, PipelineProvider, RunStates
+from govern.ci.providers import github_actions
+from govern.ci.providers import github_from_config as github_config
 
 T = TypeVar("T")
 CREATED_AT = "2026-06-01T11:59:00.000Z"
@@ -959,7 +960,7 @@ class GitHubVendor(Vendor[GitHubActions, FakeGitHub]):
     def provider(self, http: httpx.AsyncClient, **settings: Any) -> GitHubActions:
         fake = self.fake
         options = {"repository": fake.repository, "workflow": fake.workflow, **settings}
-        return GitHubActions(self.table_name, http=http, api_url=fake.url, **options)
+        return github_actions(self.table_name, http=http, api_url=fake.url, **options)
 
     def configure(
         self, options: Mapping[str, Any], *, http: httpx.AsyncClient, environ: Mapping[str, str]

@@ -1,0 +1,143 @@
+"""The ``github-actions`` provider in dispatch mode (the default): one workflow run per trial.
+
+The configured workflow is started with a ``workflow_dispatch`` event whose inputs name the
+candidate (``package``, ``version``, ``requirement``, ``profile``, ``correlation_id`` and,
+when the exclusion has one, ``reproducer``). GitHub answers the dispatch with the new run's
+id when asked to (``return_run_details``, February 2026); a server that does not know the
+parameter (an older GitHub Enterprise Server) is asked again without it, and the run is then
+found among the workflow's runs by the correlation id in its title: the workflow sets
+``run-name: govern verify ${{ inputs.correlation_id }}``. The id is matched as a whole word,
+so ``govern-7-1`` is never taken for ``govern-7-10``. A run GitHub does not list yet is
+recorded as ``dispatch:<correlation id>`` and looked up again when its status is asked
+(:class:`~govern.ci.github.GitHubActions` reads runs whichever mode started them).
+
+- https://docs.github.com/en/rest/actions/workflows#create-a-workflow-dispatch-event
+  (and https://github.blog/changelog/2026-02-19-workflow-dispatch-api-now-returns-run-ids)
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from datetime import timedelta
+from typing import Any, Unpack
+
+import httpx
+
+from govern.ci.base import CIError, RunRef, Started, Trial
+from govern.ci.github import DISPATCHED, GitHubActions, table
+from govern.ci.hosted import Settings, optional_str, trial_fields
+
+log = logging.getLogger(__name__)
+
+_LOOKUP_WAITS = (1.0, 2.0, 3.0, 4.0, 5.0)  # seconds before each look for a dispatched run
+_CLOCK_SKEW = timedelta(minutes=2)  # the created>= filter allows for clocks that disagree
+# An older server refuses the unknown return_run_details key: 422, or 400 on some.
+_REFUSED_KEY = frozenset({400, 422})
+
+
+class GitHubDispatch(GitHubActions):
+    """Verify a candidate by dispatching the configured workflow on branch ``ref``."""
+
+    mode = "dispatch"
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        http: httpx.AsyncClient,
+        repository: str,
+        token: str,
+        workflow: str | int = "",
+        ref: str = "main",
+        **settings: Unpack[Settings],
+    ) -> None:
+        """A provider that dispatches ``workflow`` (a file name or the numeric id)."""
+        if not str(workflow):
+            raise ValueError("dispatch mode needs a workflow (a file name or an id)")
+        super().__init__(
+            name,
+            http=http,
+            repository=repository,
+            token=token,
+            workflow=workflow,
+            ref=ref,
+            **settings,
+        )
+        self._ask_run_details = True  # until the server rejects return_run_details
+
+    async def start(self, trial: Trial) -> Started:
+        """Dispatch the workflow for the trial and find the run it started."""
+        since = self._clock() - _CLOCK_SKEW
+        ref = await self._dispatch(trial)
+        if ref is not None:
+            log.debug("%s: dispatched %s as run %s", self.name, trial.requirement, ref.run_id)
+            return Started(ref)
+        for wait in _LOOKUP_WAITS:
+            await self._sleep(wait)
+            run = await self.find_run(trial.correlation_id, since)
+            if run is not None:
+                found = self.run_ref(run)
+                log.debug("%s: %s is run %s", self.name, trial.correlation_id, found.run_id)
+                return Started(found)
+        log.info(
+            "%s: GitHub does not list the run dispatched as %s yet; it is looked up again",
+            self.name,
+            trial.correlation_id,
+        )
+        return Started(RunRef(f"{DISPATCHED}{trial.correlation_id}"))
+
+    def inputs(self, trial: Trial) -> dict[str, str]:
+        """The workflow_dispatch inputs for a trial (all strings, as GitHub passes them)."""
+        return trial_fields(trial)
+
+    async def _dispatch(self, trial: Trial) -> RunRef | None:
+        """Send the dispatch; the run when GitHub says which it is, else None."""
+        body: dict[str, Any] = {"ref": self.ref, "inputs": self.inputs(trial)}
+        path = self.workflow_path("dispatches")
+        # A dispatch is not idempotent: an answer lost to a 5xx or a time-out may still have
+        # started a run, so it is sent once; the service tries again with a new attempt id.
+        if self._ask_run_details:
+            try:
+                answer = await self._api.json(
+                    "POST", path, json_body={**body, "return_run_details": True}, attempts=1
+                )
+            except CIError as exc:
+                # An older server refuses the unknown key: no run was started.
+                if exc.status not in _REFUSED_KEY or "return_run_details" not in exc.message:
+                    raise
+                self._ask_run_details = False
+                log.info(
+                    "%s: the server does not return run details; runs are looked up", self.name
+                )
+            else:
+                return _details_ref(answer)
+        await self._api.json("POST", path, json_body=body, attempts=1)
+        return None
+
+
+def _details_ref(answer: Any) -> RunRef | None:
+    """The run from a dispatch's ``return_run_details`` answer (None for a 204)."""
+    if not isinstance(answer, dict):
+        return None
+    run_id = answer.get("workflow_run_id")
+    if not isinstance(run_id, int) or isinstance(run_id, bool) or run_id <= 0:
+        return None
+    return RunRef(str(run_id), url=optional_str(answer.get("html_url")))
+
+
+def from_config(
+    name: str,
+    options: Mapping[str, Any],
+    *,
+    http: httpx.AsyncClient,
+    environ: Mapping[str, str],
+) -> GitHubDispatch:
+    """A dispatch-mode provider from the table ``[tool.govern.ci.NAME]`` (its keys and its
+    mode checked already: :func:`govern.ci.github.mode_of`)."""
+    return GitHubDispatch(
+        name,
+        http=http,
+        **table(options, name, mode=GitHubDispatch.mode),
+        **GitHubDispatch.connection(options, environ, name),
+    )
