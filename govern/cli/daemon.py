@@ -15,6 +15,7 @@ import typer
 from govern.cli import STATE
 from govern.cli.options import ConfigOption, DbOption, FormatOption, IndexOption
 from govern.cli.output import ViewFormat
+from govern.daemon.schedule import describe, parse_every
 from govern.errors import GovernError, UsageError
 from govern.redact import redact as redact_url
 
@@ -156,7 +157,6 @@ def daemon(
     from govern.daemon.jobs import PollJob, SyncJob
     from govern.daemon.lock import single_instance
     from govern.daemon.runner import Daemon
-    from govern.daemon.schedule import describe, parse_every
 
     every = {
         "sync": parse_every(sync_every, "--sync-every"),

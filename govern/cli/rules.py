@@ -7,6 +7,9 @@ from typing import Annotated
 
 import typer
 
+from govern.policy.loader import load_policy
+from govern.policy.rules import RULES
+
 
 def rules(
     policy: Annotated[
@@ -14,9 +17,6 @@ def rules(
     ] = "default",
 ) -> None:
     """List the rules with the severity POLICY gives each, and how to fix a finding."""
-    from govern.policy.loader import load_policy
-    from govern.policy.rules import RULES
-
     chosen = load_policy(policy, base=Path.cwd())
     typer.echo(f"policy {chosen.name}: {chosen.description} (fails on {chosen.fail_on})")
     width = max(len(rule) for rule in RULES)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import textwrap
 from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -269,8 +270,6 @@ def status(
 
 def _wrapped(label: str, text: str) -> str:
     """``text`` in full on indented lines (a thread is read for its reasons)."""
-    import textwrap
-
     return textwrap.fill(
         line(text),
         width=100,

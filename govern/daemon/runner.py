@@ -13,6 +13,9 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
+from apscheduler.triggers.interval import IntervalTrigger
+
 from govern.daemon.jobs import Job, Outcome, in_thread
 from govern.daemon.schedule import describe, jitter
 from govern.errors import GovernError
@@ -149,9 +152,6 @@ class Daemon:
                 self._loop.remove_signal_handler(signum)
 
     def _start_scheduler(self) -> None:
-        from apscheduler.schedulers.asyncio import AsyncIOScheduler
-        from apscheduler.triggers.interval import IntervalTrigger
-
         scheduler = AsyncIOScheduler(event_loop=self._loop, timezone=UTC)
         for name, (_job, every) in self.jobs.items():
             scheduler.add_job(

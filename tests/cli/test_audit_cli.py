@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from govern.audit import AuditOptions, audit
 from govern.cli import STATE, main
+from govern.cli import audit as audit_cli
 from govern.config import Config
 from govern.output import OutputFormat, render
 from govern.policy.loader import load_policy
@@ -390,12 +391,10 @@ def test_rules_lists_every_rule_with_the_policy_severity(
 def test_an_internal_error_exits_2_with_a_tip(
     repo: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import govern.audit
-
     def broken(*args: object, **kwargs: object) -> None:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(govern.audit, "audit_targets", broken)
+    monkeypatch.setattr(audit_cli, "audit_targets", broken)
     code, _, err = run_cli(["audit"], capsys)
     assert code == 2
     assert err.splitlines() == [
