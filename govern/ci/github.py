@@ -31,7 +31,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, ClassVar, Unpack
+from typing import Any, ClassVar, Self, Unpack
 from urllib.parse import quote
 
 import httpx
@@ -110,6 +110,9 @@ class GitHubActions(HostedProvider):
 
     #: how a trial is started: "dispatch" or "checks"
     mode: ClassVar[str] = ""
+    #: whether the mode needs the workflow (a file name or an id), and its default ref
+    workflow_required: ClassVar[bool] = False
+    default_ref: ClassVar[str | None] = None
     kind = KIND
     vendor = VENDOR
     keys = opts.COMMON_KEYS | {"repository", "workflow", "ref", "mode"}
@@ -137,6 +140,8 @@ class GitHubActions(HostedProvider):
         """
         if not _REPOSITORY.match(repository):
             raise ValueError(f"repository must be owner/name, not {repository!r}")
+        if self.workflow_required and not str(workflow):
+            raise ValueError(f"{self.mode} mode needs a workflow (a file name or an id)")
         headers = {
             "Authorization": f"Bearer {token}",
             "Accept": "application/vnd.github+json",
@@ -150,6 +155,26 @@ class GitHubActions(HostedProvider):
         self._resolved: dict[str, str] = {}  # correlation id -> run id
 
     # -- the provider interface ----------------------------------------------------------
+
+    @classmethod
+    def from_table(
+        cls,
+        name: str,
+        options: Mapping[str, Any],
+        *,
+        http: httpx.AsyncClient,
+        environ: Mapping[str, str],
+    ) -> Self:
+        """A provider of this mode from ``[tool.govern.ci.NAME]`` (its keys and its mode
+        checked already: :func:`mode_of`): ``repository``, ``workflow``, ``ref``, then the
+        connection (``api-url``, ``timeout``, the token)."""
+        fields = table(options, name, required=cls.workflow_required, ref=cls.default_ref)
+        cls.check_ref(fields["ref"], name)
+        return cls(name, http=http, **fields, **cls.connection(options, environ, name))
+
+    @classmethod
+    def check_ref(cls, ref: str, name: str) -> None:
+        """Refuse a ``ref`` this mode cannot use (any branch name will do by default)."""
 
     async def status(self, trial: Trial, run: RunRef) -> RunStatus:
         """The run's status; a completed run is judged with the evidence in its jobs' logs."""
@@ -394,18 +419,23 @@ def mode_of(options: Mapping[str, Any], name: str) -> str:
     return opts.choice(options, "mode", name, MODES)
 
 
-def table(options: Mapping[str, Any], name: str, *, mode: str) -> dict[str, Any]:
-    """The keys both modes read: ``repository``, ``workflow`` (required to dispatch) and
-    ``ref`` (the branch to dispatch on, default "main"; in checks mode a template)."""
+def table(
+    options: Mapping[str, Any], name: str, *, required: bool, ref: str | None
+) -> dict[str, Any]:
+    """The keys both modes read: ``repository``, ``workflow`` (when ``required``, it must
+    be there) and ``ref`` (``ref`` when absent; without a default, it must be there)."""
     repository = opts.string(options, "repository", name).strip()
     if not _REPOSITORY.match(repository):
         raise ConfigError(
             f"{opts.where(name)}: repository must be owner/name, not {show(repository)}",
             tip='Write repository = "owner/repo".',
         )
-    workflow = _workflow(options, name, required=mode == "dispatch")
-    ref = opts.string(options, "ref", name, default="main" if mode == "dispatch" else None)
-    return {"repository": repository, "workflow": workflow, "ref": ref}
+    workflow = _workflow(options, name, required=required)
+    return {
+        "repository": repository,
+        "workflow": workflow,
+        "ref": opts.string(options, "ref", name, default=ref),
+    }
 
 
 def _workflow(options: Mapping[str, Any], name: str, *, required: bool) -> str | int:

@@ -8,14 +8,9 @@ run is ``checks:<ref>``, read from that ref's check runs
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
-import httpx
-
 from govern.ci import options as opts
 from govern.ci.base import RunRef, Started, Trial
-from govern.ci.github import CHECKS, GitHubActions, table
+from govern.ci.github import CHECKS, GitHubActions
 from govern.errors import ConfigError
 from govern.tomltables import show
 
@@ -29,25 +24,14 @@ class GitHubChecks(GitHubActions):
         """Nothing is started: the run is the ref the template names."""
         return Started(RunRef(f"{CHECKS}{self.checks_ref(trial)}"))
 
+    @classmethod
+    def check_ref(cls, ref: str, name: str) -> None:
+        """``ref`` names each candidate's own ref: a template with ``{version}``."""
+        _check_template(ref, name)
+
     def checks_ref(self, trial: Trial) -> str:
         """The ref whose check runs try the trial: the template, filled in."""
         return self.ref.format(package=trial.package, version=str(trial.version))
-
-
-def from_config(
-    name: str,
-    options: Mapping[str, Any],
-    *,
-    http: httpx.AsyncClient,
-    environ: Mapping[str, str],
-) -> GitHubChecks:
-    """A checks-mode provider from the table ``[tool.govern.ci.NAME]`` (its keys and its
-    mode checked already: :func:`govern.ci.github.mode_of`)."""
-    fields = table(options, name, mode=GitHubChecks.mode)
-    _check_template(fields["ref"], name)
-    return GitHubChecks(
-        name, http=http, **fields, **GitHubChecks.connection(options, environ, name)
-    )
 
 
 def _check_template(ref: str, name: str) -> None:

@@ -18,15 +18,12 @@ recorded as ``dispatch:<correlation id>`` and looked up again when its status is
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
 from datetime import timedelta
-from typing import Any, Unpack
-
-import httpx
+from typing import Any
 
 from govern.ci.base import CIError, RunRef, Started, Trial
-from govern.ci.github import DISPATCHED, GitHubActions, table
-from govern.ci.hosted import Settings, optional_str, trial_fields
+from govern.ci.github import DISPATCHED, GitHubActions
+from govern.ci.hosted import optional_str, trial_fields
 
 log = logging.getLogger(__name__)
 
@@ -40,31 +37,9 @@ class GitHubDispatch(GitHubActions):
     """Verify a candidate by dispatching the configured workflow on branch ``ref``."""
 
     mode = "dispatch"
-
-    def __init__(
-        self,
-        name: str,
-        *,
-        http: httpx.AsyncClient,
-        repository: str,
-        token: str,
-        workflow: str | int = "",
-        ref: str = "main",
-        **settings: Unpack[Settings],
-    ) -> None:
-        """A provider that dispatches ``workflow`` (a file name or the numeric id)."""
-        if not str(workflow):
-            raise ValueError("dispatch mode needs a workflow (a file name or an id)")
-        super().__init__(
-            name,
-            http=http,
-            repository=repository,
-            token=token,
-            workflow=workflow,
-            ref=ref,
-            **settings,
-        )
-        self._ask_run_details = True  # until the server rejects return_run_details
+    workflow_required = True
+    default_ref = "main"
+    _ask_run_details = True  # until the server rejects return_run_details
 
     async def start(self, trial: Trial) -> Started:
         """Dispatch the workflow for the trial and find the run it started."""
@@ -124,20 +99,3 @@ def _details_ref(answer: Any) -> RunRef | None:
     if not isinstance(run_id, int) or isinstance(run_id, bool) or run_id <= 0:
         return None
     return RunRef(str(run_id), url=optional_str(answer.get("html_url")))
-
-
-def from_config(
-    name: str,
-    options: Mapping[str, Any],
-    *,
-    http: httpx.AsyncClient,
-    environ: Mapping[str, str],
-) -> GitHubDispatch:
-    """A dispatch-mode provider from the table ``[tool.govern.ci.NAME]`` (its keys and its
-    mode checked already: :func:`govern.ci.github.mode_of`)."""
-    return GitHubDispatch(
-        name,
-        http=http,
-        **table(options, name, mode=GitHubDispatch.mode),
-        **GitHubDispatch.connection(options, environ, name),
-    )

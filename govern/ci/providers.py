@@ -8,9 +8,11 @@ from typing import Any
 
 import httpx
 
-from govern.ci import buildkite, command, github, github_checks, github_dispatch, gitlab
+from govern.ci import buildkite, command, github, gitlab
 from govern.ci.base import Provider
 from govern.ci.github import GitHubActions
+from govern.ci.github_checks import GitHubChecks
+from govern.ci.github_dispatch import GitHubDispatch
 from govern.config import CIConfig
 
 
@@ -42,15 +44,15 @@ def github_from_config(
     environ: Mapping[str, str],
 ) -> GitHubActions:
     """The GitHub Actions provider of a table, in the mode it names (dispatch by default)."""
-    if github.mode_of(options, name) == github_checks.GitHubChecks.mode:
-        return github_checks.from_config(name, options, http=http, environ=environ)
-    return github_dispatch.from_config(name, options, http=http, environ=environ)
+    mode = github.mode_of(options, name)
+    kind = GitHubChecks if mode == GitHubChecks.mode else GitHubDispatch
+    return kind.from_table(name, options, http=http, environ=environ)
 
 
 def github_actions(name: str, *, mode: str = "dispatch", **settings: Any) -> GitHubActions:
     """A GitHub Actions provider built directly, in ``mode`` ("dispatch" or "checks")."""
-    if mode == github_checks.GitHubChecks.mode:
-        return github_checks.GitHubChecks(name, **settings)
-    if mode == github_dispatch.GitHubDispatch.mode:
-        return github_dispatch.GitHubDispatch(name, **settings)
+    if mode == GitHubChecks.mode:
+        return GitHubChecks(name, **settings)
+    if mode == GitHubDispatch.mode:
+        return GitHubDispatch(name, **settings)
     raise ValueError(f"mode must be one of {', '.join(github.MODES)}, not {mode!r}")
