@@ -153,6 +153,29 @@ class _Builder:
 
     # -- entries -----------------------------------------------------------
 
+    def _entry(
+        self,
+        pos: _Pos,
+        value: str,
+        requirement: Requirement,
+        name: str,
+        group: str,
+        *,
+        constrainable: bool = True,
+    ) -> None:
+        self.entries.append(
+            Entry(
+                line=pos.line,
+                column=pos.column,
+                text=value,
+                requirement=requirement,
+                name=name,
+                constrainable=constrainable,
+                group=group,
+                end_line=pos.end_line,
+            )
+        )
+
     def _requirement(self, path: KeyPath, value: str, group: str) -> None:
         pos = self._string_pos(path, value)
         requirement, error = parse_requirement(value)
@@ -162,18 +185,8 @@ class _Builder:
             # The excerpt is the whole physical line: the caret's column indexes into it.
             self._problem_at(pos, message, column=column, hint=requirement_hint(value, offset))
             return
-        self.entries.append(
-            Entry(
-                line=pos.line,
-                column=pos.column,
-                text=value,
-                requirement=requirement,
-                name=canonicalize_name(requirement.name),
-                constrainable=requirement.url is None,
-                group=group,
-                end_line=pos.end_line,
-            )
-        )
+        name = canonicalize_name(requirement.name)
+        self._entry(pos, value, requirement, name, group, constrainable=requirement.url is None)
 
     def _requirement_array(self, path: KeyPath, value: object, group: str) -> None:
         if not isinstance(value, list):
@@ -209,17 +222,7 @@ class _Builder:
                 hint=requirement_hint(value, 0),
             )
             return
-        self.entries.append(
-            Entry(
-                line=pos.line,
-                column=pos.column,
-                text=value,
-                requirement=requirement,
-                name="python",
-                group="project.requires-python",
-                end_line=pos.end_line,
-            )
-        )
+        self._entry(pos, value, requirement, "python", "project.requires-python")
 
     def collect(self, data: dict[str, Any]) -> None:
         """Read every requirement-bearing table of the parsed document."""
