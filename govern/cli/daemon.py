@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import threading
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -20,11 +19,9 @@ from govern.errors import GovernError, UsageError
 from govern.redact import redact as redact_url
 
 if TYPE_CHECKING:
-    from govern.config import Config
     from govern.daemon.jobs import Job
     from govern.daemon.lock import Held
     from govern.daemon.runner import Daemon
-    from govern.service.verify import VerifyResult
     from govern.store.db import Store
 
 _EVERY_HELP = "Between two {job} runs: 90s, 15m, 1h, 1d, or off."
@@ -92,26 +89,6 @@ def _roots(paths: list[Path]) -> list[Path]:
     return roots
 
 
-def _verify_job(store: Store, config: Config, index_url: str | None) -> Job:
-    """``govern verify`` (no --wait): new candidates' runs started, running ones collected."""
-    from govern import application
-    from govern.daemon.jobs import Outcome, in_thread, run_until_stopped, verify_outcome
-    from govern.service.verify import VerifyOptions
-
-    settings = application.optional_index(config, index_url)
-    options = VerifyOptions()  # every exclusion, every profile, no waiting
-
-    def verify(stop: threading.Event) -> VerifyResult:
-        return run_until_stopped(
-            lambda: application.verify_once(store, config, settings, options), stop
-        )
-
-    async def job() -> Outcome:  # in a thread, as sync and poll: the loop stays free
-        return verify_outcome(await in_thread(verify, "verify"))
-
-    return job
-
-
 def daemon(
     paths: Annotated[
         list[Path] | None,
@@ -154,7 +131,7 @@ def daemon(
     import asyncio  # here, as the stack below: `govern audit` loads none of it (govern.cli)
 
     from govern import application
-    from govern.daemon.jobs import PollJob, SyncJob
+    from govern.daemon.jobs import PollJob, SyncJob, VerifyJob
     from govern.daemon.lock import single_instance
     from govern.daemon.runner import Daemon
 
@@ -193,7 +170,8 @@ def daemon(
                 assert settings is not None
                 jobs[name] = (PollJob(store, settings, profiles), seconds)
             else:
-                jobs[name] = (_verify_job(store, config, index_url), seconds)
+                verify_index = application.optional_index(config, index_url)
+                jobs[name] = (VerifyJob(store, config, verify_index), seconds)
 
         def guard() -> None:  # before each run: still ours, still this govern's schema
             held.check()

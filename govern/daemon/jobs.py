@@ -10,15 +10,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from govern import application
 from govern.errors import GovernError
+from govern.index.client import IndexClient, http_client
+from govern.service.poll import PollResult, poll
+from govern.service.track import TrackOptions, track
+from govern.service.verify import VerifyOptions, VerifyResult
+from govern.store.dbapi import RawStore
 
 if TYPE_CHECKING:
+    from govern.config import Config
     from govern.index.pipconfig import IndexSettings
     from govern.index.profiles import Profile
-    from govern.service.poll import PollResult
-    from govern.service.verify import VerifyResult
     from govern.store.db import Store
-    from govern.store.dbapi import RawStore
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,8 +112,6 @@ class PollJob:
         return await in_thread(self._poll, "poll")
 
     def _poll(self, stop: threading.Event) -> Outcome:
-        from govern.store.dbapi import RawStore
-
         raw = RawStore.of(self._store)  # borrows the store's pool: nothing to keep
         result = run_until_stopped(lambda: self._fetch_and_record(raw), stop)
         summary = result.summary()
@@ -119,9 +121,6 @@ class PollJob:
         return Outcome(not result.unavailable, summary, result.as_dict())
 
     async def _fetch_and_record(self, raw: RawStore) -> PollResult:
-        from govern.index.client import IndexClient, http_client
-        from govern.service.poll import poll
-
         async with http_client() as http:
             return await poll(raw, IndexClient(http, self._settings), self._profiles)
 
@@ -142,9 +141,6 @@ class SyncJob:
         return await in_thread(self._sync, "sync")
 
     def _sync(self, stop: threading.Event) -> Outcome:
-        from govern.config import load_config
-        from govern.service.track import TrackOptions, track
-
         repositories: list[dict[str, Any]] = []
         failed: list[str] = []
         for root in self._roots:
@@ -153,7 +149,7 @@ class SyncJob:
             try:
                 if not root.is_dir():
                     raise GovernError(f"{root} is not a directory (moved or unmounted?)")
-                config = load_config(root, self._config_file)
+                config = application.settings(self._config_file, root)
                 result = track(self._store, root, None, config=config, options=TrackOptions())
             except GovernError as exc:
                 failed.append(f"{root}: {exc.message}")
@@ -173,6 +169,34 @@ class SyncJob:
         if failed:
             summary += f", {len(failed)} failed ({'; '.join(failed)})"
         return Outcome(not failed, summary, {"repositories": repositories})
+
+
+class VerifyJob:
+    """``govern verify`` without ``--wait``: new candidates' runs started, running ones
+    collected (a run still going is collected at the next call)."""
+
+    def __init__(
+        self,
+        store: Store,
+        config: Config,
+        settings: IndexSettings | None,
+        options: VerifyOptions | None = None,  # default: every exclusion, every profile
+    ):
+        self._store = store
+        self._config = config
+        self._settings = settings
+        self._options = options or VerifyOptions()
+
+    async def __call__(self) -> Outcome:  # in a thread, as sync and poll: the loop stays free
+        return verify_outcome(await in_thread(self._verify, "verify"))
+
+    def _verify(self, stop: threading.Event) -> VerifyResult:
+        return run_until_stopped(
+            lambda: application.verify_once(
+                self._store, self._config, self._settings, self._options
+            ),
+            stop,
+        )
 
 
 def verify_outcome(result: VerifyResult) -> Outcome:
