@@ -7,6 +7,7 @@ The candidates are seeded in the store directly (the watcher's part is tested in
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from datetime import UTC, datetime
@@ -16,8 +17,10 @@ import pytest
 from clirun import run_cli as _run
 from sqlmodel import select
 
+from govern import application
 from govern.config import Config
 from govern.service.track import TrackOptions, track
+from govern.service.verify import VerifyOptions, VerifyResult
 from govern.store.db import Store
 from govern.store.models import Candidate, Exclusion, Release
 
@@ -155,3 +158,35 @@ def test_a_configured_provider_named_like_the_ad_hoc_one_is_refused(
     code, _, err = _run(["verify", "--db", db, "--command", SAY], capsys)
     assert code == 2
     assert "named 'command'" in err
+
+
+def test_the_options_reach_the_verification_call_as_one_frozen_value(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    seen: list[VerifyOptions] = []
+
+    async def fake_verify_once(
+        store: Store, config: Config, settings: object, options: VerifyOptions
+    ) -> VerifyResult:
+        seen.append(options)
+        return VerifyResult()
+
+    monkeypatch.setattr(application, "verify_once", fake_verify_once)
+    monkeypatch.chdir(tmp_path)
+    argv = ["verify", "numpy", "--profile", "a", "--profile", "b", "--command", "pytest -x"]
+    argv += ["--timeout", "60", "--wait", "--wait-timeout", "5", "--poll-interval", "0"]
+    code, _, err = _run([*argv, "--db", f"sqlite:///{tmp_path / 'g.db'}"], capsys)
+    assert code == 0, err
+    assert seen == [
+        VerifyOptions(
+            query="numpy",
+            profiles=("a", "b"),
+            command="pytest -x",
+            timeout=60.0,
+            wait=True,
+            wait_timeout=5.0,
+            poll_interval=0.0,
+        )
+    ]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        seen[0].wait = False  # type: ignore[misc]
