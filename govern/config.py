@@ -32,6 +32,7 @@ from govern.tomltables import (
     show,
     string,
     strings,
+    tables,
 )
 
 _KEYS = {
@@ -371,13 +372,9 @@ def _web(value: Any, where: str) -> dict[str, str]:
 
 
 def _ci(value: Any, where: str) -> tuple[CIConfig, ...]:
-    if not isinstance(value, dict) or not all(isinstance(v, dict) for v in value.values()):
-        raise ConfigError(
-            f"{where}: ci must be tables, one per provider, not {show(value)}",
-            tip='Write [tool.govern.ci.local] then provider = "command".',
-        )
+    tip = 'Write [tool.govern.ci.local] then provider = "command".'
     out: list[CIConfig] = []
-    for name, item in sorted(value.items()):
+    for name, item in sorted(tables(value, "ci", where, each="provider", tip=tip).items()):
         kind = item.get("provider")
         if kind not in CI_KINDS:
             raise ConfigError(
@@ -434,13 +431,9 @@ def _indexes(value: Any, where: str) -> tuple[tuple[str, str], ...]:
 
 
 def _profiles(value: Any, where: str) -> tuple[ProfileConfig, ...]:
-    if not isinstance(value, dict) or not all(isinstance(v, dict) for v in value.values()):
-        raise ConfigError(
-            f"{where}: profiles must be tables, one per profile, not {show(value)}",
-            tip='Write [tool.govern.profiles.cuda13] then python = "3.12".',
-        )
+    tip = 'Write [tool.govern.profiles.cuda13] then python = "3.12".'
     out: list[ProfileConfig] = []
-    for name, item in sorted(value.items()):
+    for name, item in sorted(tables(value, "profiles", where, each="profile", tip=tip).items()):
         prefix = f"profiles.{name}."
         unknown = set(item) - _PROFILE_KEYS
         if unknown:

@@ -26,6 +26,7 @@ __all__ = [
     "show",
     "string",
     "strings",
+    "tables",
 ]
 
 
@@ -150,6 +151,15 @@ def flag(table: Mapping[str, Any], key: str, where: str, prefix: str = "") -> bo
 def boolean(table: Mapping[str, Any], key: str, where: str) -> bool:
     """A boolean, false when absent."""
     return bool(flag(table, key, where))
+
+
+def tables(value: Any, key: str, where: str, *, each: str, tip: str) -> dict[str, Any]:
+    """A table of tables (``[tool.govern.ci.NAME]``), ``each`` naming what one table is."""
+    if not isinstance(value, dict) or not all(isinstance(v, dict) for v in value.values()):
+        raise ConfigError(
+            f"{where}: {key} must be tables, one per {each}, not {show(value)}", tip=tip
+        )
+    return value
 
 
 def days(table: Mapping[str, Any], key: str, where: str) -> int | None:

@@ -19,6 +19,7 @@ from govern.tomltables import (
     show,
     string,
     strings,
+    tables,
 )
 
 
@@ -100,3 +101,13 @@ def test_parse_toml_reads_a_document() -> None:
     assert parse_toml(b'[tool.govern]\npolicy = "strict"\n') == {
         "tool": {"govern": {"policy": "strict"}}
     }
+
+
+def test_tables_are_a_table_of_tables() -> None:
+    assert tables({"a": {"k": 1}}, "ci", "f.toml", each="provider", tip="t") == {"a": {"k": 1}}
+    with pytest.raises(
+        ConfigError, match=r"^f.toml: ci must be tables, one per provider, not a table$"
+    ):
+        tables({"a": 1}, "ci", "f.toml", each="provider", tip="t")
+    with pytest.raises(ConfigError, match="profiles must be tables, one per profile, not an array"):
+        tables([], "profiles", "f.toml", each="profile", tip="t")
