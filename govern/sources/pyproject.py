@@ -393,12 +393,8 @@ class _Builder:
                 table.append(Line(number, LineKind.ENTRY, comment=comment, entry=entry_at[number]))
             elif number in in_string:
                 table.append(Line(number, LineKind.OTHER))
-            elif not text.strip():
-                table.append(Line(number, LineKind.BLANK))
-            elif text.lstrip().startswith("#"):
-                table.append(Line(number, LineKind.COMMENT, comment=_strip_comment(text)))
             else:
-                table.append(Line(number, LineKind.OTHER))
+                table.append(_plain_line(number, text))
         return tuple(table)
 
 
@@ -440,17 +436,18 @@ def _comment_body(body: str) -> str:
     return body.removeprefix(" ").rstrip()
 
 
+def _plain_line(number: int, text: str) -> Line:
+    """A line that holds no entry: blank, a comment, or other."""
+    if not text.strip():
+        return Line(number, LineKind.BLANK)
+    if text.lstrip().startswith("#"):
+        return Line(number, LineKind.COMMENT, comment=_strip_comment(text))
+    return Line(number, LineKind.OTHER)
+
+
 def _simple_lines(lines: list[str]) -> tuple[Line, ...]:
     """A line table for a file that could not be parsed: blank, comment or other."""
-    table: list[Line] = []
-    for number, text in enumerate(lines, start=1):
-        if not text.strip():
-            table.append(Line(number, LineKind.BLANK))
-        elif text.lstrip().startswith("#"):
-            table.append(Line(number, LineKind.COMMENT, comment=_strip_comment(text)))
-        else:
-            table.append(Line(number, LineKind.OTHER))
-    return tuple(table)
+    return tuple(_plain_line(number, text) for number, text in enumerate(lines, start=1))
 
 
 def _first_line(exc: Exception, default: str) -> str:
