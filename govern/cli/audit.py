@@ -63,7 +63,7 @@ def _online(
     report: AuditReport, config: Config, policy: Policy, index_url: str | None
 ) -> AuditReport:
     """The report with the index rules' findings added (the index is asked once per package)."""
-    import asyncio  # here: asyncio (and ssl) would cost every audit 25 ms at start-up
+    import asyncio  # here: see govern.cli
 
     settings = index_settings(config, index_url)
     names = sorted({e.package for e in report.exclusions if watched(e)})

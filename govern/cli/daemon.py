@@ -128,7 +128,7 @@ def daemon(
     (within --grace), then exits 0; a second one stops at once. --format json writes one
     JSON object per line (schema govern.daemon/1).
     """
-    import asyncio  # here, as the stack below: `govern audit` loads none of it (govern.cli)
+    import asyncio  # here, with the stack below: see govern.cli
 
     from govern import application
     from govern.daemon.jobs import PollJob, SyncJob, VerifyJob

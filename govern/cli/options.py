@@ -1,5 +1,4 @@
-"""The options several commands share, as Typer declares them (``govern poll``, which
-loads no Typer, declares the same ones with argparse; a test holds them together)."""
+"""The options several commands share (``--db``, ``--index-url``, ``--config``, ``--format``)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,17 @@
-"""What every command's output shares, without Typer (``govern poll`` loads no Typer)."""
+"""What the commands' output shares: the formats, one JSON document, the index asked."""
 
 from __future__ import annotations
 
 import enum
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from govern.index.pipconfig import PIP_DEFAULT
+from govern.redact import redact
+
+if TYPE_CHECKING:
+    from govern.index.pipconfig import IndexSettings
 
 
 class ViewFormat(enum.StrEnum):
@@ -18,3 +24,9 @@ class ViewFormat(enum.StrEnum):
 def print_json(document: dict[str, Any]) -> None:
     """One JSON document on standard output."""
     sys.stdout.write(json.dumps(document, indent=2, default=str) + "\n")
+
+
+def announce_index(settings: IndexSettings) -> None:
+    """Say on stderr which index is asked, when nothing configured one (pip's default)."""
+    if settings.source == PIP_DEFAULT:
+        print(f"index: {redact(settings.index_url)} ({PIP_DEFAULT})", file=sys.stderr)

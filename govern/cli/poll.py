@@ -12,12 +12,10 @@ import typer
 from packaging.utils import canonicalize_name
 
 from govern.cli.options import ConfigOption, DbOption, FormatOption, IndexOption
-from govern.cli.output import ViewFormat, print_json
+from govern.cli.output import ViewFormat, announce_index, print_json
 from govern.config import load_config
 from govern.errors import IndexUnavailable
-from govern.index.pipconfig import PIP_DEFAULT
 from govern.index.settings import index_settings, profiles_from
-from govern.redact import redact as redact_url
 
 if TYPE_CHECKING:
     from govern.index.model import FetchResult
@@ -25,12 +23,6 @@ if TYPE_CHECKING:
     from govern.index.profiles import Profile
     from govern.service.poll import PollResult
     from govern.store.dbapi import RawStore
-
-
-def announce_index(settings: IndexSettings) -> None:
-    """Say on stderr which index is asked, when nothing configured one (pip's default)."""
-    if settings.source == PIP_DEFAULT:
-        print(f"index: {redact_url(settings.index_url)} ({PIP_DEFAULT})", file=sys.stderr)
 
 
 async def fetch_pages(
@@ -172,7 +164,7 @@ def poll(
     refresh: bool = False,
 ) -> PollResult:
     """One poll of every tracked exclusion (or of ``packages``) on the configured profiles."""
-    import asyncio  # here: asyncio (and ssl) would cost `govern audit` 25 ms at start-up
+    import asyncio  # here, with the stack below: see govern.cli
 
     config = load_config(Path.cwd(), config_file)
     chosen = profiles_from(config, profiles)

@@ -24,7 +24,7 @@ db_app = typer.Typer(help="The store's schema: upgrade, downgrade, show the revi
 
 
 def _open(db: str | None, root: Path | None = None, *, upgrade: bool = True) -> Store:
-    from govern import application  # here: `govern audit` loads no store (govern.cli)
+    from govern import application  # here: see govern.cli
 
     return application.store(db, application.settings(root=root), upgrade=upgrade)
 

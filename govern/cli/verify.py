@@ -7,9 +7,8 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from govern.cli.options import ConfigOption, DbOption, FormatOption, IndexOption
-from govern.cli.output import ViewFormat
+from govern.cli.output import ViewFormat, announce_index
 from govern.cli.output import print_json as _print_json
-from govern.cli.poll import announce_index
 from govern.errors import GovernError
 from govern.output.human import one_line, truncate
 
@@ -68,7 +67,7 @@ def verify(
     Exit 0 when every run ended without a failure (or is still running), 1 when a
     candidate failed, 2 when verification could not be done (no provider, a token refused).
     """
-    import asyncio  # here, as the stack below: `govern audit` loads none of it (govern.cli)
+    import asyncio  # here, with the stack below: see govern.cli
 
     from govern import application
     from govern.service.verify import VerifyOptions

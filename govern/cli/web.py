@@ -98,7 +98,7 @@ def serve(
     GOVERN_WEB_TOKEN by default).
     """
     _web_stack()
-    import uvicorn  # here, as the stack below: `govern audit` loads none of it (govern.cli)
+    import uvicorn  # here, with the stack below: see govern.cli
 
     from govern import application
     from govern.web.app import create_app
