@@ -15,6 +15,7 @@ import codecs
 import dataclasses
 import os
 import re
+import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -248,9 +249,7 @@ def shell_split(text: str) -> list[str]:
         else:
             if not text[end:].strip(_SHELL_SPACE):
                 return words
-    import shlex  # only for the rare text the fast path leaves
-
-    return shlex.split(text)
+    return shlex.split(text)  # the rare text the fast path leaves
 
 
 def _unquote(match: re.Match[str]) -> str:
