@@ -21,7 +21,7 @@ from importlib import resources
 from typing import Annotated, Any
 from urllib.parse import quote
 
-from fastapi import FastAPI, Form, Query, Request
+from fastapi import Depends, FastAPI, Form, Query, Request
 from fastapi.responses import (
     HTMLResponse,
     JSONResponse,
@@ -58,6 +58,7 @@ def create_app(state: AppState) -> FastAPI:
         redoc_url=None,
     )
     app.state.govern = state
+    app.add_exception_handler(_Refused, _refusal)
     app.include_router(api.router)
     _pages(app)
     _hooks(app)
@@ -173,12 +174,9 @@ def _pages(app: FastAPI) -> None:
     @app.post("/login", include_in_schema=False)
     def login(
         request: Request,
-        state: StateDep,
+        state: FormDep,
         token: Annotated[str, Form(max_length=4096)] = "",
-        csrf: Annotated[str, Form(max_length=256)] = "",
     ) -> Response:
-        if not state.secrets.csrf_ok(request.cookies.get(CSRF_COOKIE), csrf):
-            return _refused(request, "the form expired or came from another site; reload it")
         client = peer(request)
         wait = state.throttle.retry_after(client)
         if wait is not None:
@@ -206,11 +204,7 @@ def _pages(app: FastAPI) -> None:
         return response
 
     @app.post("/logout", include_in_schema=False)
-    def logout(
-        request: Request, state: StateDep, csrf: Annotated[str, Form(max_length=256)] = ""
-    ) -> Response:
-        if not state.secrets.csrf_ok(request.cookies.get(CSRF_COOKIE), csrf):
-            return _refused(request, "the form expired or came from another site; reload it")
+    def logout(request: Request, state: FormDep) -> Response:
         state.secrets.revoke(request.cookies.get(SESSION_COOKIE))
         response = RedirectResponse("/", status_code=303)
         response.delete_cookie(SESSION_COOKIE, path="/")
@@ -219,20 +213,12 @@ def _pages(app: FastAPI) -> None:
     @app.post("/exclusions/{key}/{action}", include_in_schema=False)
     async def write(
         request: Request,
-        state: StateDep,
+        state: FormWriterDep,
         key: str,
         action: str,
-        csrf: Annotated[str, Form(max_length=256)] = "",
         until: Annotated[str, Form(max_length=32)] = "",
         owner: Annotated[str, Form(max_length=1024)] = "",
     ) -> Response:
-        if action not in _DONE:
-            return _refused(request, f"no such action: {action}", status=404)
-        if not state.secrets.csrf_ok(request.cookies.get(CSRF_COOKIE), csrf):
-            return _refused(request, "the form expired or came from another site; reload it")
-        if not state.secrets.session_ok(request.cookies.get(SESSION_COOKIE)):
-            logger.warning("dashboard write %s refused (no session) from %s", action, peer(request))
-            return _refused(request, "sign in with the write token first", status=401)
         try:
             if action == "snooze":
                 try:
@@ -261,6 +247,46 @@ def _pages(app: FastAPI) -> None:
 
 
 _DONE = ("snooze", "owner", "acknowledge", "verify")
+
+
+class _Refused(Exception):
+    """A form refused before its route runs; answered with the refusal page."""
+
+    def __init__(self, message: str, status: int = 403) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+
+
+async def _refusal(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, _Refused)
+    return _refused(request, exc.message, status=exc.status)
+
+
+def _form(
+    request: Request, state: StateDep, csrf: Annotated[str, Form(max_length=256)] = ""
+) -> AppState:
+    """The state, once the form carries this browser's CSRF token (else 403)."""
+    if not state.secrets.csrf_ok(request.cookies.get(CSRF_COOKIE), csrf):
+        raise _Refused("the form expired or came from another site; reload it")
+    return state
+
+
+def _form_writer(
+    request: Request, action: str, state: StateDep, csrf: Annotated[str, Form(max_length=256)] = ""
+) -> AppState:
+    """The state, for a known action from a signed-in form (else 404, 403 or 401)."""
+    if action not in _DONE:
+        raise _Refused(f"no such action: {action}", 404)
+    _form(request, state, csrf)
+    if not state.secrets.session_ok(request.cookies.get(SESSION_COOKIE)):
+        logger.warning("dashboard write %s refused (no session) from %s", action, peer(request))
+        raise _Refused("sign in with the write token first", 401)
+    return state
+
+
+FormDep = Annotated[AppState, Depends(_form)]
+FormWriterDep = Annotated[AppState, Depends(_form_writer)]
 
 
 def _field(value: str | None) -> str | None:

@@ -195,6 +195,28 @@ def test_forms_need_a_session_and_a_csrf_token(served: tuple[TestClient, str, St
     assert "acknowledged" in kinds
 
 
+def test_a_form_is_refused_in_order_action_then_csrf_then_session(
+    served: tuple[TestClient, str, Store],
+) -> None:
+    """The form's checks: an unknown action is 404 whatever else is wrong, then a forged
+    CSRF token 403, then no session 401; each a refusal page with the security headers."""
+    client, key, _ = served
+    forged = {"csrf": "0" * 64}
+    unknown = client.post(f"/exclusions/{key}/explode", data=forged, follow_redirects=False)
+    assert unknown.status_code == 404
+    assert "no such action: explode" in unknown.text
+    assert unknown.headers["content-security-policy"] == CSP
+    refused = client.post(f"/exclusions/{key}/snooze", data=forged, follow_redirects=False)
+    assert refused.status_code == 403
+    assert "the form expired or came from another site" in refused.text
+    csrf = _csrf(client.get(f"/exclusions/{key}").text)
+    unsigned = client.post(f"/exclusions/{key}/snooze", data={"csrf": csrf})
+    assert unsigned.status_code == 401
+    assert "sign in with the write token first" in unsigned.text
+    logout = client.post("/logout", data=forged, follow_redirects=False)
+    assert logout.status_code == 403
+
+
 def test_a_read_only_dashboard_refuses_every_write(database_url: str, tmp_path: Path) -> None:
     with Store(database_url) as store:
         key = seed(store, tmp_path, generated=0)
