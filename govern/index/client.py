@@ -2,9 +2,10 @@
 
 A fetch ends as a value, never an exception: :class:`~govern.index.model.Fetched`,
 :class:`~govern.index.model.NotModified` or :class:`~govern.index.model.FetchFailed`.
-Connection errors, timeouts, 429 and 5xx are retried with exponential backoff and full
-jitter (``Retry-After`` is honoured up to a cap: a server asking for a longer pause gets it
-from the next poll instead, so one throttled index never stalls a poll for an hour).
+Connection errors, timeouts, 429 and 5xx are retried with full-jitter backoff
+(:mod:`govern.retry`); a server's ``Retry-After`` or rate-limit reset is honoured up to a
+cap: a longer pause comes from the next poll instead, so one throttled index never stalls
+a poll for an hour.
 
 Which index serves a project is govern's choice, stricter than pip's. pip merges the
 candidates of ``--index-url`` and every ``--extra-index-url``, so whichever index publishes
@@ -251,7 +252,7 @@ class IndexClient:
             raise ValueError("concurrency, attempts, timeout and max_bytes must be positive")
         self._http = http
         self._settings = settings
-        self._slots = asyncio.Semaphore(concurrency)  # the bound on requests in flight
+        self._in_flight = asyncio.Semaphore(concurrency)  # the bound on requests in flight
         self._attempts = attempts
         self._timeout = timeout
         self._request_timeout = httpx.Timeout(timeout)  # built once, not at every request
@@ -358,7 +359,7 @@ class IndexClient:
         transient = _Transient("no attempt made")
         for attempt in range(1, self._attempts + 1):
             try:
-                async with self._slots, asyncio.timeout(self._timeout):
+                async with self._in_flight, asyncio.timeout(self._timeout):
                     outcome = await self._attempt(
                         url, headers, auth, project, conditional, clean_index
                     )
