@@ -27,6 +27,7 @@ from govern.tomltables import (
     days,
     flag,
     kind,
+    known_keys,
     names,
     parse_toml,
     show,
@@ -247,12 +248,7 @@ def _annotation(item: Any, where: str) -> ConfigAnnotation:
             f'{where}: each [[annotations]] entry needs package = "name"',
             tip="See the README section 'Annotations for generated files'.",
         )
-    unknown = set(item) - _ANNOTATION_KEYS
-    if unknown:
-        raise ConfigError(
-            f"{where}: unknown annotation key(s) {names(unknown)}",
-            tip=f"Known keys: {', '.join(sorted(_ANNOTATION_KEYS))}.",
-        )
+    known_keys(item, _ANNOTATION_KEYS, where, what="annotation key(s)")
     fields: dict[str, Any] = {}
     for key in ("reason", "owner", "verify"):
         value = string(item, key, where, prefix="annotation ")
@@ -291,12 +287,7 @@ def _annotation(item: Any, where: str) -> ConfigAnnotation:
 def parse_config(table: dict[str, Any], path: Path) -> Config:
     """Validate a ``[tool.govern]`` table."""
     where = str(path)
-    unknown = set(table) - _KEYS
-    if unknown:
-        raise ConfigError(
-            f"{where}: unknown [tool.govern] key(s) {names(unknown)}",
-            tip=f"Known keys: {', '.join(sorted(_KEYS))}.",
-        )
+    known_keys(table, _KEYS, where, what="[tool.govern] key(s)")
     annotations = table.get("annotations", [])
     if not isinstance(annotations, list):
         raise ConfigError(
@@ -348,13 +339,14 @@ def _web(value: Any, where: str) -> dict[str, str]:
             f"{where}: web must be a table ([tool.govern.web]), not {show(value)}",
             tip='Write [tool.govern.web] then token-env = "GOVERN_WEB_TOKEN".',
         )
-    unknown = set(value) - set(_WEB_KEYS)
-    if unknown:
-        raise ConfigError(
-            f"{where}: unknown [tool.govern.web] key(s) {names(unknown)}",
-            tip=f"Known keys: {', '.join(sorted(_WEB_KEYS))} (names of environment variables; "
-            "a secret itself never goes in a file).",
-        )
+    known_keys(
+        value,
+        _WEB_KEYS,
+        where,
+        what="[tool.govern.web] key(s)",
+        tip=f"Known keys: {', '.join(sorted(_WEB_KEYS))} (names of environment variables; "
+        "a secret itself never goes in a file).",
+    )
     out: dict[str, str] = {}
     for key, default in _WEB_KEYS.items():
         name = value.get(key, default)
@@ -435,12 +427,7 @@ def _profiles(value: Any, where: str) -> tuple[ProfileConfig, ...]:
     out: list[ProfileConfig] = []
     for name, item in sorted(tables(value, "profiles", where, each="profile", tip=tip).items()):
         prefix = f"profiles.{name}."
-        unknown = set(item) - _PROFILE_KEYS
-        if unknown:
-            raise ConfigError(
-                f"{where}: unknown key(s) {names(unknown)} in profile {name}",
-                tip=f"Known keys: {', '.join(sorted(_PROFILE_KEYS))}.",
-            )
+        known_keys(item, _PROFILE_KEYS, where, after=f" in profile {name}")
         python = string(item, "python", where, prefix)
         if python is not None:
             try:

@@ -8,7 +8,7 @@ wherever it is made: the file or table (``where``), the key path, and the value'
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from datetime import date, datetime, time
 from typing import Any, overload
 
@@ -21,6 +21,7 @@ __all__ = [
     "days",
     "flag",
     "kind",
+    "known_keys",
     "names",
     "parse_toml",
     "show",
@@ -82,6 +83,25 @@ def names(keys: Iterable[str]) -> str:
     return ", ".join(
         k if k.isprintable() and k.strip() == k and k else repr(k) for k in sorted(keys)
     )
+
+
+def known_keys(
+    table: Mapping[str, Any],
+    known: Collection[str],
+    where: str,
+    *,
+    what: str = "key(s)",
+    after: str = "",
+    tip: str | None = None,
+) -> None:
+    """Refuse any key not in ``known``: "{where}: unknown {what} a, b{after}", with the
+    known keys as the tip unless ``tip`` is given."""
+    unknown = {str(k) for k in table if k not in known}
+    if unknown:
+        raise ConfigError(
+            f"{where}: unknown {what} {names(unknown)}{after}",
+            tip=tip or f"Known keys: {', '.join(sorted(known))}.",
+        )
 
 
 def string(table: Mapping[str, Any], key: str, where: str, prefix: str = "") -> str | None:

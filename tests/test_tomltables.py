@@ -14,6 +14,7 @@ from govern.tomltables import (
     days,
     flag,
     kind,
+    known_keys,
     names,
     parse_toml,
     show,
@@ -111,3 +112,13 @@ def test_tables_are_a_table_of_tables() -> None:
         tables({"a": 1}, "ci", "f.toml", each="provider", tip="t")
     with pytest.raises(ConfigError, match="profiles must be tables, one per profile, not an array"):
         tables([], "profiles", "f.toml", each="profile", tip="t")
+
+
+def test_known_keys_name_the_unknown_ones_and_tip_the_known_ones() -> None:
+    known_keys({"a": 1}, {"a", "b"}, "f.toml")
+    with pytest.raises(ConfigError) as raised:
+        known_keys({"a": 1, "z": 2, "y\n": 3}, {"a", "b"}, "f.toml", after=" in profile p")
+    assert raised.value.message == "f.toml: unknown key(s) 'y\\n', z in profile p"
+    assert raised.value.tip == "Known keys: a, b."
+    with pytest.raises(ConfigError, match=r"^f.toml: unknown \[tool.govern\] key\(s\) z$"):
+        known_keys({"z": 1}, {"a"}, "f.toml", what="[tool.govern] key(s)", tip="t")

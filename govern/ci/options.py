@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 
 from govern.errors import ConfigError
 from govern.tomltables import choice as table_choice
-from govern.tomltables import names, show
+from govern.tomltables import known_keys, names, show
 from govern.tomltables import string as table_string
 
 #: keys every provider table accepts
@@ -64,13 +64,13 @@ def check_keys(options: Mapping[str, Any], allowed: Collection[str], name: str) 
             tip="Remove it, revoke it, and name the variable that holds it:"
             ' token-env = "VARIABLE".',
         )
-    unknown = {str(k) for k in options if k not in allowed}
-    if unknown:
-        raise ConfigError(
-            f"{table}: unknown key(s) {names(unknown)}",
-            tip=f"Known keys: {', '.join(sorted(allowed))}; keys are written with hyphens"
-            " (token-env, api-url).",
-        )
+    known_keys(
+        options,
+        allowed,
+        table,
+        tip=f"Known keys: {', '.join(sorted(allowed))}; keys are written with hyphens"
+        " (token-env, api-url).",
+    )
 
 
 def check_provider(options: Mapping[str, Any], kind: str, name: str) -> None:
