@@ -32,16 +32,17 @@ exception texts are scrubbed of every user name and password in use.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import logging
 import netrc
 import os
 import ssl
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Self
 from urllib.parse import quote
 
 import httpx
@@ -205,22 +206,71 @@ def _unreadable(variable: str, value: str, why: str | None = None) -> ConfigErro
     )
 
 
-def http_client(*, connections: int = 16, trust_env: bool = True) -> httpx.AsyncClient:
-    """The httpx client an :class:`IndexClient` is given by whoever runs a poll.
+def http_client(*, connections: int = 16, trust_env: bool = True) -> Clients:
+    """The httpx clients an :class:`IndexClient` is given by whoever runs a poll.
 
-    HTTP/1.1 (``http2=False``: only ``http/1.1`` is offered by ALPN), ``connections``
-    kept alive, govern's User-Agent, redirects not followed (:class:`IndexClient` decides
-    each hop); proxies and CA certificates come from the environment unless ``trust_env``
-    is False. Use it with ``async with``.
+    ``connections`` clients of one kept-alive connection each (see :class:`Clients`),
+    HTTP/1.1 (``http2=False``: only ``http/1.1`` is offered by ALPN), govern's User-Agent,
+    redirects not followed (:class:`IndexClient` decides each hop); proxies and CA
+    certificates come from the environment unless ``trust_env`` is False. Use it with
+    ``async with``.
     """
-    return httpx.AsyncClient(
-        verify=tls_context(trust_env=trust_env),
-        http2=False,
-        limits=httpx.Limits(max_connections=connections, max_keepalive_connections=connections),
-        headers={"User-Agent": USER_AGENT},
-        follow_redirects=False,
-        trust_env=trust_env,
+    verify = tls_context(trust_env=trust_env)
+    one = httpx.Limits(max_connections=1, max_keepalive_connections=1)
+    return Clients(
+        [
+            httpx.AsyncClient(
+                verify=verify,
+                http2=False,
+                limits=one,
+                headers={"User-Agent": USER_AGENT},
+                follow_redirects=False,
+                trust_env=trust_env,
+            )
+            for _ in range(connections)
+        ]
     )
+
+
+class Clients:
+    """httpx clients taken in turn, one request each at a time.
+
+    httpcore's pool looks at every connection it holds (an idle check that asks the
+    socket) when each request starts and ends; with one client of 16 connections a warm
+    poll spent most of its time there (bench/README.md). Clients of one connection each
+    keep that check to the connection in use. More requests than clients share the first.
+    """
+
+    def __init__(self, clients: Sequence[httpx.AsyncClient]) -> None:
+        """Hold ``clients`` (at least one); :meth:`lease` hands them out."""
+        if not clients:
+            raise ValueError("Clients needs at least one httpx client")
+        self.all = tuple(clients)
+        self._free = list(clients)
+
+    async def __aenter__(self) -> Self:
+        """Open every client."""
+        async with contextlib.AsyncExitStack() as stack:
+            for client in self.all:
+                await stack.enter_async_context(client)
+            self._opened = stack.pop_all()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        """Close every client (their connections with them)."""
+        await self._opened.aclose()
+
+    @contextlib.asynccontextmanager
+    async def lease(self) -> AsyncIterator[httpx.AsyncClient]:
+        """A client for one request and its redirects, given back afterwards."""
+        if not self._free:
+            yield self.all[0]
+            return
+        client = self._free.pop()
+        try:
+            yield client
+        finally:
+            self._free.append(client)
 
 
 class IndexClient:
@@ -228,7 +278,7 @@ class IndexClient:
 
     def __init__(
         self,
-        http: httpx.AsyncClient,
+        http: httpx.AsyncClient | Clients,
         settings: IndexSettings,
         *,
         concurrency: int = 16,
@@ -242,7 +292,7 @@ class IndexClient:
     ) -> None:
         """Bind the client to an httpx client (its pool, proxies, TLS) and the settings.
 
-        ``http`` is shared by every request (see :func:`http_client`); ``concurrency``
+        ``http`` serves every request (see :func:`http_client`); ``concurrency``
         bounds requests in flight, ``attempts`` counts tries per index (first included),
         ``timeout`` bounds one attempt (connect to last byte), ``max_bytes`` the decoded
         body; ``sleep`` is injectable so tests see the delays. ``netrc``: True reads
@@ -250,7 +300,7 @@ class IndexClient:
         """
         if concurrency < 1 or attempts < 1 or timeout <= 0 or max_bytes < 1:
             raise ValueError("concurrency, attempts, timeout and max_bytes must be positive")
-        self._http = http
+        self._clients = http if isinstance(http, Clients) else Clients([http])
         self._settings = settings
         self._in_flight = asyncio.Semaphore(concurrency)  # the bound on requests in flight
         self._attempts = attempts
@@ -401,17 +451,31 @@ class IndexClient:
         index: str,
     ) -> _Body | _Transient | FetchResult:
         """One request: a body to parse, a transient failure, or a final result."""
+        async with self._clients.lease() as http:
+            return await self._attempt_on(http, url, headers, auth, project, conditional, index)
+
+    async def _attempt_on(
+        self,
+        http: httpx.AsyncClient,
+        url: str,
+        headers: Mapping[str, str],
+        auth: httpx.Auth | None,
+        project: str,
+        conditional: bool,
+        index: str,
+    ) -> _Body | _Transient | FetchResult:
+        """:meth:`_attempt` on the client ``http``, which its redirects follow too."""
         try:
-            response = await self._send(url, headers, auth)
+            response = await self._send(http, url, headers, auth)
             hops = 0
             while response.has_redirect_location:
-                followed = await self._redirect(response, project, index, hops)
+                followed = await self._redirect(http, response, project, index, hops)
                 if not isinstance(followed, httpx.URL):
                     return followed
                 hops += 1
                 # Credentials go to the index's own origin only, never along a redirect.
                 same = _origin(followed) == _origin(httpx.URL(index))
-                response = await self._send(str(followed), headers, auth if same else None)
+                response = await self._send(http, str(followed), headers, auth if same else None)
         except httpx.InvalidURL:
             return FetchFailed(project, f"invalid index URL {redact_url(url)!r}", retryable=False)
         except httpx.TimeoutException:
@@ -437,13 +501,13 @@ class IndexClient:
 
     async def _send(
         self,
+        http: httpx.AsyncClient,
         url: str,
         headers: Mapping[str, str],
         auth: httpx.Auth | None,
     ) -> httpx.Response:
         """The request through the client (credentials, cookies, proxies), redirects not
         followed: :meth:`_redirect` decides each one."""
-        http = self._http
         request = http.build_request("GET", url, headers=headers, timeout=self._request_timeout)
         if auth is None:  # the injected client's own auth, if any, for the index's requests
             return await http.send(request, stream=True, follow_redirects=False)
@@ -451,6 +515,7 @@ class IndexClient:
 
     async def _redirect(
         self,
+        http: httpx.AsyncClient,
         response: httpx.Response,
         project: str,
         index: str,
@@ -474,7 +539,7 @@ class IndexClient:
         except (httpx.InvalidURL, ValueError):
             shown = redact_url(location)[:120]
             return _Transient(f"HTTP {status}: a redirect to an invalid URL {shown!r}", status)
-        if hops >= self._http.max_redirects:
+        if hops >= http.max_redirects:
             return FetchFailed(project, "too many redirects", status=status, retryable=False)
         allowed = {_origin(httpx.URL(index)), *self._trusted}
         if origin not in allowed:
