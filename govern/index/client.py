@@ -409,9 +409,13 @@ class IndexClient:
         transient = _Transient("no attempt made")
         for attempt in range(1, self._attempts + 1):
             try:
-                async with self._in_flight, asyncio.timeout(self._timeout):
+                async with (
+                    self._in_flight,
+                    self._clients.lease() as http,  # its redirects follow on the same client
+                    asyncio.timeout(self._timeout),
+                ):
                     outcome = await self._attempt(
-                        url, headers, auth, project, conditional, clean_index
+                        http, url, headers, auth, project, conditional, clean_index
                     )
             except TimeoutError:
                 outcome = _Transient(f"timed out after {self._timeout:g} s")
@@ -443,19 +447,6 @@ class IndexClient:
 
     async def _attempt(
         self,
-        url: str,
-        headers: Mapping[str, str],
-        auth: httpx.Auth | None,
-        project: str,
-        conditional: bool,
-        index: str,
-    ) -> _Body | _Transient | FetchResult:
-        """One request: a body to parse, a transient failure, or a final result."""
-        async with self._clients.lease() as http:
-            return await self._attempt_on(http, url, headers, auth, project, conditional, index)
-
-    async def _attempt_on(
-        self,
         http: httpx.AsyncClient,
         url: str,
         headers: Mapping[str, str],
@@ -464,7 +455,7 @@ class IndexClient:
         conditional: bool,
         index: str,
     ) -> _Body | _Transient | FetchResult:
-        """:meth:`_attempt` on the client ``http``, which its redirects follow too."""
+        """One request on ``http``: a body to parse, a transient failure, or a final result."""
         try:
             response = await self._send(http, url, headers, auth)
             hops = 0

@@ -879,6 +879,7 @@ def test_a_warm_poll_reuses_its_connections(clients: str) -> None:
         async def both() -> tuple[int, int]:
             url = f"http://127.0.0.1:{server.server_port}/simple/"
             async with contextlib.AsyncExitStack() as stack:
+                http: httpx.AsyncClient | client_module.Clients
                 if clients == "a default one":
                     http = await stack.enter_async_context(httpx.AsyncClient(trust_env=False))
                 else:
@@ -974,3 +975,49 @@ def test_a_bad_redirect_location_leaves_the_connection_usable(faults: FaultServe
     assert failed(bad).retryable  # a bad answer of the index: retried by the next poll
     fetched(fine)  # the connection went back to the pool
     assert faults.count(good) == 1
+
+
+def test_http_client_is_clients_of_one_connection_each_taken_in_turn() -> None:
+    # httpcore checks every connection a pool holds at each request: one per client keeps
+    # that check to the connection in use (bench/README.md has the figures).
+    async def scenario() -> None:
+        async with http_client(connections=3, trust_env=False) as clients:
+            assert len(clients.all) == 3
+            pools = {id(c._transport._pool) for c in clients.all}  # type: ignore[attr-defined]
+            assert len(pools) == 3
+            async with clients.lease() as a, clients.lease() as b, clients.lease() as c:
+                assert len({id(a), id(b), id(c)}) == 3
+                async with clients.lease() as d:  # more requests than clients share one
+                    assert d is clients.all[0]
+            async with clients.lease() as again:
+                assert again in clients.all
+
+    asyncio.run(scenario())
+
+
+def test_requests_in_flight_each_lease_a_client_of_their_own() -> None:
+    used: list[str] = []
+    release = asyncio.Event()
+
+    def transport(name: str) -> httpx.MockTransport:
+        async def handler(request: httpx.Request) -> httpx.Response:
+            used.append(name)
+            await release.wait()
+            return httpx.Response(404, request=request)
+
+        return httpx.MockTransport(handler)
+
+    async def scenario() -> None:
+        clients = client_module.Clients(
+            [httpx.AsyncClient(transport=transport(n)) for n in ("one", "two")]
+        )
+        async with clients:
+            index = IndexClient(clients, settings_for("http://index.test/simple/"), netrc=False)
+            fetches = asyncio.gather(index.fetch("a"), index.fetch("b"))
+            while len(used) < 2:
+                await asyncio.sleep(0)
+            release.set()
+            await fetches
+        assert sorted(used) == ["one", "two"]
+
+    asyncio.run(scenario())
