@@ -57,9 +57,9 @@ What is measured, in one run, side by side against the same index:
    untimed run writes its output and every pin is checked against the version expected.
 
    Each child (govern and uv) is timed by wall clock (start-up included) with its peak RSS
-   from ``os.wait4``, both taken by a small launcher (``python -I -S``, about 8 MB) that
-   spawns it: Linux starts a child's ``ru_maxrss`` from its spawner's high-water mark, and
-   this script's is 60 MB or more. The requests it made are read from nginx's access log
+   from ``os.wait4``, both taken by a small launcher (``python -I -S``) that spawns it:
+   Linux starts a child's ``ru_maxrss`` from its spawner's high-water mark, and this
+   script's is far above a bare interpreter's. The requests it made are read from nginx's access log
    (status and what was fetched). The median of ``--rounds`` rounds (default 3) is
    reported, with every round's figure; govern and uv alternate which goes first.
 
@@ -89,14 +89,13 @@ What is measured, in one run, side by side against the same index:
    around it), then a cold and a warm poll under cProfile, with the top functions by
    cumulative and by own time.
 
-Renovate (npm ``renovate``, local platform, lookup only; about 1.8 s for 50 projects on the
-reference machine) is not run here: it needs Node.js and a Renovate install the project
-does not otherwise use.
+Renovate (npm ``renovate``, local platform, lookup only) is not run here: it needs Node.js
+and a Renovate install the project does not otherwise use.
 
 Targets (from the issue):
 
 - ``govern poll`` cold ≤ 2 x ``uv pip compile --no-deps`` (cold, ``--no-cache``), at 50 and
-  at 1,000 projects (uv took about 0.07 s for 50 projects on the reference machine);
+  at 1,000 projects;
 - warm (all 304) ≤ 0.5 x cold (judged both for fresh ``govern poll`` processes and for
   the polls of one ``govern daemon``);
 - peak memory ≤ 150 MB at 10,000 projects.

@@ -47,7 +47,7 @@ Targets (from the issue):
 
 Usage::
 
-    python bench/track.py                 # SQLite and (if reachable) PostgreSQL, ~1 min
+    python bench/track.py                 # SQLite and (if reachable) PostgreSQL
     python bench/track.py --profile       # ... plus cProfile of a first sync and a re-sync
     python bench/track.py --git           # ... plus the same runs on a committed tree
     python bench/track.py --no-postgres --exclusions 20000 --keep

@@ -213,7 +213,7 @@ class _Draft:
     """Annotation fields gathered for one entry before they are frozen.
 
     A plain class, not a dataclass: it is private scratch state, and creating a
-    dataclass costs ~1 ms of every start-up.
+    dataclass adds to every start-up.
     """
 
     __slots__ = ("block", "inline", "structured")

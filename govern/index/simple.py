@@ -213,7 +213,7 @@ def file_from(
 
 @functools.lru_cache(maxsize=1024)
 def _shared(tags: frozenset[Tag]) -> frozenset[Tag]:
-    """The first equal tag set seen: a page's wheels share a few (45 MB less for 100,000)."""
+    """The first equal tag set seen: a page's wheels share a few, so a large page keeps few."""
     return tags
 
 

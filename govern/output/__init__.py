@@ -72,8 +72,8 @@ def render(report: AuditReport, fmt: OutputFormat | str, *, color: bool = False)
 def write(report: AuditReport, fmt: OutputFormat, stream: TextIO, *, color: bool = False) -> None:
     """Write ``report`` to ``stream``; JSON is streamed record by record.
 
-    A 100,000-requirement audit is 30 MB of JSON: streaming keeps neither the whole
-    document nor the whole string in memory.
+    A large audit is megabytes of JSON: streaming keeps neither the whole document nor
+    the whole string in memory.
     """
     if fmt is OutputFormat.JSON:
         from govern.output import json_report

@@ -13,7 +13,7 @@ changes nothing else: a bad answer from the index is never a verdict.
 
 The store is written through its driver (:mod:`govern.store.dbapi`), not the ORM: a
 poll touches a few tables in bulk, and ``govern poll`` on SQLite then never imports
-SQLAlchemy (about 0.3 s of start-up; ``bench/poll.py``). The tables are the models of
+SQLAlchemy (a start-up cost; ``bench/README.md``). The tables are the models of
 :mod:`govern.store.models`; the tests read what a poll wrote through the ORM, on SQLite
 and on PostgreSQL.
 """

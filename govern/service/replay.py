@@ -112,7 +112,7 @@ class SourceReader:
     def read(self, data: bytes) -> tuple[Source, list[Seen]]:
         """The source and its exclusions, for the file's bytes."""
         # A new file each time: rewriting one in place makes ext4 flush it on close
-        # (auto_da_alloc), ten times slower.
+        # (auto_da_alloc), which is much slower.
         self.file.unlink(missing_ok=True)
         self.file.write_bytes(data)
         return source_exclusions(

@@ -40,7 +40,7 @@ def _marker(text: str) -> Marker:
 def _parse_simple(text: str) -> Requirement | None:
     """Build the :class:`Requirement` packaging would for a line of the common shape.
 
-    packaging's tokenizer costs about 20 us a line, most of an audit of a large tree;
+    packaging's tokenizer is most of the time of an audit of a large tree;
     here one regular expression checks the shape and packaging itself still validates
     every version clause (:class:`SpecifierSet`) and the marker (:class:`Marker`).
     Anything else (``None``) goes through :class:`Requirement`, which also gives the

@@ -2,9 +2,8 @@
 
 A poll writes thousands of rows of a few kinds (releases, candidates, events, index
 pages) and reads them back by key; it needs no ORM, and importing SQLAlchemy and
-SQLModel costs more than a 50-project poll does (about 0.3 s of a 0.4 s run on the
-reference machine; see ``bench/poll.py``). :class:`RawStore` runs plain SQL on the
-connection of either backend:
+SQLModel costs more than a small poll does (``bench/README.md``). :class:`RawStore`
+runs plain SQL on the connection of either backend:
 
 - :func:`open_sqlite` opens a SQLite file with :mod:`sqlite3` alone, with the settings
   of :mod:`govern.store.db` (:data:`~govern.store.location.SQLITE_PRAGMAS`), and only when
@@ -111,7 +110,7 @@ class Transaction:
         utc = as_utc(value)
         if not self._sqlite:
             return utc
-        # SQLAlchemy's "%Y-%m-%d %H:%M:%S.%f", by isoformat (strftime is 5x slower).
+        # SQLAlchemy's "%Y-%m-%d %H:%M:%S.%f", by isoformat (strftime is slower).
         return utc.replace(tzinfo=None).isoformat(sep=" ", timespec="microseconds")
 
     def json(self, value: Any) -> str:
