@@ -20,27 +20,12 @@ import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from datetime import datetime
-from enum import StrEnum
 
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from govern.errors import GovernError
-
-
-class Conclusion(StrEnum):
-    """How a run ended. Only ``passed`` and ``failed`` are verdicts."""
-
-    PASSED = "passed"
-    FAILED = "failed"
-    ERRORED = "errored"  # the run could not say (infrastructure, no evidence, wrong version)
-    CANCELLED = "cancelled"
-    TIMED_OUT = "timed-out"
-
-    @property
-    def is_verdict(self) -> bool:
-        """True for passed and failed; the others are retried and never count."""
-        return self in (Conclusion.PASSED, Conclusion.FAILED)
+from govern.exclusions.states import Conclusion as Conclusion  # re-exported: what providers report
 
 
 @dataclass(frozen=True, slots=True)

@@ -47,6 +47,7 @@ from govern.ci.base import (
     RunStatus,
     Trial,
 )
+from govern.exclusions.states import REJECTED, SETTLED, CandidateStatus, State
 from govern.index.pipconfig import IndexSettings
 from govern.store.db import Store
 from govern.store.models import (
@@ -61,9 +62,6 @@ from govern.store.models import (
 )
 from govern.store.queries import failed_versions
 
-# Exclusion states this workflow may move between; any other (proposed, relaxed, ...) is a
-# person's or a later step's, and stays.
-_SETTLED = ("held", "candidate", "verifying", "verified")
 # A row without a run id older than its provider's time-out plus this lost its process (a
 # local command has no run id until it ends; installs may take half an hour more).
 _ORPHAN_AFTER = timedelta(hours=1)
@@ -304,7 +302,7 @@ class Verifier:
                 .join(Exclusion, col(Exclusion.id) == col(Candidate.exclusion_id))
                 .where(
                     col(Candidate.eligible),
-                    col(Candidate.status) == "found",
+                    col(Candidate.status) == CandidateStatus.FOUND,
                     col(Exclusion.removed_at).is_(None),
                 )
                 .order_by(col(Exclusion.id), col(Candidate.profile), col(Release.id))
@@ -365,10 +363,10 @@ class Verifier:
             attempts = _attempts(session, [w.candidate_id for w in group])
             for w in group:
                 candidate = session.get(Candidate, w.candidate_id)
-                if candidate is not None and candidate.status == "found":
+                if candidate is not None and candidate.status == CandidateStatus.FOUND:
                     tried = attempts.get(w.candidate_id, 0)
                     if tried < self.attempts:
-                        candidate.status = "verifying"
+                        candidate.status = CandidateStatus.VERIFYING
                         current.append(dataclasses.replace(w, attempt=tried + 1))
             group = current
             rows = [
@@ -449,14 +447,14 @@ class Verifier:
                     continue
                 touched.add(candidate.exclusion_id)
                 if conclusion is Conclusion.PASSED:
-                    candidate.status = "passed"
+                    candidate.status = CandidateStatus.PASSED
                 elif conclusion is Conclusion.FAILED:
-                    candidate.status = "failed"
+                    candidate.status = CandidateStatus.FAILED
                     _mark_bad(session, candidate)
                 elif row.attempt >= self.attempts:
-                    candidate.status = "errored"  # no verdict after every attempt: a person
+                    candidate.status = CandidateStatus.ERRORED
                 else:
-                    candidate.status = "found"  # tried again, attempts left
+                    candidate.status = CandidateStatus.FOUND  # tried again, attempts left
                 kind = {
                     Conclusion.PASSED: "verification-passed",
                     Conclusion.FAILED: "verification-failed",
@@ -500,22 +498,24 @@ class Verifier:
             statuses[candidate.exclusion_id][release.version].add(candidate.status)
         for exclusion_id in exclusion_ids:
             exclusion = session.get(Exclusion, exclusion_id)
-            if exclusion is None or exclusion.state not in _SETTLED:
+            if exclusion is None or exclusion.state not in SETTLED:
                 continue
             by_version = {  # a version failed on any profile is bad for the whole line
                 version: found
                 for version, found in statuses.get(exclusion_id, {}).items()
-                if not found & {"failed", "bad"}
+                if not found.intersection(REJECTED)
             }
             everything = set().union(*by_version.values()) if by_version else set()
-            if "verifying" in everything:
-                state = "verifying"
-            elif any(found == {"passed"} for found in by_version.values()):
-                state = "verified"
-            elif everything & {"found", "errored", "passed"}:
-                state = "candidate"
+            if CandidateStatus.VERIFYING in everything:
+                state = State.VERIFYING
+            elif any(found == {CandidateStatus.PASSED} for found in by_version.values()):
+                state = State.VERIFIED
+            elif everything.intersection(
+                (CandidateStatus.FOUND, CandidateStatus.ERRORED, CandidateStatus.PASSED)
+            ):
+                state = State.CANDIDATE
             else:
-                state = "held"
+                state = State.HELD
             exclusion.state = state
 
     # -- helpers --------------------------------------------------------------------------
@@ -631,7 +631,7 @@ def _mark_bad(session: Session, failed: Candidate) -> None:
             col(Candidate.exclusion_id) == failed.exclusion_id,
             col(Candidate.release_id) == failed.release_id,
             col(Candidate.id) != failed.id,
-            col(Candidate.status).in_(("found", "errored")),
+            col(Candidate.status).in_((CandidateStatus.FOUND, CandidateStatus.ERRORED)),
         )
     ):
-        sibling.status = "bad"
+        sibling.status = CandidateStatus.BAD

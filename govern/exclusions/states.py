@@ -1,0 +1,65 @@
+"""The closed sets of the lifecycle (DESIGN.md): an exclusion's state, a candidate's status,
+a CI run's conclusion.
+
+Each value is the string the store and the JSON contracts hold, so code and SQL name a
+member, never the text (tests/exclusions/test_states.py holds it).
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class State(StrEnum):
+    """Where an exclusion is in its lifecycle (DESIGN.md's diagram)."""
+
+    HELD = "held"
+    CANDIDATE = "candidate"
+    VERIFYING = "verifying"
+    VERIFIED = "verified"
+    PROPOSED = "proposed"
+    RELAXED = "relaxed"
+    REMOVED = "removed"
+    OVERDUE = "overdue"  # shown and filtered on, never stored: an open one past its review date
+
+    @property
+    def ended(self) -> bool:
+        """True for the states an exclusion leaves its line in (relaxed, removed)."""
+        return self in ENDED
+
+
+ENDED = (State.RELAXED, State.REMOVED)
+# The states the verification workflow moves an exclusion between; the others stay.
+SETTLED = (State.HELD, State.CANDIDATE, State.VERIFYING, State.VERIFIED)
+# Open exclusions with a candidate to act on, the dashboard's "pending" list.
+PENDING = (State.VERIFIED, State.CANDIDATE, State.VERIFYING)
+
+
+class CandidateStatus(StrEnum):
+    """Where one candidate (a release on one profile) is in its verification."""
+
+    FOUND = "found"  # not tried yet, or tried again with attempts left
+    VERIFYING = "verifying"
+    PASSED = "passed"
+    FAILED = "failed"
+    ERRORED = "errored"  # no verdict after every attempt: a person looks
+    BAD = "bad"  # failed on another profile of the same exclusion
+
+
+# A candidate whose version is known bad for its exclusion's line.
+REJECTED = (CandidateStatus.FAILED, CandidateStatus.BAD)
+
+
+class Conclusion(StrEnum):
+    """How a run ended. Only ``passed`` and ``failed`` are verdicts."""
+
+    PASSED = "passed"
+    FAILED = "failed"
+    ERRORED = "errored"  # the run could not say (infrastructure, no evidence, wrong version)
+    CANCELLED = "cancelled"
+    TIMED_OUT = "timed-out"
+
+    @property
+    def is_verdict(self) -> bool:
+        """True for passed and failed; the others are retried and never count."""
+        return self in (Conclusion.PASSED, Conclusion.FAILED)
