@@ -69,6 +69,7 @@ from govern.index.simple import (
     strip_credentials,
 )
 from govern.redact import redact as redact_url
+from govern.redact import scrub
 from govern.retry import MAX_BACKOFF, Backoff, http_date, is_digits, seconds_until
 
 logger = logging.getLogger(__name__)
@@ -645,10 +646,7 @@ class IndexClient:
 
     def _scrub(self, text: str) -> str:
         """Text without any URL userinfo or any secret of the settings."""
-        text = redact_url(text)
-        for secret in self._secrets:
-            text = text.replace(secret, "***")
-        return text
+        return scrub(redact_url(text), self._secrets)
 
 
 _DRAIN_LIMIT = 64 * 1024
@@ -724,10 +722,9 @@ def _credentials_for(index: str, entries: netrc.netrc | None) -> tuple[str, str]
 
 
 def _secrets(credentials: Iterable[tuple[str, str]]) -> tuple[str, ...]:
-    """Every user name and password in use, raw and percent-encoded, longest first."""
+    """Every user name and password in use, raw and percent-encoded (for :func:`scrub`)."""
     found: set[str] = set()
     for user, password in credentials:
         for part in (user, password):
             found.update({part, quote(part, safe="")})
-    # Longest first, so a secret that contains another is replaced whole.
-    return tuple(sorted((s for s in found if len(s) >= _SECRET_MIN), key=len, reverse=True))
+    return tuple(sorted(s for s in found if len(s) >= _SECRET_MIN))

@@ -536,6 +536,23 @@ def test_netrc_credentials_are_used_when_the_url_has_none(
     assert faults.count(path) == 7
 
 
+def test_a_password_that_contains_the_user_name_is_scrubbed_whole() -> None:
+    # Replacing the user name first would leave "***-s3cret-t0ken" showing.
+    user, password = "deploy", f"deploy-{SECRET}"
+
+    def refuse(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError(f"no route for {user} {password} {user}%40x", request=request)
+
+    http = httpx.AsyncClient(transport=httpx.MockTransport(refuse))
+    url = f"http://{user}:{password}@127.0.0.1:9/simple/"
+    result = failed(run(fetch(url, "demo", http=http, sleep=Sleeps())))
+    assert (
+        result.reason
+        == "connection failed (ConnectError: no route for *** *** ***%40x) after 3 attempts"
+    )
+    assert SECRET not in repr(result)
+
+
 def test_an_unreadable_netrc_is_ignored(faults: FaultServer, tmp_path: Path) -> None:
     faults.script("demo", Reply(body=json_page("demo")))
     broken = tmp_path / "netrc"
