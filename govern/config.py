@@ -36,7 +36,8 @@ from govern.tomltables import (
     tables,
 )
 
-_KEYS = {
+#: The keys of ``[tool.govern]``.
+TOOL_KEYS = {
     "policy",
     "include",
     "exclude",
@@ -80,7 +81,8 @@ _PROFILE_KEYS = {
     "allow-sdist",
     "minimum-release-age",
 }
-_ANNOTATION_KEYS = {
+#: The keys of an ``[[tool.govern.annotations]]`` entry.
+ANNOTATION_KEYS = {
     "package",
     "source",
     "clause",
@@ -248,7 +250,7 @@ def _annotation(item: Any, where: str) -> ConfigAnnotation:
             f'{where}: each [[annotations]] entry needs package = "name"',
             tip="See the README section 'Annotations for generated files'.",
         )
-    known_keys(item, _ANNOTATION_KEYS, where, what="annotation key(s)")
+    known_keys(item, ANNOTATION_KEYS, where, what="annotation key(s)")
     fields: dict[str, Any] = {}
     for key in ("reason", "owner", "verify"):
         value = string(item, key, where, prefix="annotation ")
@@ -287,7 +289,7 @@ def _annotation(item: Any, where: str) -> ConfigAnnotation:
 def parse_config(table: dict[str, Any], path: Path) -> Config:
     """Validate a ``[tool.govern]`` table."""
     where = str(path)
-    known_keys(table, _KEYS, where, what="[tool.govern] key(s)")
+    known_keys(table, TOOL_KEYS, where, what="[tool.govern] key(s)")
     annotations = table.get("annotations", [])
     if not isinstance(annotations, list):
         raise ConfigError(

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from govern.cli import main
-from govern.config import _ANNOTATION_KEYS, _KEYS, load_config
+from govern.config import ANNOTATION_KEYS, TOOL_KEYS, load_config
 from govern.errors import ConfigError
 
 REQUIREMENTS = "attrs!=25.2.0\ncupy-cuda13x < 14.1.0\n"
@@ -308,10 +308,10 @@ _values: st.SearchStrategy[Any] = st.recursive(
     max_leaves=10,
 )
 _annotation_tables = st.lists(
-    st.dictionaries(st.sampled_from(sorted(_ANNOTATION_KEYS)), _values, max_size=6)
+    st.dictionaries(st.sampled_from(sorted(ANNOTATION_KEYS)), _values, max_size=6)
     | st.fixed_dictionaries(
         {"package": st.sampled_from(["attrs", "cupy-cuda13x"])},
-        optional=dict.fromkeys(sorted(_ANNOTATION_KEYS - {"package"}), _values),
+        optional=dict.fromkeys(sorted(ANNOTATION_KEYS - {"package"}), _values),
     ),
     max_size=3,
 )
@@ -355,7 +355,9 @@ def to_toml(value: Any) -> str | None:
     max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(
-    table=st.dictionaries(st.sampled_from(sorted(_KEYS - {"annotations"})), _values, max_size=4),
+    table=st.dictionaries(
+        st.sampled_from(sorted(TOOL_KEYS - {"annotations"})), _values, max_size=4
+    ),
     annotations=st.none() | _values | _annotation_tables,
     pyproject=st.booleans(),
 )

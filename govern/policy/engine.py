@@ -33,7 +33,7 @@ def _suppressed(rule: str, suppress: frozenset[str]) -> bool:
     return rule in suppress or "all" in suppress
 
 
-class _Emitter:
+class Emitter:
     """Collects findings, applying the policy's severity and suppressions."""
 
     def __init__(self, policy: Policy) -> None:
@@ -207,7 +207,7 @@ class _Clauses:
 
 
 def _exclusion_rules(
-    emit: _Emitter,
+    emit: Emitter,
     policy: Policy,
     exclusions: Sequence[Exclusion],
     sources: dict[str, Source],
@@ -267,7 +267,7 @@ def _exclusion_rules(
     _consistency(emit, exclusions)
 
 
-def _partial(emit: _Emitter, exc: Exclusion) -> None:
+def _partial(emit: Emitter, exc: Exclusion) -> None:
     version = _parsed(exc.version)
     if not isinstance(version, Version):
         return
@@ -284,9 +284,7 @@ def _partial(emit: _Emitter, exc: Exclusion) -> None:
     )
 
 
-def _redundancy(
-    emit: _Emitter, exclusions: Sequence[Exclusion], sources: dict[str, Source]
-) -> None:
+def _redundancy(emit: Emitter, exclusions: Sequence[Exclusion], sources: dict[str, Source]) -> None:
     # An entry is (source, line, column): a pyproject line can hold several.
     by_line: dict[tuple[str, int, int], list[Exclusion]] = defaultdict(list)
     for exc in exclusions:
@@ -331,7 +329,7 @@ def _others(specs: Sequence[Specifier], clause: Specifier) -> str:
     return ",".join(shown)
 
 
-def _consistency(emit: _Emitter, exclusions: Sequence[Exclusion]) -> None:
+def _consistency(emit: Emitter, exclusions: Sequence[Exclusion]) -> None:
     # Places are entries, (source, line, column): a pyproject line can hold several.
     groups: dict[tuple[str, str | None], dict[tuple[str, int, int], list[Exclusion]]] = defaultdict(
         lambda: defaultdict(list)
@@ -396,7 +394,7 @@ def evaluate(
     (``# govern: ignore=...`` on the line or in the block above it); a line that is
     no entry (a parse error) can still ignore a rule in its own comment.
     """
-    emit = _Emitter(policy)
+    emit = Emitter(policy)
     by_path = {source.path: source for source in sources}
     by_entry = suppressed or {}
 

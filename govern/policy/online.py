@@ -21,7 +21,7 @@ from govern.index.candidates import Excluded, candidates, nearest_published, sta
 from govern.index.model import Fetched, FetchFailed, FetchResult, Release, releases
 from govern.index.profiles import Profile
 from govern.index.simple import parse_version
-from govern.policy.engine import _Emitter
+from govern.policy.engine import Emitter
 from govern.policy.model import Finding, Policy
 
 WATCHED = (Kind.NOT_EQUAL, Kind.CAP, Kind.PIN)
@@ -46,7 +46,7 @@ def evaluate_online(
     stale_days: int = 90,
 ) -> list[Finding]:
     """The index rules' findings for ``exclusions``, given each package's page."""
-    emit = _Emitter(policy)
+    emit = Emitter(policy)
     days = int(policy.option("stale-cap", "days", stale_days))
     unreachable: set[str] = set()
     for exclusion in exclusions:
@@ -108,7 +108,7 @@ def _exact(exclusion: Exclusion) -> Version | None:
     return parse_version(exclusion.version)  # None past the integer-string limit too
 
 
-def _unknown(emit: _Emitter, exclusion: Exclusion, published: set[Version]) -> None:
+def _unknown(emit: Emitter, exclusion: Exclusion, published: set[Version]) -> None:
     version = _exact(exclusion)
     if version is None or exclusion.sub_kind is SubKind.IMPOSSIBLE or version in published:
         return
@@ -121,7 +121,7 @@ def _unknown(emit: _Emitter, exclusion: Exclusion, published: set[Version]) -> N
     )
 
 
-def _yanked(emit: _Emitter, exclusion: Exclusion, found: Sequence[Release]) -> None:
+def _yanked(emit: Emitter, exclusion: Exclusion, found: Sequence[Release]) -> None:
     version = _exact(exclusion)
     if version is None or exclusion.kind is not Kind.NOT_EQUAL:
         return

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from sqlmodel import Session
 
 from govern.errors import SchemaOutOfDate, StoreError
-from govern.redact import redact as redact_text_urls
+from govern.redact import redact as redact_text
 from govern.redact import redact_secret_params
 from govern.store.location import (
     ENV_VAR,
@@ -53,7 +53,6 @@ __all__ = [
     "migrations_dir",
     "open_store",
     "redact",
-    "redact_text",
     "resolve_url",
 ]
 
@@ -405,11 +404,6 @@ class Store:
             raise unusable(self.display_url, exc) from None
         except DBAPIError as exc:
             raise refused(self.display_url, exc) from None
-
-
-def redact_text(message: str) -> str:
-    """``message`` with any URL credentials (``user:secret@``, a bare token) hidden."""
-    return redact_text_urls(message)
 
 
 def open_store(
