@@ -12,6 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
+
 from fakes.api import json_reply
 from fakes.ci import (
     MARKER,
@@ -25,7 +26,6 @@ from fakes.ci import (
     run,
     start_and_poll,
 )
-
 from govern.ci import buildkite as buildkite_module
 from govern.ci.base import CIError, CIRateLimited, CIUnavailable, Conclusion
 from govern.ci.buildkite import Buildkite

@@ -14,12 +14,12 @@ from typing import Any
 
 import httpx
 import pytest
+from packaging.version import Version
+
 from fakes.api import Reply
 from fakes.ci import TRIAL as KIT_TRIAL
 from fakes.ci import Ending, GitHubVendor, Sleeps, run
 from fakes.github import JobPlan, RunPlan, github_log, message
-from packaging.version import Version
-
 from govern.ci.base import (
     CIError,
     CIUnavailable,

@@ -13,6 +13,7 @@ from typing import Any
 
 import httpx
 import pytest
+
 from fakes.api import json_reply
 from fakes.ci import (
     MARKER,
@@ -26,7 +27,6 @@ from fakes.ci import (
     run,
     start_and_poll,
 )
-
 from govern.ci.base import CIAuthError, CIError, CIRateLimited, CIUnavailable, Conclusion
 from govern.ci.gitlab import GitLab, from_config
 from govern.errors import ConfigError

@@ -14,6 +14,7 @@ from typing import Any
 
 import httpx
 import pytest
+
 from fakes.api import FakeServer, Recorded, Reply, invalid_json, json_reply
 from fakes.ci import (
     MARKER,
@@ -28,7 +29,6 @@ from fakes.ci import (
     run,
     start_and_poll,
 )
-
 from govern.ci.base import (
     CIAuthError,
     CIError,

@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from fakes.index import FaultServer, IndexFile, Reply, StaticIndex, json_page
 
+from fakes.index import FaultServer, IndexFile, Reply, StaticIndex, json_page
 from govern.cli import main
 
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 from clirun import run_cli
-from fakes.index import IndexFile, StaticIndex
 
+from fakes.index import IndexFile, StaticIndex
 from govern.index import pipconfig
 from govern.index.pipconfig import pip_default_index as real_pip_default_index
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 from clirun import run_cli
-from fakes.index import FaultServer, Redirect, Reply
 
+from fakes.index import FaultServer, Redirect, Reply
 from govern.cli import STATE
 from govern.cli import poll as poll_cli
 from govern.cli.output import ViewFormat

@@ -23,9 +23,10 @@ from typing import Any
 
 import pytest
 from clirun import run_cli
-from fakes.index import FaultServer, Hang, IndexFile, StaticIndex
 from sqlalchemy import create_engine, text
 from wheels import build_wheel
+
+from fakes.index import FaultServer, Hang, IndexFile, StaticIndex
 
 PIN = "demo==1.0  # 1.1 crashed on import; hold 1.0 until a fixed release passes\n"
 SAY = f"{sys.executable} -c \"print('govern-verify: installed demo==' + '{{version}}')\""

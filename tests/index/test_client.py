@@ -20,6 +20,9 @@ from typing import Any, TypeVar
 
 import httpx
 import pytest
+from packaging.version import Version
+from wheels import build_sdist, build_wheel, sha256
+
 from fakes.index import (
     HTML_TYPE,
     JSON_TYPE,
@@ -40,9 +43,6 @@ from fakes.index import (
     negotiate,
     run_pypiserver,
 )
-from packaging.version import Version
-from wheels import build_sdist, build_wheel, sha256
-
 from govern import __version__
 from govern.index import client as client_module
 from govern.index.client import (

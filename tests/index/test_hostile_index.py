@@ -11,6 +11,7 @@ import logging
 from collections.abc import Iterator
 
 import pytest
+
 from fakes.index import (
     HTML_TYPE,
     JSON_TYPE,
@@ -22,7 +23,6 @@ from fakes.index import (
     html_page,
     json_page,
 )
-
 from govern.index.client import IndexClient, http_client
 from govern.index.model import Fetched, FetchFailed, FetchResult
 from govern.index.pipconfig import IndexSettings

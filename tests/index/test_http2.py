@@ -15,8 +15,8 @@ import threading
 from pathlib import Path
 
 import pytest
-from fakes.index import IndexFile, StaticIndex
 
+from fakes.index import IndexFile, StaticIndex
 from govern.index.client import IndexClient, http_client
 from govern.index.model import Fetched, FetchFailed, FetchResult
 from govern.index.pipconfig import IndexSettings

@@ -12,12 +12,12 @@ from typing import Any
 from urllib.parse import urldefrag, urljoin, urlsplit
 
 import pytest
-from fakes.index import hostile_html
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from packaging.tags import Tag
 from packaging.version import Version
 
+from fakes.index import hostile_html
 from govern.index.model import FileKind, releases
 from govern.index.pep503 import _AnchorCollector
 from govern.index.simple import (

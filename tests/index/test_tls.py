@@ -14,8 +14,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fakes.index import IndexFile, StaticIndex
 
+from fakes.index import IndexFile, StaticIndex
 from govern.index.client import IndexClient, http_client, tls_context
 from govern.index.model import Fetched, FetchFailed, FetchResult
 from govern.index.pipconfig import IndexSettings

@@ -19,10 +19,10 @@ from typing import Any
 
 import httpx
 import pytest
-from fakes.index import FaultServer, IndexFile, Reply, StaticIndex, Truncated, json_page
 from packaging.version import Version
 from sqlmodel import col, select
 
+from fakes.index import FaultServer, IndexFile, Reply, StaticIndex, Truncated, json_page
 from govern.cli import main
 from govern.config import Config
 from govern.index.client import IndexClient
@@ -411,8 +411,9 @@ def test_bad_answers_are_recorded_and_never_a_verdict(database_url: str, tmp_pat
 
 def test_poll_through_pypiserver_with_real_wheels(database_url: str, tmp_path: Path) -> None:
     """pypiserver (PEP 503 HTML only, no upload times) serving wheels the test builds."""
-    from fakes.index import run_pypiserver
     from wheels import build_wheel
+
+    from fakes.index import run_pypiserver
 
     packages = tmp_path / "packages"
     packages.mkdir()

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 from clirun import run_cli as _run
-from fakes.index import IndexFile, StaticIndex
 from sqlmodel import col, select
 from wheels import build_wheel
 
+from fakes.index import IndexFile, StaticIndex
 from govern.store.db import Store
 from govern.store.models import Candidate, Event, Exclusion, Release, Verification
 
