@@ -11,16 +11,16 @@ from enum import StrEnum
 
 
 class State(StrEnum):
-    """Where an exclusion is in its lifecycle (DESIGN.md's diagram)."""
+    """Where an exclusion is in its lifecycle (DESIGN.md's diagram), in the order shown."""
 
     HELD = "held"
     CANDIDATE = "candidate"
     VERIFYING = "verifying"
     VERIFIED = "verified"
     PROPOSED = "proposed"
+    OVERDUE = "overdue"  # shown and filtered on, never stored: an open one past its review date
     RELAXED = "relaxed"
     REMOVED = "removed"
-    OVERDUE = "overdue"  # shown and filtered on, never stored: an open one past its review date
 
     @property
     def ended(self) -> bool:

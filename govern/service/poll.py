@@ -31,6 +31,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 from packaging.specifiers import InvalidSpecifier, Specifier
 from packaging.version import Version
 
+from govern.exclusions.model import Kind, SubKind
+from govern.exclusions.states import REJECTED, CandidateStatus, State
 from govern.index.model import (
     DistributionFile,
     Fetched,
@@ -70,7 +72,7 @@ class PageSource(Protocol):
 
 # Exclusions the watcher looks at: bans have no candidate, and requires-python is not a
 # package on the index.
-_WATCHED_KINDS = ("not-equal", "cap", "pin")
+_WATCHED_KINDS = (Kind.NOT_EQUAL, Kind.CAP, Kind.PIN)
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,17 +150,21 @@ def watched(tx: Transaction, packages: Sequence[str] = ()) -> list[Watched]:
         "SELECT e.id, e.package, e.clause, e.kind, e.state, a.bad_versions FROM exclusion e"
         " LEFT OUTER JOIN annotation a ON a.exclusion_id = e.id AND a.current"
         " WHERE e.removed_at IS NULL AND e.kind IN (?*)"
-        " AND e.sub_kind != 'sentinel' AND e.package != 'python'",
+        " AND e.sub_kind != ? AND e.package != 'python'",
         len(_WATCHED_KINDS),
     )
-    params: list[Any] = list(_WATCHED_KINDS)
+    params: list[Any] = [*_WATCHED_KINDS, SubKind.SENTINEL]
     if packages:
         query += expand(" AND e.package IN (?*)", len(packages))
         params += packages
     failed: dict[int, set[str]] = defaultdict(set)
     for exclusion_id, version in tx.rows(
-        "SELECT c.exclusion_id, r.version FROM candidate c JOIN release r ON r.id = c.release_id"
-        " WHERE c.status IN ('failed', 'bad')"
+        expand(
+            "SELECT c.exclusion_id, r.version FROM candidate c"
+            " JOIN release r ON r.id = c.release_id WHERE c.status IN (?*)",
+            len(REJECTED),
+        ),
+        REJECTED,
     ):
         failed[exclusion_id].add(version)
     return [
@@ -578,7 +584,7 @@ class _Recorder:
                             exclusion.id,
                             release_id,
                             profile.name,
-                            "found",
+                            CandidateStatus.FOUND,
                             self.bound_now,
                             decision.eligible,
                             decision.reason,
@@ -606,7 +612,7 @@ class _Recorder:
                 result.found.append(
                     {"package": exclusion.package, "clause": exclusion.clause, **detail}
                 )
-                if exclusion.state == "held":
+                if exclusion.state == State.HELD:
                     self.promoted.add(exclusion.id)
         if limited:
             result.limited.append(_limited(exclusion, found, limited))
@@ -665,10 +671,10 @@ class _Recorder:
             promoted = sorted(self.promoted)
             tx.execute(
                 expand(
-                    "UPDATE exclusion SET state = 'candidate' WHERE state = 'held' AND id IN (?*)",
+                    "UPDATE exclusion SET state = ? WHERE state = ? AND id IN (?*)",
                     len(promoted),
                 ),
-                promoted,
+                [State.CANDIDATE, State.HELD, *promoted],
             )
 
 

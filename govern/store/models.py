@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session as OrmSession
 from sqlalchemy.types import TypeDecorator
 from sqlmodel import Field, SQLModel
 
+from govern.exclusions.states import CandidateStatus, State
 from govern.store.location import as_utc as as_utc  # re-exported: the models read with it
 
 # Named constraints, so later migrations can alter them (SQLite's batch mode needs names).
@@ -144,7 +145,7 @@ class Exclusion(SQLModel, table=True):
     sub_kind: str = Field(max_length=16)
     requirement: str = Field(sa_column=Column(Text, nullable=False))  # the line as written
     line: int
-    state: str = Field(default="held", max_length=16, index=True)
+    state: str = Field(default=State.HELD, max_length=16, index=True)
     predecessor_id: int | None = Field(default=None, foreign_key="exclusion.id")
     first_seen_at: datetime = _when()  # when the clause appeared (its commit's date if known)
     removed_at: datetime | None = _when(nullable=True)
@@ -229,7 +230,7 @@ class Candidate(SQLModel, table=True):
     role: str = Field(default="newest", max_length=16)  # newest, first
     eligible: bool = True
     reason: str | None = Field(default=None, sa_column=Column(Text))  # why not, when not
-    status: str = Field(default="found", max_length=16)  # found, verifying, passed, failed, bad
+    status: str = Field(default=CandidateStatus.FOUND, max_length=16)
     found_at: datetime = _when()
 
 
@@ -245,7 +246,7 @@ class Verification(SQLModel, table=True):
     attempt: int = 1
     started_at: datetime = _when()
     finished_at: datetime | None = _when(nullable=True)
-    conclusion: str | None = Field(default=None, max_length=16)  # passed, failed, errored, ...
+    conclusion: str | None = Field(default=None, max_length=16)  # a Conclusion
     installed_version: str | None = Field(default=None, max_length=128)
     log_excerpt: str | None = Field(default=None, sa_column=Column(Text))
     detail: str | None = Field(default=None, sa_column=Column(Text))  # why, in a line

@@ -12,6 +12,7 @@ from packaging.utils import canonicalize_name
 from sqlalchemy import select as columns
 from sqlmodel import Session, col, or_, select
 
+from govern.exclusions.states import ENDED, REJECTED, State
 from govern.store.models import (
     Annotation,
     Candidate,
@@ -22,8 +23,6 @@ from govern.store.models import (
     Source,
     as_utc,
 )
-
-ENDED = ("relaxed", "removed")
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,7 +91,7 @@ def _state(row: Exclusion, note: Annotation | None, today: date) -> str:
     if row.state in ENDED:
         return row.state
     if note is not None and note.review_by is not None and note.review_by < today:
-        return "overdue"
+        return State.OVERDUE
     return row.state
 
 
@@ -160,7 +159,7 @@ def failed_versions(session: Session, ids: Sequence[int]) -> dict[int, set[str]]
         .join(Release, col(Release.id) == col(Candidate.release_id))
         .where(
             col(Candidate.exclusion_id).in_(list(ids)),
-            col(Candidate.status).in_(("failed", "bad")),
+            col(Candidate.status).in_(REJECTED),
         )
     ):
         out[exclusion_id].add(version)

@@ -29,6 +29,8 @@ from sqlalchemy import func, or_
 from sqlalchemy import select as columns
 from sqlmodel import Session, col, select
 
+from govern.exclusions.model import Kind
+from govern.exclusions.states import ENDED, PENDING, CandidateStatus, Conclusion, State
 from govern.store.models import (
     Annotation,
     Candidate,
@@ -42,7 +44,6 @@ from govern.store.models import (
 )
 from govern.store.queries import (
     CURRENT_NOTE,
-    ENDED,
     ExclusionView,
     TimelineEvent,
     _view,
@@ -55,8 +56,8 @@ from govern.store.queries import (
 )
 from govern.web.charts import DebtPoint
 
-STATES = ("held", "candidate", "verifying", "verified", "proposed", "overdue", *ENDED)
-KINDS = ("not-equal", "cap", "pin", "ban")
+STATES = tuple(State)
+KINDS = tuple(Kind)
 PER_PAGE = 50
 MAX_PER_PAGE = 200
 
@@ -196,8 +197,6 @@ def _views(rows: Sequence[Any], now: datetime) -> list[ExclusionView]:
 # items at once (candidates, profiles, failed versions, published releases, evidence,
 # proposals). No query per item.
 
-PENDING_STATES = ("verified", "candidate", "verifying")
-
 
 def _by_ids(
     session: Session, ids: Sequence[int], now: datetime
@@ -218,7 +217,7 @@ def pending(session: Session, *, now: datetime, limit: int = PER_PAGE) -> Page:
     total = session.execute(
         columns(func.count())
         .select_from(Exclusion)
-        .where(*shown, col(Exclusion.state).in_(PENDING_STATES))
+        .where(*shown, col(Exclusion.state).in_(PENDING))
     ).one()[0]
     ids = _pending_ids(session, shown, limit)
     rows = _by_ids(session, ids, now)
@@ -242,7 +241,7 @@ def pending(session: Session, *, now: datetime, limit: int = PER_PAGE) -> Page:
                 exclusion=view,
                 version=release.version,
                 profiles=tuple(sorted(profiles.get((row_id, release.id or 0), ()))),
-                verified=candidate.status == "passed",
+                verified=candidate.status == CandidateStatus.PASSED,
                 evidence=evidence.get(candidate.id or 0),
                 before=view.requirement,
                 after=after,
@@ -258,13 +257,13 @@ def _pending_ids(session: Session, shown: Sequence[Any], limit: int) -> list[int
     verifying ones together; oldest first in each group. One ordered query per state, each
     stopped at what it can contribute: never a sort of every pending row."""
     picked: list[tuple[bool, datetime, int]] = []
-    for group in (("verified",), ("candidate", "verifying")):
+    for group in ((State.VERIFIED,), (State.CANDIDATE, State.VERIFYING)):
         wanted = limit - len(picked)
         if wanted <= 0:
             break
         for state in group:
             picked.extend(
-                (state != "verified", as_utc(first), row_id)
+                (state != State.VERIFIED, as_utc(first), row_id)
                 for row_id, first in session.execute(
                     columns(col(Exclusion.id), col(Exclusion.first_seen_at))
                     .where(*shown, col(Exclusion.state) == state)
@@ -281,7 +280,13 @@ def _best_candidates(session: Session, ids: Sequence[int]) -> dict[int, tuple[Ca
     out: dict[int, tuple[Candidate, Release]] = {}
     if not ids:
         return out
-    rank = {"passed": 0, "verifying": 1, "found": 2, "errored": 3}
+    order = (
+        CandidateStatus.PASSED,
+        CandidateStatus.VERIFYING,
+        CandidateStatus.FOUND,
+        CandidateStatus.ERRORED,
+    )
+    rank: dict[str, int] = {status: place for place, status in enumerate(order)}
     found: dict[int, list[tuple[Candidate, Release]]] = defaultdict(list)
     for candidate, release in session.exec(
         select(Candidate, Release)
@@ -440,7 +445,7 @@ def attention(session: Session, *, now: datetime, limit: int = 20) -> dict[str, 
             .limit(limit)
         ).scalars()
     )
-    held_where = (open_, col(Exclusion.state) == "held")
+    held_where = (open_, col(Exclusion.state) == State.HELD)
     held_total = session.execute(
         columns(func.count()).select_from(Exclusion).where(*held_where)
     ).one()[0]
@@ -459,7 +464,7 @@ def attention(session: Session, *, now: datetime, limit: int = 20) -> dict[str, 
         .join(Candidate, col(Candidate.id) == col(Verification.candidate_id))
         .join(Release, col(Release.id) == col(Candidate.release_id))
         .join(Exclusion, col(Exclusion.id) == col(Candidate.exclusion_id))
-        .where(col(Verification.conclusion) == "failed")
+        .where(col(Verification.conclusion) == Conclusion.FAILED)
         .order_by(col(Verification.id).desc())
         .limit(limit)
     ):
@@ -508,7 +513,7 @@ def browse(session: Session, filters: Filters, *, now: datetime, page: int, per_
         where.append(col(Exclusion.state) == state)
     else:
         where.append(col(Exclusion.removed_at).is_(None))
-        if state == "overdue":
+        if state == State.OVERDUE:
             where.append(col(Annotation.review_by) < now.date())
         elif state:  # as shown: an overdue exclusion is listed as overdue, not as its state
             where.append(col(Exclusion.state) == state)
@@ -697,12 +702,12 @@ def debt(
 
 def counts(session: Session, *, now: datetime) -> dict[str, int]:
     """Exclusions by state (``overdue`` counted apart, among the open ones)."""
-    out = dict.fromkeys(STATES, 0)
+    out: dict[str, int] = dict.fromkeys(STATES, 0)
     for state, number in session.execute(
         columns(col(Exclusion.state), func.count()).group_by(col(Exclusion.state))
     ).all():
         out[state] = int(number)
-    out["overdue"] = _overdue(session, now.date())
+    out[State.OVERDUE] = _overdue(session, now.date())
     return out
 
 
