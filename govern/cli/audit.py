@@ -16,14 +16,11 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from govern.audit import AuditOptions, audit_targets, resolve_targets
-from govern.cli.poll import fetch_pages
 from govern.config import load_config
 from govern.errors import UsageError
-from govern.index.settings import index_settings, profiles_from
 from govern.output import OutputFormat, use_color, write
 from govern.policy.loader import load_policy
 from govern.policy.model import Severity
-from govern.policy.online import evaluate_online, watched
 
 if TYPE_CHECKING:
     from govern.config import Config
@@ -63,7 +60,12 @@ def _online(
     report: AuditReport, config: Config, policy: Policy, index_url: str | None
 ) -> AuditReport:
     """The report with the index rules' findings added (the index is asked once per package)."""
-    import asyncio  # here: see govern.cli
+    # Here, not at the top: the index code is for --online only (see govern.cli).
+    import asyncio
+
+    from govern.cli.poll import fetch_pages
+    from govern.index.settings import index_settings, profiles_from
+    from govern.policy.online import evaluate_online, watched
 
     settings = index_settings(config, index_url)
     names = sorted({e.package for e in report.exclusions if watched(e)})

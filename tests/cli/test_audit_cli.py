@@ -275,11 +275,15 @@ def test_audit_imports_no_database_http_or_web_code(repo: Path) -> None:
         " 'alembic', 'httpx', 'httpcore', 'apscheduler', 'starlette', 'fastapi', 'rich',"
         " 'platformdirs', 'asyncio', 'ssl'})\n"
         "print('HEAVY', heavy, file=sys.stderr)\n"
+        "online = sorted(m for m in sys.modules if m in {'govern.index.candidates',"
+        " 'govern.index.simple', 'govern.index.model', 'govern.policy.online'})\n"
+        "print('ONLINE', online, file=sys.stderr)\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", probe], cwd=repo, capture_output=True, text=True, check=True
     )
     assert "HEAVY []" in done.stderr
+    assert "ONLINE []" in done.stderr  # the index code is for --online only
 
 
 def test_the_process_exit_loses_no_output(tmp_path: Path) -> None:
