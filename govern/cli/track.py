@@ -15,6 +15,8 @@ from govern.cli.options import DbOption, FormatOption
 from govern.cli.output import ViewFormat
 from govern.cli.output import print_json as _print_json
 from govern.errors import UsageError
+from govern.exclusions.model import Kind
+from govern.exclusions.states import State
 from govern.text import line, visible
 
 if TYPE_CHECKING:
@@ -175,17 +177,8 @@ def _day(value: str | None, option: str) -> date | None:
         ) from None
 
 
-_STATES = (
-    "held",
-    "candidate",
-    "verifying",
-    "verified",
-    "proposed",
-    "overdue",
-    "relaxed",
-    "removed",
-)
-_KINDS = ("not-equal", "cap", "pin", "ban")
+_STATES = tuple(State)
+_KINDS = tuple(Kind)
 
 
 def _check_choices(values: list[str] | None, allowed: tuple[str, ...], option: str) -> list[str]:

@@ -32,7 +32,8 @@ from sqlalchemy import select as columns
 from sqlmodel import Session, col, select
 
 from govern.exclusions.model import Exclusion as Seen
-from govern.exclusions.model import exclusion_key
+from govern.exclusions.model import Kind, exclusion_key
+from govern.exclusions.states import State
 from govern.service.values import Provenance, SyncCounts
 from govern.store.db import BULK, advisory_key
 from govern.store.models import Annotation, Event, Exclusion, Repository, Source
@@ -77,13 +78,13 @@ def direction(old: _Clause, new: Seen) -> str:
     A cap or pin that became a not-equal is relaxed (the CuPy case); a cap raised is
     relaxed, lowered is ``tightened``; anything else is ``changed``.
     """
-    order = {"ban": 0, "pin": 1, "cap": 2, "not-equal": 3}
+    order: dict[str, int] = {Kind.BAN: 0, Kind.PIN: 1, Kind.CAP: 2, Kind.NOT_EQUAL: 3}
     if old.kind != new.kind:
         if old.kind in order and new.kind in order:
             return "relaxed" if order[new.kind] > order[old.kind] else "tightened"
         return "changed"
     before, after = _bound(old.clause), _bound(new.clause)
-    if before is None or after is None or before == after or old.kind == "not-equal":
+    if before is None or after is None or before == after or old.kind == Kind.NOT_EQUAL:
         return "changed"
     return "relaxed" if after > before else "tightened"
 
@@ -327,7 +328,7 @@ class Sync:
         for old, item in pairs:
             self._change(state, old, item, provenance(item))
         for row in vanished:
-            self._remove(state, row, "removed", removal, {"clause": row.clause})
+            self._remove(state, row, State.REMOVED, removal, {"clause": row.clause})
         return kept
 
     def rename_source(self, old: str, new: str, when: Provenance) -> bool:
@@ -369,7 +370,7 @@ class Sync:
             if path in wanted or not state.row.present:
                 continue
             for row in list(state.active.values()):
-                self._remove(state, row, "removed", removal, {"clause": row.clause})
+                self._remove(state, row, State.REMOVED, removal, {"clause": row.clause})
             state.row.present = False
             state.row.last_seen_at = removal.at
 
@@ -464,7 +465,7 @@ class Sync:
     def _revive(self, state: _SourceState, row: _Row, item: Seen) -> None:
         assert state.row.id is not None
         row.removed_at = None
-        row.state = "held"
+        row.state = State.HELD
         row.source_id = state.row.id
         row.line, row.requirement = item.line, item.requirement
         row.dirty = True
@@ -483,7 +484,7 @@ class Sync:
             clause=item.clause,
             line=item.line,
             requirement=item.requirement,
-            state="held",
+            state=State.HELD,
             removed_at=None,
             predecessor_id=None,
         )
@@ -547,7 +548,8 @@ class Sync:
 
     def _change(self, state: _SourceState, old: _Row, item: Seen, provenance: Provenance) -> None:
         way = direction(old, item)
-        self._remove(state, old, "relaxed" if way == "relaxed" else "removed", provenance, None)
+        end = State.RELAXED if way == "relaxed" else State.REMOVED
+        self._remove(state, old, end, provenance, None)
         row = self.by_key.get(item.id)
         if row is not None:
             self._revive(state, row, item)
@@ -572,7 +574,7 @@ class Sync:
         self,
         state: _SourceState,
         row: _Row,
-        end: str,
+        end: State,
         provenance: Provenance,
         detail: dict[str, Any] | None,
     ) -> None:

@@ -7,11 +7,13 @@ the models below, so a client (and schemathesis) can check every answer against 
 from __future__ import annotations
 
 from datetime import date
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Path, Query
 from pydantic import BaseModel, ConfigDict, Field
 
+from govern.exclusions.model import Kind
+from govern.exclusions.states import State
 from govern.web import actions, views
 from govern.web.deps import SessionDep, StateDep, WriterDep
 
@@ -24,10 +26,6 @@ router = APIRouter(
     },
 )
 
-State = Literal[
-    "held", "candidate", "verifying", "verified", "proposed", "overdue", "relaxed", "removed"
-]
-Kind = Literal["not-equal", "cap", "pin", "ban"]
 # No text govern stores holds a NUL byte; one in a path or a query is a 400 (limits.py).
 NO_NUL = r"^[^\x00]*$"
 Key = Annotated[str, Path(pattern=NO_NUL)]

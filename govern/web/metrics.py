@@ -21,6 +21,7 @@ from sqlalchemy import func
 from sqlalchemy import select as columns
 from sqlmodel import Session, col
 
+from govern.exclusions.states import Conclusion
 from govern.store.models import Exclusion, IndexPage, PollRun, Verification, as_utc
 from govern.web import views
 
@@ -123,7 +124,7 @@ def render(session: Session, *, now: datetime) -> str:
             )
         ).all()
     )
-    for conclusion in ("passed", "failed", "errored", "cancelled", "timed-out"):
+    for conclusion in Conclusion:
         out.sample(
             "govern_verifications_total",
             int(by_conclusion.get(conclusion, 0)),
