@@ -58,13 +58,14 @@ from typing import TYPE_CHECKING
 from packaging.specifiers import InvalidSpecifier, Specifier, SpecifierSet
 from packaging.version import Version
 
+from govern.exclusions.model import Kind
 from govern.index.model import DistributionFile, FileKind, Release
 from govern.index.profiles import Profile
 
 if TYPE_CHECKING:
     from govern.exclusions.model import Exclusion
 
-_KINDS = frozenset({"not-equal", "cap", "pin", "ban"})
+_KINDS = frozenset(Kind)
 _OPERATORS = frozenset({"!=", "<", "<=", "~=", "==", "==="})
 
 
@@ -97,7 +98,7 @@ class Excluded:
             raise ValueError(f"unknown exclusion kind {self.kind!r}")
         if self.operator not in _OPERATORS:
             raise ValueError(f"{self.operator!r} is not an excluding operator")
-        if (self.kind == "not-equal") != (self.operator == "!="):
+        if (self.kind == Kind.NOT_EQUAL) != (self.operator == "!="):
             raise ValueError(f"{self.operator}{self.version} cannot be a {self.kind}")
         _clause(self.kind, self.operator, self.version, self.known_bad)  # raises if invalid
 
@@ -151,9 +152,9 @@ class _Clause:
     def beyond(self, version: Version) -> bool:
         """Whether ``version`` lies beyond the bound: the releases a walk looks at."""
         op = self.spec.operator
-        if self.kind == "ban":
+        if self.kind == Kind.BAN:
             return False
-        if self.kind == "not-equal":
+        if self.kind == Kind.NOT_EQUAL:
             return (
                 self.base is not None
                 and version > self.base
@@ -232,7 +233,7 @@ def candidates(
     at most one Decision per walk is eligible, and it ends its walk.
     """
     clause = _parsed(excluded)
-    if clause.kind == "ban":
+    if clause.kind == Kind.BAN:
         return []
     pool: dict[Version, Release] = {}
     for release in releases:
@@ -240,7 +241,7 @@ def candidates(
             pool.setdefault(release.version, release)
     ordered = [pool[version] for version in sorted(pool)]
     check = _Check(clause, profile, _utc(now), first_seen or {})
-    if clause.kind != "not-equal":
+    if clause.kind != Kind.NOT_EQUAL:
         return _walk(reversed(ordered), Role.NEWEST, check)
     first = _walk(ordered, Role.FIRST, check)
     if not any(decision.eligible for decision in first):
@@ -307,7 +308,7 @@ def needed(
             continue
         start = bisect.bisect_left(ordered, floor)
         walks = {Role.NEWEST: range(count - 1, start - 1, -1)}
-        if clause.kind == "not-equal":
+        if clause.kind == Kind.NOT_EQUAL:
             walks[Role.FIRST] = range(start, count)
         cut: dict[Role, Horizon] = {}
         for role, positions in walks.items():
@@ -318,7 +319,7 @@ def needed(
             horizons[excluded] = cut
         for spec in (*clause.bad, *([clause.named] if clause.named else [])):
             _matching(ordered, spec, window, keep)
-        if clause.base is not None and clause.kind in ("not-equal", "pin"):
+        if clause.base is not None and clause.kind in (Kind.NOT_EQUAL, Kind.PIN):
             _matching(ordered, Specifier(f"=={clause.base}"), window, keep)
     kept = [ordered[i] for i in sorted(keep)]
     return Needed(kept, count - len(kept), horizons, window=window)
@@ -347,7 +348,7 @@ def cut_short(
 
 def _floor(clause: _Clause) -> Version | None:
     """A version at or below every version beyond the clause's bound (None: there is none)."""
-    if clause.base is None or clause.kind == "ban":
+    if clause.base is None or clause.kind == Kind.BAN:
         return None
     if clause.spec.operator == "<":  # <V also keeps out V's pre-releases: from V.dev0 on
         return _family_floor(clause.base)
@@ -625,7 +626,7 @@ def stale_since(
     exclusions and bans (they hold nothing newer back) and when nothing qualifies.
     """
     clause = _parsed(excluded)
-    if clause.kind not in ("cap", "pin"):
+    if clause.kind not in (Kind.CAP, Kind.PIN):
         return None
     seen = first_seen or {}
     times = [

@@ -213,9 +213,9 @@ def _exclusion_rules(
     sources: dict[str, Source],
     today: date,
 ) -> None:
-    missing_reason = _kinds(policy, "missing-reason", ("not-equal", "cap"))
-    missing_link = _kinds(policy, "missing-link", ("cap",))
-    missing_review = _kinds(policy, "missing-review-by", ("cap",))
+    missing_reason = _kinds(policy, "missing-reason", (Kind.NOT_EQUAL, Kind.CAP))
+    missing_link = _kinds(policy, "missing-link", (Kind.CAP,))
+    missing_review = _kinds(policy, "missing-review-by", (Kind.CAP,))
     library_groups = tuple(
         policy.option(
             "cap-in-library",

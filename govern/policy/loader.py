@@ -8,6 +8,7 @@ from types import MappingProxyType
 from typing import Any
 
 from govern.errors import PolicyError
+from govern.exclusions.model import Kind
 from govern.policy.model import Policy, RuleSettings, Severity
 from govern.policy.rules import RULES
 from govern.sources.reading import Unreadable, read_bounded
@@ -62,7 +63,7 @@ def _read(path: Path) -> dict[str, Any]:
         raise PolicyError(f"policy {path}: {exc}", tip="Fix the TOML syntax.") from None
 
 
-_KINDS = ("not-equal", "cap", "pin", "ban")
+_KINDS = tuple(Kind)
 # The options each rule reads (govern.policy.engine), with the values they accept.
 _OPTIONS: dict[str, dict[str, tuple[str, ...] | None]] = {
     "missing-reason": {"kinds": _KINDS},

@@ -29,7 +29,7 @@ from sqlalchemy import func, or_
 from sqlalchemy import select as columns
 from sqlmodel import Session, col, select
 
-from govern.exclusions.model import Kind
+from govern.exclusions.model import Kind, SubKind
 from govern.exclusions.states import ENDED, PENDING, CandidateStatus, Conclusion, State
 from govern.store.models import (
     Annotation,
@@ -658,7 +658,7 @@ def debt(
         (as_utc(first), as_utc(removed) if removed else None)
         for first, removed in session.exec(
             select(Exclusion.first_seen_at, Exclusion.removed_at).where(
-                col(Exclusion.sub_kind) != "sentinel"
+                col(Exclusion.sub_kind) != SubKind.SENTINEL
             )
         ).all()
     ]
