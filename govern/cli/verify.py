@@ -10,6 +10,7 @@ from govern.cli.options import ConfigOption, DbOption, FormatOption, IndexOption
 from govern.cli.output import ViewFormat, announce_index
 from govern.cli.output import print_json as _print_json
 from govern.errors import GovernError
+from govern.exclusions.states import Conclusion
 from govern.output.human import one_line, truncate
 
 if TYPE_CHECKING:
@@ -99,7 +100,7 @@ def verify(
         _print_human(result)
     if result.auth_failed:
         raise GovernError(result.errors[0], tip="No run was counted as a pass or a fail.")
-    if result.concluded.get("failed"):
+    if result.concluded.get(Conclusion.FAILED):
         raise typer.Exit(1)
 
 
