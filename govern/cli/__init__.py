@@ -65,10 +65,10 @@ def main(argv: list[str] | None = None) -> None:
 def run() -> None:
     """The process entry point (console script, ``python -m govern``): :func:`main`, then exit.
 
-    When the command asks for it (``STATE.fast_exit``: only ``govern daemon``), the streams
-    are flushed and the process ends with :func:`os._exit`. A job the daemon cut off may
-    leave a DNS lookup in asyncio's thread pool, and the interpreter's exit joins that
-    pool: a stalled resolver would hold the stopped daemon for as long as it stalls. If
+    When the command asks for it (``STATE.fast_exit``), the streams are flushed and the
+    process ends with :func:`os._exit`: ``govern audit``, whose report is written and whose
+    teardown would only free objects, and ``govern daemon``, since a job it cut off may
+    leave a DNS lookup in asyncio's thread pool that the interpreter's exit would join. If
     flushing fails (a closed pipe), the normal exit handles it.
     """
     try:
