@@ -13,6 +13,7 @@ from datetime import UTC, datetime, timedelta
 import httpx
 import pytest
 
+from fakes.sleeps import Sleeps
 from govern.ci.base import CIRateLimited
 from govern.ci.http import ApiClient
 from govern.index.client import IndexClient
@@ -22,16 +23,6 @@ from govern.retry import MAX_WAIT, Backoff, rate_limit_until, retry_after, secon
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 JSON_TYPE = "application/vnd.pypi.simple.v1+json"
-
-
-class Sleeps:
-    """An injected sleep that records the delays and returns at once."""
-
-    def __init__(self) -> None:
-        self.delays: list[float] = []
-
-    async def __call__(self, delay: float) -> None:
-        self.delays.append(delay)
 
 
 @pytest.fixture(autouse=True)

@@ -23,9 +23,9 @@ from fakes.ci import (
     BuildPlan,
     Ending,
     buildkite_rate_limited,
-    run,
     start_and_poll,
 )
+from fakes.sleeps import run
 from govern.ci import buildkite as buildkite_module
 from govern.ci.base import CIError, CIRateLimited, CIUnavailable, Conclusion
 from govern.ci.buildkite import Buildkite

@@ -18,8 +18,9 @@ from packaging.version import Version
 
 from fakes.api import Reply
 from fakes.ci import TRIAL as KIT_TRIAL
-from fakes.ci import Ending, GitHubVendor, Sleeps, run
+from fakes.ci import Ending, GitHubVendor
 from fakes.github import JobPlan, RunPlan, github_log, message
+from fakes.sleeps import Sleeps, run
 from govern.ci.base import (
     CIError,
     CIUnavailable,

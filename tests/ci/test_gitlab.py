@@ -24,9 +24,9 @@ from fakes.ci import (
     GitLabVendor,
     PipelinePlan,
     gitlab_rate_limited,
-    run,
     start_and_poll,
 )
+from fakes.sleeps import run
 from govern.ci.base import CIAuthError, CIError, CIRateLimited, CIUnavailable, Conclusion
 from govern.ci.gitlab import GitLab, from_config
 from govern.errors import ConfigError

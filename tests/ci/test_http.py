@@ -24,11 +24,10 @@ from fakes.ci import (
     TRIAL,
     VENDORS,
     Ending,
-    Sleeps,
     Vendor,
-    run,
     start_and_poll,
 )
+from fakes.sleeps import Sleeps, run
 from govern.ci.base import (
     CIAuthError,
     CIError,

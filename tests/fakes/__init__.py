@@ -4,6 +4,7 @@
 - :mod:`fakes.api`: the base of a vendor's REST API fake (requests recorded, faults scripted);
 - :mod:`fakes.github`: GitHub's REST API (Actions, check runs);
 - :mod:`fakes.ci`: Buildkite's and GitLab's REST APIs, and the kit the CI tests share.
+- :mod:`fakes.sleeps`: an injected sleep that records delays (retry and backoff tests).
 
 Imported as ``fakes.<module>``: ``tests/`` is on pytest's ``pythonpath`` and mypy's ``mypy_path``.
 """

@@ -35,10 +35,9 @@ once for all three (tests/ci/test_http.py).
 
 from __future__ import annotations
 
-import asyncio
 import email.utils
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -50,6 +49,7 @@ from packaging.version import Version
 
 from fakes.api import TEXT_TYPE, FakeServer, Recorded, Reply, json_reply
 from fakes.github import FakeGitHub, JobPlan, RunPlan, github_log, message
+from fakes.sleeps import Sleeps, run
 from govern.ci.base import Conclusion, RunStatus, Trial
 from govern.ci.buildkite import Buildkite
 from govern.ci.buildkite import from_config as buildkite_config
@@ -598,21 +598,6 @@ SECRETS = ("SECRETTOKEN", "SECRETTRIGGER", "WRONGTOKEN")
 
 P = TypeVar("P", bound=HostedProvider)
 F = TypeVar("F", bound=FakeServer)
-
-
-def run(coroutine: Coroutine[Any, Any, T]) -> T:
-    """Run a coroutine on a fresh event loop."""
-    return asyncio.run(coroutine)
-
-
-class Sleeps:
-    """An injected sleep that records the delays and returns at once."""
-
-    def __init__(self) -> None:
-        self.delays: list[float] = []
-
-    async def __call__(self, delay: float) -> None:
-        self.delays.append(delay)
 
 
 async def start_and_poll(

@@ -13,10 +13,10 @@ import sys
 import threading
 import time
 import tracemalloc
-from collections.abc import Coroutine, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import httpx
 import pytest
@@ -43,6 +43,7 @@ from fakes.index import (
     negotiate,
     run_pypiserver,
 )
+from fakes.sleeps import Sleeps, run
 from govern import __version__
 from govern.index import client as client_module
 from govern.index.client import (
@@ -64,23 +65,7 @@ from govern.index.model import (
 )
 from govern.index.pipconfig import IndexSettings
 
-T = TypeVar("T")
 SECRET = "s3cret-t0ken"
-
-
-def run(coroutine: Coroutine[Any, Any, T]) -> T:
-    """Run a coroutine on a fresh event loop."""
-    return asyncio.run(coroutine)
-
-
-class Sleeps:
-    """An injected sleep that records the delays and returns at once."""
-
-    def __init__(self) -> None:
-        self.delays: list[float] = []
-
-    async def __call__(self, delay: float) -> None:
-        self.delays.append(delay)
 
 
 def settings_for(url: str, *extra: str, **per_package: str) -> IndexSettings:
