@@ -19,6 +19,7 @@ from sqlalchemy import insert
 from sqlmodel import select
 
 from govern.config import Config
+from govern.exclusions.states import EventKind
 from govern.service.track import TrackOptions, track
 from govern.store.db import BULK, Store
 from govern.store.models import (
@@ -87,9 +88,13 @@ def seed(store: Store, root: Path, *, generated: int = 200, now: datetime = NOW)
             )
         )
         for kind, days, detail in (
-            ("candidate-found", 70, {"version": "14.1.1", "profile": "cuda13", "role": "newest"}),
             (
-                "verification-started",
+                EventKind.CANDIDATE_FOUND,
+                70,
+                {"version": "14.1.1", "profile": "cuda13", "role": "newest"},
+            ),
+            (
+                EventKind.VERIFICATION_STARTED,
                 69,
                 {
                     "version": "14.1.1",
@@ -100,7 +105,7 @@ def seed(store: Store, root: Path, *, generated: int = 200, now: datetime = NOW)
                 },
             ),
             (
-                "verification-passed",
+                EventKind.VERIFICATION_PASSED,
                 69,
                 {
                     "version": "14.1.1",

@@ -16,7 +16,7 @@ from govern.cli.output import ViewFormat
 from govern.cli.output import print_json as _print_json
 from govern.errors import UsageError
 from govern.exclusions.model import Kind
-from govern.exclusions.states import State
+from govern.exclusions.states import VERIFICATION_EVENTS, EventKind, State
 from govern.text import line, visible
 
 if TYPE_CHECKING:
@@ -311,7 +311,7 @@ def history(
             typer.echo(visible(f"  {event.at.date()}  {change}  {where}{pr}{commit}"))
             if (
                 event.reason != last_reason.get(event.exclusion.id, "\0")
-                and event.kind != "removed"
+                and event.kind != EventKind.REMOVED
             ):
                 typer.echo(_wrapped("reason: ", event.reason or "(none)"))
                 last_reason[event.exclusion.id] = event.reason
@@ -320,35 +320,35 @@ def history(
 
 def _describe(event: Any) -> str:
     exclusion = event.exclusion
-    if event.kind == "changed":
+    if event.kind == EventKind.CHANGED:
         return (
             f"changed  {exclusion.package} {event.detail.get('from')} -> "
             f"{event.detail.get('to')} ({event.detail.get('direction', 'changed')})"
         )
-    if event.kind == "annotation-changed":
+    if event.kind == EventKind.ANNOTATION_CHANGED:
         fields = ", ".join(sorted(event.detail)) or "annotation"
         return f"{fields} changed  {exclusion.package} {exclusion.clause}"
-    if event.kind == "candidate-found":
+    if event.kind == EventKind.CANDIDATE_FOUND:
         return (
             f"candidate  {exclusion.package} {event.detail.get('version')} for "
             f"{exclusion.clause} (profile {event.detail.get('profile')})"
         )
-    if event.kind.startswith("verification-"):
+    if event.kind in VERIFICATION_EVENTS:
         detail = event.detail
         what = event.kind.removeprefix("verification-")
-        if what == "errored":
-            what = str(detail.get("conclusion") or "errored")
+        if event.kind == EventKind.VERIFICATION_ERRORED:
+            what = str(detail.get("conclusion") or what)
         installed = f", installed {detail['installed']}" if detail.get("installed") else ""
         return (
             f"verification {what}  {exclusion.package} {detail.get('version')} on "
             f"{detail.get('profile')} ({detail.get('provider')}, attempt "
             f"{detail.get('attempt')}{installed})"
         )
-    if event.kind == "moved":
+    if event.kind == EventKind.MOVED:
         return (
             f"moved  {exclusion.package} {exclusion.clause}  "
             f"{event.detail.get('from')} -> {event.detail.get('to')}"
         )
-    if event.kind == "added" and event.detail.get("restored"):
+    if event.kind == EventKind.ADDED and event.detail.get("restored"):
         return f"restored  {exclusion.package} {exclusion.clause}"
     return f"{event.kind}  {exclusion.package} {event.detail.get('clause', exclusion.clause)}"

@@ -1,5 +1,5 @@
 """The closed sets of the lifecycle (DESIGN.md): an exclusion's state, a candidate's status,
-a CI run's conclusion.
+a CI run's conclusion, the kinds of event in an exclusion's thread.
 
 Each value is the string the store and the JSON contracts hold, so code and SQL name a
 member, never the text (tests/exclusions/test_states.py holds it).
@@ -63,3 +63,41 @@ class Conclusion(StrEnum):
     def is_verdict(self) -> bool:
         """True for passed and failed; the others are retried and never count."""
         return self in (Conclusion.PASSED, Conclusion.FAILED)
+
+
+class EventKind(StrEnum):
+    """What one event of an exclusion's thread records (``event.kind``), in lifecycle order."""
+
+    ADDED = "added"  # the clause appeared (or came back: ``detail["restored"]``)
+    ANNOTATION_CHANGED = "annotation-changed"  # its reason, links, owner, ... changed
+    CHANGED = "changed"  # the clause changed in place; recorded on its successor
+    MOVED = "moved"  # its file was renamed
+    REMOVED = "removed"
+    CANDIDATE_FOUND = "candidate-found"
+    VERIFICATION_STARTED = "verification-started"
+    VERIFICATION_PASSED = "verification-passed"
+    VERIFICATION_FAILED = "verification-failed"
+    VERIFICATION_ERRORED = "verification-errored"  # no verdict: errored, cancelled, timed out
+    SNOOZED = "snoozed"  # the dashboard's actions
+    OWNER_ASSIGNED = "owner-assigned"
+    ACKNOWLEDGED = "acknowledged"
+
+    @classmethod
+    def concluded(cls, conclusion: Conclusion) -> EventKind:
+        """The event a run's conclusion adds: passed, failed, or errored for every other."""
+        if conclusion is Conclusion.PASSED:
+            return cls.VERIFICATION_PASSED
+        if conclusion is Conclusion.FAILED:
+            return cls.VERIFICATION_FAILED
+        return cls.VERIFICATION_ERRORED
+
+
+# The events of a verification run, started and concluded.
+VERIFICATION_EVENTS = (
+    EventKind.VERIFICATION_STARTED,
+    EventKind.VERIFICATION_PASSED,
+    EventKind.VERIFICATION_FAILED,
+    EventKind.VERIFICATION_ERRORED,
+)
+# The events after which the thread shows the reason as it then stood.
+REASONED_EVENTS = (EventKind.ADDED, EventKind.CHANGED, EventKind.ANNOTATION_CHANGED)

@@ -33,7 +33,7 @@ from sqlmodel import Session, col, select
 
 from govern.exclusions.model import Exclusion as Seen
 from govern.exclusions.model import Kind, exclusion_key
-from govern.exclusions.states import State
+from govern.exclusions.states import EventKind, State
 from govern.service.values import Provenance, SyncCounts
 from govern.store.db import BULK, advisory_key
 from govern.store.models import Annotation, Event, Exclusion, Repository, Source
@@ -145,7 +145,7 @@ class _Note:
 @dataclass(slots=True, eq=False)
 class _PendingEvent:
     row: _Row
-    kind: str
+    kind: EventKind
     provenance: Provenance
     detail: dict[str, Any]
     related: _Row | None
@@ -356,7 +356,7 @@ class Sync:
             self.by_key[key] = row
             if active is not None:
                 state.active[key] = row
-                self._event(row, "moved", when, {"from": old, "to": new})
+                self._event(row, EventKind.MOVED, when, {"from": old, "to": new})
         return True
 
     def mark_replayed(self, path: str, fmt: str, sha: str) -> None:
@@ -379,7 +379,7 @@ class Sync:
     def _event(
         self,
         row: _Row,
-        kind: str,
+        kind: EventKind,
         provenance: Provenance,
         detail: dict[str, Any],
         related: _Row | None = None,
@@ -420,7 +420,7 @@ class Sync:
                 self._compare.append((before.id, values, detail))
             self._retire(before)
         self._note(row, values, digest, when)
-        self._event(row, "annotation-changed", when, detail)
+        self._event(row, EventKind.ANNOTATION_CHANGED, when, detail)
         self.counts.annotation_changed += 1
 
     def _compare_stored(self) -> None:
@@ -458,7 +458,7 @@ class Sync:
             row = self._new_row(state, item, provenance)
             self.counts.added += 1
         state.active[item.id] = row
-        self._event(row, "added", provenance, detail)
+        self._event(row, EventKind.ADDED, provenance, detail)
         self._annotate_new(row, item, provenance)
         return row
 
@@ -562,7 +562,7 @@ class Sync:
         state.active[item.id] = row
         self._event(
             row,
-            "changed",
+            EventKind.CHANGED,
             provenance,
             {"from": old.clause, "to": item.clause, "direction": way},
             related=old,
@@ -583,7 +583,7 @@ class Sync:
         row.dirty = True
         state.active.pop(row.key, None)
         if detail is not None:  # a change records one event, on its successor
-            self._event(row, "removed", provenance, detail)
+            self._event(row, EventKind.REMOVED, provenance, detail)
             self.counts.removed += 1
 
     def _would_loop(self, row: _Row, old: _Row) -> bool:

@@ -47,7 +47,7 @@ from govern.ci.base import (
     RunStatus,
     Trial,
 )
-from govern.exclusions.states import REJECTED, SETTLED, CandidateStatus, State
+from govern.exclusions.states import REJECTED, SETTLED, CandidateStatus, EventKind, State
 from govern.index.pipconfig import IndexSettings
 from govern.store.db import Store
 from govern.store.models import (
@@ -411,7 +411,7 @@ class Verifier:
                 session.add(
                     Event(
                         exclusion_id=_exclusion_of(group, row),
-                        kind="verification-started",
+                        kind=EventKind.VERIFICATION_STARTED,
                         at=now,
                         recorded_at=self.clock(),
                         detail=self._detail(row, first),
@@ -455,10 +455,6 @@ class Verifier:
                     candidate.status = CandidateStatus.ERRORED
                 else:
                     candidate.status = CandidateStatus.FOUND  # tried again, attempts left
-                kind = {
-                    Conclusion.PASSED: "verification-passed",
-                    Conclusion.FAILED: "verification-failed",
-                }.get(conclusion, "verification-errored")
                 ended = {
                     "version": release.version,
                     "profile": row.profile,
@@ -472,7 +468,7 @@ class Verifier:
                 session.add(
                     Event(
                         exclusion_id=candidate.exclusion_id,
-                        kind=kind,
+                        kind=EventKind.concluded(conclusion),
                         at=row.finished_at,
                         recorded_at=now,
                         detail=ended,

@@ -162,7 +162,7 @@ class Event(SQLModel, table=True):
 
     id: int | None = Field(default=None, primary_key=True)
     exclusion_id: int = Field(foreign_key="exclusion.id", index=True)
-    kind: str = Field(max_length=32)  # added, annotation-changed, changed, removed, ...
+    kind: str = Field(max_length=32)  # an EventKind
     at: datetime = _when(index=True)  # when it happened (a commit's date when known)
     recorded_at: datetime = _when()  # when govern learned of it
     commit: str | None = Field(default=None, max_length=64)

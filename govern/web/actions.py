@@ -15,6 +15,7 @@ from datetime import date, datetime
 
 from sqlmodel import col, select
 
+from govern.exclusions.states import EventKind
 from govern.store.models import Event, Exclusion
 from govern.store.queries import has_nul
 from govern.web.state import AppState
@@ -45,7 +46,7 @@ def _exclusion(state: AppState, key: str, session: object) -> Exclusion:
     return row
 
 
-def _event(row: Exclusion, kind: str, now: datetime, **detail: object) -> Event:
+def _event(row: Exclusion, kind: EventKind, now: datetime, **detail: object) -> Event:
     assert row.id is not None
     return Event(exclusion_id=row.id, kind=kind, at=now, recorded_at=now, detail=dict(detail))
 
@@ -60,7 +61,7 @@ def snooze(state: AppState, key: str, until: date) -> date:
         if until.year > now.year + 5:
             raise ActionError("snooze for at most five years")
         row.snoozed_until = until
-        session.add(_event(row, "snoozed", now, until=until.isoformat(), by="dashboard"))
+        session.add(_event(row, EventKind.SNOOZED, now, until=until.isoformat(), by="dashboard"))
     return until
 
 
@@ -73,7 +74,9 @@ def set_owner(state: AppState, key: str, owner: str) -> str | None:
             raise ActionError(f"an owner is at most {MAX_OWNER} characters, none a control one")
         cleaned = " ".join(owner.split())
         row.assigned_owner = cleaned or None
-        session.add(_event(row, "owner-assigned", now, owner=cleaned or None, by="dashboard"))
+        session.add(
+            _event(row, EventKind.OWNER_ASSIGNED, now, owner=cleaned or None, by="dashboard")
+        )
     return cleaned or None
 
 
@@ -83,7 +86,7 @@ def acknowledge(state: AppState, key: str) -> datetime:
     with state.store.session(write=True) as session:
         row = _exclusion(state, key, session)
         row.acknowledged_at = now
-        session.add(_event(row, "acknowledged", now, state=row.state, by="dashboard"))
+        session.add(_event(row, EventKind.ACKNOWLEDGED, now, state=row.state, by="dashboard"))
     return now
 
 

@@ -14,6 +14,7 @@ import functools
 from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 
+from govern.exclusions.states import REASONED_EVENTS
 from govern.text import visible
 
 
@@ -33,7 +34,8 @@ def safe_url(value: object) -> str:
 
 @functools.cache
 def environment() -> Environment:
-    """The templates of ``govern/web/templates``, autoescaped, with the ``safe_url`` filter."""
+    """The templates of ``govern/web/templates``, autoescaped, with the ``safe_url`` filter
+    (and the event kinds after which a thread shows the reason)."""
     made = Environment(
         loader=PackageLoader("govern.web", "templates"),
         autoescape=select_autoescape(default=True, default_for_string=True),
@@ -42,4 +44,5 @@ def environment() -> Environment:
         finalize=shown,
     )
     made.filters["safe_url"] = safe_url
+    made.globals["reasoned_events"] = REASONED_EVENTS
     return made

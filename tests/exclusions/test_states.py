@@ -1,6 +1,6 @@
-"""The closed sets (states, candidate statuses, conclusions, kinds): their stored strings, and
-no module outside the enums' own spelling one of them in a comparison, an assignment, a list
-of them or SQL text."""
+"""The closed sets (states, candidate statuses, conclusions, kinds, event kinds): their stored
+strings, and no module outside the enums' own spelling one of them in a comparison, an
+assignment, a list of them, an event written or SQL text."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 from govern.ci.base import Conclusion as ProviderConclusion
 from govern.exclusions.model import Kind, SubKind
-from govern.exclusions.states import CandidateStatus, Conclusion, State
+from govern.exclusions.states import CandidateStatus, Conclusion, EventKind, State
 
 GOVERN = Path(__file__).resolve().parents[2] / "govern"
 
@@ -19,14 +19,17 @@ STATES = frozenset(State)
 STATUSES = frozenset(CandidateStatus)
 CONCLUSIONS = frozenset(Conclusion)
 KINDS = frozenset(Kind) | frozenset(SubKind)
+EVENT_KINDS = frozenset(EventKind)
+# The event kinds of two words mean nothing else: spelled anywhere, they are one.
+HYPHENATED = frozenset(kind for kind in EventKind if "-" in kind)
 # What a name or an attribute is called says which closed set its values come from.
 BY_SUBJECT = {
     "state": STATES,
     "status": STATUSES,
     "conclusion": CONCLUSIONS,
-    "kind": KINDS,
+    "kind": KINDS | EVENT_KINDS,
 }
-EVERY_SET = (STATES, STATUSES, CONCLUSIONS, KINDS)
+EVERY_SET = (STATES, STATUSES, CONCLUSIONS, KINDS, EVENT_KINDS)
 SQL = re.compile(r"\b(SELECT|UPDATE|INSERT|DELETE|WHERE)\b")
 QUOTED = re.compile(r"'([a-z-]+)'")
 
@@ -40,6 +43,9 @@ EXEMPT = {
     "ci/buildkite.py",
     "ci/hosted.py",
 }
+# Modules being rewritten elsewhere that still write an event kind's text; each moves to
+# EventKind with its rewrite, and leaves this set then.
+EVENT_KIND_PENDING = {"service/poll.py"}
 
 
 def test_the_values_are_the_strings_the_store_and_the_json_contracts_hold() -> None:
@@ -142,16 +148,36 @@ def _findings(tree: ast.AST) -> Iterator[tuple[int, str]]:
                     for c in _strings(arg):
                         if c.value in values:
                             yield c.lineno, f"in_(): {c.value!r}"
+            callee = node.func.attr if isinstance(node.func, ast.Attribute) else None
+            callee = node.func.id if isinstance(node.func, ast.Name) else callee
+            if callee is not None and callee.lower().endswith("event"):  # Event(...), _event(...)
+                for arg in node.args:
+                    for c in _strings(arg):
+                        if c.value in EVENT_KINDS:
+                            yield c.lineno, f"an event written: {c.value!r}"
         elif isinstance(node, ast.Tuple | ast.List | ast.Set | ast.Dict):
-            elements = node.keys if isinstance(node, ast.Dict) else node.elts
-            words = [e.value for e in elements if isinstance(e, ast.Constant)]
-            for values in EVERY_SET:
-                if len(set(words)) >= 2 and all(w in values for w in words):
-                    yield node.lineno, f"a list of them: {words!r}"
+            groups: list[list[ast.expr | None]] = (
+                [list(node.keys), list(node.values)]
+                if isinstance(node, ast.Dict)
+                else [list(node.elts)]
+            )
+            for elements in groups:
+                words = [e.value for e in elements if isinstance(e, ast.Constant)]
+                for values in EVERY_SET:
+                    if len(set(words)) >= 2 and all(w in values for w in words):
+                        yield node.lineno, f"a list of them: {words!r}"
         elif isinstance(node, ast.Constant) and SQL.search(str(node.value)):
             for word in QUOTED.findall(str(node.value)):
                 if any(word in values for values in EVERY_SET):
                     yield node.lineno, f"in SQL text: {word!r}"
+        elif isinstance(node, ast.Constant) and node.value in HYPHENATED:
+            yield node.lineno, f"an event kind: {node.value!r}"
+
+
+def _of_an_event(finding: str) -> bool:
+    """Whether a finding names an event kind (and no value of another set)."""
+    word = finding.rsplit(": ", 1)[-1].strip("'[]")
+    return word in EVENT_KINDS and not any(word in v for v in EVERY_SET if v is not EVENT_KINDS)
 
 
 def literals(root: Path) -> list[str]:
@@ -162,7 +188,10 @@ def literals(root: Path) -> list[str]:
         if where in EXEMPT:
             continue
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-        found += [f"{where}:{line}: {what}" for line, what in sorted(_findings(tree))]
+        findings = sorted(_findings(tree))
+        if where in EVENT_KIND_PENDING:
+            findings = [(line, what) for line, what in findings if not _of_an_event(what)]
+        found += [f"{where}:{line}: {what}" for line, what in findings]
     return found
 
 
@@ -181,8 +210,12 @@ def test_the_scan_finds_each_way_of_spelling_one(tmp_path: Path) -> None:
         "STATES = ('held', 'candidate')\n"
         "rank = {'passed': 0, 'found': 1}\n"
         "SQL = \"UPDATE exclusion SET state = 'candidate' WHERE id = ?\"\n"
-        "if event.kind == 'removed' or way == 'relaxed': pass\n"  # event kinds, directions
-        "summary = {'found': 1, 'failed': 0, 'limited': 2}\n",  # JSON keys of other things
+        "if event.kind == 'removed': pass\n"
+        "if way == 'relaxed': pass\n"  # a direction, not a state
+        "summary = {'found': 1, 'failed': 0, 'limited': 2}\n"  # JSON keys of other things
+        "session.add(_event(row, 'snoozed', now))\n"
+        "kind = {PASSED: 'verification-passed', FAILED: 'verification-failed'}[c]\n"
+        "events.append((row.id, 'candidate-found', now))\n",
         encoding="utf-8",
     )
     assert [entry.split(": ", 1)[0] for entry in literals(tmp_path)] == [
@@ -197,4 +230,10 @@ def test_the_scan_finds_each_way_of_spelling_one(tmp_path: Path) -> None:
         "m.py:7",
         "m.py:8",
         "m.py:9",
+        "m.py:10",
+        "m.py:13",
+        "m.py:14",
+        "m.py:14",
+        "m.py:14",
+        "m.py:15",
     ]
