@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import os
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 import httpx
@@ -23,6 +25,7 @@ from govern.index.profiles import Profile
 from govern.index.settings import index_settings, profiles_from
 from govern.service.verify import ProviderFor, Verifier, VerifyOptions, VerifyResult
 from govern.store.db import Store, open_store
+from govern.store.models import utcnow
 
 ADHOC = "command"  # the name of the provider that --command and --isolated make
 _COMMAND_TIMEOUT = 3600.0  # seconds an ad hoc --command run may take by default
@@ -126,6 +129,26 @@ def _argv(command: str) -> list[str]:
     return argv
 
 
+def verifier(
+    store: Store,
+    config: Config | None,
+    ci: CIProviders | None = None,
+    *,
+    index: IndexSettings | None = None,
+    clock: Callable[[], datetime] = utcnow,
+) -> Verifier:
+    """The verifier over a store and the CI providers; without ``ci`` it starts no run and
+    concludes only what a provider it is later given reports (the dashboard's webhooks)."""
+    return Verifier(
+        store,
+        provider_for=ci.provider_for if ci is not None else (lambda _profile: None),
+        providers=ci.by_name if ci is not None else {},
+        index=index,
+        attempts=(config or Config()).verify_attempts,
+        clock=clock,
+    )
+
+
 async def verify_once(
     store: Store, config: Config, settings: IndexSettings | None, options: VerifyOptions
 ) -> VerifyResult:
@@ -145,14 +168,7 @@ async def verify_once(
                 '[tool.govern.ci.NAME] with provider = "command" (or github-actions, '
                 "buildkite, gitlab) and verify-with = NAME.",
             )
-        verifier = Verifier(
-            store,
-            provider_for=ci.provider_for,
-            providers=ci.by_name,
-            index=settings,
-            attempts=config.verify_attempts,
-        )
-        return await verifier.run(
+        return await verifier(store, config, ci, index=settings).run(
             options.query,
             profiles=options.profiles,
             wait=options.wait,

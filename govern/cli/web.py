@@ -63,8 +63,7 @@ def _state(store: Store, config: Config, http: Any = None) -> Any:
                 err=True,
             )
         else:
-            state.providers = ci.by_name
-            state.provider_for = ci.provider_for
+            state.ci = ci
     return state
 
 

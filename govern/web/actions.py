@@ -94,7 +94,7 @@ def verify_now(state: AppState, key: str) -> str:
     """Start verification of the exclusion's candidates in the background."""
     with state.store.session() as session:
         _exclusion(state, key, session)
-    if state.providers is None or state.provider_for is None:
+    if state.ci is None:
         raise ActionError(
             "no CI provider is configured: add [tool.govern.ci.NAME] and verify-with", 409
         )

@@ -392,11 +392,11 @@ def _bad_json(request: Request, source: str) -> JSONResponse:
 
 async def _refresh(state: AppState, kind: str, runs: list[str]) -> int:
     """Conclude the verifications of these runs on the providers of this kind."""
-    if not runs or not state.providers:
+    if not runs or state.ci is None:
         return 0
     verifier = state.verifier()
     updated = 0
-    for name, provider in state.providers.items():
+    for name, provider in state.ci.by_name.items():
         if provider.kind == kind:
             updated += await verifier.refresh(name, runs)
     return updated

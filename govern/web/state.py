@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -13,7 +13,7 @@ from govern.web.limits import MAX_BODY, Throttle
 from govern.web.security import Secrets
 
 if TYPE_CHECKING:
-    from govern.ci.base import Provider
+    from govern.application import CIProviders
     from govern.config import Config
     from govern.index.pipconfig import IndexSettings
     from govern.service.verify import Verifier
@@ -27,10 +27,8 @@ class AppState:
     store: Store
     secrets: Secrets
     config: Config | None = None
-    # CI providers by configured name (webhooks and "verify now" use them); None: built from
-    # the configuration on first use.
-    providers: Mapping[str, Provider] | None = None
-    provider_for: Callable[[str], Provider | None] | None = None
+    # The CI providers (webhooks and "verify now" use them); None: CI is off.
+    ci: CIProviders | None = None
     index: IndexSettings | None = None  # where an isolated verification installs from
     clock: Callable[[], datetime] = utcnow
     tasks: set[asyncio.Task[Any]] = field(default_factory=set)
@@ -39,21 +37,12 @@ class AppState:
     throttle: Throttle = field(default_factory=Throttle)  # failed tokens per client
 
     def verifier(self) -> Verifier:
-        """A verifier over this state's store, providers and index settings.
+        """A verifier over this state's store, CI providers and index settings, built as the
+        CLI builds it (:func:`govern.application.verifier`)."""
+        from govern import application
 
-        Without a ``provider_for`` (webhooks only conclude runs already started), it
-        starts nothing.
-        """
-        from govern.service.verify import Verifier
-
-        provider_for = self.provider_for or (lambda _profile: None)
-        return Verifier(
-            self.store,
-            provider_for=provider_for,
-            providers=self.providers or {},
-            index=self.index,
-            attempts=self.config.verify_attempts if self.config else 3,
-            clock=self.clock,
+        return application.verifier(
+            self.store, self.config, self.ci, index=self.index, clock=self.clock
         )
 
     def remember(self, task: asyncio.Task[Any]) -> None:

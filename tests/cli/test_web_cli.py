@@ -110,10 +110,35 @@ def test_serve_starts_without_ci_when_a_provider_token_is_missing(
     config = load_config(tmp_path)
     with Store(db) as store:
         state = _state(store, config, httpx.AsyncClient())
-    assert state.providers is None
+    assert state.ci is None
     err = capsys.readouterr().err
     assert "CI providers are off" in err
     assert "GOVERN_TEST_GH_TOKEN" in err
+
+
+def test_the_dashboard_verifies_with_the_providers_and_attempts_the_cli_would(
+    db: str, tmp_path: Path
+) -> None:
+    import httpx
+
+    from govern.cli.web import _state
+    from govern.config import load_config
+
+    (tmp_path / ".govern.toml").write_text(
+        'verify-with = "local"\nverify-attempts = 5\n'
+        '[ci.local]\nprovider = "command"\ncommand = ["true"]\n',
+        encoding="utf-8",
+    )
+    config = load_config(tmp_path)
+    with Store(db) as store:
+        state = _state(store, config, httpx.AsyncClient())
+        verifier = state.verifier()
+    assert state.ci is not None
+    assert sorted(verifier.providers) == ["local"]
+    local = verifier.provider_for("any-profile")
+    assert local is not None
+    assert local.name == "local"
+    assert verifier.attempts == 5
 
 
 def test_a_missing_web_extra_is_an_error_with_a_tip() -> None:

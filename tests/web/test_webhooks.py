@@ -27,6 +27,7 @@ from fastapi.testclient import TestClient
 from sqlmodel import col, select
 from webseed import NOW, seed
 
+from govern.application import CIProviders
 from govern.ci.base import Conclusion, Provider, RunRef, RunStatus, Started, Trial
 from govern.store.db import Store
 from govern.store.models import Candidate, Exclusion, Release, Verification
@@ -88,8 +89,7 @@ def running(
         state = AppState(
             store=store,
             secrets=Secrets(github_webhook_secret=SECRET, buildkite_webhook_token=BK_TOKEN),
-            providers=providers,
-            provider_for=lambda _p: None,
+            ci=CIProviders({**providers}, lambda _p: None),
             clock=lambda: NOW,
         )
         with TestClient(create_app(state)) as client:
