@@ -93,23 +93,28 @@ def test_markdown_cells_cannot_inject_markup() -> None:
     assert md("line\nbreak") == "line break"
 
 
-def test_serve_starts_without_ci_when_a_provider_token_is_missing(
-    db: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _serve_state(db: str, root: Path, toml: str) -> Any:
+    """The dashboard's state as ``govern serve`` builds it from ``root``'s configuration."""
     import httpx
 
     from govern.cli.web import _state
     from govern.config import load_config
 
+    (root / ".govern.toml").write_text(toml, encoding="utf-8")
+    with Store(db) as store:
+        return _state(store, load_config(root), httpx.AsyncClient())
+
+
+def test_serve_starts_without_ci_when_a_provider_token_is_missing(
+    db: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("GOVERN_TEST_GH_TOKEN", raising=False)
-    (tmp_path / ".govern.toml").write_text(
+    state = _serve_state(
+        db,
+        tmp_path,
         '[ci.gh]\nprovider = "github-actions"\nrepository = "example/app"\n'
         'workflow = "verify.yml"\ntoken-env = "GOVERN_TEST_GH_TOKEN"\n',
-        encoding="utf-8",
     )
-    config = load_config(tmp_path)
-    with Store(db) as store:
-        state = _state(store, config, httpx.AsyncClient())
     assert state.ci is None
     err = capsys.readouterr().err
     assert "CI providers are off" in err
@@ -119,20 +124,13 @@ def test_serve_starts_without_ci_when_a_provider_token_is_missing(
 def test_the_dashboard_verifies_with_the_providers_and_attempts_the_cli_would(
     db: str, tmp_path: Path
 ) -> None:
-    import httpx
-
-    from govern.cli.web import _state
-    from govern.config import load_config
-
-    (tmp_path / ".govern.toml").write_text(
+    state = _serve_state(
+        db,
+        tmp_path,
         'verify-with = "local"\nverify-attempts = 5\n'
         '[ci.local]\nprovider = "command"\ncommand = ["true"]\n',
-        encoding="utf-8",
     )
-    config = load_config(tmp_path)
-    with Store(db) as store:
-        state = _state(store, config, httpx.AsyncClient())
-        verifier = state.verifier()
+    verifier = state.verifier()
     assert state.ci is not None
     assert sorted(verifier.providers) == ["local"]
     local = verifier.provider_for("any-profile")
