@@ -118,7 +118,7 @@ P95_TARGET_MS = 100.0
 RSS_TARGET_MB = 200.0
 DEFAULT_PG_URL = "postgresql://postgres@127.0.0.1:5432/test"
 MARKER = "cupy-cuda13x"
-PER_PAGE = 50  # rows of the front page (govern.web.views.PER_PAGE)
+PER_PAGE = 50  # rows of the front page (govern.store.queries.PER_PAGE)
 DEEP_PAGE = 500
 INFO_WARMUP = 5
 BACKENDS = ("sqlite", "postgresql")
@@ -674,7 +674,7 @@ def profile_section(url: str, now: datetime) -> None:
     from starlette.responses import Response
 
     from govern.store.db import Store
-    from govern.web import views
+    from govern.store.pending import attention, pending
     from govern.web.app import create_app
     from govern.web.security import Secrets
     from govern.web.state import AppState
@@ -696,8 +696,8 @@ def profile_section(url: str, now: datetime) -> None:
         for _ in range(5):
             with store.session() as session:
                 for name, call in (
-                    ("pending", lambda: views.pending(session, now=now)),
-                    ("attention", lambda: views.attention(session, now=now)),
+                    ("pending", lambda: pending(session, now=now)),
+                    ("attention", lambda: attention(session, now=now)),
                 ):
                     statements.clear()
                     start = time.perf_counter()

@@ -21,6 +21,7 @@ from govern.text import line, visible
 
 if TYPE_CHECKING:
     from govern.store.db import Store
+    from govern.store.models import EventPublic
 
 db_app = typer.Typer(help="The store's schema: upgrade, downgrade, show the revision.")
 
@@ -237,7 +238,8 @@ def status(
             include_ended=all_,
         )
     if fmt is ViewFormat.JSON:
-        _print_json({"schema": "govern.status/1", "exclusions": [v.as_dict() for v in views]})
+        shown = [v.model_dump(mode="json") for v in views]
+        _print_json({"schema": "govern.status/1", "exclusions": shown})
         return
     if not views:
         typer.echo(
@@ -278,15 +280,14 @@ def history(
 ) -> None:
     """The governance thread: when each exclusion appeared and changed, in which commit
     and pull request, with its reasons and links."""
+    from govern.store.history import threads
     from govern.store.models import utcnow
-    from govern.store.queries import threads
 
     with _open(db) as store, store.session() as session:
-        found = threads(session, query, now=utcnow())
+        found = threads(session, query=query, now=utcnow())
     if fmt is ViewFormat.JSON:
-        _print_json(
-            {"schema": "govern.history/1", "query": query, "threads": [t.as_dict() for t in found]}
-        )
+        shown = [t.model_dump(mode="json") for t in found]
+        _print_json({"schema": "govern.history/1", "query": query, "threads": shown})
         return
     if not found:
         raise UsageError(
@@ -304,34 +305,33 @@ def history(
             typer.echo(f"  links: {line(', '.join(thread.links))}")
         last_reason: dict[str, str | None] = {}
         for event in thread.events:
-            where = f"{event.exclusion.source}"
+            where = event.source
             change = _describe(event)
             commit = f"  {event.commit[:10]}" if event.commit else ""
             pr = f"  #{event.pull_request}" if event.pull_request else ""
             typer.echo(visible(f"  {event.at.date()}  {change}  {where}{pr}{commit}"))
             if (
-                event.reason != last_reason.get(event.exclusion.id, "\0")
+                event.reason != last_reason.get(event.exclusion, "\0")
                 and event.kind != EventKind.REMOVED
             ):
                 typer.echo(_wrapped("reason: ", event.reason or "(none)"))
-                last_reason[event.exclusion.id] = event.reason
+                last_reason[event.exclusion] = event.reason
         typer.echo("")
 
 
-def _describe(event: Any) -> str:
-    exclusion = event.exclusion
+def _describe(event: EventPublic) -> str:
     if event.kind == EventKind.CHANGED:
         return (
-            f"changed  {exclusion.package} {event.detail.get('from')} -> "
+            f"changed  {event.package} {event.detail.get('from')} -> "
             f"{event.detail.get('to')} ({event.detail.get('direction', 'changed')})"
         )
     if event.kind == EventKind.ANNOTATION_CHANGED:
         fields = ", ".join(sorted(event.detail)) or "annotation"
-        return f"{fields} changed  {exclusion.package} {exclusion.clause}"
+        return f"{fields} changed  {event.package} {event.clause}"
     if event.kind == EventKind.CANDIDATE_FOUND:
         return (
-            f"candidate  {exclusion.package} {event.detail.get('version')} for "
-            f"{exclusion.clause} (profile {event.detail.get('profile')})"
+            f"candidate  {event.package} {event.detail.get('version')} for "
+            f"{event.clause} (profile {event.detail.get('profile')})"
         )
     if event.kind in VERIFICATION_EVENTS:
         detail = event.detail
@@ -340,15 +340,15 @@ def _describe(event: Any) -> str:
             what = str(detail.get("conclusion") or what)
         installed = f", installed {detail['installed']}" if detail.get("installed") else ""
         return (
-            f"verification {what}  {exclusion.package} {detail.get('version')} on "
+            f"verification {what}  {event.package} {detail.get('version')} on "
             f"{detail.get('profile')} ({detail.get('provider')}, attempt "
             f"{detail.get('attempt')}{installed})"
         )
     if event.kind == EventKind.MOVED:
         return (
-            f"moved  {exclusion.package} {exclusion.clause}  "
+            f"moved  {event.package} {event.clause}  "
             f"{event.detail.get('from')} -> {event.detail.get('to')}"
         )
     if event.kind == EventKind.ADDED and event.detail.get("restored"):
-        return f"restored  {exclusion.package} {exclusion.clause}"
-    return f"{event.kind}  {exclusion.package} {event.detail.get('clause', exclusion.clause)}"
+        return f"restored  {event.package} {event.clause}"
+    return f"{event.kind}  {event.package} {event.detail.get('clause', event.clause)}"

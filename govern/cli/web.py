@@ -132,14 +132,14 @@ class ReportFormat(enum.StrEnum):
 
 def _collect(store: Store) -> dict[str, Any]:
     from govern.store.models import utcnow
-    from govern.web import views
+    from govern.store.pending import attention, pending
 
     now = utcnow()
     with store.session() as session:
         return {
             "now": now,
-            "pending": views.pending(session, now=now, limit=200),
-            "attention": views.attention(session, now=now),
+            "pending": pending(session, now=now, limit=200),
+            "attention": attention(session, now=now),
         }
 
 
@@ -157,7 +157,7 @@ def dashboard(
         _print_json(
             {
                 "schema": "govern.dashboard/1",
-                "pending": [item.as_dict() for item in pending.items],
+                "pending": [item.model_dump(mode="json") for item in pending.items],
                 "pending_total": pending.total,
                 "overdue_total": attention["overdue_total"],
                 "held_total": attention["held_total"],
@@ -180,12 +180,12 @@ def dashboard(
             else "not verified yet"
         )
         typer.echo(
-            f"  {show(x.package, 40)} {show(x.clause, 30)} -> {show(item.version, 40)} "
+            f"  {show(x.package, 40)} {show(x.clause, 30)} -> {show(item.candidate, 40)} "
             f"({show(verdict)})"
         )
-        typer.echo(f"      - {show(item.before)}")
-        if item.after is not None:
-            typer.echo(f"      + {show(item.after)}")
+        typer.echo(f"      - {show(item.change.before)}")
+        if item.change.after is not None:
+            typer.echo(f"      + {show(item.change.after)}")
         typer.echo(
             f"      {show(x.repository or '(no origin)', 50)} {show(x.source, 60)}:{x.line}"
             f"  age {x.age_days} d  owner {show(x.owner or '-', 30)}"

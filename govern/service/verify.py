@@ -314,7 +314,7 @@ class Verifier:
             rows = session.exec(query).all()
             ids = sorted({exclusion.id for _, _, exclusion in rows if exclusion.id is not None})
             notes = _notes(session, ids)
-            bad = failed_versions(session, ids)
+            bad = failed_versions(session, ids=ids)
             tries = _attempts(session, [c.id for c, _, _ in rows if c.id is not None])
         out: list[_Wanted] = []
         for candidate, release, exclusion in rows:

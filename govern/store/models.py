@@ -5,6 +5,13 @@ are kept as versions, so a reason that changed is never lost; events are the
 append-only governance thread; releases, candidates, verifications and proposals are
 the watcher's, the verifier's and the proposer's records.
 
+Each entity the dashboard's API returns is a family, as in the fastapi full-stack
+template: ``XBase`` holds the fields the table and the API share, ``X(XBase, table=True)``
+is the table, ``XPublic(XBase)`` what status, history, the dashboard and the API show
+(with what it joins or computes). The read models that join several tables (a pending
+relaxation, a page, a thread) are plain SQLModels of publics. Publics are built from rows
+the store holds (``model_construct``: no validation of what the store already took).
+
 Times are stored in UTC. Revisions in ``migrations/versions`` are generated from these
 models (``alembic revision --autogenerate``) and reviewed; a test runs ``alembic
 check`` so the two never drift apart.
@@ -13,8 +20,9 @@ check`` so the two never drift apart.
 from __future__ import annotations
 
 from datetime import UTC, date, datetime
-from typing import Any
+from typing import Annotated, Any
 
+from pydantic import PlainSerializer, computed_field
 from sqlalchemy import JSON, Column, DateTime, Dialect, Index, Text, UniqueConstraint, event
 from sqlalchemy.orm import Session as OrmSession
 from sqlalchemy.types import TypeDecorator
@@ -52,6 +60,10 @@ class UTCDateTime(TypeDecorator[datetime]):
 
     def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
         return None if value is None else as_utc(value)
+
+
+# A moment as the JSON contracts write it: ``datetime.isoformat()`` (``+00:00``, not ``Z``).
+Moment = Annotated[datetime, PlainSerializer(datetime.isoformat, return_type=str, when_used="json")]
 
 
 def _when(*, nullable: bool = False, index: bool = False) -> Any:
@@ -120,7 +132,20 @@ class Annotation(SQLModel, table=True):
     commit: str | None = Field(default=None, max_length=64)
 
 
-class Exclusion(SQLModel, table=True):
+class ExclusionBase(SQLModel):
+    """What an exclusion is: the clause, the line it is on, its kind and lifecycle state."""
+
+    package: str = Field(max_length=256)  # canonical (PEP 503)
+    clause: str = Field(max_length=256)  # normalized: "!=14.1.0"
+    requirement: str = Field(sa_column=Column(Text, nullable=False))  # the line as written
+    marker: str | None = Field(default=None, sa_column=Column(Text))
+    kind: str = Field(max_length=16)
+    sub_kind: str = Field(max_length=16)
+    line: int
+    state: str = Field(default=State.HELD, max_length=16, index=True)
+
+
+class Exclusion(ExclusionBase, table=True):
     """One clause that keeps versions out, under its stable key, with its lifecycle state."""
 
     __table_args__ = (
@@ -137,15 +162,7 @@ class Exclusion(SQLModel, table=True):
     key: str = Field(max_length=64)  # the audit's stable id
     repository_id: int = Field(foreign_key="repository.id", index=True)
     source_id: int = Field(foreign_key="source.id", index=True)
-    package: str = Field(max_length=256)  # canonical (PEP 503)
-    marker: str | None = Field(default=None, sa_column=Column(Text))
     group: str | None = Field(default=None, max_length=256)  # pyproject table
-    clause: str = Field(max_length=256)  # normalized: "!=14.1.0"
-    kind: str = Field(max_length=16)
-    sub_kind: str = Field(max_length=16)
-    requirement: str = Field(sa_column=Column(Text, nullable=False))  # the line as written
-    line: int
-    state: str = Field(default=State.HELD, max_length=16, index=True)
     predecessor_id: int | None = Field(default=None, foreign_key="exclusion.id")
     first_seen_at: datetime = _when()  # when the clause appeared (its commit's date if known)
     removed_at: datetime | None = _when(nullable=True)
@@ -157,19 +174,24 @@ class Exclusion(SQLModel, table=True):
     acknowledged_at: datetime | None = _when(nullable=True)
 
 
-class Event(SQLModel, table=True):
+class EventBase(SQLModel):
+    """What one step of an exclusion's thread records: its kind, commit, author, details."""
+
+    kind: str = Field(max_length=32)  # an EventKind
+    commit: str | None = Field(default=None, max_length=64)
+    pull_request: int | None = None
+    author: str | None = Field(default=None, max_length=256)
+    detail: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+
+
+class Event(EventBase, table=True):
     """One step of an exclusion's timeline; rows are only ever added (never updated)."""
 
     id: int | None = Field(default=None, primary_key=True)
     exclusion_id: int = Field(foreign_key="exclusion.id", index=True)
-    kind: str = Field(max_length=32)  # an EventKind
     at: datetime = _when(index=True)  # when it happened (a commit's date when known)
     recorded_at: datetime = _when()  # when govern learned of it
-    commit: str | None = Field(default=None, max_length=64)
-    pull_request: int | None = None
-    author: str | None = Field(default=None, max_length=256)
     related_id: int | None = Field(default=None, foreign_key="exclusion.id")
-    detail: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
 
 
 class Release(SQLModel, table=True):
@@ -218,7 +240,17 @@ class IndexPage(SQLModel, table=True):
     fresh_until: datetime | None = _when(nullable=True)
 
 
-class Candidate(SQLModel, table=True):
+class CandidateBase(SQLModel):
+    """A release considered for an exclusion on one profile: eligible or why not, its status."""
+
+    profile: str = Field(default="default", max_length=128)
+    role: str = Field(default="newest", max_length=16)  # newest, first
+    eligible: bool = True
+    reason: str | None = Field(default=None, sa_column=Column(Text))  # why not, when not
+    status: str = Field(default=CandidateStatus.FOUND, max_length=16)
+
+
+class Candidate(CandidateBase, table=True):
     """A release that could replace an exclusion, for one runtime profile, and why (not)."""
 
     __table_args__ = (UniqueConstraint("exclusion_id", "release_id", "profile"),)
@@ -226,33 +258,42 @@ class Candidate(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     exclusion_id: int = Field(foreign_key="exclusion.id", index=True)
     release_id: int = Field(foreign_key="release.id", index=True)
-    profile: str = Field(default="default", max_length=128)
-    role: str = Field(default="newest", max_length=16)  # newest, first
-    eligible: bool = True
-    reason: str | None = Field(default=None, sa_column=Column(Text))  # why not, when not
-    status: str = Field(default=CandidateStatus.FOUND, max_length=16)
     found_at: datetime = _when()
 
 
-class Verification(SQLModel, table=True):
+class VerificationBase(SQLModel):
+    """What a CI run of a candidate said: where it ran, how it ended and why."""
+
+    provider: str = Field(max_length=32)
+    conclusion: str | None = Field(default=None, max_length=16)  # a Conclusion
+    run_url: str | None = Field(default=None, sa_column=Column(Text))
+    detail: str | None = Field(default=None, sa_column=Column(Text))  # why, in a line
+
+
+class Verification(VerificationBase, table=True):
     """One CI run of one candidate on one profile, with its evidence."""
 
     id: int | None = Field(default=None, primary_key=True)
     candidate_id: int = Field(foreign_key="candidate.id", index=True)
-    provider: str = Field(max_length=32)
     profile: str = Field(max_length=128)
     run_id: str | None = Field(default=None, max_length=256)
-    run_url: str | None = Field(default=None, sa_column=Column(Text))
     attempt: int = 1
     started_at: datetime = _when()
     finished_at: datetime | None = _when(nullable=True)
-    conclusion: str | None = Field(default=None, max_length=16)  # a Conclusion
     installed_version: str | None = Field(default=None, max_length=128)
     log_excerpt: str | None = Field(default=None, sa_column=Column(Text))
-    detail: str | None = Field(default=None, sa_column=Column(Text))  # why, in a line
 
 
-class Proposal(SQLModel, table=True):
+class ProposalBase(SQLModel):
+    """What govern proposed for an exclusion: how, its state, the new clause, where."""
+
+    kind: str = Field(max_length=32)  # pull-request, comment, message
+    state: str = Field(default="open", max_length=16)
+    new_clause: str | None = Field(default=None, max_length=256)
+    url: str | None = Field(default=None, sa_column=Column(Text))
+
+
+class Proposal(ProposalBase, table=True):
     """What govern did about a verified candidate, recorded so it is never sent twice."""
 
     __table_args__ = (UniqueConstraint("dedupe_key"),)
@@ -260,11 +301,7 @@ class Proposal(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     exclusion_id: int = Field(foreign_key="exclusion.id", index=True)
     candidate_id: int | None = Field(default=None, foreign_key="candidate.id")
-    kind: str = Field(max_length=32)  # pull-request, comment, message
     dedupe_key: str = Field(max_length=128)
-    state: str = Field(default="open", max_length=16)
-    new_clause: str | None = Field(default=None, max_length=256)
-    url: str | None = Field(default=None, sa_column=Column(Text))
     created_at: datetime = _when()
 
 
@@ -282,6 +319,163 @@ class PollRun(SQLModel, table=True):
     not_modified: int = 0
     failed: int = 0
     candidates_found: int = 0
+
+
+# -- what the store shows (status, history, the dashboard, the API) ------------------------
+
+
+# An answer holds every field, a default or not: its JSON schema says so (the base's
+# defaults are the table's).
+SHOWN: Any = {"json_schema_serialization_defaults_required": True}
+
+
+class ExclusionPublic(ExclusionBase):
+    """An exclusion with its state (``overdue`` once its review date passed), current
+    annotation, age and owner."""
+
+    model_config = SHOWN
+
+    id: str  # the audit's stable key
+    repository: str
+    source: str
+    first_seen: Moment
+    removed: Moment | None
+    age_days: int
+    reason: str | None
+    links: list[str]
+    owner: str | None
+    review_by: date | None
+    commit: str | None  # the commit that introduced it
+    pull_request: int | None
+
+
+class EventPublic(EventBase):
+    """One event of a thread, with the exclusion it belongs to and the reason as it stood
+    right after it."""
+
+    model_config = SHOWN
+
+    at: Moment
+    exclusion: str  # its id
+    source: str
+    package: str
+    clause: str
+    reason: str | None
+    links: list[str]
+
+
+class ThreadPublic(SQLModel):
+    """Exclusions that belong together (a clause and its successors, or a shared link)."""
+
+    exclusions: list[ExclusionPublic]
+    links: list[str]
+    events: list[EventPublic]
+
+
+class VerificationPublic(VerificationBase):
+    """One verification of a candidate, with its log excerpt."""
+
+    model_config = SHOWN
+
+    attempt: int
+    installed: str | None
+    started: Moment
+    finished: Moment | None
+    log: str | None
+
+
+class EvidencePublic(VerificationBase):
+    """The latest verification of a candidate."""
+
+    model_config = SHOWN
+
+    profile: str
+    installed: str | None
+    finished: Moment | None
+
+
+class CandidatePublic(CandidateBase):
+    """A release considered for the exclusion on a profile, with its verifications."""
+
+    model_config = SHOWN
+
+    version: str
+    found: Moment
+    verifications: list[VerificationPublic]
+
+
+class ProposalPublic(ProposalBase):
+    """A proposal made for an exclusion."""
+
+    model_config = SHOWN
+
+    created: Moment
+
+
+class ChangePublic(SQLModel):
+    """The line before and after the narrow relaxation (``after`` null: none computed)."""
+
+    before: str
+    after: str | None
+    note: str
+
+
+class PendingPublic(SQLModel):
+    """An exclusion that could be relaxed, with its candidate and evidence."""
+
+    exclusion: ExclusionPublic
+    candidate: str  # the version
+    profiles: list[str]
+    verified: bool
+    evidence: EvidencePublic | None
+    change: ChangePublic
+    proposal_url: str | None
+
+
+class PendingPage(SQLModel):
+    """The pending relaxations (the front page), verified first."""
+
+    items: list[PendingPublic]
+    total: int
+
+
+class ExclusionPage(SQLModel):
+    """One page of exclusions."""
+
+    items: list[ExclusionPublic]
+    total: int
+    page: int
+    per_page: int
+
+    @computed_field  # type: ignore[prop-decorator]  # pydantic's documented form
+    @property
+    def pages(self) -> int:
+        """How many pages there are (at least one)."""
+        return max(1, -(-self.total // self.per_page))
+
+
+class ExclusionDetail(SQLModel):
+    """One exclusion: itself, its thread's events, candidates and proposals."""
+
+    exclusion: ExclusionPublic
+    thread: list[EventPublic]  # oldest first
+    candidates: list[CandidatePublic]
+    proposals: list[ProposalPublic]
+
+
+class DebtDay(SQLModel):
+    """Open exclusions on a day, and their median age."""
+
+    day: date
+    count: int
+    median_age_days: float | None
+
+
+class DebtPublic(SQLModel):
+    """Held-back debt over time, and the ages of the exclusions open now."""
+
+    series: list[DebtDay]
+    ages_days: list[float]
 
 
 class AppendOnly(Exception):

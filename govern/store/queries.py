@@ -1,4 +1,11 @@
-"""What the commands ask the store: exclusions with their state, and governance threads."""
+"""The store's read side: exclusions as ``govern status``, the dashboard and the API show them.
+
+The pieces the other read modules share (an exclusion's rows joined, its public form, the
+versions known bad), and the lists: :func:`exclusions` (``govern status``), :func:`browse`
+(the dashboard's list, filtered, searched and paginated in SQL), :func:`find` and
+:func:`counts`. Threads and one exclusion's page are in :mod:`govern.store.history`, the
+front page in :mod:`govern.store.pending`, debt over time in :mod:`govern.store.debt`.
+"""
 
 from __future__ import annotations
 
@@ -9,73 +16,29 @@ from datetime import date, datetime
 from typing import Any
 
 from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+from sqlalchemy import func, or_
 from sqlalchemy import select as columns
-from sqlmodel import Session, col, or_, select
+from sqlmodel import Session, col, select
 
 from govern.exclusions.states import ENDED, REJECTED, State
 from govern.store.models import (
     Annotation,
     Candidate,
-    Event,
     Exclusion,
+    ExclusionPage,
+    ExclusionPublic,
     Release,
     Repository,
     Source,
     as_utc,
 )
 
+PER_PAGE = 50
+MAX_PER_PAGE = 200
 
-@dataclass(frozen=True, slots=True)
-class ExclusionView:
-    """One exclusion as ``govern status`` shows it."""
-
-    id: str
-    repository: str
-    source: str
-    line: int
-    package: str
-    clause: str
-    requirement: str
-    marker: str | None
-    kind: str
-    sub_kind: str
-    state: str  # the lifecycle state, or "overdue" when the review date has passed
-    first_seen: datetime
-    removed: datetime | None
-    age_days: int
-    reason: str | None
-    links: tuple[str, ...]
-    owner: str | None
-    review_by: date | None
-    introduced_commit: str | None
-    introduced_pull_request: int | None
-    predecessor: int | None
-    row_id: int
-
-    def as_dict(self) -> dict[str, Any]:
-        """JSON-ready fields (``row_id`` and ``predecessor`` are internal)."""
-        return {
-            "id": self.id,
-            "repository": self.repository,
-            "source": self.source,
-            "line": self.line,
-            "package": self.package,
-            "clause": self.clause,
-            "requirement": self.requirement,
-            "marker": self.marker,
-            "kind": self.kind,
-            "sub_kind": self.sub_kind,
-            "state": self.state,
-            "first_seen": self.first_seen.isoformat(),
-            "removed": self.removed.isoformat() if self.removed else None,
-            "age_days": self.age_days,
-            "reason": self.reason,
-            "links": list(self.links),
-            "owner": self.owner,
-            "review_by": self.review_by.isoformat() if self.review_by else None,
-            "commit": self.introduced_commit,
-            "pull_request": self.introduced_pull_request,
-        }
+# An exclusion with its current annotation (None: it has none), source and repository.
+ExclusionRow = tuple[Exclusion, Annotation | None, Source, Repository]
 
 
 def has_nul(*texts: str | None) -> bool:
@@ -87,7 +50,13 @@ def has_nul(*texts: str | None) -> bool:
     return any(text and "\x00" in text for text in texts)
 
 
-def _state(row: Exclusion, note: Annotation | None, today: date) -> str:
+def like_literal(text: str) -> str:
+    """``text`` for a LIKE pattern (``escape="\\"``): its own % and _ taken literally."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def shown_state(row: Exclusion, note: Annotation | None, today: date) -> str:
+    """The state shown: the stored one, or ``overdue`` for an open one past its review date."""
     if row.state in ENDED:
         return row.state
     if note is not None and note.review_by is not None and note.review_by < today:
@@ -95,39 +64,38 @@ def _state(row: Exclusion, note: Annotation | None, today: date) -> str:
     return row.state
 
 
-def _view(
-    row: Exclusion,
-    note: Annotation | None,
-    source: Source,
-    repository: Repository,
-    now: datetime,
-) -> ExclusionView:
-    assert row.id is not None
-    first = as_utc(row.first_seen_at)
-    end = as_utc(row.removed_at) if row.removed_at else None
-    return ExclusionView(
-        id=row.key,
+def exclusion_public(
+    row: ExclusionRow, *, now: datetime, assigned_owner: bool = True
+) -> ExclusionPublic:
+    """The public form of an exclusion's row; ``assigned_owner``: the owner set on the
+    dashboard, if any, over the annotation's (``govern status`` shows the annotation's)."""
+    exclusion, note, source, repository = row
+    first = as_utc(exclusion.first_seen_at)
+    end = as_utc(exclusion.removed_at) if exclusion.removed_at else None
+    owner = note.owner if note else None
+    if assigned_owner and exclusion.assigned_owner:
+        owner = exclusion.assigned_owner
+    return ExclusionPublic.model_construct(
+        id=exclusion.key,
         repository=repository.name,
         source=source.path,
-        line=row.line,
-        package=row.package,
-        clause=row.clause,
-        requirement=row.requirement,
-        marker=row.marker,
-        kind=row.kind,
-        sub_kind=row.sub_kind,
-        state=_state(row, note, now.date()),
+        line=exclusion.line,
+        package=exclusion.package,
+        clause=exclusion.clause,
+        requirement=exclusion.requirement,
+        marker=exclusion.marker,
+        kind=exclusion.kind,
+        sub_kind=exclusion.sub_kind,
+        state=shown_state(exclusion, note, now.date()),
         first_seen=first,
         removed=end,
         age_days=max(0, ((end or now) - first).days),
         reason=note.reason if note else None,
-        links=tuple(note.links) if note else (),
-        owner=note.owner if note else None,
+        links=list(note.links) if note else [],
+        owner=owner,
         review_by=note.review_by if note else None,
-        introduced_commit=row.introduced_commit,
-        introduced_pull_request=row.introduced_pull_request,
-        predecessor=row.predecessor_id,
-        row_id=row.id,
+        commit=exclusion.introduced_commit,
+        pull_request=exclusion.introduced_pull_request,
     )
 
 
@@ -149,7 +117,19 @@ def exclusion_rows() -> Any:
     return joined(select(Exclusion, Annotation, Source, Repository))
 
 
-def failed_versions(session: Session, ids: Sequence[int]) -> dict[int, set[str]]:
+def ordered_rows(session: Session, *where: Any) -> list[ExclusionRow]:
+    """The exclusion rows matching ``where``, by repository, file, line and clause."""
+    statement = (
+        exclusion_rows()
+        .where(*where)
+        .order_by(
+            col(Repository.name), col(Source.path), col(Exclusion.line), col(Exclusion.clause)
+        )
+    )
+    return list(session.exec(statement).all())
+
+
+def failed_versions(session: Session, *, ids: Sequence[int]) -> dict[int, set[str]]:
     """Versions whose verification failed (or that were marked bad), by exclusion."""
     out: dict[int, set[str]] = defaultdict(set)
     if not ids:
@@ -166,17 +146,34 @@ def failed_versions(session: Session, ids: Sequence[int]) -> dict[int, set[str]]
     return out
 
 
-def _rows(
-    session: Session, *where: Any
-) -> list[tuple[Exclusion, Annotation | None, Source, Repository]]:
-    statement = (
-        exclusion_rows()
-        .where(*where)
-        .order_by(
-            col(Repository.name), col(Source.path), col(Exclusion.line), col(Exclusion.clause)
-        )
-    )
-    return list(session.exec(statement).all())
+def newest_first(version: str) -> tuple[int, Any]:
+    """A sort key putting versions newest first (PEP 440), those that do not parse last."""
+    try:
+        parsed = Version(version)
+    except InvalidVersion:
+        return (1, version)
+    return (0, _Reversed(parsed))
+
+
+class _Reversed:
+    """Orders versions newest first inside a sort key."""
+
+    __slots__ = ("version",)
+
+    def __init__(self, version: Version) -> None:
+        self.version = version
+
+    def __lt__(self, other: _Reversed) -> bool:
+        return self.version > other.version
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Reversed) and self.version == other.version
+
+    def __hash__(self) -> int:
+        return hash(self.version)
+
+
+# -- govern status ---------------------------------------------------------------------------
 
 
 def exclusions(
@@ -189,7 +186,7 @@ def exclusions(
     states: Sequence[str] = (),
     owner: str | None = None,
     include_ended: bool = False,
-) -> list[ExclusionView]:
+) -> list[ExclusionPublic]:
     """Exclusions with their state, newest annotation, age and owner, filtered.
 
     ``states`` may name ``overdue`` (active, review date passed) and the ended states;
@@ -207,225 +204,139 @@ def exclusions(
     wanted = set(states)
     if not include_ended and not wanted & set(ENDED):
         where.append(col(Exclusion.removed_at).is_(None))
-    views = [_view(*row, now) for row in _rows(session, *where)]
+    shown = [
+        exclusion_public(row, now=now, assigned_owner=False)
+        for row in ordered_rows(session, *where)
+    ]
     if wanted:
-        views = [v for v in views if v.state in wanted]
+        shown = [v for v in shown if v.state in wanted]
     if owner:
-        views = [v for v in views if v.owner and owner.lower() in v.owner.lower()]
-    return views
+        shown = [v for v in shown if v.owner and owner.lower() in v.owner.lower()]
+    return shown
+
+
+# -- the dashboard's list ------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
-class TimelineEvent:
-    """One event of a thread, with the exclusion it belongs to."""
+class Filters:
+    """The list filters (query parameters of /exclusions and /api/v1/exclusions)."""
 
-    at: datetime
-    kind: str
-    exclusion: ExclusionView
-    commit: str | None
-    pull_request: int | None
-    author: str | None
-    detail: dict[str, Any]
-    reason: str | None  # the reason as it stood after this event
-    links: tuple[str, ...]
+    repository: str | None = None
+    package: str | None = None
+    kind: str | None = None
+    state: str | None = None
+    owner: str | None = None
+    q: str | None = None
 
-    def as_dict(self) -> dict[str, Any]:
-        """JSON-ready fields."""
+    def as_query(self) -> dict[str, str]:
+        """The filters that are set, as query parameters."""
         return {
-            "at": self.at.isoformat(),
-            "kind": self.kind,
-            "exclusion": self.exclusion.id,
-            "source": self.exclusion.source,
-            "package": self.exclusion.package,
-            "clause": self.exclusion.clause,
-            "commit": self.commit,
-            "pull_request": self.pull_request,
-            "author": self.author,
-            "detail": self.detail,
-            "reason": self.reason,
-            "links": list(self.links),
+            name: value
+            for name in ("repository", "package", "kind", "state", "owner", "q")
+            if (value := getattr(self, name))
         }
 
 
-@dataclass(frozen=True, slots=True)
-class Thread:
-    """Exclusions that belong together (a clause and its successors, or a shared link)."""
-
-    exclusions: tuple[ExclusionView, ...]
-    events: tuple[TimelineEvent, ...]
-    links: tuple[str, ...]
-
-    def as_dict(self) -> dict[str, Any]:
-        """JSON-ready fields."""
-        return {
-            "exclusions": [e.as_dict() for e in self.exclusions],
-            "links": list(self.links),
-            "events": [e.as_dict() for e in self.events],
-        }
-
-
-def threads(session: Session, query: str, *, now: datetime) -> list[Thread]:
-    """The governance threads of a package (by name) or of one exclusion (by id).
-
-    A thread is a clause with its predecessors and successors (``< 14.1.0`` that became
-    ``!= 14.1.0``), joined with every exclusion that shares a linked issue or pull
-    request with it (a cap on the same bug in another file, the same package's thread
-    in another repository).
-    """
-    if has_nul(query):
-        return []
-    name = canonicalize_name(query)
-    seed_query = columns(col(Exclusion.id)).where(
-        or_(col(Exclusion.key) == query, col(Exclusion.package) == name)
+def browse(
+    session: Session, *, filters: Filters, now: datetime, page: int, per_page: int
+) -> ExclusionPage:
+    """All exclusions matching the filters, one page of them, ordered by repository and file."""
+    per_page = max(1, min(per_page, MAX_PER_PAGE))
+    page = max(1, page)
+    if has_nul(*filters.as_query().values()):
+        return ExclusionPage.model_construct(items=[], total=0, page=page, per_page=per_page)
+    where = _filtered(filters, now.date())
+    counted = joined(columns(func.count()).select_from(Exclusion)).where(*where)
+    total = session.execute(counted).one()[0]
+    rows = session.exec(
+        exclusion_rows()
+        .where(*where)
+        .order_by(col(Repository.name), col(Source.path), col(Exclusion.line), col(Exclusion.id))
+        .offset((page - 1) * per_page)
+        .limit(per_page)
+    ).all()
+    return ExclusionPage.model_construct(
+        items=[exclusion_public(row, now=now) for row in rows],
+        total=total,
+        page=page,
+        per_page=per_page,
     )
-    seeds = [row_id for (row_id,) in session.execute(seed_query)]
-    if not seeds:
-        return []
-    # Each connected part reached from the seeds is one thread. The graph is walked level by
-    # level in SQL (predecessor edges both ways, and exclusions whose annotations share a
-    # link), so a thread costs a few queries however large the store is.
-    component: dict[int, int] = {}
-    for seed in seeds:
-        if seed in component:
-            continue
-        component[seed] = seed
-        frontier = {seed}
-        seen_links: set[str] = set()
-        while frontier:
-            reached = _predecessor_neighbours(session, frontier)
-            links = _links_of(session, frontier) - seen_links
-            seen_links |= links
-            reached |= _sharing(session, links)
-            frontier = reached - component.keys()
-            for other in frontier:
-                component[other] = seed
-    all_rows: dict[int, tuple[Exclusion, Annotation | None, Source, Repository]] = {}
-    members_ids = list(component)
-    for start in range(0, len(members_ids), 500):
-        for row in _rows(session, col(Exclusion.id).in_(members_ids[start : start + 500])):
-            assert row[0].id is not None
-            all_rows[row[0].id] = row
-    notes = _all_notes(session, list(all_rows))
-    groups: dict[int, list[int]] = defaultdict(list)
-    for row_id in all_rows:
-        groups[component[row_id]].append(row_id)
-    views = {row_id: _view(*row, now) for row_id, row in all_rows.items() if row_id is not None}
-    events = _events(session, list(views))
-    out: list[Thread] = []
-    for members in groups.values():
-        member_views = sorted((views[m] for m in members), key=lambda v: (v.first_seen, v.row_id))
-        timeline = sorted(
-            (
-                _timeline(event, views[event.exclusion_id], notes.get(event.exclusion_id, []))
-                for m in members
-                for event in events.get(m, [])
-            ),
-            key=lambda e: (e.at, e.exclusion.row_id),
-        )
-        shared = sorted({link for m in members for n in notes.get(m, []) for link in n.links})
-        out.append(Thread(tuple(member_views), tuple(timeline), tuple(shared)))
-    out.sort(key=lambda t: (t.exclusions[0].package != name, t.exclusions[0].first_seen))
-    return out
 
 
-_BATCH = 500
-
-
-def _batches(ids: set[int]) -> list[list[int]]:
-    ordered = sorted(ids)
-    return [ordered[i : i + _BATCH] for i in range(0, len(ordered), _BATCH)]
-
-
-def _predecessor_neighbours(session: Session, ids: set[int]) -> set[int]:
-    """Exclusions one predecessor edge away (either direction) from any of ``ids``."""
-    out: set[int] = set()
-    for batch in _batches(ids):
-        for row_id, predecessor in session.execute(
-            columns(col(Exclusion.id), col(Exclusion.predecessor_id)).where(
-                or_(col(Exclusion.id).in_(batch), col(Exclusion.predecessor_id).in_(batch))
+def _filtered(filters: Filters, today: date) -> list[Any]:
+    """The WHERE clauses of the list's filters (over the joined rows)."""
+    where: list[Any] = []
+    if filters.repository:
+        pattern = f"%{like_literal(filters.repository)}%"
+        where.append(col(Repository.name).like(pattern, escape="\\"))
+    if filters.package:
+        where.append(col(Exclusion.package) == canonicalize_name(filters.package))
+    if filters.kind:
+        where.append(col(Exclusion.kind) == filters.kind)
+    state = filters.state
+    if state in ENDED:
+        where.append(col(Exclusion.state) == state)
+    else:
+        where.append(col(Exclusion.removed_at).is_(None))
+        if state == State.OVERDUE:
+            where.append(col(Annotation.review_by) < today)
+        elif state:  # as shown: an overdue exclusion is listed as overdue, not as its state
+            where.append(col(Exclusion.state) == state)
+            where.append(
+                or_(col(Annotation.review_by).is_(None), col(Annotation.review_by) >= today)
             )
-        ):
-            out.add(row_id)
-            if predecessor is not None:
-                out.add(predecessor)
+    if filters.owner:
+        where.append(_contains(filters.owner, Exclusion.assigned_owner, Annotation.owner))
+    if filters.q:
+        searched = (Exclusion.package, Exclusion.requirement, Source.path, Annotation.reason)
+        where.append(_contains(filters.q, *searched))
+    return where
+
+
+def _contains(text: str, *fields: Any) -> Any:
+    """Any of ``fields`` holds ``text``, whatever the case (``text`` taken literally)."""
+    pattern = f"%{like_literal(text.lower())}%"
+    return or_(*(func.lower(col(field)).like(pattern, escape="\\") for field in fields))
+
+
+def find_row(session: Session, *, key: str) -> ExclusionRow | None:
+    """The rows of the exclusion with this id (the audit's stable key), or None."""
+    if has_nul(key):
+        return None
+    found: ExclusionRow | None = session.exec(
+        exclusion_rows().where(col(Exclusion.key) == key).limit(1)
+    ).first()
+    return found
+
+
+def find(session: Session, *, key: str, now: datetime) -> ExclusionPublic | None:
+    """The exclusion with this id (the audit's stable key), or None."""
+    row = find_row(session, key=key)
+    return exclusion_public(row, now=now) if row is not None else None
+
+
+# -- counts ---------------------------------------------------------------------------------
+
+
+def counts(session: Session, *, now: datetime) -> dict[str, int]:
+    """Exclusions by state (``overdue`` counted apart, among the open ones)."""
+    out: dict[str, int] = dict.fromkeys(State, 0)
+    for state, number in session.execute(
+        columns(col(Exclusion.state), func.count()).group_by(col(Exclusion.state))
+    ).all():
+        out[state] = int(number)
+    out[State.OVERDUE] = overdue(session, today=now.date())
     return out
 
 
-def _links_of(session: Session, ids: set[int]) -> set[str]:
-    """Every link in any annotation version of ``ids``."""
-    out: set[str] = set()
-    for batch in _batches(ids):
-        for (links,) in session.execute(
-            columns(col(Annotation.links)).where(col(Annotation.exclusion_id).in_(batch))
-        ):
-            out.update(link for link in links or () if isinstance(link, str))
-    return out
-
-
-def _sharing(session: Session, links: set[str]) -> set[int]:
-    """Exclusions with an annotation version that lists any of ``links``.
-
-    The JSON column is matched as text first (``LIKE '%"<link>"%'``, which an index cannot
-    serve but the database scans without decoding a row), then checked exactly.
-    """
-    import json
-
-    from sqlalchemy import Text, cast
-
-    out: set[int] = set()
-    for link in sorted(links):
-        needle = json.dumps(link)
-        pattern = f"%{like_literal(needle)}%"
-        for exclusion_id, found in session.execute(
-            columns(col(Annotation.exclusion_id), col(Annotation.links)).where(
-                cast(col(Annotation.links), Text).like(pattern, escape="\\")
-            )
-        ):
-            if link in (found or ()):
-                out.add(exclusion_id)
-    return out
-
-
-def like_literal(text: str) -> str:
-    """``text`` for a LIKE pattern (``escape="\\"``): its own % and _ taken literally."""
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-
-
-def _all_notes(session: Session, ids: list[int | None]) -> dict[int, list[Annotation]]:
-    out: dict[int, list[Annotation]] = defaultdict(list)
-    statement = (
-        select(Annotation).where(col(Annotation.exclusion_id).in_(ids)).order_by(col(Annotation.id))
-    )
-    for note in session.exec(statement):
-        out[note.exclusion_id].append(note)
-    return out
-
-
-def _events(session: Session, ids: list[int]) -> dict[int, list[Event]]:
-    out: dict[int, list[Event]] = defaultdict(list)
-    statement = select(Event).where(col(Event.exclusion_id).in_(ids)).order_by(col(Event.id))
-    for event in session.exec(statement):
-        out[event.exclusion_id].append(event)
-    return out
-
-
-def _timeline(event: Event, view: ExclusionView, notes: list[Annotation]) -> TimelineEvent:
-    at = as_utc(event.at)
-    # The annotation in force right after the event: the newest recorded at or before it.
-    note = None
-    for candidate in notes:
-        if as_utc(candidate.recorded_at) <= at:
-            note = candidate
-    if note is None and notes:
-        note = notes[0]
-    return TimelineEvent(
-        at=at,
-        kind=event.kind,
-        exclusion=view,
-        commit=event.commit,
-        pull_request=event.pull_request,
-        author=event.author,
-        detail=dict(event.detail),
-        reason=note.reason if note else None,
-        links=tuple(note.links) if note else (),
+def overdue(session: Session, *, today: date) -> int:
+    """Open exclusions whose current annotation's review date has passed."""
+    return int(
+        session.execute(
+            columns(func.count())
+            .select_from(Exclusion)
+            .join(Annotation, CURRENT_NOTE)
+            .where(col(Exclusion.removed_at).is_(None), col(Annotation.review_by) < today)
+        ).one()[0]
     )

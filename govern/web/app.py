@@ -32,9 +32,14 @@ from fastapi.responses import (
 from sqlalchemy import text
 
 from govern import __version__
+from govern.exclusions.model import Kind
+from govern.exclusions.states import State
+from govern.store import history, queries
+from govern.store.debt import debt as debt_series
 from govern.store.location import SCHEMA_REVISION
-from govern.web import actions, api, views
-from govern.web.charts import age_histogram, debt_over_time
+from govern.store.pending import attention, pending
+from govern.web import actions, api
+from govern.web.charts import DebtPoint, age_histogram, debt_over_time
 from govern.web.deps import SessionDep, StateDep, get_state, peer
 from govern.web.limits import BodyLimit, RefuseNul
 from govern.web.metrics import render
@@ -45,6 +50,8 @@ from govern.web.templating import environment
 logger = logging.getLogger(__name__)
 
 _STATIC = {"app.css": "text/css; charset=utf-8"}
+STATES = tuple(State)  # in the order the list's filter shows them
+KINDS = tuple(Kind)
 
 
 def create_app(state: AppState) -> FastAPI:
@@ -94,9 +101,13 @@ def _pages(app: FastAPI) -> None:
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     def front(request: Request, state: StateDep, session: SessionDep) -> HTMLResponse:
         now = state.clock()
-        pending = views.pending(session, now=now)
-        attention = views.attention(session, now=now)
-        return _render(request, "index.html", pending=pending, attention=attention, now=now)
+        return _render(
+            request,
+            "index.html",
+            pending=pending(session, now=now),
+            attention=attention(session, now=now),
+            now=now,
+        )
 
     @app.get("/exclusions", response_class=HTMLResponse, include_in_schema=False)
     def listing(
@@ -110,25 +121,27 @@ def _pages(app: FastAPI) -> None:
         owner: str | None = None,
         q: str | None = None,
         page: Annotated[int, Query(ge=1, le=100_000)] = 1,
-        per_page: Annotated[int, Query(ge=1, le=views.MAX_PER_PAGE)] = views.PER_PAGE,
+        per_page: Annotated[int, Query(ge=1, le=queries.MAX_PER_PAGE)] = queries.PER_PAGE,
     ) -> HTMLResponse:
-        filters = views.Filters(
+        filters = queries.Filters(
             repository=_field(repository),
             package=_field(package),
-            kind=kind if kind in views.KINDS else None,
-            state=state if state in views.STATES else None,
+            kind=kind if kind in KINDS else None,
+            state=state if state in STATES else None,
             owner=_field(owner),
             q=_field(q),
         )
-        found = views.browse(session, filters, now=app_state.clock(), page=page, per_page=per_page)
+        found = queries.browse(
+            session, filters=filters, now=app_state.clock(), page=page, per_page=per_page
+        )
         return _render(
             request,
             "exclusions.html",
             found=found,
             filters=filters,
             query=filters.as_query(),
-            kinds=views.KINDS,
-            states=views.STATES,
+            kinds=KINDS,
+            states=STATES,
         )
 
     @app.get("/exclusions/{key}", response_class=HTMLResponse, include_in_schema=False)
@@ -136,14 +149,14 @@ def _pages(app: FastAPI) -> None:
         request: Request, state: StateDep, session: SessionDep, key: str, done: str | None = None
     ) -> HTMLResponse:
         now = state.clock()
-        shown = views.detail(session, key, now=now)
+        shown = history.detail(session, key=key, now=now)
         if shown is None:
             return _render(request, "missing.html", status=404, key=key)
         return _render(
             request,
             "exclusion.html",
             x=shown.exclusion,
-            events=shown.events,
+            events=shown.thread,
             candidates=shown.candidates,
             proposals=shown.proposals,
             done=done if done in _DONE else None,
@@ -157,11 +170,12 @@ def _pages(app: FastAPI) -> None:
         session: SessionDep,
         days: Annotated[int, Query(ge=7, le=1825)] = 180,
     ) -> HTMLResponse:
-        series, ages = views.debt(session, now=state.clock(), days=days)
+        series, ages = debt_series(session, now=state.clock(), days=days)
+        points = [DebtPoint(d.day, d.count, d.median_age_days) for d in series]
         return _render(
             request,
             "debt.html",
-            over_time=debt_over_time(series),
+            over_time=debt_over_time(points),
             histogram=age_histogram(ages),
             days=days,
             open_now=len(ages),

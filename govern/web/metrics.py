@@ -23,7 +23,7 @@ from sqlmodel import Session, col
 
 from govern.exclusions.states import Conclusion
 from govern.store.models import Exclusion, IndexPage, PollRun, Verification, as_utc
-from govern.web import views
+from govern.store.queries import counts
 
 
 def _escape(value: str) -> str:
@@ -61,7 +61,7 @@ def render(session: Session, *, now: datetime) -> str:
     out.sample("govern_up", 1)
 
     out.family("govern_exclusions", "gauge", "Exclusions by lifecycle state.")
-    for state, number in sorted(views.counts(session, now=now).items()):
+    for state, number in sorted(counts(session, now=now).items()):
         out.sample("govern_exclusions", number, state=state)
 
     open_ = col(Exclusion.removed_at).is_(None)

@@ -12,6 +12,7 @@ from datetime import datetime
 from importlib import resources
 from typing import Any
 
+from govern.store.models import PendingPage
 from govern.text import visible
 
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|~>-])")
@@ -24,7 +25,7 @@ def md(value: object) -> str:
     return _MARKDOWN_SPECIAL.sub(r"\\\1", text)
 
 
-def markdown(*, now: datetime, pending: Any, attention: dict[str, Any]) -> str:
+def markdown(*, now: datetime, pending: PendingPage, attention: dict[str, Any]) -> str:
     """An issue body: the pending relaxations, then overdue and failed."""
     lines = [
         f"## Pending relaxations ({pending.total})",
@@ -47,10 +48,15 @@ def markdown(*, now: datetime, pending: Any, attention: dict[str, Any]) -> str:
                 if evidence
                 else "not verified"
             )
-            change = f"- {md(item.before)}<br>+ {md(item.after)}" if item.after else md(item.note)
+            change = item.change
+            diff = (
+                f"- {md(change.before)}<br>+ {md(change.after)}"
+                if change.after
+                else md(change.note)
+            )
             lines.append(
-                f"| {md(x.package)} {md(x.clause)}<br>{md(x.source)}:{x.line} | {change} | "
-                f"{md(item.version)} | {md(shown)} | {x.age_days} d | {md(x.owner or '-')} |"
+                f"| {md(x.package)} {md(x.clause)}<br>{md(x.source)}:{x.line} | {diff} | "
+                f"{md(item.candidate)} | {md(shown)} | {x.age_days} d | {md(x.owner or '-')} |"
             )
     else:
         lines.append("Nothing to relax today.")
@@ -67,7 +73,7 @@ def markdown(*, now: datetime, pending: Any, attention: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def html(*, now: datetime, pending: Any, attention: dict[str, Any]) -> str:
+def html(*, now: datetime, pending: PendingPage, attention: dict[str, Any]) -> str:
     """A standalone page (the stylesheet inlined, no script)."""
     from govern import __version__
     from govern.web.templating import environment

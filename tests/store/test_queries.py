@@ -9,8 +9,8 @@ import pytest
 from webseed import NOW, seed
 
 from govern.store.db import Store
-from govern.store.queries import exclusions, threads
-from govern.web import views
+from govern.store.history import detail, threads
+from govern.store.queries import Filters, browse, exclusions, find
 
 NUL = "\x00"
 
@@ -35,19 +35,19 @@ def test_a_nul_byte_in_a_filter_matches_nothing(store: Store) -> None:
             {"owner": NUL},
         ):
             assert exclusions(session, now=NOW, **filters) == [], filters
-        assert threads(session, "cupy-cuda13x", now=NOW)
-        assert threads(session, f"cupy-cuda13x{NUL}", now=NOW) == []
-        assert threads(session, NUL, now=NOW) == []
+        assert threads(session, query="cupy-cuda13x", now=NOW)
+        assert threads(session, query=f"cupy-cuda13x{NUL}", now=NOW) == []
+        assert threads(session, query=NUL, now=NOW) == []
 
 
 def test_a_nul_byte_in_a_dashboard_filter_or_id_matches_nothing(store: Store) -> None:
     with store.session() as session:
-        shown = views.browse(session, views.Filters(), now=NOW, page=1, per_page=50)
+        shown = browse(session, filters=Filters(), now=NOW, page=1, per_page=50)
         assert shown.total == 13
         key = shown.items[0].id
-        assert views.find(session, key, now=NOW) is not None
+        assert find(session, key=key, now=NOW) is not None
         for name in ("repository", "package", "owner", "q"):
-            odd = views.Filters(**{name: f"a{NUL}"})
-            assert views.browse(session, odd, now=NOW, page=1, per_page=50).total == 0, name
-        assert views.find(session, f"{key}{NUL}", now=NOW) is None
-        assert views.detail(session, NUL, now=NOW) is None
+            odd = Filters(**{name: f"a{NUL}"})
+            assert browse(session, filters=odd, now=NOW, page=1, per_page=50).total == 0, name
+        assert find(session, key=f"{key}{NUL}", now=NOW) is None
+        assert detail(session, key=NUL, now=NOW) is None

@@ -1,0 +1,296 @@
+"""What happened to exclusions: governance threads (``govern history``), and one exclusion's
+page (its thread's events, candidates with their verifications, proposals)."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from datetime import datetime
+
+from packaging.utils import canonicalize_name
+from sqlalchemy import Text, cast, or_
+from sqlalchemy import select as columns
+from sqlmodel import Session, col, select
+
+from govern.store.models import (
+    Annotation,
+    Candidate,
+    CandidatePublic,
+    Event,
+    EventPublic,
+    Exclusion,
+    ExclusionDetail,
+    ExclusionPublic,
+    Proposal,
+    ProposalPublic,
+    Release,
+    ThreadPublic,
+    Verification,
+    VerificationPublic,
+    as_utc,
+)
+from govern.store.queries import (
+    exclusion_public,
+    find_row,
+    has_nul,
+    like_literal,
+    newest_first,
+    ordered_rows,
+)
+
+_BATCH = 500
+
+
+def threads(session: Session, *, query: str, now: datetime) -> list[ThreadPublic]:
+    """The governance threads of a package (by name) or of one exclusion (by id).
+
+    A thread is a clause with its predecessors and successors (``< 14.1.0`` that became
+    ``!= 14.1.0``), joined with every exclusion that shares a linked issue or pull
+    request with it (a cap on the same bug in another file, the same package's thread
+    in another repository).
+    """
+    if has_nul(query):
+        return []
+    name = canonicalize_name(query)
+    seed_query = columns(col(Exclusion.id)).where(
+        or_(col(Exclusion.key) == query, col(Exclusion.package) == name)
+    )
+    seeds = [row_id for (row_id,) in session.execute(seed_query)]
+    if not seeds:
+        return []
+    component = _components(session, seeds)
+    rows = {}
+    members_ids = list(component)
+    for start in range(0, len(members_ids), _BATCH):
+        batch = members_ids[start : start + _BATCH]
+        for row in ordered_rows(session, col(Exclusion.id).in_(batch)):
+            assert row[0].id is not None
+            rows[row[0].id] = row
+    notes = _all_notes(session, list(rows))
+    groups: dict[int, list[int]] = defaultdict(list)
+    for row_id in rows:
+        groups[component[row_id]].append(row_id)
+    shown = {
+        row_id: exclusion_public(row, now=now, assigned_owner=False) for row_id, row in rows.items()
+    }
+    events = _events(session, list(shown))
+    out: list[ThreadPublic] = []
+    for members in groups.values():
+        ordered = sorted(members, key=lambda m: (shown[m].first_seen, m))
+        timeline = sorted(
+            (
+                (as_utc(event.at), m, _timeline(event, shown[m], notes.get(m, [])))
+                for m in members
+                for event in events.get(m, [])
+            ),
+            key=lambda entry: (entry[0], entry[1]),
+        )
+        linked = sorted({link for m in members for n in notes.get(m, []) for link in n.links})
+        out.append(
+            ThreadPublic.model_construct(
+                exclusions=[shown[m] for m in ordered],
+                links=linked,
+                events=[event for _, _, event in timeline],
+            )
+        )
+    out.sort(key=lambda t: (t.exclusions[0].package != name, t.exclusions[0].first_seen))
+    return out
+
+
+def _components(session: Session, seeds: list[int]) -> dict[int, int]:
+    """Each exclusion reached from the seeds, with the seed whose thread it is in.
+
+    The graph is walked level by level in SQL (predecessor edges both ways, and exclusions
+    whose annotations share a link), so a thread costs a few queries however large the
+    store is.
+    """
+    component: dict[int, int] = {}
+    for seed in seeds:
+        if seed in component:
+            continue
+        component[seed] = seed
+        frontier = {seed}
+        seen_links: set[str] = set()
+        while frontier:
+            reached = _predecessor_neighbours(session, frontier)
+            links = _links_of(session, frontier) - seen_links
+            seen_links |= links
+            reached |= _sharing(session, links)
+            frontier = reached - component.keys()
+            for other in frontier:
+                component[other] = seed
+    return component
+
+
+def _batches(ids: set[int]) -> list[list[int]]:
+    ordered = sorted(ids)
+    return [ordered[i : i + _BATCH] for i in range(0, len(ordered), _BATCH)]
+
+
+def _predecessor_neighbours(session: Session, ids: set[int]) -> set[int]:
+    """Exclusions one predecessor edge away (either direction) from any of ``ids``."""
+    out: set[int] = set()
+    for batch in _batches(ids):
+        for row_id, predecessor in session.execute(
+            columns(col(Exclusion.id), col(Exclusion.predecessor_id)).where(
+                or_(col(Exclusion.id).in_(batch), col(Exclusion.predecessor_id).in_(batch))
+            )
+        ):
+            out.add(row_id)
+            if predecessor is not None:
+                out.add(predecessor)
+    return out
+
+
+def _links_of(session: Session, ids: set[int]) -> set[str]:
+    """Every link in any annotation version of ``ids``."""
+    out: set[str] = set()
+    for batch in _batches(ids):
+        for (links,) in session.execute(
+            columns(col(Annotation.links)).where(col(Annotation.exclusion_id).in_(batch))
+        ):
+            out.update(link for link in links or () if isinstance(link, str))
+    return out
+
+
+def _sharing(session: Session, links: set[str]) -> set[int]:
+    """Exclusions with an annotation version that lists any of ``links``.
+
+    The JSON column is matched as text first (``LIKE '%"<link>"%'``, which an index cannot
+    serve but the database scans without decoding a row), then checked exactly.
+    """
+    out: set[int] = set()
+    for link in sorted(links):
+        pattern = f"%{like_literal(json.dumps(link))}%"
+        for exclusion_id, found in session.execute(
+            columns(col(Annotation.exclusion_id), col(Annotation.links)).where(
+                cast(col(Annotation.links), Text).like(pattern, escape="\\")
+            )
+        ):
+            if link in (found or ()):
+                out.add(exclusion_id)
+    return out
+
+
+def _all_notes(session: Session, ids: list[int]) -> dict[int, list[Annotation]]:
+    out: dict[int, list[Annotation]] = defaultdict(list)
+    statement = (
+        select(Annotation).where(col(Annotation.exclusion_id).in_(ids)).order_by(col(Annotation.id))
+    )
+    for note in session.exec(statement):
+        out[note.exclusion_id].append(note)
+    return out
+
+
+def _events(session: Session, ids: list[int]) -> dict[int, list[Event]]:
+    out: dict[int, list[Event]] = defaultdict(list)
+    statement = select(Event).where(col(Event.exclusion_id).in_(ids)).order_by(col(Event.id))
+    for event in session.exec(statement):
+        out[event.exclusion_id].append(event)
+    return out
+
+
+def _timeline(event: Event, exclusion: ExclusionPublic, notes: list[Annotation]) -> EventPublic:
+    at = as_utc(event.at)
+    # The annotation in force right after the event: the newest recorded at or before it.
+    note = None
+    for candidate in notes:
+        if as_utc(candidate.recorded_at) <= at:
+            note = candidate
+    if note is None and notes:
+        note = notes[0]
+    return EventPublic.model_construct(
+        at=at,
+        kind=event.kind,
+        exclusion=exclusion.id,
+        source=exclusion.source,
+        package=exclusion.package,
+        clause=exclusion.clause,
+        commit=event.commit,
+        pull_request=event.pull_request,
+        author=event.author,
+        detail=dict(event.detail),
+        reason=note.reason if note else None,
+        links=list(note.links) if note else [],
+    )
+
+
+# -- one exclusion ----------------------------------------------------------------------------
+
+
+def detail(session: Session, *, key: str, now: datetime) -> ExclusionDetail | None:
+    """The exclusion with this id, its thread, candidates and proposals; None if unknown."""
+    row = find_row(session, key=key)
+    if row is None or row[0].id is None:
+        return None
+    found = threads(session, query=key, now=now)
+    events = sorted((e for t in found for e in t.events), key=lambda e: e.at)
+    return ExclusionDetail.model_construct(
+        exclusion=exclusion_public(row, now=now),
+        thread=events,
+        candidates=candidates_of(session, exclusion_id=row[0].id),
+        proposals=proposals_of(session, exclusion_id=row[0].id),
+    )
+
+
+def candidates_of(session: Session, *, exclusion_id: int) -> list[CandidatePublic]:
+    """Every release considered for an exclusion, newest first, with its verifications."""
+    runs: dict[int, list[VerificationPublic]] = defaultdict(list)
+    rows = session.exec(
+        select(Candidate, Release)
+        .join(Release, col(Release.id) == col(Candidate.release_id))
+        .where(col(Candidate.exclusion_id) == exclusion_id)
+    ).all()
+    ids = [c.id for c, _ in rows if c.id is not None]
+    if ids:
+        for v in session.exec(
+            select(Verification)
+            .where(col(Verification.candidate_id).in_(ids))
+            .order_by(col(Verification.id))
+        ):
+            runs[v.candidate_id].append(
+                VerificationPublic.model_construct(
+                    provider=v.provider,
+                    attempt=v.attempt,
+                    conclusion=v.conclusion,
+                    installed=v.installed_version,
+                    run_url=v.run_url,
+                    started=as_utc(v.started_at),
+                    finished=as_utc(v.finished_at) if v.finished_at else None,
+                    detail=v.detail,
+                    log=v.log_excerpt,
+                )
+            )
+    shown = [
+        CandidatePublic.model_construct(
+            version=release.version,
+            profile=candidate.profile,
+            role=candidate.role,
+            eligible=candidate.eligible,
+            reason=candidate.reason,
+            status=candidate.status,
+            found=as_utc(candidate.found_at),
+            verifications=runs.get(candidate.id or 0, []),
+        )
+        for candidate, release in rows
+    ]
+    shown.sort(key=lambda c: (newest_first(c.version), c.profile))
+    return shown
+
+
+def proposals_of(session: Session, *, exclusion_id: int) -> list[ProposalPublic]:
+    """The proposals made for an exclusion."""
+    return [
+        ProposalPublic.model_construct(
+            kind=p.kind,
+            state=p.state,
+            new_clause=p.new_clause,
+            url=p.url,
+            created=as_utc(p.created_at),
+        )
+        for p in session.exec(
+            select(Proposal)
+            .where(col(Proposal.exclusion_id) == exclusion_id)
+            .order_by(col(Proposal.id))
+        )
+    ]

@@ -1,0 +1,321 @@
+"""The dashboard's front page, read with paginated SQL (no page loads everything).
+
+- :func:`pending`: exclusions with a candidate or a verified release, each with the change
+  that would be made (the line before and after, from :mod:`govern.exclusions.relax`), its
+  evidence (the latest verification), age, owner and proposal link; verified first.
+- :func:`attention`: what has been held too long: overdue reviews, failed verifications.
+
+A fixed number of queries per page, however many items: the ids of a page come first from
+narrow ordered queries (an index range each, stopped at the limit: see the indexes on
+Exclusion and Annotation), then the rows of those ids, then what each item needs, for all
+items at once (candidates, profiles, failed versions, published releases, evidence,
+proposals). No query per item.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from packaging.specifiers import InvalidSpecifier
+from packaging.version import InvalidVersion, Version
+from sqlalchemy import func, or_
+from sqlalchemy import select as columns
+from sqlmodel import Session, col, select
+
+from govern.exclusions.states import PENDING, CandidateStatus, Conclusion, State
+from govern.store.models import (
+    Annotation,
+    Candidate,
+    ChangePublic,
+    EvidencePublic,
+    Exclusion,
+    ExclusionPublic,
+    PendingPage,
+    PendingPublic,
+    Proposal,
+    Release,
+    Verification,
+    as_utc,
+)
+from govern.store.queries import (
+    CURRENT_NOTE,
+    PER_PAGE,
+    exclusion_public,
+    exclusion_rows,
+    failed_versions,
+    newest_first,
+    overdue,
+)
+
+
+def _by_ids(
+    session: Session, ids: Sequence[int], now: datetime
+) -> dict[int, tuple[ExclusionPublic, Annotation | None]]:
+    """The exclusions with these ids, shown, each with its current annotation."""
+    if not ids:
+        return {}
+    rows = session.exec(exclusion_rows().where(col(Exclusion.id).in_(list(ids)))).all()
+    return {row[0].id or 0: (exclusion_public(row, now=now), row[1]) for row in rows}
+
+
+def pending(session: Session, *, now: datetime, limit: int = PER_PAGE) -> PendingPage:
+    """Exclusions with a candidate or a verified release (not snoozed), verified first."""
+    shown = (
+        col(Exclusion.removed_at).is_(None),
+        or_(col(Exclusion.snoozed_until).is_(None), col(Exclusion.snoozed_until) <= now.date()),
+    )
+    total = session.execute(
+        columns(func.count())
+        .select_from(Exclusion)
+        .where(*shown, col(Exclusion.state).in_(PENDING))
+    ).one()[0]
+    ids = _pending_ids(session, shown, limit)
+    rows = _by_ids(session, ids, now)
+    best = _best_candidates(session, ids)
+    evidence = _evidence(session, [c for c, _ in best.values()])
+    proposals = _proposals(session, ids)
+    profiles = _profiles(session, ids)
+    failed = failed_versions(session, ids=ids)
+    published = _published(session, {rows[i][0].package for i in ids if i in best and i in rows})
+    items: list[PendingPublic] = []
+    for row_id in ids:
+        found = best.get(row_id)
+        if found is None or row_id not in rows:
+            continue
+        exclusion, note = rows[row_id]
+        candidate, release = found
+        bad = _versions({*(note.bad_versions if note else ()), *failed.get(row_id, ())})
+        after, why = _change(exclusion, release.version, bad, published.get(exclusion.package, []))
+        items.append(
+            PendingPublic.model_construct(
+                exclusion=exclusion,
+                candidate=release.version,
+                profiles=sorted(profiles.get((row_id, release.id or 0), ())),
+                verified=candidate.status == CandidateStatus.PASSED,
+                evidence=evidence.get(candidate.id or 0),
+                change=ChangePublic.model_construct(
+                    before=exclusion.requirement, after=after, note=why
+                ),
+                proposal_url=proposals.get(row_id),
+            )
+        )
+    return PendingPage.model_construct(items=items, total=total)
+
+
+def _pending_ids(session: Session, shown: Sequence[Any], limit: int) -> list[int]:
+    """The first ``limit`` pending exclusions: the verified ones, then the candidate and
+    verifying ones together; oldest first in each group. One ordered query per state, each
+    stopped at what it can contribute: never a sort of every pending row."""
+    picked: list[tuple[bool, datetime, int]] = []
+    for group in ((State.VERIFIED,), (State.CANDIDATE, State.VERIFYING)):
+        wanted = limit - len(picked)
+        if wanted <= 0:
+            break
+        for state in group:
+            picked.extend(
+                (state != State.VERIFIED, as_utc(first), row_id)
+                for row_id, first in session.execute(
+                    columns(col(Exclusion.id), col(Exclusion.first_seen_at))
+                    .where(*shown, col(Exclusion.state) == state)
+                    .order_by(col(Exclusion.first_seen_at))
+                    .limit(wanted)
+                )
+            )
+    picked.sort()
+    return [row_id for _, _, row_id in picked[:limit]]
+
+
+def _best_candidates(session: Session, ids: Sequence[int]) -> dict[int, tuple[Candidate, Release]]:
+    """Per exclusion: a passed candidate if any, else the newest eligible one still open."""
+    out: dict[int, tuple[Candidate, Release]] = {}
+    if not ids:
+        return out
+    order = (
+        CandidateStatus.PASSED,
+        CandidateStatus.VERIFYING,
+        CandidateStatus.FOUND,
+        CandidateStatus.ERRORED,
+    )
+    rank: dict[str, int] = {status: place for place, status in enumerate(order)}
+    found: dict[int, list[tuple[Candidate, Release]]] = defaultdict(list)
+    for candidate, release in session.exec(
+        select(Candidate, Release)
+        .join(Release, col(Release.id) == col(Candidate.release_id))
+        .where(
+            col(Candidate.exclusion_id).in_(list(ids)),
+            col(Candidate.eligible),
+            col(Candidate.status).in_(list(rank)),
+        )
+    ):
+        found[candidate.exclusion_id].append((candidate, release))
+    for exclusion_id, options in found.items():
+        out[exclusion_id] = min(
+            options, key=lambda pair: (rank[pair[0].status], newest_first(pair[1].version))
+        )
+    return out
+
+
+def _profiles(session: Session, ids: Sequence[int]) -> dict[tuple[int, int], set[str]]:
+    """The profiles on which each (exclusion, release) is an eligible candidate."""
+    out: dict[tuple[int, int], set[str]] = defaultdict(set)
+    if not ids:
+        return out
+    for exclusion_id, release_id, profile in session.execute(
+        columns(
+            col(Candidate.exclusion_id), col(Candidate.release_id), col(Candidate.profile)
+        ).where(col(Candidate.exclusion_id).in_(list(ids)), col(Candidate.eligible))
+    ):
+        out[(exclusion_id, release_id)].add(profile)
+    return out
+
+
+def _evidence(session: Session, candidates: Sequence[Candidate]) -> dict[int, EvidencePublic]:
+    """The latest verification of each candidate."""
+    ids = [c.id for c in candidates if c.id is not None]
+    out: dict[int, EvidencePublic] = {}
+    if not ids:
+        return out
+    for row in session.exec(
+        select(Verification)
+        .where(col(Verification.candidate_id).in_(ids))
+        .order_by(col(Verification.id))
+    ):
+        out[row.candidate_id] = EvidencePublic.model_construct(
+            conclusion=row.conclusion,
+            provider=row.provider,
+            profile=row.profile,
+            installed=row.installed_version,
+            run_url=row.run_url,
+            finished=as_utc(row.finished_at) if row.finished_at else None,
+            detail=row.detail,
+        )
+    return out
+
+
+def _proposals(session: Session, ids: Sequence[int]) -> dict[int, str]:
+    if not ids:
+        return {}
+    return {
+        p.exclusion_id: p.url
+        for p in session.exec(
+            select(Proposal).where(
+                col(Proposal.exclusion_id).in_(list(ids)), col(Proposal.url).is_not(None)
+            )
+        )
+        if p.url
+    }
+
+
+def _versions(texts: set[str]) -> list[Version]:
+    """The valid versions among ``texts``, sorted."""
+    out: list[Version] = []
+    for text in texts:
+        try:
+            out.append(Version(text))
+        except InvalidVersion:
+            continue
+    return sorted(out)
+
+
+def _change(
+    exclusion: ExclusionPublic,
+    version: str,
+    bad: Sequence[Version],
+    published: Sequence[Version],
+) -> tuple[str | None, str]:
+    """The requirement as it would be written after the narrow relaxation, and why."""
+    from packaging.requirements import Requirement
+
+    from govern.exclusions import relax as relaxation
+
+    try:
+        candidate = Version(version)
+        requirement = exclusion.requirement.split("#", 1)[0].strip()
+        specifiers = Requirement(requirement).specifier
+        result = relaxation.relax(specifiers, exclusion.clause, candidate, bad, published=published)
+        after = result.rewrite(exclusion.requirement)
+    except (InvalidVersion, InvalidSpecifier, ValueError) as exc:
+        return None, f"no narrow change computed: {exc}"
+    return after, result.note
+
+
+def _published(session: Session, packages: set[str]) -> dict[str, list[Version]]:
+    """The releases seen of each package (those whose version parses)."""
+    out: dict[str, list[Version]] = {package: [] for package in packages}
+    if not packages:
+        return out
+    for package, text in session.execute(
+        columns(col(Release.package), col(Release.version)).where(
+            col(Release.package).in_(sorted(packages))
+        )
+    ):
+        try:
+            out[package].append(Version(text))
+        except InvalidVersion:
+            continue
+    return out
+
+
+def attention(session: Session, *, now: datetime, limit: int = 20) -> dict[str, Any]:
+    """Held, overdue and failed: counts, and the oldest or latest few of each."""
+    open_ = col(Exclusion.removed_at).is_(None)
+    today = now.date()
+    overdue_where = (open_, col(Annotation.review_by) < today)
+    overdue_total = overdue(session, today=today)
+    overdue_ids = list(
+        session.execute(
+            columns(col(Exclusion.id))
+            .select_from(Exclusion)
+            .join(Annotation, CURRENT_NOTE)
+            .where(*overdue_where)
+            .order_by(col(Annotation.review_by))
+            .limit(limit)
+        ).scalars()
+    )
+    held_where = (open_, col(Exclusion.state) == State.HELD)
+    held_total = session.execute(
+        columns(func.count()).select_from(Exclusion).where(*held_where)
+    ).one()[0]
+    held_ids = list(
+        session.execute(
+            columns(col(Exclusion.id))
+            .where(*held_where)
+            .order_by(col(Exclusion.first_seen_at))
+            .limit(limit)
+        ).scalars()
+    )
+    rows = _by_ids(session, [*overdue_ids, *held_ids], now)
+    failed: list[dict[str, Any]] = []
+    for verification, candidate, release, exclusion in session.exec(
+        select(Verification, Candidate, Release, Exclusion)
+        .join(Candidate, col(Candidate.id) == col(Verification.candidate_id))
+        .join(Release, col(Release.id) == col(Candidate.release_id))
+        .join(Exclusion, col(Exclusion.id) == col(Candidate.exclusion_id))
+        .where(col(Verification.conclusion) == Conclusion.FAILED)
+        .order_by(col(Verification.id).desc())
+        .limit(limit)
+    ):
+        failed.append(
+            {
+                "id": exclusion.key,
+                "package": exclusion.package,
+                "clause": exclusion.clause,
+                "version": release.version,
+                "profile": verification.profile,
+                "provider": verification.provider,
+                "run_url": verification.run_url,
+                "detail": verification.detail,
+                "finished": as_utc(verification.finished_at) if verification.finished_at else None,
+                "status": candidate.status,
+            }
+        )
+    return {
+        "held": [rows[i][0] for i in held_ids if i in rows],
+        "held_total": held_total,
+        "overdue": [rows[i][0] for i in overdue_ids if i in rows],
+        "overdue_total": overdue_total,
+        "failed": failed,
+    }
