@@ -64,12 +64,15 @@ def _online(
     # Here, not at the top: the index code is for --online only (see govern.cli).
     import asyncio
 
-    from govern.cli.poll import fetch_pages
+    from govern.cli.output import announce_index
+    from govern.index.client import fetch_pages
     from govern.index.settings import index_settings, profiles_from
     from govern.policy.online import evaluate_online, watched
 
     settings = index_settings(config, index_url)
     names = sorted({e.package for e in report.exclusions if watched(e)})
+    if names:
+        announce_index(settings)
     pages = asyncio.run(fetch_pages(settings, names)) if names else {}
     extra = evaluate_online(
         policy,

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -13,74 +12,11 @@ from packaging.utils import canonicalize_name
 
 from govern.cli.options import ConfigOption, DbOption, FormatOption, IndexOption
 from govern.cli.output import ViewFormat, announce_index, print_json
-from govern.config import load_config
 from govern.errors import IndexUnavailable
-from govern.index.settings import index_settings, profiles_from
 
 if TYPE_CHECKING:
     from govern.index.model import FetchResult
-    from govern.index.pipconfig import IndexSettings
-    from govern.index.profiles import Profile
     from govern.service.poll import PollResult
-    from govern.store.dbapi import RawStore
-
-
-async def fetch_pages(
-    settings: IndexSettings,
-    names: list[str],
-    on_done: Any = None,
-) -> dict[str, FetchResult]:
-    """Each package's page, fetched once, concurrently (for ``audit --online``)."""
-    from govern.index.client import IndexClient, http_client
-
-    announce_index(settings)
-    async with http_client() as http:
-        return await IndexClient(http, settings).fetch_many(names, {}, on_done=on_done)
-
-
-async def _poll(
-    store: RawStore,
-    settings: IndexSettings,
-    profiles: list[Profile],
-    packages: Sequence[str],
-    bar: Any,
-    refresh: bool = False,
-) -> PollResult:
-    from govern.index.client import IndexClient, http_client
-    from govern.service.poll import poll as run_poll
-
-    def done(name: str, _result: FetchResult) -> None:
-        if bar is not None:
-            bar.update(1)
-
-    async with http_client() as http:
-        client = IndexClient(http, settings)
-        return await run_poll(
-            store, client, profiles, packages=packages, on_done=done, refresh=refresh
-        )
-
-
-@contextlib.contextmanager
-def _open_store(db: str | None, configured: str | None) -> Iterator[RawStore]:
-    """The store, through sqlite3 alone when it is a SQLite file at the current schema.
-
-    A poll needs no ORM (:mod:`govern.service.poll`); SQLAlchemy is loaded only for a
-    store that needs it: PostgreSQL, a new or older SQLite file (created or migrated, or
-    refused with the reason, by :class:`~govern.store.db.Store`).
-    """
-    from govern.store.dbapi import RawStore, open_sqlite
-    from govern.store.location import resolve_url
-
-    url = resolve_url(db, configured=configured)
-    lean = open_sqlite(url)
-    if lean is not None:
-        with lean:
-            yield lean
-        return
-    from govern.store.db import Store
-
-    with Store(url) as store:
-        yield RawStore.of(store)
 
 
 def poll_command(
@@ -166,22 +102,31 @@ def poll(
     """One poll of every tracked exclusion (or of ``packages``) on the configured profiles."""
     import asyncio  # here, with the stack below: see govern.cli
 
-    config = load_config(Path.cwd(), config_file)
-    chosen = profiles_from(config, profiles)
-    settings = index_settings(config, index_url)
+    from govern import application
+    from govern.service.poll import poll_index
+    from govern.store.polling import watched
+
+    config = application.settings(config_file)
+    chosen = application.profiles(config, list(profiles))
+    settings = application.index(config, index_url)
     announce_index(settings)
     names = sorted({canonicalize_name(p) for p in packages})
-    with _open_store(db, config.database) as store:
+    with application.store(db, config) as store:
         bar: Any = None
         if sys.stderr.isatty() and fmt is ViewFormat.HUMAN:
-            from govern.service.poll import watched
-
-            with store.transaction() as tx:
-                total = len({w.package for w in watched(tx, names)})
+            with store.transaction() as conn:
+                total = len({w.package for w in watched(conn, packages=names)})
             bar = typer.progressbar(length=total, label="polling", file=sys.stderr, show_pos=True)
             bar.__enter__()
+
+        def done(_name: str, _result: FetchResult) -> None:
+            if bar is not None:
+                bar.update(1)
+
         try:
-            return asyncio.run(_poll(store, settings, chosen, names, bar, refresh))
+            return asyncio.run(
+                poll_index(store, settings, chosen, packages=names, on_done=done, refresh=refresh)
+            )
         finally:
             if bar is not None:
                 bar.__exit__(None, None, None)

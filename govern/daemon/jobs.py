@@ -12,11 +12,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from govern import application
 from govern.errors import GovernError
-from govern.index.client import IndexClient, http_client
-from govern.service.poll import PollResult, poll
+from govern.service.poll import poll_index
 from govern.service.track import TrackOptions, track
 from govern.service.verify import VerifyOptions, VerifyResult
-from govern.store.dbapi import RawStore
 
 if TYPE_CHECKING:
     from govern.config import Config
@@ -112,17 +110,14 @@ class PollJob:
         return await in_thread(self._poll, "poll")
 
     def _poll(self, stop: threading.Event) -> Outcome:
-        raw = RawStore.of(self._store)  # borrows the store's pool: nothing to keep
-        result = run_until_stopped(lambda: self._fetch_and_record(raw), stop)
+        result = run_until_stopped(
+            lambda: poll_index(self._store, self._settings, self._profiles), stop
+        )
         summary = result.summary()
         if result.unavailable:
             _package, reason = result.failures[0]
             summary += f" (the index answered none: {reason})"
         return Outcome(not result.unavailable, summary, result.as_dict())
-
-    async def _fetch_and_record(self, raw: RawStore) -> PollResult:
-        async with http_client() as http:
-            return await poll(raw, IndexClient(http, self._settings), self._profiles)
 
 
 class SyncJob:

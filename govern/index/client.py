@@ -233,6 +233,17 @@ def http_client(*, connections: int = 16, trust_env: bool = True) -> Clients:
     )
 
 
+async def fetch_pages(
+    settings: IndexSettings,
+    names: Iterable[str],
+    *,
+    on_done: Callable[[str, FetchResult], None] | None = None,
+) -> dict[str, FetchResult]:
+    """Each project's page once, concurrently, on clients of its own (``audit --online``)."""
+    async with http_client() as http:
+        return await IndexClient(http, settings).fetch_many(names, {}, on_done=on_done)
+
+
 class Clients:
     """httpx clients taken in turn, one request each at a time.
 

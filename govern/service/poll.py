@@ -11,28 +11,36 @@ candidate adds a ``candidate-found`` event (and moves the exclusion from ``held`
 ``candidate``). A project that could not be fetched is recorded in ``index_page`` and
 changes nothing else: a bad answer from the index is never a verdict.
 
-The store is written through its driver (:mod:`govern.store.dbapi`), not the ORM: a
-poll touches a few tables in bulk, and ``govern poll`` on SQLite then never imports
-SQLAlchemy (a start-up cost; ``bench/README.md``). The tables are the models of
-:mod:`govern.store.models`; the tests read what a poll wrote through the ORM, on SQLite
-and on PostgreSQL.
+This module is the workflow: what to ask, record and judge. Every read and write is a
+query of :mod:`govern.store.polling`, in bulk (a few statements per table and batch).
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from packaging.specifiers import InvalidSpecifier, Specifier
 from packaging.version import Version
+from sqlalchemy import Connection
 
-from govern.exclusions.model import Kind, SubKind
-from govern.exclusions.states import REJECTED, CandidateStatus, State
+from govern.exclusions.states import CandidateStatus, State
+from govern.index.candidates import (
+    RELEASE_WINDOW,
+    Decision,
+    Excluded,
+    Needed,
+    candidates,
+    cut_short,
+    needed,
+)
+from govern.index.client import IndexClient, http_client
 from govern.index.model import (
     DistributionFile,
     Fetched,
@@ -42,13 +50,14 @@ from govern.index.model import (
     Validators,
 )
 from govern.index.pipconfig import IndexSettings
+from govern.index.profiles import Profile
+from govern.index.simple import file_from
 from govern.redact import redact as redact_url
-from govern.store.dbapi import RawStore, Transaction, expand
+from govern.store import polling
+from govern.store.db import Store
+from govern.store.polling import Watched
 
-if TYPE_CHECKING:
-    from govern.index.candidates import Decision, Excluded, Needed
-    from govern.index.profiles import Profile
-    from govern.store.db import Store
+__all__ = ["PageSource", "PollResult", "Watched", "poll", "poll_index"]
 
 
 class PageSource(Protocol):
@@ -68,23 +77,6 @@ class PageSource(Protocol):
     ) -> dict[str, FetchResult]:
         """Every project once; see :meth:`govern.index.client.IndexClient.fetch_many`."""
         ...
-
-
-# Exclusions the watcher looks at: bans have no candidate, and requires-python is not a
-# package on the index.
-_WATCHED_KINDS = (Kind.NOT_EQUAL, Kind.CAP, Kind.PIN)
-
-
-@dataclass(frozen=True, slots=True)
-class Watched:
-    """A tracked exclusion as the watcher needs it."""
-
-    id: int
-    package: str
-    clause: str
-    kind: str
-    state: str
-    known_bad: tuple[str, ...]
 
 
 @dataclass(slots=True)
@@ -144,42 +136,6 @@ class PollResult:
         return bool(asked) and self.failed == asked
 
 
-def watched(tx: Transaction, packages: Sequence[str] = ()) -> list[Watched]:
-    """Active exclusions the watcher judges, with their known-bad versions."""
-    query = expand(
-        "SELECT e.id, e.package, e.clause, e.kind, e.state, a.bad_versions FROM exclusion e"
-        " LEFT OUTER JOIN annotation a ON a.exclusion_id = e.id AND a.current"
-        " WHERE e.removed_at IS NULL AND e.kind IN (?*)"
-        " AND e.sub_kind != ? AND e.package != 'python'",
-        len(_WATCHED_KINDS),
-    )
-    params: list[Any] = [*_WATCHED_KINDS, SubKind.SENTINEL]
-    if packages:
-        query += expand(" AND e.package IN (?*)", len(packages))
-        params += packages
-    failed: dict[int, set[str]] = defaultdict(set)
-    for exclusion_id, version in tx.rows(
-        expand(
-            "SELECT c.exclusion_id, r.version FROM candidate c"
-            " JOIN release r ON r.id = c.release_id WHERE c.status IN (?*)",
-            len(REJECTED),
-        ),
-        REJECTED,
-    ):
-        failed[exclusion_id].add(version)
-    return [
-        Watched(
-            id=row_id,
-            package=package,
-            clause=clause,
-            kind=kind,
-            state=state,
-            known_bad=tuple(sorted({*(tx.read_json(bad) or []), *failed.get(row_id, set())})),
-        )
-        for row_id, package, clause, kind, state, bad in tx.rows(query, params)
-    ]
-
-
 @dataclass(slots=True)
 class _Page:
     """An ``index_page`` row, as the poll reads and writes it."""
@@ -198,44 +154,29 @@ class _Page:
     fresh_until: datetime | None = None
     changed: bool = False
 
-    def said(self) -> tuple[Any, ...]:
+    def values(self) -> dict[str, Any]:
+        """The row's columns to write (all but ``id`` and ``package``)."""
+        return {name: getattr(self, name) for name in _PAGE_COLUMNS}
+
+    def said(self) -> dict[str, Any]:
         """What the row says, but when it was last said (``fetched_at``)."""
-        return (
-            self.index_url,
-            self.etag,
-            self.last_modified,
-            self.last_serial,
-            self.failed_at,
-            self.failure,
-            self.failures,
-            self.judged,
-            self.fresh_until,
-        )
+        said = self.values()
+        del said["fetched_at"]
+        return said
 
 
-def _pages(tx: Transaction, packages: Sequence[str]) -> dict[str, _Page]:
+_PAGE_COLUMNS = tuple(f.name for f in fields(_Page) if f.name not in ("id", "package", "changed"))
+
+
+def _pages(conn: Connection, packages: Sequence[str]) -> dict[str, _Page]:
     """The stored ``index_page`` rows of some packages."""
-    out: dict[str, _Page] = {}
-    for chunk in _chunks(packages):
-        for row in tx.rows(
-            expand(
-                "SELECT id, package, index_url, etag, last_modified, last_serial, fetched_at,"
-                " failed_at, failure, failures, judged, fresh_until FROM index_page"
-                " WHERE package IN (?*)",
-                len(chunk),
-            ),
-            chunk,
-        ):
-            page = _Page(*row)
-            page.fetched_at = tx.read_when(page.fetched_at)
-            page.failed_at = tx.read_when(page.failed_at)
-            page.fresh_until = tx.read_when(page.fresh_until)
-            out[page.package] = page
-    return out
+    return {
+        row.package: _Page(**row._mapping) for row in polling.index_pages(conn, packages=packages)
+    }
 
 
 def _stored(
-    tx: Transaction, packages: Sequence[str], settings: IndexSettings, now: datetime
+    conn: Connection, packages: Sequence[str], settings: IndexSettings, now: datetime
 ) -> tuple[dict[str, Validators], set[str]]:
     """The stored validators of each page, and the pages still fresh at ``now``.
 
@@ -246,7 +187,7 @@ def _stored(
     """
     validators: dict[str, Validators] = {}
     fresh: set[str] = set()
-    for page in _pages(tx, packages).values():
+    for page in _pages(conn, packages).values():
         if page.fetched_at is None:
             continue
         if page.index_url and page.index_url != redact_url(settings.indexes_for(page.package)[0]):
@@ -272,8 +213,6 @@ def _file_json(file: DistributionFile) -> dict[str, Any]:
 
 
 def _file_from_json(item: dict[str, Any]) -> DistributionFile:
-    from govern.index.simple import file_from
-
     uploaded = item.get("upload_time")
     return file_from(
         str(item["filename"]),
@@ -289,8 +228,6 @@ def _file_from_json(item: dict[str, Any]) -> DistributionFile:
 
 def _excluded(exclusion: Watched) -> Excluded | None:
     """The watcher's view of a tracked exclusion (None: its clause cannot be judged)."""
-    from govern.index.candidates import Excluded
-
     try:
         spec = Specifier(exclusion.clause)
         return Excluded(
@@ -311,8 +248,6 @@ def _needed(
     As :func:`govern.index.model.releases` groups them, but only the kept versions are
     made releases.
     """
-    from govern.index.candidates import needed
-
     by_version: dict[Version, list[DistributionFile]] = defaultdict(list)
     for file in files:
         if file.version is not None:
@@ -327,17 +262,16 @@ class _Kept:
 
     needed: Needed
     files: list[list[dict[str, Any]]]  # per kept release: its ``release.files`` value
-    texts: list[str]  # the same, as the JSON text bound
     digest: str  # of what judging reads of the page: the kept releases, and how many not
 
 
-def _kept(tx: Transaction, found: Needed) -> _Kept:
+def _kept(found: Needed) -> _Kept:
     files = [[_file_json(f) for f in release.files] for release in found.releases]
-    texts = [tx.json(item) for item in files]
     digest = hashlib.sha256(str(found.left_out).encode())
-    for release, text in zip(found.releases, texts, strict=True):
-        digest.update(f"\0{release.version}\0{text}".encode())
-    return _Kept(found, files, texts, digest.hexdigest())
+    for release, item in zip(found.releases, files, strict=True):
+        # The JSON text as stored: the digest of an unchanged page never moves.
+        digest.update(f"\0{release.version}\0{json.dumps(item)}".encode())
+    return _Kept(found, files, digest.hexdigest())
 
 
 def _limited(exclusion: Watched, found: Needed, profiles: list[str]) -> dict[str, Any]:
@@ -372,11 +306,8 @@ def _profiles_key(profiles: Sequence[Profile]) -> str:
     return repr(sorted(repr(p) for p in profiles))
 
 
-_CHUNK = 500  # projects fetched and recorded per transaction (bounds memory)
-
-
-def _chunks(items: Sequence[Any], size: int = _CHUNK) -> list[Sequence[Any]]:
-    return [items[i : i + size] for i in range(0, len(items), size)]
+_BATCH = 500  # projects fetched and recorded per transaction (bounds memory)
+_POLL_RUN_COUNTS = ("projects", "fetched", "not_modified", "failed", "candidates_found")
 
 
 class _Recorder:
@@ -386,18 +317,17 @@ class _Recorder:
     Python, and written with executemany inserts and updates by primary key.
     """
 
-    def __init__(self, tx: Transaction, names: Sequence[str], now: datetime):
-        self.tx = tx
-        self.now = now
-        self.bound_now = tx.when(now)  # bound once: every row of the batch is stamped with it
-        self.pages = _pages(tx, names)
+    def __init__(self, conn: Connection, names: Sequence[str], now: datetime):
+        self.conn = conn
+        self.now = now  # every row of the batch is stamped with it
+        self.pages = _pages(conn, names)
         self.releases: dict[tuple[str, str], dict[str, Any]] = {}
         self.candidates: dict[tuple[int, int, str], tuple[int, bool, str | None, str]] = {}
         self._by_package: dict[str, list[tuple[str, dict[str, Any]]]] | None = None
         self._ids: dict[str, tuple[dict[Version, int], dict[Version, datetime]]] = {}
-        self.new_candidates: list[tuple[Any, ...]] = []
-        self.changed_candidates: list[tuple[Any, ...]] = []
-        self.events: list[tuple[Any, ...]] = []
+        self.new_candidates: list[dict[str, Any]] = []
+        self.changed_candidates: list[dict[str, Any]] = []
+        self.events: list[dict[str, Any]] = []
         self.promoted: set[int] = set()
 
     def load(self, names: Sequence[str], ids: Sequence[int]) -> None:
@@ -406,32 +336,15 @@ class _Recorder:
         Only the projects to record (a 200) or to judge again: an unchanged project
         judged on the same inputs (the usual 304) needs neither.
         """
-        tx = self.tx
-        for chunk in _chunks(names):
-            for release_id, package, version, first_seen, files in tx.rows(
-                expand(
-                    "SELECT id, package, version, first_seen_at, files FROM release"
-                    " WHERE package IN (?*)",
-                    len(chunk),
-                ),
-                chunk,
-            ):
-                self.releases[(package, version)] = {
-                    "id": release_id,
-                    "first_seen_at": tx.read_when(first_seen),
-                    "files": tx.read_json(files),
-                }
-        for chunk in _chunks(list(ids)):
-            for row_id, exclusion_id, release_id, profile, eligible, reason, role in tx.rows(
-                expand(
-                    "SELECT id, exclusion_id, release_id, profile, eligible, reason, role"
-                    " FROM candidate WHERE exclusion_id IN (?*)",
-                    len(chunk),
-                ),
-                chunk,
-            ):
-                key = (exclusion_id, release_id, profile)
-                self.candidates[key] = (row_id, bool(eligible), reason, role)
+        for row in polling.releases_of(self.conn, packages=names):
+            self.releases[(row.package, row.version)] = {
+                "id": row.id,
+                "first_seen_at": row.first_seen_at,
+                "files": row.files,
+            }
+        for row in polling.candidates_of(self.conn, exclusion_ids=ids):
+            key = (row.exclusion_id, row.release_id, row.profile)
+            self.candidates[key] = (row.id, bool(row.eligible), row.reason, row.role)
 
     def page(self, package: str, result: FetchResult) -> None:
         page = self.pages.get(package)
@@ -471,51 +384,42 @@ class _Recorder:
 
     def record(self, fetched: dict[str, _Kept]) -> int:
         """Insert new releases and update changed ones; returns how many are new."""
-        tx = self.tx
-        new_rows: list[tuple[Any, ...]] = []
-        changed: list[tuple[Any, ...]] = []
+        new_rows: list[dict[str, Any]] = []
+        changed: list[dict[str, Any]] = []
         for package, kept in fetched.items():
-            encoded = zip(kept.needed.releases, kept.files, kept.texts, strict=True)
-            for release, files, text in encoded:
+            for release, files in zip(kept.needed.releases, kept.files, strict=True):
                 requires = sorted({f.requires_python for f in release.files if f.requires_python})
-                values = (
-                    text,
-                    tx.when(release.upload_time),
-                    release.yanked,
-                    release.yanked_reason,
-                    "; ".join(requires)[:256] or None,
-                )
+                values = {
+                    "files": files,
+                    "uploaded_at": release.upload_time,
+                    "yanked": release.yanked,
+                    "yanked_reason": release.yanked_reason,
+                    "requires_python": "; ".join(requires)[:256] or None,
+                }
                 version = str(release.version)
                 stored = self.releases.get((package, version))
                 if stored is None:
-                    new_rows.append((package, version, self.bound_now, *values))
+                    new_rows.append(
+                        {
+                            "package": package,
+                            "version": version,
+                            "first_seen_at": self.now,
+                            **values,
+                        }
+                    )
                     self.releases[(package, version)] = {
                         "id": None,
                         "first_seen_at": self.now,
                         "files": files,
                     }
                 elif stored["files"] != files:
-                    changed.append((*values, stored["id"]))
+                    changed.append({"id": stored["id"], **values})
                     stored["files"] = files
-        tx.executemany(
-            "INSERT INTO release (package, version, first_seen_at, files, uploaded_at, yanked,"
-            " yanked_reason, requires_python) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            new_rows,
-        )
+        polling.insert_releases(self.conn, rows=new_rows)
         if new_rows:
-            for chunk in _chunks(sorted(fetched)):
-                for new_id, package, version in tx.rows(
-                    expand(
-                        "SELECT id, package, version FROM release WHERE package IN (?*)", len(chunk)
-                    ),
-                    chunk,
-                ):
-                    self.releases[(package, version)]["id"] = new_id
-        tx.executemany(
-            "UPDATE release SET files = ?, uploaded_at = ?, yanked = ?, yanked_reason = ?,"
-            " requires_python = ? WHERE id = ?",
-            changed,
-        )
+            for key, new_id in polling.release_ids(self.conn, packages=sorted(fetched)).items():
+                self.releases[key]["id"] = new_id
+        polling.update_releases(self.conn, rows=changed)
         return len(new_rows)
 
     def _of(self, package: str) -> list[tuple[str, dict[str, Any]]]:
@@ -557,12 +461,9 @@ class _Recorder:
         result: PollResult,
     ) -> None:
         """Every profile's decisions for one exclusion; new candidates become events."""
-        from govern.index.candidates import candidates, cut_short
-
         excluded = _excluded(exclusion)
         if excluded is None:
             return
-        tx = self.tx
         ids, first_seen = self.ids(exclusion.package)
         limited: list[str] = []
         for profile in profiles:
@@ -578,35 +479,32 @@ class _Recorder:
                 key = (exclusion.id, release_id, profile.name)
                 role = str(decision.role)
                 before = self.candidates.get(key)
+                values = {"eligible": decision.eligible, "reason": decision.reason, "role": role}
                 if before is None:
                     self.new_candidates.append(
-                        (
-                            exclusion.id,
-                            release_id,
-                            profile.name,
-                            CandidateStatus.FOUND,
-                            self.bound_now,
-                            decision.eligible,
-                            decision.reason,
-                            role,
-                        )
+                        {
+                            "exclusion_id": exclusion.id,
+                            "release_id": release_id,
+                            "profile": profile.name,
+                            "status": CandidateStatus.FOUND,
+                            "found_at": self.now,
+                            **values,
+                        }
                     )
                     self.candidates[key] = (0, decision.eligible, decision.reason, role)
                 elif before[0] and before[1:] != (decision.eligible, decision.reason, role):
-                    self.changed_candidates.append(
-                        (decision.eligible, decision.reason, role, before[0])
-                    )
+                    self.changed_candidates.append({"id": before[0], **values})
                 if not decision.eligible or (before is not None and before[1]):
                     continue
                 detail = {"version": str(decision.version), "profile": profile.name, "role": role}
                 self.events.append(
-                    (
-                        exclusion.id,
-                        "candidate-found",
-                        self.bound_now,
-                        self.bound_now,
-                        tx.json(detail),
-                    )
+                    {
+                        "exclusion_id": exclusion.id,
+                        "kind": "candidate-found",
+                        "at": self.now,
+                        "recorded_at": self.now,
+                        "detail": detail,
+                    }
                 )
                 result.candidates_found += 1
                 result.found.append(
@@ -619,67 +517,23 @@ class _Recorder:
 
     def finish(self) -> None:
         """Write the pages, candidates, events and state changes of the batch."""
-        tx = self.tx
-        inserts: list[tuple[Any, ...]] = []
-        updates: list[tuple[Any, ...]] = []
-        for p in self.pages.values():
-            if not p.changed:
-                continue
-            values = (
-                p.index_url,
-                p.etag,
-                p.last_modified,
-                p.last_serial,
-                tx.when(p.fetched_at),
-                tx.when(p.failed_at),
-                p.failure,
-                p.failures,
-                p.judged,
-                tx.when(p.fresh_until),
-            )
-            if p.id is None:
-                inserts.append((p.package, *values))
-            else:
-                updates.append((*values, p.id))
-        tx.executemany(
-            "INSERT INTO index_page (package, index_url, etag, last_modified, last_serial,"
-            " fetched_at, failed_at, failure, failures, judged, fresh_until)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            inserts,
+        conn = self.conn
+        changed = [page for page in self.pages.values() if page.changed]
+        polling.insert_pages(
+            conn,
+            rows=[{"package": p.package, **p.values()} for p in changed if p.id is None],
         )
-        tx.executemany(
-            "UPDATE index_page SET index_url = ?, etag = ?, last_modified = ?, last_serial = ?,"
-            " fetched_at = ?, failed_at = ?, failure = ?, failures = ?, judged = ?,"
-            " fresh_until = ? WHERE id = ?",
-            updates,
+        polling.update_pages(
+            conn, rows=[{"id": p.id, **p.values()} for p in changed if p.id is not None]
         )
-        tx.executemany(
-            "INSERT INTO candidate (exclusion_id, release_id, profile, status, found_at,"
-            " eligible, reason, role) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            self.new_candidates,
-        )
-        tx.executemany(
-            "UPDATE candidate SET eligible = ?, reason = ?, role = ? WHERE id = ?",
-            self.changed_candidates,
-        )
-        tx.executemany(
-            "INSERT INTO event (exclusion_id, kind, at, recorded_at, detail)"
-            " VALUES (?, ?, ?, ?, ?)",
-            self.events,
-        )
-        if self.promoted:
-            promoted = sorted(self.promoted)
-            tx.execute(
-                expand(
-                    "UPDATE exclusion SET state = ? WHERE state = ? AND id IN (?*)",
-                    len(promoted),
-                ),
-                [State.CANDIDATE, State.HELD, *promoted],
-            )
+        polling.insert_candidates(conn, rows=self.new_candidates)
+        polling.update_candidates(conn, rows=self.changed_candidates)
+        polling.insert_events(conn, rows=self.events)
+        polling.promote(conn, exclusion_ids=sorted(self.promoted))
 
 
 async def poll(
-    store: RawStore | Store,
+    store: Store,
     client: PageSource,
     profiles: Sequence[Profile],
     *,
@@ -692,10 +546,9 @@ async def poll(
     """Fetch every watched project once, then record releases and candidates.
 
     Projects go in batches of 500: each batch is fetched (outside any lock), then
-    recorded in one transaction, and its pages are dropped before the next. ``store``
-    is a :class:`~govern.store.dbapi.RawStore`, or an open ``Store`` whose connections
-    it borrows. A project whose last answer is still fresh (the index's Cache-Control,
-    at most an hour) is not asked again, unless ``refresh``: it counts as unchanged.
+    recorded in one transaction, and its pages are dropped before the next. A project
+    whose last answer is still fresh (the index's Cache-Control, at most an hour) is not
+    asked again, unless ``refresh``: it counts as unchanged.
 
     Only the releases judging needs are recorded and judged
     (:func:`govern.index.candidates.needed`, at most ``window`` per walk, default
@@ -704,17 +557,14 @@ async def poll(
     A page whose content is as recorded (the same releases kept, whatever its validators
     say) is not judged again when nothing else it depends on changed: it writes nothing.
     """
-    from govern.index.candidates import RELEASE_WINDOW
-
     window = window or RELEASE_WINDOW
-    raw = store if isinstance(store, RawStore) else RawStore.of(store)
     when = now or datetime.now(UTC)
     began = time.monotonic()
     result = PollResult()
-    with raw.transaction() as tx:
-        exclusions = watched(tx, packages)
+    with store.transaction() as conn:
+        exclusions = polling.watched(conn, packages=packages)
         names = sorted({e.package for e in exclusions})
-        validators, fresh = _stored(tx, names, client.settings, when)
+        validators, fresh = _stored(conn, names, client.settings, when)
     if refresh:
         fresh = set()
     result.exclusions = len(exclusions)
@@ -726,7 +576,8 @@ async def poll(
     # same content) judged on the same inputs (profiles, clauses, known-bad) is skipped.
     timeless = all(not p.minimum_release_age for p in profiles)
     profiles_key = _profiles_key(profiles)
-    for batch in _chunks(names):
+    for start in range(0, len(names), _BATCH):
+        batch = names[start : start + _BATCH]
         asked = [name for name in batch if name not in fresh]
         # Nothing to ask (every page fresh): an on-demand client stays closed.
         fetched = await client.fetch_many(asked, validators, on_done=on_done) if asked else {}
@@ -735,9 +586,9 @@ async def poll(
                 fetched[name] = NotModified(name, requests=0)
                 if on_done is not None:
                     on_done(name, fetched[name])
-        with raw.transaction(write=True) as tx:
-            tx.lock("poll")  # one poll writes at a time
-            recorder = _Recorder(tx, batch, when)
+        with store.transaction(write=True) as conn:
+            polling.lock(conn)  # one poll writes at a time
+            recorder = _Recorder(conn, batch, when)
             pages: dict[str, _Kept] = {}
             for package in batch:
                 outcome = fetched.get(package)
@@ -751,7 +602,7 @@ async def poll(
                 elif isinstance(outcome, Fetched):
                     result.fetched += 1
                     kept = _needed(by_package[package], outcome.page.files, window)
-                    pages[package] = _kept(tx, kept)
+                    pages[package] = _kept(kept)
                     result.releases_left_out += kept.left_out
                 else:
                     result.not_modified += 1
@@ -792,20 +643,30 @@ async def poll(
                 recorder.judged(package, judged)
             recorder.finish()
         del fetched
-    with raw.transaction(write=True) as tx:  # one row per poll: /metrics and the dashboard
+    with store.transaction(write=True) as conn:  # one row per poll: /metrics and the dashboard
         elapsed = time.monotonic() - began
-        tx.execute(
-            "INSERT INTO poll_run (started_at, finished_at, duration_seconds, projects, fetched,"
-            " not_modified, failed, candidates_found) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                tx.when(when),
-                tx.when(when + timedelta(seconds=elapsed)),
-                round(elapsed, 3),
-                result.projects,
-                result.fetched,
-                result.not_modified,
-                result.failed,
-                result.candidates_found,
-            ),
+        counts = result.as_dict()
+        polling.record_poll_run(
+            conn,
+            started_at=when,
+            finished_at=when + timedelta(seconds=elapsed),
+            counts={name: counts[name] for name in _POLL_RUN_COUNTS},
         )
     return result
+
+
+async def poll_index(
+    store: Store,
+    settings: IndexSettings,
+    profiles: Sequence[Profile],
+    *,
+    packages: Sequence[str] = (),
+    on_done: Callable[[str, FetchResult], None] | None = None,
+    refresh: bool = False,
+) -> PollResult:
+    """One :func:`poll` on an index client of its own (``govern poll``, the daemon)."""
+    async with http_client() as http:
+        client = IndexClient(http, settings)
+        return await poll(
+            store, client, profiles, packages=packages, on_done=on_done, refresh=refresh
+        )

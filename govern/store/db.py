@@ -378,6 +378,20 @@ class Store:
             yield connection
 
     @contextlib.contextmanager
+    def transaction(self, *, write: bool = False) -> Iterator[Connection]:
+        """A connection in one transaction, for Core statements: committed at the end,
+        rolled back on any error; the database's errors are :class:`StoreError`.
+
+        ``write=True`` takes SQLite's write lock at BEGIN, as :meth:`session` does.
+        """
+        self.ensure_schema()
+        try:
+            with self._connect(write=write) as connection, connection.begin():
+                yield connection
+        except DBAPIError as exc:
+            raise refused(self.display_url, exc) from None
+
+    @contextlib.contextmanager
     def _connect(self, *, write: bool = False) -> Iterator[Connection]:
         engine = self.engine.execution_options(govern_write=True) if write else self.engine
         try:

@@ -1,9 +1,8 @@
 """Where the store is, and the facts about it that need no database library.
 
-Read by :mod:`govern.store.db` (the SQLAlchemy engine) and by :mod:`govern.store.dbapi`
-(the driver alone, for ``govern poll``), so that both open the same database the same
-way and tell its failures alike: the URL, the schema revision, SQLite's connection
-settings, the lock keys, timestamps in UTC, the errors a driver raises.
+The URL, the schema revision, SQLite's connection settings, the lock keys, timestamps in
+UTC and the errors a driver raises: for :mod:`govern.store.db` and the store's queries,
+and for the daemon's lock, which tells its failures as the store does.
 """
 
 from __future__ import annotations
@@ -53,20 +52,6 @@ def resolve_url(
         if value:
             return value if "://" in value else f"sqlite:///{Path(value).expanduser().absolute()}"
     return default_url()
-
-
-def sqlite_path(url: str) -> Path | None:
-    """The file of a plain ``sqlite:///<absolute path>`` URL; None for any other URL.
-
-    Only the form :func:`resolve_url` and the default produce: anything else (a driver
-    name, a query string, a percent-escape, a relative path, memory) is left to
-    SQLAlchemy to interpret.
-    """
-    prefix = "sqlite:///"
-    if not url.startswith(prefix) or "?" in url or "%" in url:  # SQLAlchemy decodes %XX
-        return None
-    path = Path(url[len(prefix) :])
-    return path if path.is_absolute() else None
 
 
 def advisory_key(name: str) -> int:

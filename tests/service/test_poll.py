@@ -10,8 +10,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -19,6 +17,7 @@ from typing import Any
 
 import httpx
 import pytest
+import sqlalchemy
 from packaging.version import Version
 from sqlmodel import col, select
 
@@ -30,9 +29,10 @@ from govern.index.pipconfig import IndexSettings
 from govern.index.profiles import Profile
 from govern.service.poll import PollResult, poll
 from govern.service.track import TrackOptions, track
+from govern.store import polling
 from govern.store.db import Store
 from govern.store.location import as_utc
-from govern.store.models import Candidate, Event, Exclusion, IndexPage
+from govern.store.models import Candidate, Event, Exclusion, IndexPage, PollRun
 from govern.store.models import Release as ReleaseRow
 
 NOW = datetime(2026, 8, 1, tzinfo=UTC)
@@ -510,137 +510,37 @@ def test_an_unchanged_project_is_not_judged_again(
     assert calls == 3
 
 
-def test_what_a_poll_writes_reads_back_through_the_orm(store: Store, index: StaticIndex) -> None:
-    """The poll writes with plain SQL (govern.store.dbapi); the models must read it as theirs."""
-    from govern.store.models import PollRun
-
-    result = _poll(store, index.url, [X86])
-    assert result.candidates_found == 1
-    with store.session() as session:
-        releases = session.exec(select(ReleaseRow)).all()
-        assert {r.first_seen_at for r in releases} == {NOW}
-        assert {r.version for r in releases} >= {"14.0.1", "14.1.0", "14.1.1", "14.1.2"}
-        yanked = next(r for r in releases if r.version == "14.1.2")
-        assert yanked.yanked is True
-        assert yanked.yanked_reason == "broken build"
-        assert yanked.uploaded_at == datetime(2026, 6, 10, 12, tzinfo=UTC)
-        assert yanked.files[0]["filename"].startswith("cupy_cuda13x-14.1.2-")
-        candidates = session.exec(select(Candidate)).all()
-        assert {c.found_at for c in candidates} == {NOW}
-        assert {c.status for c in candidates} == {"found"}
-        assert any(c.eligible for c in candidates)
-        assert any(not c.eligible and c.reason for c in candidates)
-        found = session.exec(select(Event).where(Event.kind == "candidate-found")).one()
-        assert (found.at, found.recorded_at) == (NOW, NOW)
-        assert found.detail == {"version": "14.1.1", "profile": "cuda13", "role": "newest"}
-        page = session.exec(select(IndexPage)).one()
-        assert page.fetched_at == NOW
-        assert page.etag
-        assert page.failures == 0
-        run = session.exec(select(PollRun)).one()
-        assert run.started_at == NOW
-        assert run.finished_at >= NOW
-        assert (run.projects, run.fetched, run.candidates_found) == (1, 1, 1)
-        assert session.exec(select(Exclusion)).one().state == "candidate"
-
-
 def test_a_failed_write_leaves_nothing_behind(store: Store) -> None:
-    from govern.store.dbapi import RawStore
-
-    raw = RawStore.of(store)
-
     def interrupted() -> None:
-        with raw.transaction(write=True) as tx:
-            tx.execute(
-                "INSERT INTO poll_run (started_at, finished_at, duration_seconds, projects,"
-                " fetched, not_modified, failed, candidates_found)"
-                " VALUES (?, ?, 0, 0, 0, 0, 0, 0)",
-                (tx.when(NOW), tx.when(NOW)),
-            )
+        with store.transaction(write=True) as conn:
+            polling.record_poll_run(conn, started_at=NOW, finished_at=NOW, counts={"projects": 1})
             raise RuntimeError("interrupted")
 
     with pytest.raises(RuntimeError):
         interrupted()
-    with raw.transaction() as tx:
-        assert tx.rows("SELECT count(*) FROM poll_run") == [(0,)]
+    with store.session() as session:
+        assert session.exec(select(PollRun)).all() == []
 
 
 def test_a_refused_statement_is_a_store_error_not_a_traceback(store: Store) -> None:
     from govern.errors import StoreError
-    from govern.store.dbapi import RawStore
 
-    raw = RawStore.of(store)
+    event = {"kind": "candidate-found", "at": NOW, "recorded_at": NOW, "detail": {}}
 
     def refused() -> None:
-        with raw.transaction(write=True) as tx:
-            tx.execute("INSERT INTO poll_run (started_at) VALUES (NULL)")  # NOT NULL
+        with store.transaction(write=True) as conn:
+            polling.insert_events(conn, rows=[{"exclusion_id": 10**9, **event}])  # no such one
 
     with pytest.raises(StoreError) as raised:
         refused()
     assert "refused a change" in str(raised.value)
     assert raised.value.tip
-    with raw.transaction() as tx:
-        like = "SELECT 1 WHERE 'a' LIKE 'a%'"  # psycopg would read the % as a placeholder
-        if raw.dialect == "sqlite":
-            assert tx.rows(like) == [(1,)]
-        else:
-            with pytest.raises(ValueError, match="'%'"):
-                tx.rows(like)
-    with raw.transaction() as tx:  # the connection is usable afterwards
-        assert tx.rows("SELECT count(*) FROM poll_run") == [(0,)]
-
-
-@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
-def test_poll_on_sqlite_loads_no_orm(
-    store: Store, index: StaticIndex, database_url: str, tmp_path: Path
-) -> None:
-    """``govern poll`` on a SQLite store at the current schema: sqlite3, not the ORM."""
-    probe = (
-        "import json, sys\n"
-        "from govern.cli import main\n"
-        "try:\n"
-        f"    main(['poll', '--db', {database_url!r}, '--index-url', {index.url!r},"
-        " '-f', 'json'])\n"
-        "except SystemExit:\n"
-        "    pass\n"
-        "heavy = sorted(m for m in sys.modules if m.split('.')[0] in {'sqlalchemy', 'sqlmodel',"
-        " 'alembic', 'pydantic', 'fastapi', 'apscheduler'}"
-        " or m in ('html.parser', 'configparser'))\n"
-        "print('HEAVY', heavy, file=sys.stderr)\n"
-    )
-    # No pip configuration and no netrc file: neither parser loads; JSON pages: no HTML one.
-    env = {**os.environ, "PIP_CONFIG_FILE": os.devnull, "NETRC": str(tmp_path / "no-netrc")}
-    done = subprocess.run(
-        [sys.executable, "-c", probe],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        check=True,
-        env=env,
-    )
-    assert "HEAVY []" in done.stderr, done.stderr
-    assert json.loads(done.stdout)["fetched"] == 1
-
-
-def test_a_store_sqlite3_cannot_open_alone_goes_through_the_full_store(tmp_path: Path) -> None:
-    from govern.store.dbapi import open_sqlite
-
-    new = tmp_path / "new.db"
-    assert open_sqlite(f"sqlite:///{new}") is None  # missing: the full store creates it
-    assert not new.exists()
-    assert open_sqlite(f"sqlite:///{new}?mode=ro") is None
-    assert open_sqlite("sqlite:///relative.db") is None
-    assert open_sqlite("sqlite://") is None
-    assert open_sqlite("postgresql://u@h/db") is None
-    assert open_sqlite(f"sqlite:///{tmp_path}/a%20b.db") is None  # SQLAlchemy decodes it
-    with Store(f"sqlite:///{new}") as created:
-        created.ensure_schema()
-    opened = open_sqlite(f"sqlite:///{new}")
-    assert opened is not None
-    opened.close()
-    with Store(f"sqlite:///{new}") as created, created.connection() as connection:
-        connection.exec_driver_sql("UPDATE alembic_version SET version_num = '0001'")
-    assert open_sqlite(f"sqlite:///{new}") is None  # another revision: the store explains
+    with store.transaction(write=True) as conn:  # the store is usable afterwards
+        exclusion_id = polling.watched(conn)[0].id
+        polling.insert_events(conn, rows=[{"exclusion_id": exclusion_id, **event}])
+    with store.session() as session:
+        found = session.exec(select(Event).where(Event.kind == "candidate-found")).all()
+        assert [e.exclusion_id for e in found] == [exclusion_id]
 
 
 def test_govern_poll_creates_a_new_sqlite_store(
@@ -738,13 +638,10 @@ def test_govern_poll_reports_a_walk_the_bound_cut_short(
 
 @pytest.mark.parametrize("cooldown", [timedelta(0), timedelta(days=7)])
 def test_the_same_page_again_without_validators_writes_nothing(
-    store: Store, cooldown: timedelta, monkeypatch: pytest.MonkeyPatch
+    store: Store, cooldown: timedelta
 ) -> None:
     """No ETag, no Last-Modified, no Cache-Control, the same body: the second poll writes
     no release, candidate, event, exclusion or page row; only the poll's own row."""
-    from govern.store.dbapi import Transaction
-    from govern.store.models import PollRun
-
     profile = Profile(
         name="cuda13",
         python=Version("3.12"),
@@ -767,22 +664,16 @@ def test_the_same_page_again_without_validators_writes_nothing(
 
         before = snapshot()
         written: list[str] = []
-        execute, executemany = Transaction.execute, Transaction.executemany
 
-        def counting(self: Transaction, statement: str, params: Any = ()) -> None:
-            if not statement.startswith(("SELECT", "BEGIN", "COMMIT")):
+        def counting(_conn: Any, _cursor: Any, statement: str, *_rest: Any) -> None:
+            if not statement.upper().startswith(("SELECT", "BEGIN", "COMMIT", "SHOW")):
                 written.append(statement.split(" (")[0])
-            execute(self, statement, params)
 
-        def counting_many(self: Transaction, statement: str, rows: Any) -> None:
-            batch = list(rows)
-            if batch:
-                written.append(statement.split(" (")[0])
-            executemany(self, statement, batch)
-
-        monkeypatch.setattr(Transaction, "execute", counting)
-        monkeypatch.setattr(Transaction, "executemany", counting_many)
-        again = _poll(store, faults.url, [profile], now=NOW + timedelta(hours=1))
+        sqlalchemy.event.listen(store.engine, "before_cursor_execute", counting)
+        try:
+            again = _poll(store, faults.url, [profile], now=NOW + timedelta(hours=1))
+        finally:
+            sqlalchemy.event.remove(store.engine, "before_cursor_execute", counting)
         assert faults.count(faults.path("cupy-cuda13x")) == 2  # asked again: a 200 each time
     assert written == ["INSERT INTO poll_run"]  # the one row that says the poll happened
     assert snapshot() == before

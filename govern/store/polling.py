@@ -1,0 +1,189 @@
+"""The poll's queries: what the watcher reads and writes, on the models' tables.
+
+A poll reads and writes thousands of rows of a few tables (releases, candidates, events,
+index pages) by key, so each function is one Core statement per table and chunk
+(:mod:`govern.store.core`): rows go in as dicts keyed by column and come out as rows
+named by column. The connection is one of :meth:`govern.store.db.Store.transaction`; a
+write takes :func:`lock` first.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, func, insert, select, update
+
+from govern.exclusions.model import Kind, SubKind
+from govern.exclusions.states import REJECTED, State
+from govern.store.core import Rows, chunks, insert_rows, table, update_rows, where_in
+from govern.store.location import advisory_key
+from govern.store.models import (
+    Annotation,
+    Candidate,
+    Event,
+    Exclusion,
+    IndexPage,
+    PollRun,
+    Release,
+)
+
+_EXCLUSION = table(Exclusion)
+_ANNOTATION = table(Annotation)
+_RELEASE = table(Release)
+_CANDIDATE = table(Candidate)
+_EVENT = table(Event)
+_PAGE = table(IndexPage)
+_POLL_RUN = table(PollRun)
+
+# Exclusions the watcher looks at: bans have no candidate, and requires-python is not a
+# package on the index.
+_WATCHED_KINDS = (Kind.NOT_EQUAL, Kind.CAP, Kind.PIN)
+
+
+@dataclass(frozen=True, slots=True)
+class Watched:
+    """A tracked exclusion as the watcher needs it, with its known-bad versions."""
+
+    id: int
+    package: str
+    clause: str
+    kind: str
+    state: str
+    known_bad: tuple[str, ...]
+
+
+def lock(conn: Connection) -> None:
+    """One poll writes at a time: PostgreSQL's advisory lock "poll" (SQLite's write
+    transaction already holds the database's write lock from its BEGIN)."""
+    if conn.dialect.name == "postgresql":
+        conn.execute(select(func.pg_advisory_xact_lock(advisory_key("poll"))))
+
+
+def watched(conn: Connection, *, packages: Sequence[str] = ()) -> list[Watched]:
+    """Active exclusions the watcher judges (only of ``packages``, when given)."""
+    e, a = _EXCLUSION.c, _ANNOTATION.c
+    query = (
+        select(e.id, e.package, e.clause, e.kind, e.state, a.bad_versions)
+        .select_from(
+            _EXCLUSION.outerjoin(_ANNOTATION, (a.exclusion_id == e.id) & a.current.is_(True))
+        )
+        .where(
+            e.removed_at.is_(None),
+            e.kind.in_(_WATCHED_KINDS),
+            e.sub_kind != SubKind.SENTINEL,
+            e.package != "python",
+        )
+    )
+    if packages:
+        query = query.where(e.package.in_(packages))
+    failed: dict[int, set[str]] = defaultdict(set)
+    for exclusion_id, version in conn.execute(
+        select(_CANDIDATE.c.exclusion_id, _RELEASE.c.version)
+        .join(_RELEASE, _RELEASE.c.id == _CANDIDATE.c.release_id)
+        .where(_CANDIDATE.c.status.in_(REJECTED))
+    ):
+        failed[exclusion_id].add(version)
+    return [
+        Watched(
+            id=row.id,
+            package=row.package,
+            clause=row.clause,
+            kind=row.kind,
+            state=row.state,
+            known_bad=tuple(sorted({*(row.bad_versions or []), *failed.get(row.id, set())})),
+        )
+        for row in conn.execute(query)
+    ]
+
+
+def index_pages(conn: Connection, *, packages: Sequence[str]) -> Rows:
+    """The stored ``index_page`` rows of ``packages`` (every column)."""
+    return where_in(conn, select(_PAGE), _PAGE.c.package, packages)
+
+
+def releases_of(conn: Connection, *, packages: Sequence[str]) -> Rows:
+    """The stored releases of ``packages``: id, package, version, first_seen_at, files."""
+    r = _RELEASE.c
+    query = select(r.id, r.package, r.version, r.first_seen_at, r.files)
+    return where_in(conn, query, r.package, packages)
+
+
+def release_ids(conn: Connection, *, packages: Sequence[str]) -> dict[tuple[str, str], int]:
+    """Each release's id by (package, version), for ``packages``."""
+    r = _RELEASE.c
+    rows = where_in(conn, select(r.id, r.package, r.version), r.package, packages)
+    return {(row.package, row.version): row.id for row in rows}
+
+
+def candidates_of(conn: Connection, *, exclusion_ids: Sequence[int]) -> Rows:
+    """The candidates of some exclusions: id, exclusion_id, release_id, profile, eligible,
+    reason, role."""
+    c = _CANDIDATE.c
+    query = select(c.id, c.exclusion_id, c.release_id, c.profile, c.eligible, c.reason, c.role)
+    return where_in(conn, query, c.exclusion_id, exclusion_ids)
+
+
+def insert_pages(conn: Connection, *, rows: Sequence[Mapping[str, Any]]) -> None:
+    """New ``index_page`` rows."""
+    insert_rows(conn, _PAGE, rows)
+
+
+def update_pages(conn: Connection, *, rows: Sequence[Mapping[str, Any]]) -> None:
+    """``index_page`` rows by ``id``: the other keys of each dict are set."""
+    update_rows(conn, _PAGE, rows)
+
+
+def insert_releases(conn: Connection, *, rows: Sequence[Mapping[str, Any]]) -> None:
+    """New releases (their ids: :func:`release_ids`)."""
+    insert_rows(conn, _RELEASE, rows)
+
+
+def update_releases(conn: Connection, *, rows: Sequence[Mapping[str, Any]]) -> None:
+    """Releases by ``id``: the other keys of each dict are set."""
+    update_rows(conn, _RELEASE, rows)
+
+
+def insert_candidates(conn: Connection, *, rows: Sequence[Mapping[str, Any]]) -> None:
+    """New candidates."""
+    insert_rows(conn, _CANDIDATE, rows)
+
+
+def update_candidates(conn: Connection, *, rows: Sequence[Mapping[str, Any]]) -> None:
+    """Candidates by ``id``: the other keys of each dict are set."""
+    update_rows(conn, _CANDIDATE, rows)
+
+
+def insert_events(conn: Connection, *, rows: Sequence[Mapping[str, Any]]) -> None:
+    """New events (the thread is append-only: there is no update)."""
+    insert_rows(conn, _EVENT, rows)
+
+
+def promote(conn: Connection, *, exclusion_ids: Sequence[int]) -> None:
+    """Exclusions ``held`` until now that have a candidate: ``candidate``."""
+    e = _EXCLUSION.c
+    for chunk in chunks(sorted(exclusion_ids)):
+        conn.execute(
+            update(_EXCLUSION)
+            .where(e.state == State.HELD, e.id.in_(chunk))
+            .values(state=State.CANDIDATE)
+        )
+
+
+def record_poll_run(
+    conn: Connection, *, started_at: datetime, finished_at: datetime, counts: Mapping[str, int]
+) -> None:
+    """The row that says a poll happened (for /metrics and the dashboard); ``counts`` by
+    column: projects, fetched, not_modified, failed, candidates_found."""
+    took = (finished_at - started_at).total_seconds()
+    conn.execute(
+        insert(_POLL_RUN).values(
+            started_at=started_at,
+            finished_at=finished_at,
+            duration_seconds=round(took, 3),
+            **counts,
+        )
+    )
