@@ -1,9 +1,9 @@
-"""Whether a repository changed since its last sync, without loading the ORM.
+"""Whether a repository changed since its last sync: then a re-sync has nothing to do.
 
 A sync reads files, the configuration and (for a repository whose history is replayed)
 HEAD; when none of them changed, a re-sync has nothing to do. The daemon re-syncs every
 repository on a schedule and most have not changed: this check costs a hash of each
-source and two small queries, in plain SQL (SQLModel and the models are not imported).
+source and three small queries (:mod:`govern.store.tracking`).
 """
 
 from __future__ import annotations
@@ -13,23 +13,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from sqlalchemy import column, func, select, table
-
 from govern.config import Config
+from govern.store import tracking
 from govern.store.db import Store
-
-_REPOSITORY = table("repository", column("id"), column("name"), column("digest"))
-_SOURCE = table(
-    "source",
-    column("id"),
-    column("repository_id"),
-    column("path"),
-    column("present"),
-    column("commit"),
-)
-_EXCLUSION = table(
-    "exclusion", column("repository_id"), column("source_id"), column("key"), column("removed_at")
-)
 
 
 def tree_digest(
@@ -89,67 +75,16 @@ def unchanged(
     govern's version and HEAD (when the history is replayed) is the one the last sync
     stored, and ``--history`` has nothing left to backfill.
     """
-    with store.connection() as connection:
-        found = connection.execute(
-            select(_REPOSITORY.c.id, _REPOSITORY.c.digest).where(_REPOSITORY.c.name == name)
-        ).first()
+    with store.connection() as conn:
+        found = tracking.repository(conn, name=name)
         if found is None or found.digest is None:
             return None
-        present = connection.execute(
-            select(_SOURCE.c.path, _SOURCE.c.commit).where(
-                _SOURCE.c.repository_id == found.id, _SOURCE.c.present.is_(True)
-            )
-        ).all()
+        present = tracking.present_sources(conn, repository_id=found.id)
         replaying = any(row.commit for row in present)
         if history and not all(row.commit for row in present):
             return None
         files = [*discovered, *(root / row.path for row in present)]
         if tree_digest(root, config, name, files, head if replaying else None) != found.digest:
             return None
-        active = connection.execute(
-            select(func.count())
-            .select_from(_EXCLUSION)
-            .where(_EXCLUSION.c.repository_id == found.id, _EXCLUSION.c.removed_at.is_(None))
-        ).scalar_one()
-    return Unchanged(sources=len(present), exclusions=int(active))
-
-
-@dataclass(frozen=True, slots=True)
-class StoredSource:
-    """What the store holds for one source of a repository (read without a lock)."""
-
-    commit: str | None  # the newest commit replayed
-    keys: frozenset[str]  # its exclusions now active
-    tracked: bool  # any exclusion ever recorded for it
-
-
-def stored_sources(store: Store, name: str) -> dict[str, StoredSource]:
-    """Per source path: its replay marker and active keys (empty for a new repository)."""
-    with store.connection() as connection:
-        found = connection.execute(
-            select(_REPOSITORY.c.id).where(_REPOSITORY.c.name == name)
-        ).first()
-        if found is None:
-            return {}
-        paths: dict[int, tuple[str, str | None]] = {
-            row.id: (row.path, row.commit)
-            for row in connection.execute(
-                select(_SOURCE.c.id, _SOURCE.c.path, _SOURCE.c.commit).where(
-                    _SOURCE.c.repository_id == found.id
-                )
-            )
-        }
-        keys: dict[int, set[str]] = {source_id: set() for source_id in paths}
-        tracked: set[int] = set()
-        for row in connection.execute(
-            select(_EXCLUSION.c.source_id, _EXCLUSION.c.key, _EXCLUSION.c.removed_at).where(
-                _EXCLUSION.c.repository_id == found.id
-            )
-        ):
-            tracked.add(row.source_id)
-            if row.removed_at is None:
-                keys[row.source_id].add(row.key)
-    return {
-        path: StoredSource(commit, frozenset(keys[source_id]), source_id in tracked)
-        for source_id, (path, commit) in paths.items()
-    }
+        active = tracking.active_exclusions(conn, repository_id=found.id)
+    return Unchanged(sources=len(present), exclusions=active)

@@ -5,8 +5,8 @@ blame``, replays the git history of each source when asked (``--history``: one c
 a time, so that years of history yield their threads at once), and hands each source to
 the sync (:mod:`govern.service.sync`), all in one transaction under a lock per
 repository: two syncs at once end as one after the other, and a crash leaves the
-previous state. An unchanged repository is recognised first, without loading the ORM
-(:mod:`govern.service.digest`).
+previous state. An unchanged repository is recognised first, by a digest of what a sync
+reads (:mod:`govern.service.digest`).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from govern.audit import repository_name
 from govern.config import Config
 from govern.exclusions.model import Exclusion as Seen
-from govern.service.digest import StoredSource, stored_sources, tree_digest, unchanged
+from govern.service.digest import tree_digest, unchanged
 from govern.service.replay import (
     Changes,
     LineReplay,
@@ -35,6 +35,7 @@ from govern.service.replay import (
 from govern.service.values import Provenance, SyncCounts
 from govern.sources.model import Source as SourceRecord
 from govern.store.db import Store
+from govern.store.tracking import StoredSource, stored_sources
 
 if TYPE_CHECKING:
     from govern.forge.git import Commit, Git, Hunk, Patch, Revision
@@ -390,7 +391,8 @@ def track(
         by_source[item.source].append(item)
 
     # Git, before the lock: renames, the commits to replay, blame for new clauses.
-    stored = stored_sources(store, name)
+    with store.connection() as conn:
+        stored = stored_sources(conn, name=name)
     plan: list[_Replay] = []
     moved: dict[str, str] = {}
     renamed: dict[str, tuple[str, Provenance]] = {}
