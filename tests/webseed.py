@@ -3,7 +3,8 @@
 The CuPy exclusion goes through the real tracker (``govern track`` on a requirements file
 with the cap's own comment); its releases, candidates and verification are what the watcher
 and ``govern verify`` would have written (14.1.0 published and capped, 14.1.1 a candidate
-that passed on the runtime profile with 14.1.1 installed). The generated exclusions are
+that passed on the runtime profile with 14.1.1 installed), and so are the candidates'
+stored relaxations. The generated exclusions are
 written in bulk: packages ``pkg-00001`` ..., every kind and state, ages from days to years,
 owners, review dates (some overdue), some candidates, and reasons that contain HTML.
 """
@@ -21,6 +22,7 @@ from sqlmodel import select
 from govern.config import Config
 from govern.exclusions.states import EventKind
 from govern.service.track import TrackOptions, track
+from govern.store import relaxations
 from govern.store.db import BULK, Store
 from govern.store.models import (
     Annotation,
@@ -126,6 +128,8 @@ def seed(store: Store, root: Path, *, generated: int = 200, now: datetime = NOW)
         key = cupy.key
     if generated:
         generate(store, generated, now=now)
+    with store.session(write=True) as session:
+        relaxations.fill_missing(session)
     return key
 
 

@@ -12,8 +12,9 @@ A sync compares what a source holds now with what the store holds for it:
   clause is stricter);
 - a vanished clause is ``removed``.
 
-Nothing changes when nothing changed. All of it happens in the caller's transaction,
-under :func:`lock_repository`.
+A changed line or annotation stores its candidates' relaxations again (the known-bad
+versions may have changed: :mod:`govern.store.relaxations`). Nothing changes when nothing
+changed. All of it happens in the caller's transaction, under :func:`lock_repository`.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from govern.exclusions.model import Exclusion as Seen
 from govern.exclusions.model import Kind, exclusion_key
 from govern.exclusions.states import EventKind, State
 from govern.service.values import Provenance, SyncCounts
+from govern.store import relaxations
 from govern.store.db import BULK, advisory_key
 from govern.store.models import Annotation, Event, Exclusion, Repository, Source
 
@@ -204,6 +206,7 @@ class Sync:
         self._compare: list[tuple[int, dict[str, Any], dict[str, Any]]] = []
         self._synced: set[str] = set()
         self._linked: list[_Row] = []  # rows given a predecessor: its id is set at the end
+        self._relax: set[int] = set()  # stored rows whose line or annotation changed
         self.by_id: dict[int, _Row] = {row.id: row for row in self.by_key.values() if row.id}
 
     # -- sources --------------------------------------------------------------------
@@ -315,6 +318,8 @@ class Sync:
                 appeared.append(item)
                 continue
             self.counts.unchanged += 1
+            if row.id is not None and row.requirement != item.requirement:
+                self._relax.add(row.id)
             if row.line != item.line or row.requirement != item.requirement:
                 row.line, row.requirement, row.dirty = item.line, item.requirement, True
             self._annotate(row, item, removal)
@@ -420,6 +425,8 @@ class Sync:
                 self._compare.append((before.id, values, detail))
             self._retire(before)
         self._note(row, values, digest, when)
+        if row.id is not None:
+            self._relax.add(row.id)
         self._event(row, EventKind.ANNOTATION_CHANGED, when, detail)
         self.counts.annotation_changed += 1
 
@@ -469,6 +476,8 @@ class Sync:
         row.source_id = state.row.id
         row.line, row.requirement = item.line, item.requirement
         row.dirty = True
+        if row.id is not None:
+            self._relax.add(row.id)
 
     def _new_row(self, state: _SourceState, item: Seen, provenance: Provenance) -> _Row:
         assert state.row.id is not None
@@ -658,6 +667,9 @@ class Sync:
         self._notes.clear()
         self._retired.clear()
         self._events.clear()
+        if self._relax:  # after the annotations: it reads their known-bad versions
+            relaxations.refresh(self.session, exclusion_ids=self._relax)
+            self._relax.clear()
 
 
 _NOTE_FIELDS = ("reason", "links", "bad_versions", "owner", "review_by", "verify", "profiles")

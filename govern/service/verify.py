@@ -17,6 +17,10 @@ A run's conclusion means:
   (``verification-errored``) and the candidate is tried again, up to ``attempts`` tries in
   all; after that it is ``errored`` and waits for a person.
 
+Each conclusion stores again the narrow relaxation of every candidate of the exclusion
+(a failure adds a known-bad version; :mod:`govern.store.relaxations`), and a call first
+stores one for the candidates that have none (found by a poll since).
+
 Runs that are still going (hosted CI) are polled on the next call, or until they end
 with ``wait``; a run past its provider's time-out is cancelled and ``timed-out``. No
 transaction is open while a provider works: a row is written before a run starts (so a
@@ -49,6 +53,7 @@ from govern.ci.base import (
 )
 from govern.exclusions.states import REJECTED, SETTLED, CandidateStatus, EventKind, State
 from govern.index.pipconfig import IndexSettings
+from govern.store import relaxations
 from govern.store.db import Store
 from govern.store.models import (
     Annotation,
@@ -164,6 +169,8 @@ class Verifier:
         """Poll running verifications, start new ones; with ``wait``, until all have ended
         (or ``deadline`` seconds have passed: what is still running stays running)."""
         exclusion_ids = self._exclusions(query)
+        with self.store.session(write=True) as session:
+            relaxations.fill_missing(session, exclusion_ids=exclusion_ids)
         await self.poll(exclusion_ids)
         for _round in range(self.attempts):
             if not await self.start(exclusion_ids, profiles):
@@ -479,6 +486,7 @@ class Verifier:
                 )
                 self.result.concluded[conclusion.value] += 1
             self._settle(session, touched)
+            relaxations.refresh(session, exclusion_ids=touched)
 
     def _settle(self, session: Session, exclusion_ids: set[int]) -> None:
         """Each exclusion's state from its candidates (only among the states owned here)."""

@@ -259,6 +259,11 @@ class Candidate(CandidateBase, table=True):
     exclusion_id: int = Field(foreign_key="exclusion.id", index=True)
     release_id: int = Field(foreign_key="release.id", index=True)
     found_at: datetime = _when()
+    # The narrow relaxation that would admit this release (a StoredRelaxation), computed
+    # when it can change (govern.store.relaxations); None until then.
+    relaxation: dict[str, Any] | None = Field(
+        default=None, sa_column=Column(JSON(none_as_null=True))
+    )
 
 
 class VerificationBase(SQLModel):
@@ -282,6 +287,17 @@ class Verification(VerificationBase, table=True):
     finished_at: datetime | None = _when(nullable=True)
     installed_version: str | None = Field(default=None, max_length=128)
     log_excerpt: str | None = Field(default=None, sa_column=Column(Text))
+
+
+class StoredRelaxation(SQLModel):
+    """A candidate's narrow relaxation as stored: the specifiers and line it would write, or
+    why none can be (``refused``); ``note`` is what the dashboard shows beside it."""
+
+    specifier: str | None  # "!=14.1.0"; None when refused
+    requirement: str | None  # the line rewritten; None when refused
+    strategy: str
+    note: str
+    refused: str | None = None
 
 
 class ProposalBase(SQLModel):

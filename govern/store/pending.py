@@ -1,15 +1,15 @@
 """The dashboard's front page, read with paginated SQL (no page loads everything).
 
 - :func:`pending`: exclusions with a candidate or a verified release, each with the change
-  that would be made (the line before and after, from :mod:`govern.exclusions.relax`), its
-  evidence (the latest verification), age, owner and proposal link; verified first.
+  that would be made (the line before and after, as :mod:`govern.store.relaxations` stored
+  it), its evidence (the latest verification), age, owner and proposal link; verified first.
 - :func:`attention`: what has been held too long: overdue reviews, failed verifications.
 
 A fixed number of queries per page, however many items: the ids of a page come first from
 narrow ordered queries (an index range each, stopped at the limit: see the indexes on
 Exclusion and Annotation), then the rows of those ids, then what each item needs, for all
-items at once (candidates, profiles, failed versions, published releases, evidence,
-proposals). No query per item.
+items at once (candidates with their relaxations, profiles, evidence, proposals). No query
+per item, and no relaxation computed.
 """
 
 from __future__ import annotations
@@ -19,8 +19,6 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from packaging.specifiers import InvalidSpecifier
-from packaging.version import InvalidVersion, Version
 from sqlalchemy import func, or_
 from sqlalchemy import select as columns
 from sqlmodel import Session, col, select
@@ -45,20 +43,22 @@ from govern.store.queries import (
     PER_PAGE,
     exclusion_public,
     exclusion_rows,
-    failed_versions,
     newest_first,
     overdue,
 )
+from govern.store.relaxations import stored
+
+# What the front page says of a candidate whose relaxation is not stored yet (found by a
+# poll since the last verification, which computes it).
+NOT_COMPUTED = "no narrow change computed yet: the next verification computes it"
 
 
-def _by_ids(
-    session: Session, ids: Sequence[int], now: datetime
-) -> dict[int, tuple[ExclusionPublic, Annotation | None]]:
-    """The exclusions with these ids, shown, each with its current annotation."""
+def _by_ids(session: Session, ids: Sequence[int], now: datetime) -> dict[int, ExclusionPublic]:
+    """The exclusions with these ids, shown."""
     if not ids:
         return {}
     rows = session.exec(exclusion_rows().where(col(Exclusion.id).in_(list(ids)))).all()
-    return {row[0].id or 0: (exclusion_public(row, now=now), row[1]) for row in rows}
+    return {row[0].id or 0: exclusion_public(row, now=now) for row in rows}
 
 
 def pending(session: Session, *, now: datetime, limit: int = PER_PAGE) -> PendingPage:
@@ -78,17 +78,14 @@ def pending(session: Session, *, now: datetime, limit: int = PER_PAGE) -> Pendin
     evidence = _evidence(session, [c for c, _ in best.values()])
     proposals = _proposals(session, ids)
     profiles = _profiles(session, ids)
-    failed = failed_versions(session, ids=ids)
-    published = _published(session, {rows[i][0].package for i in ids if i in best and i in rows})
     items: list[PendingPublic] = []
     for row_id in ids:
         found = best.get(row_id)
         if found is None or row_id not in rows:
             continue
-        exclusion, note = rows[row_id]
+        exclusion = rows[row_id]
         candidate, release = found
-        bad = _versions({*(note.bad_versions if note else ()), *failed.get(row_id, ())})
-        after, why = _change(exclusion, release.version, bad, published.get(exclusion.package, []))
+        relaxed = stored(candidate.relaxation)
         items.append(
             PendingPublic.model_construct(
                 exclusion=exclusion,
@@ -97,7 +94,9 @@ def pending(session: Session, *, now: datetime, limit: int = PER_PAGE) -> Pendin
                 verified=candidate.status == CandidateStatus.PASSED,
                 evidence=evidence.get(candidate.id or 0),
                 change=ChangePublic.model_construct(
-                    before=exclusion.requirement, after=after, note=why
+                    before=exclusion.requirement,
+                    after=relaxed.requirement if relaxed else None,
+                    note=relaxed.note if relaxed else NOT_COMPUTED,
                 ),
                 proposal_url=proposals.get(row_id),
             )
@@ -209,56 +208,6 @@ def _proposals(session: Session, ids: Sequence[int]) -> dict[int, str]:
     }
 
 
-def _versions(texts: set[str]) -> list[Version]:
-    """The valid versions among ``texts``, sorted."""
-    out: list[Version] = []
-    for text in texts:
-        try:
-            out.append(Version(text))
-        except InvalidVersion:
-            continue
-    return sorted(out)
-
-
-def _change(
-    exclusion: ExclusionPublic,
-    version: str,
-    bad: Sequence[Version],
-    published: Sequence[Version],
-) -> tuple[str | None, str]:
-    """The requirement as it would be written after the narrow relaxation, and why."""
-    from packaging.requirements import Requirement
-
-    from govern.exclusions import relax as relaxation
-
-    try:
-        candidate = Version(version)
-        requirement = exclusion.requirement.split("#", 1)[0].strip()
-        specifiers = Requirement(requirement).specifier
-        result = relaxation.relax(specifiers, exclusion.clause, candidate, bad, published=published)
-        after = result.rewrite(exclusion.requirement)
-    except (InvalidVersion, InvalidSpecifier, ValueError) as exc:
-        return None, f"no narrow change computed: {exc}"
-    return after, result.note
-
-
-def _published(session: Session, packages: set[str]) -> dict[str, list[Version]]:
-    """The releases seen of each package (those whose version parses)."""
-    out: dict[str, list[Version]] = {package: [] for package in packages}
-    if not packages:
-        return out
-    for package, text in session.execute(
-        columns(col(Release.package), col(Release.version)).where(
-            col(Release.package).in_(sorted(packages))
-        )
-    ):
-        try:
-            out[package].append(Version(text))
-        except InvalidVersion:
-            continue
-    return out
-
-
 def attention(session: Session, *, now: datetime, limit: int = 20) -> dict[str, Any]:
     """Held, overdue and failed: counts, and the oldest or latest few of each."""
     open_ = col(Exclusion.removed_at).is_(None)
@@ -313,9 +262,9 @@ def attention(session: Session, *, now: datetime, limit: int = 20) -> dict[str, 
             }
         )
     return {
-        "held": [rows[i][0] for i in held_ids if i in rows],
+        "held": [rows[i] for i in held_ids if i in rows],
         "held_total": held_total,
-        "overdue": [rows[i][0] for i in overdue_ids if i in rows],
+        "overdue": [rows[i] for i in overdue_ids if i in rows],
         "overdue_total": overdue_total,
         "failed": failed,
     }

@@ -17,7 +17,7 @@ from typing import Any
 
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
-from sqlalchemy import func, or_
+from sqlalchemy import Connection, func, or_
 from sqlalchemy import select as columns
 from sqlmodel import Session, col, select
 
@@ -129,7 +129,7 @@ def ordered_rows(session: Session, *where: Any) -> list[ExclusionRow]:
     return list(session.exec(statement).all())
 
 
-def failed_versions(session: Session, *, ids: Sequence[int]) -> dict[int, set[str]]:
+def failed_versions(session: Session | Connection, *, ids: Sequence[int]) -> dict[int, set[str]]:
     """Versions whose verification failed (or that were marked bad), by exclusion."""
     out: dict[int, set[str]] = defaultdict(set)
     if not ids:

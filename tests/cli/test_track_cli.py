@@ -10,6 +10,8 @@ import bidi
 import pytest
 from clirun import run_cli as _run
 
+from govern.store.location import SCHEMA_REVISION
+
 REQUIREMENTS = (
     "# Pinned until the cluster image moves to 2.x.\n"
     "# govern: owner=@infra review-by=2026-01-31\n"
@@ -105,7 +107,7 @@ def test_db_commands(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
     assert "needs `govern db upgrade`" in out
     code, out, _ = _run(["db", "upgrade", "--db", db], capsys)
     assert code == 0
-    assert "empty -> 0008" in out
+    assert f"empty -> {SCHEMA_REVISION}" in out
     code, out, _ = _run(["db", "current", "--db", db], capsys)
     assert "(up to date)" in out
     code, out, _ = _run(["db", "downgrade", "base", "--db", db], capsys)

@@ -60,6 +60,50 @@ def test_the_front_page_lists_cupy_with_its_candidate_and_evidence(
     assert "<script" not in body.lower()
 
 
+def test_no_page_computes_a_relaxation(
+    served: tuple[TestClient, str, Store], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pages and the API read the relaxation stored on the candidate."""
+    from govern.exclusions import relax
+
+    def refuse(*_args: object, **_kwargs: object) -> None:
+        raise AssertionError("relax() called on a page view")
+
+    monkeypatch.setattr(relax, "relax", refuse)
+    client, key, store = served
+    page = client.get("/")
+    assert page.status_code == 200
+    assert "+ cupy-cuda13x != 14.1.0" in page.text
+    first = next(
+        i for i in client.get("/api/v1/pending").json()["items"] if i["exclusion"]["id"] == key
+    )
+    assert first["change"] == {
+        "before": "cupy-cuda13x < 14.1.0",
+        "after": "cupy-cuda13x != 14.1.0",
+        "note": first["change"]["note"],
+    }
+    assert "14.1.0" in first["change"]["note"]
+    for path in (f"/exclusions/{key}", f"/api/v1/exclusions/{key}", "/exclusions", "/debt"):
+        assert client.get(path).status_code == 200, path
+    # A candidate found since the last verification has none stored yet: said so.
+    from sqlmodel import select
+
+    from govern.store.models import Candidate
+    from govern.store.pending import NOT_COMPUTED
+
+    with store.session(write=True) as session:
+        for candidate in session.exec(select(Candidate)):
+            candidate.relaxation = None
+    first = next(
+        i for i in client.get("/api/v1/pending").json()["items"] if i["exclusion"]["id"] == key
+    )
+    assert first["change"] == {
+        "before": "cupy-cuda13x < 14.1.0",
+        "after": None,
+        "note": NOT_COMPUTED,
+    }
+
+
 def test_the_api_pending_and_filters(served: tuple[TestClient, str, Store]) -> None:
     client, key, _ = served
     pending = client.get("/api/v1/pending").json()

@@ -1,0 +1,174 @@
+"""The narrow relaxation of each candidate, computed when it can change and stored on its row.
+
+It depends on the exclusion's line and clause, the candidate's version, the versions known
+bad (the annotation's ``bad=`` and the releases whose verification failed) and the releases
+published. :func:`refresh` computes it (:mod:`govern.exclusions.relax`) when a verification
+concludes and when a sync changes an exclusion's line or annotation; :func:`fill_missing`
+for candidates that have none yet (found by a poll, or stored before the column). Pages
+read the stored value and proposals :func:`relaxation_of`: no page view computes one.
+Every function takes a session or a Core connection (the poll writes through one).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Collection, Iterable, Sequence
+from typing import Any, cast
+
+from packaging.requirements import Requirement
+from packaging.specifiers import InvalidSpecifier
+from packaging.version import InvalidVersion, Version
+from sqlalchemy import Connection, Table, bindparam, update
+from sqlalchemy import select as columns
+from sqlmodel import Session, col
+
+from govern.exclusions import relax as relaxation
+from govern.store.models import Annotation, Candidate, Exclusion, Release, StoredRelaxation
+from govern.store.queries import failed_versions
+
+Executor = Session | Connection
+STRATEGY: relaxation.Strategy = "exclude"  # the dashboard's and the proposals' default
+_CHUNK = 500  # ids per IN list (SQLite bounds a statement's parameters)
+_CANDIDATE = cast(Table, Candidate.__table__)  # type: ignore[attr-defined]  # set by SQLModel
+
+
+def compute(
+    *, requirement: str, clause: str, version: str, bad: Iterable[str], published: Iterable[str]
+) -> StoredRelaxation:
+    """The relaxation of ``clause`` in the line ``requirement`` that admits ``version``, or
+    why there is none; ``bad`` and ``published`` are version texts (invalid ones skipped)."""
+    try:
+        candidate = Version(version)
+        specifiers = Requirement(requirement.split("#", 1)[0].strip()).specifier
+        result = relaxation.relax(
+            specifiers, clause, candidate, _versions(bad), published=_versions(published)
+        )
+        after = result.rewrite(requirement)
+    except (InvalidVersion, InvalidSpecifier, ValueError) as exc:
+        return StoredRelaxation(
+            specifier=None,
+            requirement=None,
+            strategy=STRATEGY,
+            note=f"no narrow change computed: {exc}",
+            refused=str(exc),
+        )
+    return StoredRelaxation(
+        specifier=",".join(result.after_clauses),
+        requirement=after,
+        strategy=result.strategy,
+        note=result.note,
+    )
+
+
+def _versions(texts: Iterable[str]) -> list[Version]:
+    """The valid versions among ``texts``, sorted."""
+    out: set[Version] = set()
+    for text in texts:
+        try:
+            out.add(Version(text))
+        except InvalidVersion:
+            continue
+    return sorted(out)
+
+
+def stored(value: dict[str, Any] | None) -> StoredRelaxation | None:
+    """A relaxation as a candidate row holds it (None: not computed yet)."""
+    return StoredRelaxation.model_validate(value) if value else None
+
+
+def relaxation_of(executor: Executor, *, candidate_id: int) -> StoredRelaxation | None:
+    """The stored relaxation of a candidate; None when it has none yet (or no such row)."""
+    value = executor.execute(
+        columns(col(Candidate.relaxation)).where(col(Candidate.id) == candidate_id)
+    ).scalar_one_or_none()
+    return stored(value)
+
+
+def refresh(
+    executor: Executor, *, exclusion_ids: Collection[int], missing_only: bool = False
+) -> int:
+    """Compute and store the relaxation of every candidate of these exclusions (only of
+    those without one, with ``missing_only``); returns how many rows were written."""
+    ids = sorted(set(exclusion_ids))
+    return sum(
+        _refresh(executor, ids[start : start + _CHUNK], missing_only)
+        for start in range(0, len(ids), _CHUNK)
+    )
+
+
+def fill_missing(executor: Executor, *, exclusion_ids: Collection[int] | None = None) -> int:
+    """Store a relaxation for each candidate without one (of these exclusions; None: all)."""
+    if exclusion_ids is None:
+        exclusion_ids = list(
+            executor.execute(
+                columns(col(Candidate.exclusion_id))
+                .where(col(Candidate.relaxation).is_(None))
+                .distinct()
+            ).scalars()
+        )
+    return refresh(executor, exclusion_ids=exclusion_ids, missing_only=True)
+
+
+def _refresh(executor: Executor, ids: Sequence[int], missing_only: bool) -> int:
+    where = [col(Candidate.exclusion_id).in_(ids)]
+    if missing_only:
+        where.append(col(Candidate.relaxation).is_(None))
+    candidates = executor.execute(
+        columns(col(Candidate.id), col(Candidate.exclusion_id), col(Release.version))
+        .join(Release, col(Release.id) == col(Candidate.release_id))
+        .where(*where)
+    ).all()
+    if not candidates:
+        return 0
+    wanted = sorted({exclusion_id for _, exclusion_id, _ in candidates})
+    lines = {
+        row_id: (requirement, clause, package)
+        for row_id, requirement, clause, package in executor.execute(
+            columns(
+                col(Exclusion.id),
+                col(Exclusion.requirement),
+                col(Exclusion.clause),
+                col(Exclusion.package),
+            ).where(col(Exclusion.id).in_(wanted))
+        )
+    }
+    bad: dict[int, set[str]] = defaultdict(set)
+    for exclusion_id, versions in executor.execute(
+        columns(col(Annotation.exclusion_id), col(Annotation.bad_versions)).where(
+            col(Annotation.exclusion_id).in_(wanted), col(Annotation.current)
+        )
+    ):
+        bad[exclusion_id].update(v for v in versions or () if isinstance(v, str))
+    for exclusion_id, versions in failed_versions(executor, ids=wanted).items():
+        bad[exclusion_id] |= versions
+    published: dict[str, list[str]] = defaultdict(list)
+    for package, version in executor.execute(
+        columns(col(Release.package), col(Release.version)).where(
+            col(Release.package).in_(sorted({line[2] for line in lines.values()}))
+        )
+    ):
+        published[package].append(version)
+    computed: dict[tuple[int, str], dict[str, Any]] = {}
+    rows: list[dict[str, Any]] = []
+    for candidate_id, exclusion_id, version in candidates:
+        if exclusion_id not in lines:
+            continue
+        key = (exclusion_id, version)
+        if key not in computed:
+            requirement, clause, package = lines[exclusion_id]
+            computed[key] = compute(
+                requirement=requirement,
+                clause=clause,
+                version=version,
+                bad=bad.get(exclusion_id, ()),
+                published=published.get(package, ()),
+            ).model_dump()
+        rows.append({"row_id": candidate_id, "value": computed[key]})
+    if rows:
+        executor.execute(
+            update(_CANDIDATE)
+            .where(_CANDIDATE.c.id == bindparam("row_id"))
+            .values(relaxation=bindparam("value")),
+            rows,
+        )
+    return len(rows)
