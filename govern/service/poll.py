@@ -30,7 +30,7 @@ from packaging.specifiers import InvalidSpecifier, Specifier
 from packaging.version import Version
 from sqlalchemy import Connection
 
-from govern.exclusions.states import CandidateStatus, State
+from govern.exclusions.states import CandidateStatus, EventKind, State
 from govern.index.candidates import (
     RELEASE_WINDOW,
     Decision,
@@ -53,7 +53,7 @@ from govern.index.pipconfig import IndexSettings
 from govern.index.profiles import Profile
 from govern.index.simple import file_from
 from govern.redact import redact as redact_url
-from govern.store import polling
+from govern.store import polling, relaxations
 from govern.store.db import Store
 from govern.store.polling import Watched
 
@@ -500,7 +500,7 @@ class _Recorder:
                 self.events.append(
                     {
                         "exclusion_id": exclusion.id,
-                        "kind": "candidate-found",
+                        "kind": EventKind.CANDIDATE_FOUND,
                         "at": self.now,
                         "recorded_at": self.now,
                         "detail": detail,
@@ -530,6 +530,10 @@ class _Recorder:
         polling.update_candidates(conn, rows=self.changed_candidates)
         polling.insert_events(conn, rows=self.events)
         polling.promote(conn, exclusion_ids=sorted(self.promoted))
+        # New candidates get their narrow change now, so pages never compute one.
+        found = {row["exclusion_id"] for row in self.new_candidates}
+        if found:
+            relaxations.fill_missing(conn, exclusion_ids=found)
 
 
 async def poll(

@@ -132,6 +132,18 @@ def test_a_fixed_release_becomes_a_candidate(store: Store, index: StaticIndex) -
         events = session.exec(select(Event).where(Event.kind == "candidate-found")).all()
     assert cupy.state == "candidate"
     assert sorted(e.detail["version"] for e in events) == ["14.1.1", "14.1.3"]
+    # The poll stores each new candidate's narrow change: no page computes it.
+    with store.session() as session:
+        stored = {
+            r.version: c.relaxation
+            for c, r in session.exec(
+                select(Candidate, ReleaseRow).join(
+                    ReleaseRow, col(ReleaseRow.id) == col(Candidate.release_id)
+                )
+            ).all()
+        }
+    assert stored["14.1.1"] is not None
+    assert stored["14.1.1"]["specifier"] == "!=14.1.0"
 
 
 def test_a_second_poll_is_a_304_and_adds_nothing(store: Store, index: StaticIndex) -> None:
