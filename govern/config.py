@@ -64,6 +64,7 @@ TOOL_KEYS = {
     "verify-with",
     "verify-attempts",
     "web",
+    "propose",
 }
 _WEB_KEYS = {
     "token-env": "GOVERN_WEB_TOKEN",
@@ -133,6 +134,82 @@ class CIConfig:
         return dict(self.options)
 
 
+PROPOSE_MODES = ("pull-request", "remind", "none")
+PROPOSE_VIA = ("git", "github", "gitlab")
+_PROPOSE_KEYS = {
+    "via",
+    "remote",
+    "base",
+    "propose",
+    "packages",
+    "branch-prefix",
+    "author",
+    "labels",
+    "draft",
+    "token-env",
+    "forge",
+    "api-url",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ProposeConfig:
+    """``[tool.govern.propose]`` (``[propose]`` in .govern.toml): how relaxations are proposed."""
+
+    via: str = "git"  # git | github | gitlab
+    remote: str = "origin"  # the git remote branches are pushed to
+    base: str | None = None  # the branch proposals target; None: the remote's default
+    mode: str = "pull-request"  # pull-request | remind | none (``propose = ...``)
+    packages: tuple[tuple[str, str], ...] = ()  # (canonical package, mode) overrides
+    branch_prefix: str = "govern/relax"
+    author: str | None = None  # "Name <email>" of the commit; None: govern's own
+    labels: tuple[str, ...] = ("dependencies",)
+    draft: bool = False
+    token_env: str | None = None  # the variable holding the forge's token (never the token)
+    forge: str | None = None  # the repository's forge URL when the remote does not say
+    api_url: str | None = None  # GitHub Enterprise / self-hosted GitLab API
+
+    def mode_for(self, package: str) -> str:
+        """The mode for one package (its override, else the repository's)."""
+        return dict(self.packages).get(canonicalize_name(package), self.mode)
+
+
+def _propose(value: Any, where: str) -> ProposeConfig:
+    tip = 'Write [tool.govern.propose] then via = "git" and remote = "origin".'
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where}: propose must be a table, not {show(value)}", tip=tip)
+    known_keys(value, _PROPOSE_KEYS, where, what="[tool.govern.propose] key(s)", tip=tip)
+    packages = value.get("packages", {})
+    if not isinstance(packages, dict) or not all(
+        isinstance(m, str) and m in PROPOSE_MODES for m in packages.values()
+    ):
+        raise ConfigError(
+            f"{where}: propose.packages must map package names to one of "
+            f"{', '.join(PROPOSE_MODES)}",
+            tip='Write packages = { "cupy-cuda13x" = "remind" }.',
+        )
+    token_env = string(value, "token-env", where, "propose.")
+    if token_env is not None and not token_env.replace("_", "").isalnum():
+        raise ConfigError(
+            f"{where}: propose.token-env must name an environment variable, not {show(token_env)}",
+            tip='Write token-env = "GITHUB_TOKEN" (the name of a variable, not a secret).',
+        )
+    return ProposeConfig(
+        via=choice(value, "via", where, PROPOSE_VIA, "git"),
+        remote=string(value, "remote", where, "propose.") or "origin",
+        base=string(value, "base", where, "propose."),
+        mode=choice(value, "propose", where, PROPOSE_MODES, "pull-request"),
+        packages=tuple(sorted((canonicalize_name(k), m) for k, m in packages.items())),
+        branch_prefix=string(value, "branch-prefix", where, "propose.") or "govern/relax",
+        author=string(value, "author", where, "propose."),
+        labels=strings(value.get("labels", ["dependencies"]), "labels", where),
+        draft=boolean(value, "draft", where),
+        token_env=token_env,
+        forge=string(value, "forge", where, "propose."),
+        api_url=string(value, "api-url", where, "propose."),
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class Config:
     """The settings of one repository (all optional)."""
@@ -169,6 +246,7 @@ class Config:
     web_token_env: str = _WEB_KEYS["token-env"]
     github_webhook_secret_env: str = _WEB_KEYS["github-webhook-secret-env"]
     buildkite_webhook_token_env: str = _WEB_KEYS["buildkite-webhook-token-env"]
+    propose: ProposeConfig = ProposeConfig()
 
     def checked(self) -> Config:
         """Self, once every CI name that is referred to is defined."""
@@ -331,6 +409,7 @@ def parse_config(table: dict[str, Any], path: Path) -> Config:
         ci=_ci(table.get("ci", {}), where),
         verify_with=string(table, "verify-with", where),
         verify_attempts=_attempts(table, where),
+        propose=_propose(table.get("propose", {}), where),
         **_web(table.get("web", {}), where),
     ).checked()
 

@@ -468,3 +468,35 @@ def test_an_odd_package_name_in_indexes_keeps_the_message_on_one_line(tmp_path: 
         load_config(tmp_path)
     assert "\n" not in raised.value.message
     assert "indexes.'a\\nb'" in raised.value.message
+
+
+def test_propose_in_pyproject_and_in_govern_toml(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.govern.propose]\nvia = "github"\nremote = "upstream"\n'
+        'token-env = "GH_TOKEN"\npackages = { "CuPy_CUDA13x" = "remind" }\n'
+    )
+    propose = load_config(tmp_path).propose
+    assert (propose.via, propose.remote, propose.token_env) == ("github", "upstream", "GH_TOKEN")
+    assert propose.mode_for("cupy-cuda13x") == "remind"
+    assert propose.mode_for("numpy") == "pull-request"
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / ".govern.toml").write_text('[propose]\nvia = "git"\npropose = "none"\n')
+    assert load_config(other).propose.mode_for("numpy") == "none"
+    assert load_config(other).propose.remote == "origin"
+
+
+@pytest.mark.parametrize(
+    ("body", "said"),
+    [
+        ('via = "svn"', "via"),
+        ('token-env = "ghp_abc def"', "token-env"),
+        ('packages = { numpy = "sometimes" }', "packages"),
+        ('colour = "blue"', "colour"),
+    ],
+)
+def test_a_bad_propose_table_is_a_config_error(tmp_path: Path, body: str, said: str) -> None:
+    (tmp_path / ".govern.toml").write_text(f"[propose]\n{body}\n")
+    with pytest.raises(ConfigError) as caught:
+        load_config(tmp_path)
+    assert said in caught.value.message

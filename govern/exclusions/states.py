@@ -81,6 +81,12 @@ class EventKind(StrEnum):
     SNOOZED = "snoozed"  # the dashboard's actions
     OWNER_ASSIGNED = "owner-assigned"
     ACKNOWLEDGED = "acknowledged"
+    PROPOSAL_OPENED = "proposal-opened"  # a branch or change request carries the relaxation
+    PROPOSAL_UPDATED = "proposal-updated"  # a newer candidate updated it
+    PROPOSAL_SUPERSEDED = "proposal-superseded"  # the line changed by hand meanwhile
+    REMINDED = "reminded"  # a reminder went out instead of a change request
+    MERGED = "merged"  # the change request was merged (the next sync relaxes the line)
+    DECLINED = "declined"  # closed without merging: held, that version not proposed again
 
     @classmethod
     def concluded(cls, conclusion: Conclusion) -> EventKind:
@@ -101,3 +107,23 @@ VERIFICATION_EVENTS = (
 )
 # The events after which the thread shows the reason as it then stood.
 REASONED_EVENTS = (EventKind.ADDED, EventKind.CHANGED, EventKind.ANNOTATION_CHANGED)
+
+
+class ProposalState(StrEnum):
+    """Where one proposal (a branch, change request or reminder) stands."""
+
+    OPEN = "open"  # sent: a branch pushed, a change request open, a reminder delivered
+    MERGED = "merged"
+    DECLINED = "declined"  # closed unmerged: its version is not proposed again
+    SUPERSEDED = "superseded"  # the line changed by hand, or a newer candidate took over
+    FAILED = "failed"  # its action failed; retried with backoff (the outbox says when)
+
+
+class OutboxState(StrEnum):
+    """One outgoing action, written before it is sent (exactly once, across crashes)."""
+
+    PENDING = "pending"  # written, not tried yet (or due again after a failure)
+    SENDING = "sending"  # committed just before the request: after a crash, look first
+    SENT = "sent"  # confirmed, with what the other side answered
+    FAILED = "failed"  # failed; retried at ``next_attempt_at``
+    DEAD = "dead"  # failed every attempt: a person looks (shown on the dashboard)

@@ -28,7 +28,7 @@ from sqlalchemy.orm import Session as OrmSession
 from sqlalchemy.types import TypeDecorator
 from sqlmodel import Field, SQLModel
 
-from govern.exclusions.states import CandidateStatus, State
+from govern.exclusions.states import CandidateStatus, OutboxState, State
 from govern.store.location import as_utc as as_utc  # re-exported: the models read with it
 
 # Named constraints, so later migrations can alter them (SQLite's batch mode needs names).
@@ -319,6 +319,32 @@ class Proposal(ProposalBase, table=True):
     candidate_id: int | None = Field(default=None, foreign_key="candidate.id")
     dedupe_key: str = Field(max_length=128)
     created_at: datetime = _when()
+    via: str | None = Field(default=None, max_length=16)  # git, github, gitlab, a channel
+    version: str | None = Field(default=None, max_length=128)  # the candidate proposed
+    branch: str | None = Field(default=None, max_length=256)
+    number: int | None = None  # the change request's number (GitHub) or iid (GitLab)
+    old: str | None = Field(default=None, sa_column=Column(Text))  # the line before
+    new: str | None = Field(default=None, sa_column=Column(Text))  # and after
+    updated_at: datetime | None = _when(nullable=True)
+
+
+class Outbox(SQLModel, table=True):
+    """One outgoing action (push, change request, comment, message, mail), written before
+    it is sent and marked when confirmed; ``dedupe_key`` makes a second send impossible."""
+
+    __table_args__ = (UniqueConstraint("dedupe_key"), Index("ix_outbox_state", "state"))
+
+    id: int | None = Field(default=None, primary_key=True)
+    dedupe_key: str = Field(max_length=256)
+    action: str = Field(max_length=32)  # push, open-change, update-change, close-change, ...
+    proposal_id: int | None = Field(default=None, foreign_key="proposal.id", index=True)
+    state: str = Field(default=OutboxState.PENDING, max_length=16)
+    attempts: int = 0
+    next_attempt_at: datetime | None = _when(nullable=True)
+    last_error: str | None = Field(default=None, sa_column=Column(Text))  # no token, ever
+    result: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    created_at: datetime = _when()
+    sent_at: datetime | None = _when(nullable=True)
 
 
 class PollRun(SQLModel, table=True):

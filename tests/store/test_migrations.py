@@ -24,6 +24,7 @@ TABLES = {
     "proposal",
     "index_page",
     "poll_run",
+    "outbox",
 }
 
 

@@ -1,0 +1,205 @@
+"""What a proposal needs from where the code lives: branches, change requests, comments.
+
+A *change request* is GitHub's pull request or GitLab's merge request. Every forge sits
+behind :class:`Forge` and receives its HTTP client from outside; the git push itself is
+:mod:`govern.forge.push`'s. Anything govern creates carries a *marker*, an HTML comment
+naming what it is for (:func:`marker`), so that a run after a crash finds what the crashed
+run sent instead of sending it again.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Protocol
+
+from govern.errors import GovernError
+
+__all__ = [
+    "ChangeRequest",
+    "ChangeState",
+    "Comment",
+    "Forge",
+    "ForgeAuthError",
+    "ForgeError",
+    "ForgeRateLimited",
+    "ForgeUnavailable",
+    "Issue",
+    "IssueRef",
+    "Opening",
+    "marker",
+    "marker_in",
+]
+
+
+class ForgeError(GovernError):
+    """A forge (git remote, GitHub, GitLab) could not do what was asked."""
+
+    def __init__(self, message: str, *, tip: str | None = None, status: int | None = None) -> None:
+        super().__init__(message, tip=tip)
+        self.status = status  # the HTTP status of the answer, when there was one
+
+
+class ForgeAuthError(ForgeError):
+    """The forge refused the credentials (or they lack a permission)."""
+
+
+class ForgeRateLimited(ForgeError):
+    """The forge asks to wait; ``until`` is when to try again (aware UTC), if it said."""
+
+    def __init__(
+        self, message: str, *, until: datetime | None = None, tip: str | None = None
+    ) -> None:
+        super().__init__(message, tip=tip, status=429)
+        self.until = until
+
+
+class ForgeUnavailable(ForgeError):
+    """A transient failure: connection, 5xx, an answer that cannot be read. Retried."""
+
+
+class ChangeState(StrEnum):
+    """A change request's state as govern records it."""
+
+    OPEN = "open"
+    CLOSED = "closed"  # closed without merging: declined
+    MERGED = "merged"
+
+
+@dataclass(frozen=True, slots=True)
+class ChangeRequest:
+    """A pull or merge request as the forge reports it."""
+
+    number: int  # GitHub's number, GitLab's iid
+    url: str  # the page a person opens
+    state: ChangeState
+    branch: str  # the head (source) branch
+    base: str  # the base (target) branch
+    title: str = ""
+    body: str = ""
+    draft: bool = False
+    head_sha: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Opening:
+    """What govern asks for when it opens (or updates) a change request."""
+
+    branch: str
+    base: str
+    title: str
+    body: str  # carries :func:`marker`
+    labels: tuple[str, ...] = ()
+    reviewers: tuple[str, ...] = ()  # user logins
+    team_reviewers: tuple[str, ...] = ()  # team slugs (``@org/team`` owners)
+    assignees: tuple[str, ...] = ()
+    draft: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class IssueRef:
+    """An issue on the forge: ``owner/repo#123`` (GitHub) or ``group/project#123`` (GitLab)."""
+
+    repository: str
+    number: int
+
+    def __str__(self) -> str:
+        return f"{self.repository}#{self.number}"
+
+
+@dataclass(frozen=True, slots=True)
+class Comment:
+    """A comment on an issue or change request."""
+
+    id: int
+    url: str
+    body: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Issue:
+    """An issue govern keeps up to date (the repository's "Pending relaxations")."""
+
+    number: int
+    url: str
+    title: str
+    body: str = ""
+    state: str = "open"
+    labels: tuple[str, ...] = field(default_factory=tuple)
+
+
+class Forge(Protocol):
+    """A repository's change requests and issues on GitHub or GitLab.
+
+    Every method raises :class:`ForgeError` (or a subclass) and nothing else; none
+    retries a request that may have had an effect without first looking for the effect.
+    """
+
+    name: str  # "github", "gitlab"
+    repository: str  # owner/repo or group/project
+
+    async def default_branch(self) -> str:
+        """The branch change requests target when none is configured."""
+        ...
+
+    async def find_change(self, *, branch: str, marker: str) -> ChangeRequest | None:
+        """The change request from ``branch`` whose body holds ``marker``, open or not
+        (the newest when several), or None."""
+        ...
+
+    async def get_change(self, number: int) -> ChangeRequest:
+        """One change request by number."""
+        ...
+
+    async def open_change(self, opening: Opening) -> ChangeRequest:
+        """Open a change request, then apply its labels, reviewers and assignees."""
+        ...
+
+    async def update_change(self, number: int, *, title: str, body: str) -> ChangeRequest:
+        """Replace the title and body of an open change request."""
+        ...
+
+    async def close_change(self, number: int, *, comment: str) -> ChangeRequest:
+        """Comment on a change request, then close it unmerged."""
+        ...
+
+    async def find_comment(self, issue: IssueRef, marker: str) -> Comment | None:
+        """The comment on ``issue`` (or a change request) holding ``marker``, or None."""
+        ...
+
+    async def comment(self, issue: IssueRef, body: str) -> Comment:
+        """Add a comment to an issue (or a change request)."""
+        ...
+
+    async def find_issue(self, marker: str) -> Issue | None:
+        """The issue of this repository whose body holds ``marker`` (open or closed)."""
+        ...
+
+    async def open_issue(self, *, title: str, body: str, labels: Sequence[str] = ()) -> Issue:
+        """Open an issue."""
+        ...
+
+    async def update_issue(self, number: int, *, title: str, body: str) -> Issue:
+        """Replace an issue's title and body (and reopen it if it was closed)."""
+        ...
+
+
+_MARKER = re.compile(r"<!-- govern:([a-z-]+)=([A-Za-z0-9._:/@+-]+) -->")
+
+
+def marker(kind: str, key: str) -> str:
+    """The hidden line that names what a body is for: ``<!-- govern:proposal=KEY -->``."""
+    if not re.fullmatch(r"[a-z-]+", kind) or not re.fullmatch(r"[A-Za-z0-9._:/@+-]+", key):
+        raise ValueError(f"a marker takes a plain kind and key, not {kind!r}={key!r}")
+    return f"<!-- govern:{kind}={key} -->"
+
+
+def marker_in(body: str | None, kind: str) -> str | None:
+    """The key of the first ``kind`` marker in ``body``, or None."""
+    for found in _MARKER.finditer(body or ""):
+        if found.group(1) == kind:
+            return found.group(2)
+    return None
