@@ -1,0 +1,132 @@
+"""Exactly once: every outgoing action is written to the outbox before it is sent.
+
+A row goes ``pending`` → ``sending`` (committed just before the request) → ``sent`` (with
+what the other side answered). A row found in ``sending`` lost its process between the
+request and the record: its action is looked for first (a change request or comment by
+its marker, a branch by its content) and only sent again when it is not there; channels
+that cannot be searched are sent again with the same idempotency key or Message-ID. A
+failure is recorded with its message (never a token) and tried again with backoff, until
+:data:`MAX_ATTEMPTS`; then the row is ``dead`` and waits for a person.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from govern.errors import GovernError
+from govern.exclusions.states import OutboxState
+from govern.store import proposals
+from govern.store.db import Store
+from govern.store.models import Outbox
+
+MAX_ATTEMPTS = 8
+_FIRST_WAIT = 60.0  # seconds before the first retry; doubled each time, with full jitter
+_MAX_WAIT = 6 * 3600.0
+
+Send = Callable[[], Awaitable[dict[str, Any]]]
+Find = Callable[[], Awaitable[dict[str, Any] | None]]
+
+
+@dataclass(frozen=True, slots=True)
+class Delivered:
+    """How one action went: its state, and the answer (or the error) recorded."""
+
+    key: str
+    state: OutboxState
+    result: dict[str, Any]
+    error: str | None = None
+    sent_now: bool = False  # this call sent it (False: found, or sent before)
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _wait(attempts: int) -> timedelta:
+    ceiling = min(_MAX_WAIT, _FIRST_WAIT * 2 ** max(0, attempts - 1))
+    return timedelta(seconds=random.uniform(ceiling / 2, ceiling))  # noqa: S311
+
+
+async def deliver(
+    store: Store,
+    *,
+    key: str,
+    action: str,
+    send: Send,
+    find: Find | None = None,
+    proposal_id: int | None = None,
+    now: datetime | None = None,
+    retry_now: bool = False,
+) -> Delivered:
+    """Send ``action`` once under ``key``: record it, send it, mark it confirmed.
+
+    ``find`` looks for the action's effect (None: the channel cannot be searched); it is
+    asked whenever an earlier attempt may have had an effect. A failure due later is left
+    alone unless ``retry_now``.
+    """
+    when = now or _now()
+    with store.session(write=True) as session:
+        row = proposals.outbox_row(session, key=key)
+        if row is None:
+            row = Outbox(dedupe_key=key, action=action, proposal_id=proposal_id, created_at=when)
+            session.add(row)
+            session.flush()
+        state = OutboxState(row.state)
+        if state is OutboxState.SENT or state is OutboxState.DEAD:
+            return Delivered(key, state, dict(row.result), row.last_error)
+        due = row.next_attempt_at
+        if state is OutboxState.FAILED and due is not None and due > when and not retry_now:
+            return Delivered(key, state, dict(row.result), row.last_error)
+        tried_before = row.attempts > 0
+    if tried_before and find is not None:
+        try:
+            found = await find()
+        except GovernError as exc:
+            return _failed(store, key, exc, when)
+        if found is not None:
+            return _sent(store, key, found, when, sent_now=False)
+    with store.session(write=True) as session:
+        row = proposals.outbox_row(session, key=key)
+        assert row is not None
+        row.state = OutboxState.SENDING
+        row.attempts += 1
+        session.add(row)
+    try:
+        result = await send()
+    except GovernError as exc:
+        return _failed(store, key, exc, when)
+    return _sent(store, key, result, when, sent_now=True)
+
+
+def _sent(
+    store: Store, key: str, result: dict[str, Any], when: datetime, *, sent_now: bool
+) -> Delivered:
+    with store.session(write=True) as session:
+        row = proposals.outbox_row(session, key=key)
+        assert row is not None
+        row.state = OutboxState.SENT
+        row.result = result
+        row.sent_at = when
+        row.last_error = None
+        row.next_attempt_at = None
+        session.add(row)
+    return Delivered(key, OutboxState.SENT, result, sent_now=sent_now)
+
+
+def _failed(store: Store, key: str, exc: GovernError, when: datetime) -> Delivered:
+    message = exc.message  # every forge and notifier scrubs its secrets from messages
+    with store.session(write=True) as session:
+        row = proposals.outbox_row(session, key=key)
+        assert row is not None
+        row.attempts = max(row.attempts, 1)
+        dead = row.attempts >= MAX_ATTEMPTS
+        row.state = OutboxState.DEAD if dead else OutboxState.FAILED
+        row.last_error = message[:2000]
+        row.next_attempt_at = None if dead else when + _wait(row.attempts)
+        session.add(row)
+        state = OutboxState(row.state)
+    return Delivered(key, state, {}, message)

@@ -1,0 +1,272 @@
+"""The proposer's reads and writes: verified work, proposals, and the outbox's rows.
+
+Keyword-only functions on a session; :mod:`govern.service.propose` keeps the workflow and
+:mod:`govern.service.outbox` the exactly-once protocol.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlmodel import Session, col, select
+
+from govern.exclusions.states import (
+    CandidateStatus,
+    Conclusion,
+    EventKind,
+    OutboxState,
+    ProposalState,
+    State,
+)
+from govern.store.models import (
+    Annotation,
+    Candidate,
+    Event,
+    Exclusion,
+    Outbox,
+    Proposal,
+    Release,
+    Repository,
+    Source,
+    StoredRelaxation,
+    Verification,
+)
+from govern.store.relaxations import stored
+
+# States from which a verified candidate may be proposed (proposed: a newer one updates it).
+_PROPOSABLE = (State.VERIFIED, State.PROPOSED)
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """One passed verification: where it ran and what it installed."""
+
+    profile: str
+    provider: str
+    url: str | None
+    installed: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Work:
+    """A verified exclusion with what a proposal of it needs."""
+
+    exclusion_id: int
+    key: str
+    package: str
+    clause: str
+    requirement: str
+    line: int
+    group: str | None
+    repository: str
+    root: str
+    source: str
+    format: str
+    state: State
+    candidate_id: int
+    version: str
+    relaxation: StoredRelaxation | None
+    reason: str | None
+    links: tuple[str, ...]
+    bad_versions: tuple[str, ...]
+    owner: str | None
+    runs: tuple[Run, ...]
+    history: tuple[tuple[datetime, str, str], ...]  # (at, kind, a line of detail)
+
+
+def verified(session: Session, *, query: str | None = None) -> list[Work]:
+    """Open exclusions with a passed candidate (the newest passed version of each), or the
+    one with id ``query`` / the package ``query``."""
+    statement = (
+        select(Exclusion, Repository, Source)
+        .join(Repository, col(Repository.id) == col(Exclusion.repository_id))
+        .join(Source, col(Source.id) == col(Exclusion.source_id))
+        .where(col(Exclusion.state).in_(_PROPOSABLE), col(Exclusion.removed_at).is_(None))
+        .order_by(col(Exclusion.id))
+    )
+    if query:
+        statement = statement.where(
+            (col(Exclusion.key) == query) | (col(Exclusion.package) == query.lower())
+        )
+    out: list[Work] = []
+    for exclusion, repository, source in session.exec(statement).all():
+        assert exclusion.id is not None
+        best = _best_passed(session, exclusion.id)
+        if best is None:
+            continue
+        candidate, release = best
+        assert candidate.id is not None
+        note = session.exec(
+            select(Annotation).where(
+                col(Annotation.exclusion_id) == exclusion.id, col(Annotation.current)
+            )
+        ).first()
+        out.append(
+            Work(
+                exclusion_id=exclusion.id,
+                key=exclusion.key,
+                package=exclusion.package,
+                clause=exclusion.clause,
+                requirement=exclusion.requirement,
+                line=exclusion.line,
+                group=exclusion.group,
+                repository=repository.name,
+                root=repository.root,
+                source=source.path,
+                format=source.format,
+                state=State(exclusion.state),
+                candidate_id=candidate.id,
+                version=release.version,
+                relaxation=stored(candidate.relaxation),
+                reason=note.reason if note else None,
+                links=tuple(note.links) if note else (),
+                bad_versions=tuple(note.bad_versions) if note else (),
+                owner=exclusion.assigned_owner or (note.owner if note else None),
+                runs=_runs(session, release.version, exclusion.id),
+                history=_history(session, exclusion.id),
+            )
+        )
+    return out
+
+
+def _best_passed(session: Session, exclusion_id: int) -> tuple[Candidate, Release] | None:
+    from packaging.version import InvalidVersion, Version
+
+    rows = session.exec(
+        select(Candidate, Release)
+        .join(Release, col(Release.id) == col(Candidate.release_id))
+        .where(
+            col(Candidate.exclusion_id) == exclusion_id,
+            col(Candidate.status) == CandidateStatus.PASSED,
+        )
+    ).all()
+
+    def newest(row: tuple[Candidate, Release]) -> Version:
+        try:
+            return Version(row[1].version)
+        except InvalidVersion:
+            return Version("0")
+
+    return max(rows, key=newest) if rows else None
+
+
+def _runs(session: Session, version: str, exclusion_id: int) -> tuple[Run, ...]:
+    rows = session.exec(
+        select(Verification)
+        .join(Candidate, col(Candidate.id) == col(Verification.candidate_id))
+        .join(Release, col(Release.id) == col(Candidate.release_id))
+        .where(
+            col(Candidate.exclusion_id) == exclusion_id,
+            col(Release.version) == version,
+            col(Verification.conclusion) == Conclusion.PASSED,
+        )
+        .order_by(col(Verification.id))
+    ).all()
+    return tuple(Run(r.profile, r.provider, r.run_url, r.installed_version) for r in rows)
+
+
+def _history(session: Session, exclusion_id: int) -> tuple[tuple[datetime, str, str], ...]:
+    """The thread of this exclusion and its predecessors (oldest first, at most 30)."""
+    ids: list[int] = []
+    current: int | None = exclusion_id
+    while current is not None and current not in ids and len(ids) < 20:
+        ids.append(current)
+        current = session.exec(
+            select(Exclusion.predecessor_id).where(col(Exclusion.id) == current)
+        ).first()
+    events = session.exec(
+        select(Event).where(col(Event.exclusion_id).in_(ids)).order_by(col(Event.at))
+    ).all()
+    return tuple((e.at, e.kind, _said(e)) for e in events[-30:])
+
+
+def _said(event: Event) -> str:
+    detail = event.detail or {}
+    bits = [f"{k}={detail[k]}" for k in ("from", "to", "version", "profile", "url") if k in detail]
+    if event.commit:
+        bits.append(f"commit {event.commit[:12]}")
+    if event.pull_request:
+        bits.append(f"#{event.pull_request}")
+    return ", ".join(bits)
+
+
+# -- proposals ---------------------------------------------------------------------------
+
+
+def proposal(session: Session, *, key: str) -> Proposal | None:
+    """The proposal with this dedupe key."""
+    return session.exec(select(Proposal).where(col(Proposal.dedupe_key) == key)).first()
+
+
+def proposals_of(session: Session, *, exclusion_id: int) -> list[Proposal]:
+    """Every proposal of an exclusion, oldest first."""
+    return list(
+        session.exec(
+            select(Proposal)
+            .where(col(Proposal.exclusion_id) == exclusion_id)
+            .order_by(col(Proposal.id))
+        ).all()
+    )
+
+
+def open_changes(session: Session) -> list[Proposal]:
+    """Proposals with an open change request to watch for a merge or a close."""
+    return list(
+        session.exec(
+            select(Proposal).where(
+                col(Proposal.state) == ProposalState.OPEN, col(Proposal.number).is_not(None)
+            )
+        ).all()
+    )
+
+
+def add_event(
+    session: Session,
+    *,
+    exclusion_id: int,
+    kind: EventKind,
+    at: datetime,
+    detail: dict[str, Any],
+    pull_request: int | None = None,
+) -> None:
+    """Append one event to an exclusion's thread."""
+    session.add(
+        Event(
+            exclusion_id=exclusion_id,
+            kind=kind,
+            at=at,
+            recorded_at=at,
+            detail=detail,
+            pull_request=pull_request,
+        )
+    )
+
+
+def set_state(
+    session: Session, *, exclusion_id: int, state: State, only_from: Sequence[State]
+) -> None:
+    """Move an exclusion to ``state`` if it is in one of ``only_from``."""
+    row = session.get(Exclusion, exclusion_id)
+    if row is not None and row.state in only_from:
+        row.state = state
+        session.add(row)
+
+
+# -- the outbox --------------------------------------------------------------------------
+
+
+def outbox_row(session: Session, *, key: str) -> Outbox | None:
+    """The outbox row with this dedupe key."""
+    return session.exec(select(Outbox).where(col(Outbox.dedupe_key) == key)).first()
+
+
+def unsettled(session: Session) -> list[Outbox]:
+    """Rows not sent yet (pending, sending, failed, dead): what the dashboard lists."""
+    return list(
+        session.exec(
+            select(Outbox).where(col(Outbox.state) != OutboxState.SENT).order_by(col(Outbox.id))
+        ).all()
+    )

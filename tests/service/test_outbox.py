@@ -1,0 +1,126 @@
+"""The outbox: written before sending, looked for after a crash, retried with backoff."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from sqlmodel import select
+
+from govern.errors import GovernError
+from govern.exclusions.states import OutboxState
+from govern.service import outbox
+from govern.store.db import Store
+from govern.store.models import Outbox
+
+NOW = datetime(2026, 12, 3, 12, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+def store(database_url: str) -> Iterator[Store]:
+    with Store(database_url) as opened:
+        yield opened
+
+
+class Remote:
+    """The other side: what it received, and whether it can be searched."""
+
+    def __init__(self) -> None:
+        self.received: list[str] = []
+        self.fail_with: GovernError | None = None
+
+    async def send(self) -> dict[str, Any]:
+        if self.fail_with is not None:
+            raise self.fail_with
+        self.received.append("pr")
+        return {"number": len(self.received)}
+
+    async def find(self) -> dict[str, Any] | None:
+        return {"number": len(self.received)} if self.received else None
+
+
+def _row(store: Store, key: str) -> Outbox:
+    with store.session() as session:
+        return session.exec(select(Outbox).where(Outbox.dedupe_key == key)).one()
+
+
+def test_an_action_is_sent_once_however_often_it_is_delivered(store: Store) -> None:
+    remote = Remote()
+    for _ in range(3):
+        done = asyncio.run(
+            outbox.deliver(store, key="k", action="open-change", send=remote.send, now=NOW)
+        )
+        assert done.state is OutboxState.SENT
+        assert done.result == {"number": 1}
+    assert remote.received == ["pr"]
+    row = _row(store, "k")
+    assert (row.state, row.attempts, row.result) == ("sent", 1, {"number": 1})
+
+
+def test_a_crash_between_sending_and_recording_finds_the_effect(store: Store) -> None:
+    remote = Remote()
+
+    async def send_then_die() -> dict[str, Any]:
+        await remote.send()
+        raise KeyboardInterrupt  # the process dies before the answer is recorded
+
+    with pytest.raises(KeyboardInterrupt):
+        asyncio.run(outbox.deliver(store, key="k", action="open-change", send=send_then_die))
+    assert _row(store, "k").state == "sending"
+    done = asyncio.run(
+        outbox.deliver(store, key="k", action="open-change", send=remote.send, find=remote.find)
+    )
+    assert (done.state, done.sent_now, done.result) == (OutboxState.SENT, False, {"number": 1})
+    assert remote.received == ["pr"]
+
+
+def test_a_crash_before_the_request_left_sends_it(store: Store) -> None:
+    remote = Remote()
+
+    async def die() -> dict[str, Any]:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        asyncio.run(outbox.deliver(store, key="k", action="comment", send=die))
+    done = asyncio.run(
+        outbox.deliver(store, key="k", action="comment", send=remote.send, find=remote.find)
+    )
+    assert (done.state, done.sent_now) == (OutboxState.SENT, True)
+    assert remote.received == ["pr"]
+
+
+def test_a_failure_is_recorded_and_retried_when_due(store: Store) -> None:
+    remote = Remote()
+    remote.fail_with = GovernError("GitHub answered 502")
+    done = asyncio.run(outbox.deliver(store, key="k", action="push", send=remote.send, now=NOW))
+    assert (done.state, done.error) == (OutboxState.FAILED, "GitHub answered 502")
+    row = _row(store, "k")
+    assert row.next_attempt_at is not None
+    assert row.next_attempt_at > NOW
+    remote.fail_with = None
+    early = asyncio.run(outbox.deliver(store, key="k", action="push", send=remote.send, now=NOW))
+    assert early.state is OutboxState.FAILED
+    assert remote.received == []
+    later = NOW + timedelta(hours=7)
+    done = asyncio.run(outbox.deliver(store, key="k", action="push", send=remote.send, now=later))
+    assert done.state is OutboxState.SENT
+    assert remote.received == ["pr"]
+
+
+def test_it_gives_up_after_every_attempt_failed(store: Store) -> None:
+    remote = Remote()
+    remote.fail_with = GovernError("refused")
+    when = NOW
+    for _ in range(outbox.MAX_ATTEMPTS):
+        done = asyncio.run(
+            outbox.deliver(store, key="k", action="mail", send=remote.send, now=when)
+        )
+        when += timedelta(days=1)
+    assert done.state is OutboxState.DEAD
+    remote.fail_with = None
+    again = asyncio.run(outbox.deliver(store, key="k", action="mail", send=remote.send, now=when))
+    assert again.state is OutboxState.DEAD
+    assert remote.received == []
