@@ -20,6 +20,12 @@ provider tells a 404 or a 422 apart without reading the message. A request that 
 not be repeated (a dispatch, whose lost answer may still have started a run) is sent
 with ``attempts=1``.
 
+The errors raised are the CI's by default; :class:`Errors` maps them to another family
+(the forges' :mod:`govern.forge.base` errors), so one client serves CI and forges.
+``secondary_wait`` turns on GitHub's secondary rate limit: a 403 or 429 whose message
+says "secondary rate limit" without a reset header waits at least that many seconds,
+doubled at each consecutive hit.
+
 No message carries the token: every text that leaves here goes through
 :func:`~govern.redact.scrub` with the secrets in use.
 """
@@ -29,12 +35,14 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Awaitable, Callable, Mapping
-from datetime import UTC, datetime
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
 
 from govern.ci.base import CIAuthError, CIError, CIRateLimited, CIUnavailable
+from govern.errors import GovernError
 from govern.redact import scrub
 from govern.retry import Backoff, rate_limit_until
 
@@ -45,6 +53,21 @@ _MESSAGE_LIMIT = 200
 
 def _now() -> datetime:
     return datetime.now(UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class Errors:
+    """The error family a client raises: each is called as ``(message, *, tip, status)``,
+    ``rate_limited`` also with ``until``."""
+
+    error: Callable[..., GovernError]
+    auth: Callable[..., GovernError]
+    rate_limited: Callable[..., GovernError]
+    unavailable: Callable[..., GovernError]
+
+
+CI_ERRORS = Errors(CIError, CIAuthError, CIRateLimited, CIUnavailable)
+_SECONDARY = "secondary rate limit"
 
 
 def _is_rate_limited(response: httpx.Response) -> bool:
@@ -92,6 +115,8 @@ class ApiClient:
         backoff: float = 0.5,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         clock: Callable[[], datetime] = _now,
+        errors: Errors = CI_ERRORS,
+        secondary_wait: float | None = None,
     ) -> None:
         """``headers`` carry the token; ``secrets`` are scrubbed out of every message;
         ``token_source`` says where the token came from ("$GITHUB_TOKEN") for messages."""
@@ -104,6 +129,9 @@ class ApiClient:
         self._attempts = max(1, attempts)
         self._backoff = Backoff(backoff, sleep=sleep)
         self._clock = clock
+        self.errors = errors
+        self._secondary_wait = secondary_wait
+        self._secondary_hits = 0
 
     def with_credentials(self, headers: Mapping[str, str], *, token_source: str) -> ApiClient:
         """A client for the same API with another credential (GitLab's trigger token):
@@ -119,6 +147,8 @@ class ApiClient:
             backoff=self._backoff.base,
             sleep=self._backoff.sleep,
             clock=self._clock,
+            errors=self.errors,
+            secondary_wait=self._secondary_wait,
         )
 
     def url(self, path: str) -> str:
@@ -147,6 +177,7 @@ class ApiClient:
         request that must not be repeated once (no retry after a 5xx, a time-out or a
         short rate limit).
         """
+        errors = self.errors
         url = self.url(path)
         where = f"{self.vendor}: {method} {self._shown(url)}"
         tries = self._attempts if attempts is None else max(1, attempts)
@@ -168,19 +199,22 @@ class ApiClient:
             except httpx.TransportError as exc:
                 reason = f"connection failed ({type(exc).__name__})"
             except httpx.HTTPError as exc:
-                raise CIError(self.scrub(f"{where}: {type(exc).__name__}: {exc}")) from None
+                raise errors.error(
+                    self.scrub(f"{where}: {type(exc).__name__}: {exc}"), tip=None, status=None
+                ) from None
             else:
                 status = response.status_code
                 if status < 400:
                     return response
-                if _is_rate_limited(response):
-                    until = rate_limit_until(response.headers, self._clock())
+                until = self._secondary_until(response)
+                if until is not None or _is_rate_limited(response):
+                    until = until or rate_limit_until(response.headers, self._clock())
                     wait = (until - self._clock()).total_seconds() if until else None
                     if wait is not None and wait <= _SHORT_WAIT and attempt < tries:
                         await self._backoff.pause(attempt, wait)
                         continue
                     shown = f" until {until:%Y-%m-%d %H:%M:%S} UTC" if until else ""
-                    raise CIRateLimited(
+                    raise errors.rate_limited(
                         f"{where}: rate limited (HTTP {status}){shown}",
                         until=until,
                         tip="govern verify polls it again on its next run",
@@ -189,25 +223,42 @@ class ApiClient:
                 message = self.scrub(_message(response))
                 suffix = f": {message}" if message else ""
                 if status == 401:
-                    raise CIAuthError(
+                    raise errors.auth(
                         f"{self.vendor} refused the token from {self._token_source} "
                         f"(HTTP 401{suffix})",
                         tip=f"check that {self._token_source} holds a valid, unexpired token",
                         status=status,
                     )
                 if status == 403:
-                    raise CIAuthError(
+                    raise errors.auth(
                         f"{where}: HTTP 403{suffix}",
                         tip=f"the token from {self._token_source} lacks a permission this needs",
                         status=status,
                     )
                 if status < 500:
-                    raise CIError(f"{where}: HTTP {status}{suffix}", status=status)
+                    raise errors.error(f"{where}: HTTP {status}{suffix}", tip=None, status=status)
                 reason = f"HTTP {status}"
             if attempt < tries:
                 await self._backoff.pause(attempt)
         attempts_made = f"{tries} attempt{'s' if tries > 1 else ''}"
-        raise CIUnavailable(f"{where}: {reason} after {attempts_made}", status=status)
+        raise errors.unavailable(
+            f"{where}: {reason} after {attempts_made}", tip=None, status=status
+        )
+
+    def _secondary_until(self, response: httpx.Response) -> datetime | None:
+        """When a secondary rate limit without a reset header ends (at least
+        ``secondary_wait``, doubled per consecutive hit), or None if it is not one."""
+        if self._secondary_wait is None:
+            return None
+        if response.status_code not in (403, 429) or _SECONDARY not in _message(response).lower():
+            if response.status_code < 400:
+                self._secondary_hits = 0
+            return None
+        if rate_limit_until(response.headers, self._clock()) is not None:
+            return None
+        self._secondary_hits += 1
+        wait = self._secondary_wait * 2 ** min(self._secondary_hits - 1, 6)
+        return self._clock() + timedelta(seconds=wait)
 
     async def json(
         self,
@@ -226,15 +277,17 @@ class ApiClient:
             return None
         status = response.status_code
         if len(response.content) > _MAX_JSON:
-            raise CIUnavailable(
-                f"{self.vendor}: an answer of {len(response.content):,} bytes", status=status
+            raise self.errors.unavailable(
+                f"{self.vendor}: an answer of {len(response.content):,} bytes",
+                tip=None,
+                status=status,
             )
         try:
             return json.loads(response.content)
         except (ValueError, UnicodeDecodeError):
             where = self._shown(str(response.request.url))
-            raise CIUnavailable(
-                f"{self.vendor}: {where} answered with invalid JSON", status=status
+            raise self.errors.unavailable(
+                f"{self.vendor}: {where} answered with invalid JSON", tip=None, status=status
             ) from None
 
     async def text(self, path: str, *, limit: int = 4 * 1024 * 1024) -> str:

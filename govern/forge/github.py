@@ -1,0 +1,345 @@
+"""GitHub's pull requests, issues and comments over its REST API (version 2022-11-28).
+
+:class:`GitHubForge` is :class:`~govern.forge.base.Forge` on one repository, on the
+REST client of :mod:`govern.ci.http` with the forge's errors. A create (pull request,
+issue, comment) is sent once: when its answer is lost (a time-out, a 5xx), the thing
+is looked for by the marker in its body before anyone sends it again. Rate limits:
+the primary (``x-ratelimit-remaining: 0`` with ``x-ratelimit-reset``) and the secondary
+(``retry-after``, or the "secondary rate limit" message alone: at least 60 s, doubled
+at each hit) are slept through when short, else raised as ForgeRateLimited.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx
+
+from govern.ci.http import ApiClient, Errors
+from govern.errors import GovernError
+from govern.forge.base import (
+    ChangeRequest,
+    ChangeState,
+    Comment,
+    ForgeAuthError,
+    ForgeError,
+    ForgeRateLimited,
+    ForgeUnavailable,
+    Issue,
+    IssueRef,
+    Opening,
+)
+
+__all__ = ["API_URL", "FORGE_ERRORS", "GitHubForge"]
+
+API_URL = "https://api.github.com"
+API_VERSION = "2022-11-28"
+SECONDARY_WAIT = 60.0  # seconds, GitHub's advice when a secondary limit gives no header
+PER_PAGE = 100
+DEFAULT_ENV = "GITHUB_TOKEN"
+_MAX_PAGES = 50
+_LINK_NEXT = re.compile(r'<([^>]+)>\s*;\s*rel="?next"?')
+_ANY_MARKER = re.compile(r"<!-- govern:[a-z-]+=[A-Za-z0-9._:/@+-]+ -->")
+
+
+def _rate_limited(
+    message: str,
+    *,
+    until: datetime | None = None,
+    tip: str | None = None,
+    status: int | None = None,
+) -> GovernError:
+    del status  # ForgeRateLimited carries 429 whatever the answer's status
+    return ForgeRateLimited(message, until=until, tip=tip)
+
+
+FORGE_ERRORS = Errors(ForgeError, ForgeAuthError, _rate_limited, ForgeUnavailable)
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _lost(error: ForgeError) -> bool:
+    """Whether a create may have been applied though its answer did not say so."""
+    return isinstance(error, ForgeUnavailable) and (error.status is None or error.status >= 500)
+
+
+def _first_marker(body: str) -> str | None:
+    found = _ANY_MARKER.search(body)
+    return found.group(0) if found else None
+
+
+def _field(document: Any, key: str, kind: type) -> Any:
+    value = document.get(key) if isinstance(document, dict) else None
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise ForgeUnavailable(f"github: unexpected answer: {key} is not a {kind.__name__}")
+    return value
+
+
+def _text(document: Mapping[str, Any], key: str) -> str:
+    value = document.get(key)
+    return value if isinstance(value, str) else ""
+
+
+def _change(document: Any) -> ChangeRequest:
+    if document.get("merged") is True or document.get("merged_at"):
+        state = ChangeState.MERGED
+    elif _field(document, "state", str) == "closed":
+        state = ChangeState.CLOSED
+    else:
+        state = ChangeState.OPEN
+    head = _field(document, "head", dict)
+    return ChangeRequest(
+        number=_field(document, "number", int),
+        url=_field(document, "html_url", str),
+        state=state,
+        branch=_field(head, "ref", str),
+        base=_field(_field(document, "base", dict), "ref", str),
+        title=_text(document, "title"),
+        body=_text(document, "body"),
+        draft=document.get("draft") is True,
+        head_sha=head.get("sha") if isinstance(head.get("sha"), str) else None,
+    )
+
+
+def _issue(document: Any) -> Issue:
+    labels = document.get("labels") if isinstance(document.get("labels"), list) else []
+    return Issue(
+        number=_field(document, "number", int),
+        url=_field(document, "html_url", str),
+        title=_text(document, "title"),
+        body=_text(document, "body"),
+        state=_text(document, "state") or "open",
+        labels=tuple(
+            label["name"] if isinstance(label, dict) else str(label)
+            for label in labels
+            if isinstance(label, (dict, str))
+        ),
+    )
+
+
+def _comment(document: Any) -> Comment:
+    return Comment(
+        id=_field(document, "id", int),
+        url=_field(document, "html_url", str),
+        body=_text(document, "body"),
+    )
+
+
+def split_reviewers(reviewers: Sequence[str]) -> tuple[list[str], list[str]]:
+    """CODEOWNERS-style owners split into user logins and team slugs: ``@org/team`` is
+    the team ``team``, ``@user`` or ``user`` the user."""
+    users: list[str] = []
+    teams: list[str] = []
+    for owner in reviewers:
+        name = owner.removeprefix("@")
+        if "/" in name:
+            teams.append(name.split("/", 1)[1])
+        elif name:
+            users.append(name)
+    return users, teams
+
+
+class GitHubForge:
+    """One GitHub repository's pull requests and issues."""
+
+    name = "github"
+
+    def __init__(
+        self,
+        repository: str,
+        client: httpx.AsyncClient,
+        *,
+        api_url: str = API_URL,
+        token: str | None = None,
+        token_source: str | None = None,
+        per_page: int = PER_PAGE,
+        attempts: int = 3,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        clock: Callable[[], datetime] = _now,
+    ) -> None:
+        """``repository`` is ``owner/repo``; ``token`` is sent as a bearer token and
+        never shown (``token_source`` names where it came from in messages)."""
+        owner, _, repo = repository.partition("/")
+        if not owner or not repo or "/" in repo:
+            raise ForgeError(f"github: a repository is owner/repo, not {repository!r}")
+        self.repository = repository
+        self.owner = owner
+        self._per_page = per_page
+        headers = {"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": API_VERSION}
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
+        self._api = ApiClient(
+            client,
+            vendor="github",
+            base_url=api_url,
+            headers=headers,
+            secrets=(token,) if token else (),
+            token_source=token_source or f"${DEFAULT_ENV}",
+            attempts=attempts,
+            sleep=sleep,
+            clock=clock,
+            errors=FORGE_ERRORS,
+            secondary_wait=SECONDARY_WAIT,
+        )
+
+    def _repo(self, rest: str) -> str:
+        return f"/repos/{self.repository}/{rest.lstrip('/')}"
+
+    async def _call(self, method: str, path: str, body: Any = None, *, once: bool = False) -> Any:
+        return await self._api.json(method, path, json_body=body, attempts=1 if once else None)
+
+    async def _pages(self, path: str, params: Mapping[str, str]) -> AsyncIterator[Any]:
+        """Every item of a listing, following the ``Link: rel="next"`` pages."""
+        url: str | None = path
+        query: Mapping[str, str] | None = {**params, "per_page": str(self._per_page)}
+        for _ in range(_MAX_PAGES):
+            if url is None:
+                return
+            response = await self._api.request("GET", url, params=query)
+            try:
+                items = response.json()
+            except (ValueError, UnicodeDecodeError):
+                raise ForgeUnavailable("github: a listing answered with invalid JSON") from None
+            if not isinstance(items, list):
+                raise ForgeUnavailable("github: unexpected answer: a listing is not a list")
+            for item in items:
+                if isinstance(item, dict):
+                    yield item
+            found = _LINK_NEXT.search(response.headers.get("Link", ""))
+            url, query = (found.group(1), None) if found else (None, None)
+
+    # -- change requests ------------------------------------------------------------------
+
+    async def default_branch(self) -> str:
+        """The repository's default branch."""
+        return str(
+            _field(await self._call("GET", f"/repos/{self.repository}"), "default_branch", str)
+        )
+
+    async def find_change(self, *, branch: str, marker: str) -> ChangeRequest | None:
+        """The newest pull request from ``branch`` whose body holds ``marker``."""
+        params = {"head": f"{self.owner}:{branch}", "state": "all"}
+        found: list[ChangeRequest] = []
+        async for item in self._pages(self._repo("pulls"), params):
+            if marker in _text(item, "body"):
+                found.append(_change(item))
+        return max(found, key=lambda change: change.number, default=None)
+
+    async def get_change(self, number: int) -> ChangeRequest:
+        """One pull request (merged when GitHub says ``merged`` or ``merged_at``)."""
+        return _change(await self._call("GET", self._repo(f"pulls/{number}")))
+
+    async def open_change(self, opening: Opening) -> ChangeRequest:
+        """Open a pull request (once), then its labels, reviewers and assignees."""
+        body = {
+            "title": opening.title,
+            "head": opening.branch,
+            "base": opening.base,
+            "body": opening.body,
+            "draft": opening.draft,
+        }
+        try:
+            change = _change(await self._call("POST", self._repo("pulls"), body, once=True))
+        except ForgeError as error:
+            found = await self._look_for_change(error, opening)
+            if found is None:
+                raise
+            change = found
+        number = change.number
+        if opening.labels:
+            await self._call(
+                "POST", self._repo(f"issues/{number}/labels"), {"labels": list(opening.labels)}
+            )
+        users, teams = split_reviewers(opening.reviewers)
+        teams += [team.removeprefix("@").split("/")[-1] for team in opening.team_reviewers]
+        if users or teams:
+            await self._call(
+                "POST",
+                self._repo(f"pulls/{number}/requested_reviewers"),
+                {"reviewers": users, "team_reviewers": teams},
+            )
+        if opening.assignees:
+            assignees = [name.removeprefix("@") for name in opening.assignees]
+            await self._call(
+                "POST", self._repo(f"issues/{number}/assignees"), {"assignees": assignees}
+            )
+        return change
+
+    async def _look_for_change(self, error: ForgeError, opening: Opening) -> ChangeRequest | None:
+        mark = _first_marker(opening.body)
+        if mark is None or not _lost(error):
+            return None
+        return await self.find_change(branch=opening.branch, marker=mark)
+
+    async def update_change(self, number: int, *, title: str, body: str) -> ChangeRequest:
+        """Replace a pull request's title and body."""
+        document = {"title": title, "body": body}
+        return _change(await self._call("PATCH", self._repo(f"pulls/{number}"), document))
+
+    async def close_change(self, number: int, *, comment: str) -> ChangeRequest:
+        """Comment (unless a comment with the same marker is there), then close."""
+        await self.comment(IssueRef(self.repository, number), comment)
+        return _change(
+            await self._call("PATCH", self._repo(f"pulls/{number}"), {"state": "closed"})
+        )
+
+    # -- comments -------------------------------------------------------------------------
+
+    async def find_comment(self, issue: IssueRef, marker: str) -> Comment | None:
+        """The newest comment on ``issue`` holding ``marker``."""
+        found = None
+        async for item in self._pages(self._issue_path(issue, "comments"), {}):
+            if marker in _text(item, "body"):
+                found = _comment(item)
+        return found
+
+    async def comment(self, issue: IssueRef, body: str) -> Comment:
+        """Add a comment (once; after a lost answer, the comment with its marker is it)."""
+        try:
+            return _comment(
+                await self._call(
+                    "POST", self._issue_path(issue, "comments"), {"body": body}, once=True
+                )
+            )
+        except ForgeError as error:
+            mark = _first_marker(body)
+            found = await self.find_comment(issue, mark) if mark and _lost(error) else None
+            if found is None:
+                raise
+            return found
+
+    def _issue_path(self, issue: IssueRef, rest: str) -> str:
+        return f"/repos/{issue.repository}/issues/{issue.number}/{rest}"
+
+    # -- issues ---------------------------------------------------------------------------
+
+    async def find_issue(self, marker: str) -> Issue | None:
+        """The newest issue (not pull request) whose body holds ``marker``."""
+        params = {"state": "all", "sort": "created", "direction": "desc"}
+        async for item in self._pages(self._repo("issues"), params):
+            if "pull_request" not in item and marker in _text(item, "body"):
+                return _issue(item)
+        return None
+
+    async def open_issue(self, *, title: str, body: str, labels: Sequence[str] = ()) -> Issue:
+        """Open an issue (once; after a lost answer, the issue with its marker is it)."""
+        document = {"title": title, "body": body, "labels": list(labels)}
+        try:
+            return _issue(await self._call("POST", self._repo("issues"), document, once=True))
+        except ForgeError as error:
+            mark = _first_marker(body)
+            found = await self.find_issue(mark) if mark and _lost(error) else None
+            if found is None:
+                raise
+            return found
+
+    async def update_issue(self, number: int, *, title: str, body: str) -> Issue:
+        """Replace an issue's title and body, reopening it."""
+        document = {"title": title, "body": body, "state": "open"}
+        return _issue(await self._call("PATCH", self._repo(f"issues/{number}"), document))
