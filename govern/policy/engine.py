@@ -167,14 +167,19 @@ class _Clauses:
             else:
                 self.by_public[_public_key(version)].append(spec)
         self.upper = sum(1 for s in specs if s.operator in _UPPER)
-        self._probes: set[Version] | None = None
+        self._probes: list[Version] | None = None
 
-    def probes(self) -> set[Version]:
-        """Versions at and around every bound of the line (computed once per line)."""
+    def probes(self) -> list[Version]:
+        """Versions at and around every bound of the line (computed once per line).
+
+        Distinct by spelling, not by equality: 0.0 and 0 are equal Versions, but ``===0``
+        admits only the one spelled "0".
+        """
         if self._probes is None:
-            self._probes = {*_EDGES}
+            spelled = {str(v): v for v in _EDGES}
             for spec in self.specs:
-                self._probes.update(_probes_around(spec.version))
+                spelled.update((str(v), v) for v in _probes_around(spec.version))
+            self._probes = list(spelled.values())
         return self._probes
 
     def others_admit(self, clause: Specifier, version: Version | str) -> bool:
