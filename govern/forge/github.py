@@ -15,7 +15,7 @@ import asyncio
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
@@ -33,6 +33,9 @@ from govern.forge.base import (
     IssueRef,
     Opening,
 )
+
+if TYPE_CHECKING:
+    from govern.forge.github_app import AppTokens
 
 __all__ = ["API_URL", "FORGE_ERRORS", "GitHubForge"]
 
@@ -162,25 +165,34 @@ class GitHubForge:
         attempts: int = 3,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         clock: Callable[[], datetime] = _now,
+        app: AppTokens | None = None,
     ) -> None:
         """``repository`` is ``owner/repo``; ``token`` is sent as a bearer token and
-        never shown (``token_source`` names where it came from in messages)."""
+        never shown (``token_source`` names where it came from in messages); ``app``
+        gives a GitHub App's installation tokens instead, renewed as they expire."""
         owner, _, repo = repository.partition("/")
         if not owner or not repo or "/" in repo:
             raise ForgeError(f"github: a repository is owner/repo, not {repository!r}")
         self.repository = repository
         self.owner = owner
         self._per_page = per_page
+        self._app = app
+        self._token = token
+        self._options = (client, api_url, token_source or f"${DEFAULT_ENV}", attempts, sleep, clock)
+        self._api = self._build(token)
+
+    def _build(self, token: str | None) -> ApiClient:
+        client, api_url, token_source, attempts, sleep, clock = self._options
         headers = {"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": API_VERSION}
         if token:
             headers["Authorization"] = f"Bearer {token}"
-        self._api = ApiClient(
+        return ApiClient(
             client,
             vendor="github",
             base_url=api_url,
             headers=headers,
             secrets=(token,) if token else (),
-            token_source=token_source or f"${DEFAULT_ENV}",
+            token_source=token_source,
             attempts=attempts,
             sleep=sleep,
             clock=clock,
@@ -188,11 +200,21 @@ class GitHubForge:
             secondary_wait=SECONDARY_WAIT,
         )
 
+    async def _client(self) -> ApiClient:
+        """The REST client, with the App's current installation token when there is one."""
+        if self._app is not None:
+            token = await self._app.token()
+            if token != self._token:
+                self._token = token
+                self._api = self._build(token)
+        return self._api
+
     def _repo(self, rest: str) -> str:
         return f"/repos/{self.repository}/{rest.lstrip('/')}"
 
     async def _call(self, method: str, path: str, body: Any = None, *, once: bool = False) -> Any:
-        return await self._api.json(method, path, json_body=body, attempts=1 if once else None)
+        api = await self._client()
+        return await api.json(method, path, json_body=body, attempts=1 if once else None)
 
     async def _pages(self, path: str, params: Mapping[str, str]) -> AsyncIterator[Any]:
         """Every item of a listing, following the ``Link: rel="next"`` pages."""
@@ -201,7 +223,7 @@ class GitHubForge:
         for _ in range(_MAX_PAGES):
             if url is None:
                 return
-            response = await self._api.request("GET", url, params=query)
+            response = await (await self._client()).request("GET", url, params=query)
             try:
                 items = response.json()
             except (ValueError, UnicodeDecodeError):

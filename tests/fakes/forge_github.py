@@ -33,17 +33,28 @@ The endpoints, with the documentation each one follows:
   https://docs.github.com/en/rest/issues/issues#list-repository-issues
   https://docs.github.com/en/rest/issues/issues#create-an-issue
   https://docs.github.com/en/rest/issues/issues#update-an-issue
+- POST /app/installations/{installation_id}/access_tokens (a JWT signed RS256 by the app)
+  https://docs.github.com/en/rest/apps/apps#create-an-installation-access-token-for-an-app
+  https://docs.github.com/en/apps/creating-github-apps/authenticating-with-a-github-app/generating-a-json-web-token-jwt-for-a-github-app
 - pagination: https://docs.github.com/en/rest/using-the-rest-api/using-pagination-in-the-rest-api
 - rate limits: https://docs.github.com/en/rest/using-the-rest-api/rate-limits-for-the-rest-api
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import re
+import secrets
+import time
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import urlencode
+
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
 from fakes.api import FakeServer, Recorded, Reply, json_reply
 from fakes.github import message
@@ -75,6 +86,10 @@ class FakeGitHubForge(FakeServer):
         self.issues: dict[int, dict[str, Any]] = {}
         self.comments: dict[int, list[dict[str, Any]]] = {}
         self.on_create: OnCreate | None = None
+        #: (app id, installation id, the app's public key) when it answers app token requests
+        self.app: tuple[str, int, rsa.RSAPublicKey] | None = None
+        self.token_lifetime = timedelta(hours=1)
+        self.issued: list[str] = []  # the installation tokens given out, in order
         self._next_number = 1
         self._next_comment = 9001
 
@@ -107,6 +122,8 @@ class FakeGitHubForge(FakeServer):
     # -- serving --------------------------------------------------------------------------
 
     def route(self, request: Recorded) -> Reply:
+        if found := re.fullmatch(r"/app/installations/(\d+)/access_tokens", request.path):
+            return self._app_token(request, int(found.group(1)))
         if request.headers.get("authorization") != f"Bearer {self.token}":
             return message(401, "Bad credentials")
         prefix = f"/repos/{self.repository}"
@@ -149,6 +166,25 @@ class FakeGitHubForge(FakeServer):
         if found := re.fullmatch(r"/issues/(\d+)", rest):
             return _get_or_patch(self.issues.get(int(found.group(1))), method, body)
         return message(404, "Not Found")
+
+    def _app_token(self, request: Recorded, installation: int) -> Reply:
+        """A new installation token for a valid app JWT; it replaces the accepted token."""
+        jwt = request.headers.get("authorization", "").removeprefix("Bearer ")
+        if self.app is None or request.method != "POST" or not _valid_jwt(jwt, self.app):
+            return message(401, "A JSON web token could not be decoded")
+        if installation != self.app[1]:
+            return message(404, "Not Found")
+        self.token = "ghs_" + secrets.token_hex(16)
+        self.issued.append(self.token)
+        expires = datetime.now(UTC) + self.token_lifetime
+        return json_reply(
+            201,
+            {
+                "token": self.token,
+                "expires_at": expires.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                "permissions": {"pull_requests": "write", "issues": "write"},
+            },
+        )
 
     def _create(self, kind: str, document: dict[str, Any]) -> Reply:
         if self.on_create is not None:
@@ -253,6 +289,31 @@ def _get_or_patch(item: dict[str, Any] | None, method: str, body: dict[str, Any]
     if method == "PATCH":
         item.update({k: body[k] for k in ("title", "body", "state") if k in body})
     return json_reply(200, item)
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def _valid_jwt(jwt: str, app: tuple[str, int, rsa.RSAPublicKey]) -> bool:
+    """An RS256 JWT signed by the app's key, issued by the app id, not expired, at most
+    ten minutes long (GitHub's rules)."""
+    try:
+        header, payload, signature = jwt.split(".")
+        app[2].verify(
+            _unb64(signature), f"{header}.{payload}".encode(), padding.PKCS1v15(), hashes.SHA256()
+        )
+        claims = json.loads(_unb64(payload))
+        algorithm = json.loads(_unb64(header))["alg"]
+    except (ValueError, KeyError, InvalidSignature):
+        return False
+    now = time.time()
+    return bool(
+        algorithm == "RS256"
+        and claims.get("iss") == app[0]
+        and claims["iat"] <= now < claims["exp"]
+        and claims["exp"] - claims["iat"] <= 600
+    )
 
 
 def _one(request: Recorded, name: str) -> str | None:

@@ -1,0 +1,151 @@
+"""Tests for :mod:`govern.forge.github_app`: installation tokens from a JWT, against the
+fake GitHub (tests/fakes/forge_github.py), following
+https://docs.github.com/en/rest/apps/apps#create-an-installation-access-token-for-an-app
+and https://docs.github.com/en/apps/creating-github-apps/authenticating-with-a-github-app/generating-a-json-web-token-jwt-for-a-github-app
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+
+import httpx
+import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+
+from fakes.forge_github import FakeGitHubForge
+from fakes.sleeps import Sleeps, run
+from govern.forge.base import ForgeAuthError
+from govern.forge.github import GitHubForge
+from govern.forge.github_app import AppTokens, b64url
+
+APP_ID = "123456"
+INSTALLATION = 987
+
+
+@pytest.fixture(scope="module")
+def key() -> rsa.RSAPrivateKey:
+    return rsa.generate_private_key(public_exponent=65537, key_size=2048)
+
+
+def pem(key: rsa.RSAPrivateKey) -> str:
+    return key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    ).decode()
+
+
+@pytest.fixture
+def fake(key: rsa.RSAPrivateKey) -> Iterator[FakeGitHubForge]:
+    with FakeGitHubForge(token="not-issued-yet") as server:
+        server.app = (APP_ID, INSTALLATION, key.public_key())
+        yield server
+
+
+def tokens(
+    client: httpx.AsyncClient, fake: FakeGitHubForge, key: rsa.RSAPrivateKey, **options: object
+) -> AppTokens:
+    return AppTokens(
+        app_id=APP_ID,
+        installation_id=INSTALLATION,
+        private_key=pem(key),
+        client=client,
+        api_url=fake.url,
+        key_source="$GITHUB_APP_KEY",
+        **options,  # type: ignore[arg-type]
+    )
+
+
+def test_the_forge_works_with_an_installation_token_cached_until_it_expires(
+    fake: FakeGitHubForge, key: rsa.RSAPrivateKey
+) -> None:
+    number = fake.add_pull("govern/a", "b")
+
+    async def main() -> None:
+        async with httpx.AsyncClient(timeout=5) as client:
+            app = tokens(client, fake, key)
+            forge = GitHubForge(fake.repository, client, api_url=fake.url, app=app, sleep=Sleeps())
+            for _ in range(3):
+                assert (await forge.get_change(number)).number == number
+
+    run(main())
+    assert len(fake.issued) == 1
+    assert len(fake.sent("POST", f"/app/installations/{INSTALLATION}/access_tokens")) == 1
+    pulls = fake.sent("GET")
+    assert {r.headers["authorization"] for r in pulls} == {f"Bearer {fake.issued[0]}"}
+
+
+def test_a_token_near_its_expiry_is_renewed(fake: FakeGitHubForge, key: rsa.RSAPrivateKey) -> None:
+    fake.token_lifetime = timedelta(seconds=30)  # inside the renewal margin
+
+    async def main() -> None:
+        async with httpx.AsyncClient(timeout=5) as client:
+            app = tokens(client, fake, key)
+            first = await app.token()
+            second = await app.token()
+            assert first != second
+
+    run(main())
+    assert len(fake.issued) == 2
+
+
+def test_the_jwt_is_rs256_from_the_app_and_short_lived(key: rsa.RSAPrivateKey) -> None:
+    moment = datetime(2026, 6, 2, 10, 0, tzinfo=UTC)
+
+    async def main() -> str:
+        async with httpx.AsyncClient() as client:
+            app = AppTokens(
+                app_id=APP_ID,
+                installation_id=1,
+                private_key=pem(key),
+                client=client,
+                api_url="http://127.0.0.1:9",
+                key_source="$K",
+                clock=lambda: moment,
+            )
+            return app.jwt()
+
+    header, payload, _ = run(main()).split(".")
+    assert header == b64url(json.dumps({"alg": "RS256", "typ": "JWT"}).encode())
+    claims = json.loads(b64url_decode(payload))
+    stamp = int(moment.timestamp())
+    assert claims == {"iat": stamp - 60, "exp": stamp + 540, "iss": APP_ID}
+
+
+def b64url_decode(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def test_a_wrong_key_is_refused_without_showing_the_jwt(fake: FakeGitHubForge) -> None:
+    other = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+
+    async def main() -> None:
+        async with httpx.AsyncClient(timeout=5) as client:
+            await tokens(client, fake, other).token()
+
+    with pytest.raises(ForgeAuthError) as caught:
+        run(main())
+    jwt = fake.sent()[0].headers["authorization"].removeprefix("Bearer ")
+    assert jwt not in f"{caught.value} {caught.value.tip}"
+    assert "GITHUB_APP_KEY" in f"{caught.value} {caught.value.tip}"
+    assert fake.issued == []
+
+
+def test_a_key_that_is_not_pem_is_an_auth_error() -> None:
+    async def main() -> None:
+        async with httpx.AsyncClient() as client:
+            AppTokens(
+                app_id=APP_ID,
+                installation_id=1,
+                private_key="-----BEGIN nothing",
+                client=client,
+                api_url="http://127.0.0.1:9",
+                key_source="$GITHUB_APP_KEY",
+            )
+
+    with pytest.raises(ForgeAuthError, match=r"\$GITHUB_APP_KEY does not hold a PEM"):
+        run(main())
