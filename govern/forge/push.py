@@ -27,7 +27,8 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from govern.forge.base import ForgeAuthError, ForgeError, ForgeUnavailable
-from govern.forge.git import _REPOSITORY_ENV, GitError, _run, _stderr_text
+from govern.forge.git import _REPOSITORY_ENV, GitError, _stderr_text
+from govern.forge.git import _run as _run  # re-exported: tests record the argv passed
 from govern.redact import redact, scrub
 
 __all__ = ["DEFAULT_AUTHOR", "PushError", "Pushed", "Pusher"]

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from gitrepo import Repo
 
-from govern.forge.base import ForgeError
+import govern.forge.push as push_module
+from fakes import githttp
+from govern.forge.base import ForgeAuthError, ForgeError
 from govern.forge.push import TRAILER, Pusher, PushError
 
 
@@ -150,3 +154,39 @@ def test_missing_base_and_odd_names(clone: Path) -> None:
         pusher.branch_head("--upload-pack=x")
     with pytest.raises(PushError, match="nothing to propose"):
         _push(pusher, "[project]\nname = 'x'\n")
+
+
+def test_token_over_http_through_askpass(
+    tmp_path: Path, origin: Path, clone: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    token = "s3cr3t-token-value"
+    argvs: list[list[str]] = []
+    real = push_module._run
+
+    def recording(executable: str, args: Sequence[str], **kwargs: Any) -> Any:
+        argvs.append([executable, *args])
+        script = kwargs["env"].get("GIT_ASKPASS")
+        if script is not None:  # the script reads the token from the environment
+            assert token not in Path(script).read_text()
+        return real(executable, args, **kwargs)
+
+    monkeypatch.setattr(push_module, "_run", recording)
+    with githttp.serve(tmp_path, user="x-access-token", password=token) as (base, seen):
+        _git(clone, "remote", "set-url", "origin", f"{base}/origin.git")
+        env = {"PATH": os.environ.get("PATH", ""), "HOME": str(clone), "GIT_CONFIG_NOSYSTEM": "1"}
+        env |= {"GIT_CONFIG_GLOBAL": os.devnull, "GOVERN_TEST_TOKEN": token}
+        pusher = Pusher(clone, token_env="GOVERN_TEST_TOKEN", environ=env)
+        sha, unchanged = _push(pusher, "[project]\nname = 'y'\n")
+        assert not unchanged
+        assert _git(origin, "rev-parse", "govern/x").strip() == sha
+        assert "x-access-token" in seen
+
+        wrong = Pusher(
+            clone, token_env="GOVERN_TEST_TOKEN", environ={**env, "GOVERN_TEST_TOKEN": "bad"}
+        )
+        with pytest.raises(ForgeAuthError) as caught:
+            wrong.branch_head("govern/x")
+        assert "bad" not in str(caught.value)
+        assert argvs
+        assert all(token not in arg for argv in argvs for arg in argv)
+        assert token not in repr(pusher) + pusher.url
