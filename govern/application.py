@@ -1,7 +1,7 @@
 """The one place that builds the application's parts from configuration.
 
 Settings, the index settings, runtime profiles, CI providers and the store, for the
-CLI, the daemon and the web app alike; and one verification call over them.
+CLI, the daemon and the web app alike; one verification call and one proposal call over them.
 """
 
 from __future__ import annotations
@@ -18,11 +18,13 @@ import httpx
 from govern.ci.base import Provider
 from govern.ci.command import Command
 from govern.ci.providers import build
-from govern.config import Config, load_config
+from govern.config import Config, ProposeConfig, load_config
 from govern.errors import ConfigError, UsageError
+from govern.forge.base import Forge
 from govern.index.pipconfig import IndexNotConfigured, IndexSettings
 from govern.index.profiles import Profile
 from govern.index.settings import index_settings, profiles_from
+from govern.service.propose import Proposer, ProposeResult
 from govern.service.verify import ProviderFor, Verifier, VerifyOptions, VerifyResult
 from govern.store.db import Store, open_store
 from govern.store.models import utcnow
@@ -175,3 +177,30 @@ async def verify_once(
             poll_interval=options.poll_interval,
             deadline=options.wait_timeout,
         )
+
+
+async def propose_once(store: Store, query: str | None, *, dry_run: bool) -> ProposeResult:
+    """One proposal call: every verified exclusion's branch (and change request) sent once."""
+    from govern.forge.push import Pusher
+    from govern.forge.remote import forge_for
+
+    pushers: dict[tuple[Path, str], Pusher] = {}
+
+    def pusher_for(root: Path, settings: ProposeConfig) -> Pusher:
+        key = (root, settings.remote)
+        if key not in pushers:
+            pushers[key] = Pusher(root, remote=settings.remote, token_env=settings.token_env)
+        return pushers[key]
+
+    async with ci_http() as http:
+
+        def forge(root: Path, settings: ProposeConfig) -> Forge | None:
+            if settings.via == "git":
+                return None
+            remote = None if settings.forge else pusher_for(root, settings).url
+            return forge_for(
+                settings.via, remote, settings=settings, client=http, environ=os.environ
+            )
+
+        proposer = Proposer(store, pusher_for=pusher_for, forge_for=forge)
+        return await proposer.run(query, dry_run=dry_run)

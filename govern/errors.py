@@ -21,6 +21,13 @@ are never errors: they are :class:`govern.policy.Finding` values.
     │   ├── CIAuthError          the provider refused the credentials
     │   ├── CIRateLimited        the provider asks to wait, until a given moment
     │   └── CIUnavailable        a transient failure: connection, 5xx, an unreadable answer
+    ├── ForgeError               a git remote, GitHub or GitLab could not do what was asked
+    │   ├── ForgeAuthError       the forge refused the credentials (forge/base.py)
+    │   ├── ForgeRateLimited     the forge asks to wait, until a given moment
+    │   ├── ForgeUnavailable     a transient failure: connection, 5xx, an unreadable answer
+    │   └── PushError            a push was rejected or could not be made (forge/push.py)
+    ├── EditRefused              a proposal's file cannot be edited as proposed (sources/rewrite.py)
+    │   └── Superseded           the line changed since it was tracked: never forced
     ├── DaemonRunning            another govern daemon holds the store (daemon/lock.py)
     └── LockLost                 the daemon no longer holds its store's lock (daemon/lock.py)
 

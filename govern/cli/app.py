@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from govern import __version__
-from govern.cli import STATE, audit, daemon, poll, rules, track, verify, web
+from govern.cli import STATE, audit, daemon, poll, propose, rules, track, verify, web
 
 app = typer.Typer(
     name="govern",
@@ -49,6 +49,7 @@ app.command()(track.track)
 app.command()(track.status)
 app.command()(track.history)
 app.command()(verify.verify)
+app.command()(propose.propose)
 app.command()(web.serve)
 app.command()(web.dashboard)
 app.command()(web.report)

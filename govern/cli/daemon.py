@@ -1,4 +1,4 @@
-"""``govern daemon``: sync, poll and verify on a schedule, until stopped."""
+"""``govern daemon``: sync, poll, verify and propose on a schedule, until stopped."""
 
 from __future__ import annotations
 
@@ -107,6 +107,9 @@ def daemon(
     verify_every: Annotated[
         str, typer.Option("--verify-every", help=_EVERY_HELP.format(job="verify"))
     ] = "10m",
+    propose_every: Annotated[
+        str, typer.Option("--propose-every", help=_EVERY_HELP.format(job="propose"))
+    ] = "off",
     once: Annotated[
         bool,
         typer.Option("--once", help="Run each job once, then exit (2 if one failed): for cron."),
@@ -120,9 +123,9 @@ def daemon(
     db: DbOption = None,
     fmt: FormatOption = ViewFormat.HUMAN,
 ) -> None:
-    """Sync, poll and verify on a schedule: the service that notices fixes the day they ship.
+    """Sync, poll, verify and propose on a schedule: fixes noticed and proposed the day they ship.
 
-    At start each job runs once (sync, then poll, then verify); then each on its interval,
+    At start each job runs once (sync, poll, verify, then propose); then each on its interval,
     one at a time, with a little jitter. A job that fails is reported and tried again at
     its next time. One daemon per store. SIGTERM or Ctrl-C lets the running job finish
     (within --grace), then exits 0; a second one stops at once. --format json writes one
@@ -131,7 +134,7 @@ def daemon(
     import asyncio  # here, with the stack below: see govern.cli
 
     from govern import application
-    from govern.daemon.jobs import PollJob, SyncJob, VerifyJob
+    from govern.daemon.jobs import PollJob, ProposeJob, SyncJob, VerifyJob
     from govern.daemon.lock import single_instance
     from govern.daemon.runner import Daemon
 
@@ -139,6 +142,7 @@ def daemon(
         "sync": parse_every(sync_every, "--sync-every"),
         "poll": parse_every(poll_every, "--poll-every"),
         "verify": parse_every(verify_every, "--verify-every"),
+        "propose": parse_every(propose_every, "--propose-every"),
     }
     roots = _roots(paths or [])
     config = application.settings(config_file)
@@ -150,6 +154,7 @@ def daemon(
         why_off["sync"] = "no repository given"
     if not config.ci:
         why_off["verify"] = "no CI provider configured"
+        why_off["propose"] = "nothing is verified without a CI provider"
     running = [
         name for name, seconds in every.items() if seconds is not None and name not in why_off
     ]
@@ -169,9 +174,11 @@ def daemon(
             elif name == "poll":
                 assert settings is not None
                 jobs[name] = (PollJob(store, settings, profiles), seconds)
-            else:
+            elif name == "verify":
                 verify_index = application.optional_index(config, index_url)
                 jobs[name] = (VerifyJob(store, config, verify_index), seconds)
+            else:
+                jobs[name] = (ProposeJob(store), seconds)
 
         def guard() -> None:  # before each run: still ours, still this govern's schema
             held.check()

@@ -1,4 +1,4 @@
-"""The daemon's jobs: sync, poll and verify, each an awaitable that says how it went."""
+"""The daemon's jobs: sync, poll, verify and propose, each an awaitable that says how it went."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from govern import application
 from govern.errors import GovernError
 from govern.service.poll import poll_index
+from govern.service.propose import ProposeResult
 from govern.service.track import TrackOptions, track
 from govern.service.verify import VerifyOptions, VerifyResult
 
@@ -203,3 +204,24 @@ def verify_outcome(result: VerifyResult) -> Outcome:
     if result.errors:
         summary += f"; {len(result.errors)} errors (first: {result.errors[0]})"
     return Outcome(not result.auth_failed, summary, result.as_dict())
+
+
+class ProposeJob:
+    """``govern propose``: every verified exclusion's branch (and change request) sent once,
+    failed sends retried when due, open change requests looked at for a merge or a close."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    async def __call__(self) -> Outcome:
+        result = await in_thread(self._propose, "propose")
+        states = [p.state for p in result.proposals]
+        summary = ", ".join(f"{states.count(s)} {s}" for s in sorted(set(states))) or "nothing"
+        if result.closed:
+            summary += f"; {len(result.closed)} change requests closed or merged"
+        return Outcome(not result.failed, summary, result.as_dict())
+
+    def _propose(self, stop: threading.Event) -> ProposeResult:
+        return run_until_stopped(
+            lambda: application.propose_once(self._store, None, dry_run=False), stop
+        )

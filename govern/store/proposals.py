@@ -270,3 +270,23 @@ def unsettled(session: Session) -> list[Outbox]:
             select(Outbox).where(col(Outbox.state) != OutboxState.SENT).order_by(col(Outbox.id))
         ).all()
     )
+
+
+def root_of(session: Session, *, exclusion_id: int) -> str | None:
+    """Where the exclusion's repository was last tracked from."""
+    return session.exec(
+        select(Repository.root)
+        .join(Exclusion, col(Exclusion.repository_id) == col(Repository.id))
+        .where(col(Exclusion.id) == exclusion_id)
+    ).first()
+
+
+def by_change(session: Session, *, branch: str, number: int) -> Proposal | None:
+    """The open proposal of a change request (its head branch and number)."""
+    return session.exec(
+        select(Proposal).where(
+            col(Proposal.branch) == branch,
+            col(Proposal.number) == number,
+            col(Proposal.state) == ProposalState.OPEN,
+        )
+    ).first()

@@ -326,6 +326,37 @@ def _throttled(request: Request, wait: int) -> HTMLResponse:
 # -- webhooks -------------------------------------------------------------------------------
 
 
+def _pull_request_closed(state: AppState, payload: Mapping[str, Any]) -> int:
+    """A ``pull_request`` ``closed`` event of a proposal's change request: merged, or declined.
+
+    https://docs.github.com/en/webhooks/webhook-events-and-payloads#pull_request
+    """
+    from govern.forge.base import ChangeState
+    from govern.service.propose import record_closed
+    from govern.store.proposals import by_change
+
+    pull = payload.get("pull_request")
+    if payload.get("action") != "closed" or not isinstance(pull, Mapping):
+        return 0
+    head = pull.get("head")
+    branch = head.get("ref") if isinstance(head, Mapping) else None
+    number = pull.get("number")
+    if not isinstance(branch, str) or not isinstance(number, int):
+        return 0
+    with state.store.session() as session:
+        row = by_change(session, branch=branch, number=number)
+    if row is None or row.id is None:
+        return 0
+    merged = pull.get("merged") is True
+    record_closed(
+        state.store,
+        proposal_id=row.id,
+        state=ChangeState.MERGED if merged else ChangeState.CLOSED,
+        now=state.clock(),
+    )
+    return 1
+
+
 def _hooks(app: FastAPI) -> None:
     @app.post("/webhooks/github", include_in_schema=False)
     async def github(request: Request, state: StateDep) -> Response:
@@ -354,6 +385,9 @@ def _hooks(app: FastAPI) -> None:
             for ref in (suite.get("head_sha"), suite.get("head_branch")):
                 if isinstance(ref, str) and ref:
                     runs.append(f"checks:{ref}")
+        if event == "pull_request":
+            closed = _pull_request_closed(state, payload)
+            return JSONResponse({"ok": True, "event": event, "closed": closed})
         updated = await _refresh(state, "github-actions", runs)
         return JSONResponse({"ok": True, "event": event, "updated": updated})
 

@@ -49,6 +49,7 @@ def test_every_command_is_registered_in_app_py() -> None:
         "status",
         "history",
         "verify",
+        "propose",
         "serve",
         "dashboard",
         "report",

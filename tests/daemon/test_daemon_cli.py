@@ -77,7 +77,12 @@ def test_once_syncs_polls_and_verifies_the_whole_loop(
     events = _events(out)
     assert [e["event"] for e in events] == ["started", "job", "job", "job", "stopped"]
     assert all(e["schema"] == "govern.daemon/1" for e in events)
-    assert events[0]["jobs"] == {"sync": "every 30m", "poll": "every 30m", "verify": "every 10m"}
+    assert events[0]["jobs"] == {
+        "sync": "every 30m",
+        "poll": "every 30m",
+        "verify": "every 10m",
+        "propose": "off (--propose-every off)",
+    }
     assert [e["job"] for e in events[1:4]] == ["sync", "poll", "verify"]
     assert all(e["ok"] for e in events[1:4])
     assert _jobs(events, "sync")[0]["detail"]["repositories"][0]["added"] == 1

@@ -1,0 +1,66 @@
+"""``govern propose``: the branch or pull request that relaxes each verified line, once."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from govern.cli.options import ConfigOption, DbOption, FormatOption
+from govern.cli.output import ViewFormat
+from govern.cli.output import print_json as _print_json
+
+if TYPE_CHECKING:
+    from govern.service.propose import ProposeResult
+
+
+def propose(
+    query: Annotated[
+        str | None,
+        typer.Argument(help="An exclusion id or a package (default: every verified one)."),
+    ] = None,
+    dry_run: Annotated[
+        bool,
+        typer.Option("--dry-run", help="Print the diff and the body; send and record nothing."),
+    ] = False,
+    config_file: ConfigOption = None,
+    db: DbOption = None,
+    fmt: FormatOption = ViewFormat.HUMAN,
+) -> None:
+    """Propose the narrow relaxation of every verified exclusion, exactly once.
+
+    The branch is pushed to [tool.govern.propose]'s remote (via = "git"), and with
+    via = "github" or "gitlab" a pull or merge request is opened, or updated for a newer
+    candidate. Exit 0 when every proposal was sent (or needed nothing), 1 when an action
+    failed and will be retried, 2 when proposing could not be done.
+    """
+    import asyncio  # here, with the stack below: see govern.cli
+
+    from govern import application
+
+    config = application.settings(config_file)
+    with application.store(db, config) as store:
+        result = asyncio.run(application.propose_once(store, query, dry_run=dry_run))
+    if fmt is ViewFormat.JSON:
+        _print_json(result.as_dict())
+    else:
+        _print_human(result, dry_run=dry_run)
+    if result.failed:
+        raise typer.Exit(1)
+
+
+def _print_human(result: ProposeResult, *, dry_run: bool) -> None:
+    if not result.proposals:
+        typer.echo("nothing to propose: no verified exclusion")
+    for item in result.proposals:
+        where = f"{item.source}:{item.line}"
+        said = item.url or item.branch or ""
+        typer.echo(f"{item.state:<10}  {item.package}  {where}  {said}".rstrip())
+        if item.message:
+            typer.echo(f"            {item.message}")
+        if dry_run and item.diff:
+            typer.echo(item.diff.rstrip())
+            typer.echo("")
+            typer.echo(item.body or "")
+    for closed in result.closed:
+        typer.echo(f"{closed['state']:<10}  change request #{closed['number']}")

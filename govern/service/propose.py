@@ -1,0 +1,594 @@
+"""Proposing: the pull request (or branch, or reminder) that relaxes a verified line, once.
+
+For each verified exclusion (or the one asked about), with the repository's
+``[tool.govern.propose]``:
+
+1. the file is read from the remote's base branch and the stored relaxation is applied to
+   exactly that clause (:mod:`govern.sources.edit`); a line a person changed meanwhile
+   supersedes the proposal, and one already relaxed needs nothing;
+2. the branch (one per exclusion) is pushed with one commit through the outbox, then
+   (``via = "github" | "gitlab"``) the change request is opened, or updated for a newer
+   candidate, found first by its branch and marker after a crash;
+3. a ``proposal-opened`` (or ``proposal-updated``) event is added and the exclusion is
+   ``proposed``. Open change requests are looked at on every run: merged adds ``merged``
+   (the next sync sees the new line and relaxes the exclusion), closed unmerged adds
+   ``declined`` and holds it, and that version is never proposed again.
+
+``dry_run`` computes the edit and the text and sends and records nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Protocol
+
+from govern.config import Config, ProposeConfig, load_config
+from govern.errors import GovernError
+from govern.exclusions.states import EventKind, OutboxState, ProposalState, State
+from govern.forge.base import ChangeRequest, ChangeState, Forge, Opening, marker
+from govern.service import outbox
+from govern.store import proposals
+from govern.store.db import Store
+from govern.store.models import Proposal
+from govern.store.proposals import Work
+
+SCHEMA = "govern.propose/1"
+
+
+class Pushes(Protocol):
+    """What the proposer needs of the git remote (:class:`govern.forge.push.Pusher`)."""
+
+    def default_branch(self) -> str: ...
+
+    def read(self, path: str, *, base: str) -> bytes | None: ...
+
+    def push(
+        self, *, branch: str, base: str, path: str, content: bytes, message: str, key: str
+    ) -> Any: ...
+
+
+@dataclass(slots=True)
+class Outcome:
+    """One exclusion's proposal, as ``--format json`` prints it (DESIGN.md's contract)."""
+
+    exclusion: str
+    package: str
+    source: str
+    line: int
+    old: str
+    new: str | None
+    via: str
+    branch: str | None = None
+    url: str | None = None
+    state: str = "sent"  # sent, unchanged, dry-run, superseded, failed, skipped, none
+    number: int | None = None
+    message: str | None = None
+    diff: str | None = None
+    body: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """The contract's fields, then govern's additions."""
+        out: dict[str, Any] = {
+            "exclusion": self.exclusion,
+            "package": self.package,
+            "source": self.source,
+            "line": self.line,
+            "old": self.old,
+            "new": self.new,
+            "via": self.via,
+            "branch": self.branch,
+            "url": self.url,
+            "state": self.state,
+            "number": self.number,
+            "message": self.message,
+        }
+        if self.diff is not None:
+            out["diff"] = self.diff
+        return out
+
+
+@dataclass(slots=True)
+class ProposeResult:
+    """Every proposal of one run."""
+
+    proposals: list[Outcome] = field(default_factory=list)
+    closed: list[dict[str, Any]] = field(default_factory=list)  # merged or declined this run
+
+    @property
+    def failed(self) -> bool:
+        """An action failed (and will be retried)."""
+        return any(p.state == "failed" for p in self.proposals)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The ``govern.propose/1`` document."""
+        return {
+            "schema": SCHEMA,
+            "proposals": [p.as_dict() for p in self.proposals],
+            "closed": self.closed,
+        }
+
+
+def branch_name(settings: ProposeConfig, work: Work) -> str:
+    """One branch per exclusion: a newer candidate updates the same change request."""
+    safe = re.sub(r"[^a-z0-9.-]+", "-", work.package.lower()).strip("-.") or "package"
+    return f"{settings.branch_prefix.rstrip('/')}/{safe}-{work.key[:10]}"
+
+
+def evidence_lines(work: Work) -> list[str]:
+    """``14.1.1 verified on cuda13: <run URL>, installed 14.1.1``, one per passed run."""
+    lines = []
+    for run in work.runs:
+        where = f": {run.url}" if run.url else ""
+        installed = f", installed {run.installed}" if run.installed else ""
+        lines.append(f"{work.version} verified on {run.profile}{where}{installed}")
+    return lines
+
+
+def commit_message(work: Work, old: str, new: str) -> str:
+    """The commit's message: the change, the evidence, and the proposal's trailer."""
+    body = "\n".join(f"- {line}" for line in evidence_lines(work)) or "- (no run recorded)"
+    return (
+        f"Relax {work.package}: {old.strip()} -> {new.strip()}\n\n"
+        f"{work.version} passed verification; the known-bad versions stay out.\n\n"
+        f"{body}\n\nGovern-Proposal: {work.key}\n"
+    )
+
+
+def title(work: Work, new: str) -> str:
+    """The change request's title."""
+    return f"Relax {work.package} to `{new.strip()}` ({work.version} verified)"
+
+
+def body(work: Work, *, old: str, new: str, diff: str) -> str:
+    """A body a reviewer can decide from, ending in the proposal's marker."""
+    runs = (
+        "\n".join(
+            f"| {r.profile} | {r.provider} | {f'[run]({r.url})' if r.url else '-'} "
+            f"| {r.installed or '-'} |"
+            for r in work.runs
+        )
+        or "| - | - | - | - |"
+    )
+    links = "\n".join(f"- {link}" for link in work.links) or "- (none recorded)"
+    history = (
+        "\n".join(
+            f"- {at:%Y-%m-%d} {kind}{f' ({said})' if said else ''}"
+            for at, kind, said in work.history
+        )
+        or "- (no events)"
+    )
+    bad = ", ".join(work.bad_versions) or "(none)"
+    note = work.relaxation.note if work.relaxation is not None else ""
+    return f"""\
+govern proposes relaxing an exclusion whose candidate passed verification.
+
+**Exclusion:** `{old.strip()}` in `{work.source}` line {work.line} (`{work.clause}`)
+**Reason:** {work.reason or "(none recorded)"}
+**Known bad:** {bad}
+**Candidate:** {work.package} {work.version}
+**Change:** `{old.strip()}` → `{new.strip()}` ({note})
+
+### Verification
+| profile | CI | run | installed |
+|---|---|---|---|
+{runs}
+
+### Links
+{links}
+
+### The line's history
+{history}
+
+### Diff
+```diff
+{diff.rstrip()}
+```
+
+To stop govern proposing this, set `propose = "none"` for `{work.package}` in
+`[tool.govern.propose.packages]` (or drop the relaxation: close this without merging, and
+govern will not propose {work.version} again).
+
+{marker("proposal", work.key)}
+"""
+
+
+class Proposer:
+    """Proposes the verified exclusions of one store.
+
+    ``pusher_for(root, settings)`` and ``forge_for(root, settings)`` build the git remote
+    and the forge of a repository (tests hand in their own); ``now`` is the clock.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        pusher_for: Callable[[Path, ProposeConfig], Pushes],
+        forge_for: Callable[[Path, ProposeConfig], Forge | None] | None = None,
+        config_for: Callable[[Path], Config] = load_config,
+        now: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        self.store = store
+        self.pusher_for = pusher_for
+        self.forge_for = forge_for
+        self.config_for = config_for
+        self.now = now
+
+    async def run(self, query: str | None = None, *, dry_run: bool = False) -> ProposeResult:
+        """Propose every verified exclusion (or the one named); see the module docstring."""
+        result = ProposeResult()
+        with self.store.session() as session:
+            work = proposals.verified(session, query=query)
+        for item in work:
+            try:
+                outcome = await self._one(item, dry_run=dry_run)
+            except GovernError as exc:
+                outcome = self._outcome(item, "?", state="failed", message=exc.message)
+            result.proposals.append(outcome)
+        if not dry_run:
+            result.closed = await self.watch()
+        return result
+
+    def _outcome(self, work: Work, via: str, **values: Any) -> Outcome:
+        values.setdefault(
+            "new", work.relaxation.requirement if work.relaxation is not None else None
+        )
+        return Outcome(
+            exclusion=work.key,
+            package=work.package,
+            source=work.source,
+            line=work.line,
+            old=work.requirement,
+            via=via,
+            **values,
+        )
+
+    async def _one(self, work: Work, *, dry_run: bool) -> Outcome:
+        root = Path(work.root)
+        settings = self.config_for(root).propose
+        mode = settings.mode_for(work.package)
+        via = settings.via
+        if mode == "none":
+            return self._outcome(work, via, state="none", message="propose = none")
+        if mode == "remind":
+            return self._outcome(
+                work, "remind", state="skipped", message="reminders are not sent by this govern yet"
+            )
+        relaxation = work.relaxation
+        if relaxation is None or relaxation.specifier is None:
+            why = relaxation.refused if relaxation is not None else "not computed yet"
+            return self._outcome(work, via, state="skipped", message=f"no relaxation: {why}")
+        with self.store.session() as session:
+            for earlier in proposals.proposals_of(session, exclusion_id=work.exclusion_id):
+                if earlier.version == work.version and earlier.state == ProposalState.DECLINED:
+                    return self._outcome(
+                        work,
+                        via,
+                        state="skipped",
+                        message=f"{work.version} was declined (change request closed unmerged)",
+                        url=earlier.url,
+                    )
+        pusher = await asyncio.to_thread(self.pusher_for, root, settings)
+        base = settings.base
+        if base is None:
+            base = await asyncio.to_thread(pusher.default_branch)
+        content = await asyncio.to_thread(pusher.read, work.source, base=base)
+        if content is None:
+            return self._outcome(
+                work, via, state="superseded", message=f"{work.source} is not on {base}"
+            )
+        edit = _edit(work, content)
+        branch = branch_name(settings, work)
+        if isinstance(edit, str):  # superseded: the line changed by hand
+            if not dry_run:
+                self._superseded(work, edit)
+            return self._outcome(work, via, state="superseded", message=edit, branch=branch)
+        new_text, old_line, new_line, diff = edit
+        if old_line is None:
+            return self._outcome(
+                work, via, state="unchanged", message=f"{base} already admits {work.version}"
+            )
+        text = body(work, old=old_line, new=new_line, diff=diff)
+        if dry_run:
+            return self._outcome(
+                work, via, state="dry-run", branch=branch, new=new_line, diff=diff, body=text
+            )
+        proposal = self._proposal(work, via, branch, old_line, new_line)
+        digest = hashlib.sha256(new_text).hexdigest()[:16]
+        message = commit_message(work, old_line, new_line)
+
+        async def push() -> dict[str, Any]:
+            pushed = await asyncio.to_thread(
+                pusher.push,
+                branch=branch,
+                base=base,
+                path=work.source,
+                content=new_text,
+                message=message,
+                key=work.key,
+            )
+            return {"sha": getattr(pushed, "sha", None), "branch": branch}
+
+        pushed = await outbox.deliver(
+            self.store,
+            key=f"push:{work.key}:{digest}",
+            action="push",
+            send=push,
+            proposal_id=proposal,
+            now=self.now(),
+        )
+        if pushed.state is not OutboxState.SENT:
+            return self._outcome(
+                work, via, state="failed", branch=branch, message=pushed.error, new=new_line
+            )
+        change: ChangeRequest | None = None
+        forge = self.forge_for(root, settings) if self.forge_for and via != "git" else None
+        if forge is not None:
+            change = await self._change(forge, work, branch, base, new_line, text, proposal)
+            if change is None:
+                return self._outcome(
+                    work, via, state="failed", branch=branch, new=new_line, message="see outbox"
+                )
+        self._opened(work, proposal, via, branch, change)
+        return self._outcome(
+            work,
+            via,
+            state="sent",
+            branch=branch,
+            new=new_line,
+            url=change.url if change else None,
+            number=change.number if change else None,
+        )
+
+    async def _change(
+        self,
+        forge: Forge,
+        work: Work,
+        branch: str,
+        base: str,
+        new_line: str,
+        text: str,
+        proposal: int,
+    ) -> ChangeRequest | None:
+        mark = marker("proposal", work.key)
+        owner = work.owner or ""
+        teams = tuple(o.split("/", 1)[1] for o in owner.split() if o.startswith("@") and "/" in o)
+        users = tuple(o[1:] for o in owner.split() if o.startswith("@") and "/" not in o)
+        settings = self.config_for(Path(work.root)).propose
+        opening = Opening(
+            branch=branch,
+            base=base,
+            title=title(work, new_line),
+            body=text,
+            labels=settings.labels,
+            reviewers=users,
+            team_reviewers=teams,
+            draft=settings.draft,
+        )
+
+        async def find() -> dict[str, Any] | None:
+            found = await forge.find_change(branch=branch, marker=mark)
+            return _change_dict(found) if found and found.state is ChangeState.OPEN else None
+
+        async def open_or_update() -> dict[str, Any]:
+            existing = await forge.find_change(branch=branch, marker=mark)
+            if existing is not None and existing.state is ChangeState.OPEN:
+                return _change_dict(
+                    await forge.update_change(existing.number, title=opening.title, body=text)
+                )
+            return _change_dict(await forge.open_change(opening))
+
+        done = await outbox.deliver(
+            self.store,
+            key=f"change:{work.key}:{work.version}",
+            action="open-change",
+            send=open_or_update,
+            find=find,
+            proposal_id=proposal,
+            now=self.now(),
+        )
+        if done.state is not OutboxState.SENT:
+            return None
+        return ChangeRequest(
+            number=int(done.result["number"]),
+            url=str(done.result["url"]),
+            state=ChangeState.OPEN,
+            branch=branch,
+            base=base,
+        )
+
+    # -- the store -----------------------------------------------------------------------
+
+    def _proposal(self, work: Work, via: str, branch: str, old: str, new: str) -> int:
+        key = f"proposal:{work.key}:{work.version}"
+        with self.store.session(write=True) as session:
+            row = proposals.proposal(session, key=key)
+            if row is None:
+                row = Proposal(
+                    exclusion_id=work.exclusion_id,
+                    candidate_id=work.candidate_id,
+                    kind="pull-request" if via != "git" else "branch",
+                    dedupe_key=key,
+                    state=ProposalState.OPEN,
+                    new_clause=work.relaxation.specifier if work.relaxation else None,
+                    created_at=self.now(),
+                    via=via,
+                    version=work.version,
+                    branch=branch,
+                    old=old,
+                    new=new,
+                )
+                session.add(row)
+                session.flush()
+            assert row.id is not None
+            return row.id
+
+    def _opened(
+        self, work: Work, proposal_id: int, via: str, branch: str, change: ChangeRequest | None
+    ) -> None:
+        when = self.now()
+        with self.store.session(write=True) as session:
+            row = session.get(Proposal, proposal_id)
+            assert row is not None
+            first = row.updated_at is None
+            if change is not None:
+                row.number, row.url = change.number, change.url
+            row.updated_at = when
+            session.add(row)
+            older = [
+                p
+                for p in proposals.proposals_of(session, exclusion_id=work.exclusion_id)
+                if p.id != proposal_id and p.state == ProposalState.OPEN
+            ]
+            for stale in older:  # a newer candidate took over the same branch
+                stale.state = ProposalState.SUPERSEDED
+                session.add(stale)
+            if first:
+                kind = EventKind.PROPOSAL_UPDATED if older else EventKind.PROPOSAL_OPENED
+                detail = {"version": work.version, "via": via, "branch": branch}
+                if change is not None:
+                    detail["url"] = change.url
+                proposals.add_event(
+                    session,
+                    exclusion_id=work.exclusion_id,
+                    kind=kind,
+                    at=when,
+                    detail=detail,
+                    pull_request=change.number if change else None,
+                )
+            proposals.set_state(
+                session,
+                exclusion_id=work.exclusion_id,
+                state=State.PROPOSED,
+                only_from=(State.VERIFIED,),
+            )
+
+    def _superseded(self, work: Work, why: str) -> None:
+        with self.store.session(write=True) as session:
+            key = f"superseded:{work.key}:{work.version}"
+            if proposals.proposal(session, key=key) is not None:
+                return  # said once
+            session.add(
+                Proposal(
+                    exclusion_id=work.exclusion_id,
+                    candidate_id=work.candidate_id,
+                    kind="superseded",
+                    dedupe_key=key,
+                    state=ProposalState.SUPERSEDED,
+                    created_at=self.now(),
+                    version=work.version,
+                )
+            )
+            proposals.add_event(
+                session,
+                exclusion_id=work.exclusion_id,
+                kind=EventKind.PROPOSAL_SUPERSEDED,
+                at=self.now(),
+                detail={"version": work.version, "why": why},
+            )
+
+    async def watch(self) -> list[dict[str, Any]]:
+        """Open change requests merged or closed since the last look (a poll of the forge)."""
+        closed: list[dict[str, Any]] = []
+        if self.forge_for is None:
+            return closed
+        with self.store.session() as session:
+            watched = [
+                (p, proposals.root_of(session, exclusion_id=p.exclusion_id))
+                for p in proposals.open_changes(session)
+            ]
+        for row, root in watched:
+            if root is None or row.number is None:
+                continue
+            settings = self.config_for(Path(root)).propose
+            forge = self.forge_for(Path(root), settings)
+            if forge is None:
+                continue
+            try:
+                change = await forge.get_change(row.number)
+            except GovernError:
+                continue  # asked again next time; never a verdict
+            if change.state is not ChangeState.OPEN:
+                closed.append(self.closed(row.id or 0, change.state))
+        return closed
+
+    def closed(self, proposal_id: int, state: ChangeState) -> dict[str, Any]:
+        """Record a change request merged or closed unmerged (see :func:`record_closed`)."""
+        return record_closed(self.store, proposal_id=proposal_id, state=state, now=self.now())
+
+
+def record_closed(
+    store: Store, *, proposal_id: int, state: ChangeState, now: datetime
+) -> dict[str, Any]:
+    """A change request merged (``merged``: the next sync relaxes the line) or closed
+    unmerged (``declined``: held again, and that version is not proposed again)."""
+    with store.session(write=True) as session:
+        row = session.get(Proposal, proposal_id)
+        assert row is not None
+        if row.state != ProposalState.OPEN:
+            return {"proposal": row.id, "number": row.number, "state": str(row.state)}
+        merged = state is ChangeState.MERGED
+        row.state = ProposalState.MERGED if merged else ProposalState.DECLINED
+        row.updated_at = now
+        session.add(row)
+        proposals.add_event(
+            session,
+            exclusion_id=row.exclusion_id,
+            kind=EventKind.MERGED if merged else EventKind.DECLINED,
+            at=now,
+            detail={"version": row.version, "url": row.url},
+            pull_request=row.number,
+        )
+        if not merged:
+            proposals.set_state(
+                session,
+                exclusion_id=row.exclusion_id,
+                state=State.HELD,
+                only_from=(State.PROPOSED, State.VERIFIED),
+            )
+        return {"proposal": row.id, "number": row.number, "state": str(row.state)}
+
+
+def _change_dict(change: ChangeRequest) -> dict[str, Any]:
+    return {"number": change.number, "url": change.url, "state": str(change.state)}
+
+
+def _edit(work: Work, content: bytes) -> tuple[bytes, str | None, str, str] | str:
+    """The new file, the line before and after (None before: nothing to change) and the
+    diff; or why the proposal is superseded."""
+    from govern.sources import rewrite
+
+    assert work.relaxation is not None
+    assert work.relaxation.specifier is not None
+    if work.format != "requirements":
+        raise GovernError(
+            f"{work.source}: proposals edit requirements and constraints files; "
+            f"a {work.format} source is not edited yet"
+        )
+    try:
+        done = rewrite.relax_requirements(
+            content.decode("utf-8"),
+            path=work.source,
+            line=work.line,
+            requirement=work.requirement,
+            package=work.package,
+            specifier=work.relaxation.specifier,
+            candidate=work.version,
+            evidence=evidence_lines(work),
+        )
+    except rewrite.Superseded as exc:
+        return exc.message
+    except UnicodeDecodeError:
+        raise GovernError(f"{work.source} is not UTF-8 text") from None
+    if not done.changed:
+        return content, None, "", ""
+    return done.text.encode("utf-8"), done.old, done.new, done.diff
+
+
+__all__: Sequence[str] = ("SCHEMA", "Outcome", "ProposeResult", "Proposer", "body")

@@ -1,0 +1,317 @@
+"""The CuPy story on real git: a verified candidate becomes one branch with one change, once.
+
+A local bare repository is ``origin``; the user's clone is tracked; 14.1.1 is verified
+(a scripted CI provider that reports the installed version, as the real ones do); then
+``govern propose`` runs three times and pushes one branch whose only change is the line
+``cupy-cuda13x < 14.1.0`` becoming ``cupy-cuda13x != 14.1.0`` plus the evidence comment.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import httpx
+import pytest
+from gitrepo import Repo
+from sqlmodel import col, select
+
+from fakes.forge_github import FakeGitHubForge
+from govern.ci.base import Conclusion, Provider, RunRef, RunStatus, Started, Trial
+from govern.config import Config, ProposeConfig
+from govern.exclusions.states import EventKind, State
+from govern.forge.base import ChangeRequest, Opening
+from govern.forge.github import GitHubForge
+from govern.forge.push import Pusher
+from govern.service.propose import Proposer, ProposeResult
+from govern.service.track import TrackOptions, track
+from govern.service.verify import Verifier
+from govern.store.db import Store
+from govern.store.models import Candidate, Event, Exclusion, Outbox, Release
+
+NOW = datetime(2026, 6, 2, tzinfo=UTC)
+KV = """\
+# Dependencies for KV connectors
+lmcache >= 0.3.9
+nixl >= 0.7.1 # Required for disaggregated prefill
+# CuPy 14.1.0 imports pytest at import time (cupy/cupy#9963);
+# keep it out until a fixed newer release is verified for runtime images.
+cupy-cuda13x < 14.1.0
+"""
+
+
+class Passes(Provider):
+    """A CI run that passes and reports the version it installed."""
+
+    kind = "scripted"
+
+    def __init__(self) -> None:
+        super().__init__("cuda13-ci", timeout=3600.0)
+
+    async def start(self, trial: Trial) -> Started:
+        ref = RunRef(f"run-{trial.version}", f"https://ci.example/runs/{trial.version}")
+        return Started(ref, RunStatus(Conclusion.PASSED, "exit 0", installed=str(trial.version)))
+
+    async def status(self, trial: Trial, run: RunRef) -> RunStatus:
+        return RunStatus(None)
+
+    async def cancel(self, run: RunRef) -> None:
+        return None
+
+
+def _git(*args: str, cwd: Path) -> str:
+    return subprocess.run(
+        ["git", *args], cwd=cwd, check=True, capture_output=True, text=True
+    ).stdout
+
+
+@pytest.fixture
+def origin(tmp_path: Path) -> tuple[Path, Path]:
+    """(the bare origin, the user's clone) with requirements/kv_connectors.txt on main."""
+    seed = Repo(tmp_path / "seed")
+    (seed.root / "requirements").mkdir()
+    (seed.root / "requirements" / "kv_connectors.txt").write_text(KV, encoding="utf-8")
+    seed.git("add", "-A")
+    seed.git("commit", "-q", "-m", "kv connectors")
+    bare = tmp_path / "origin.git"
+    seed.git("clone", "-q", "--bare", str(seed.root), str(bare))
+    clone = tmp_path / "vllm"
+    subprocess.run(["git", "clone", "-q", str(bare), str(clone)], check=True)
+    return bare, clone
+
+
+@pytest.fixture
+def store(database_url: str, origin: tuple[Path, Path]) -> Iterator[Store]:
+    """The clone tracked, 14.0.1, 14.1.0 and 14.1.1 published, 14.1.1 verified on cuda13."""
+    _bare, clone = origin
+    with Store(database_url) as opened:
+        track(
+            opened,
+            clone,
+            None,
+            config=Config(repository="vllm-project/vllm"),
+            options=TrackOptions(now=NOW),
+        )
+        with opened.session(write=True) as session:
+            exclusion = session.exec(select(Exclusion)).one()
+            releases = [
+                Release(package="cupy-cuda13x", version=v, first_seen_at=NOW)
+                for v in ("14.0.1", "14.1.0", "14.1.1")
+            ]
+            session.add_all(releases)
+            session.flush()
+            session.add(
+                Candidate(
+                    exclusion_id=exclusion.id or 0,
+                    release_id=releases[2].id or 0,
+                    profile="cuda13",
+                    found_at=NOW,
+                )
+            )
+            exclusion.state = State.CANDIDATE
+        provider = Passes()
+        verifier = Verifier(
+            opened,
+            provider_for=lambda _profile: provider,
+            providers={provider.name: provider},
+            clock=lambda: NOW,
+        )
+        asyncio.run(verifier.run())
+        yield opened
+
+
+def _proposer(store: Store, settings: ProposeConfig) -> Proposer:
+    return Proposer(
+        store,
+        pusher_for=lambda root, s: Pusher(root, remote=s.remote),
+        config_for=lambda _root: Config(propose=settings),
+        now=lambda: NOW,
+    )
+
+
+def test_three_runs_push_one_branch_with_only_that_line_changed(
+    store: Store, origin: tuple[Path, Path]
+) -> None:
+    bare, clone = origin
+    before = _git("status", "--porcelain", cwd=clone), _git("for-each-ref", cwd=clone)
+    with store.session() as session:
+        assert session.exec(select(Exclusion)).one().state == State.VERIFIED
+    proposer = _proposer(store, ProposeConfig(via="git"))
+    results = [asyncio.run(proposer.run()) for _ in range(3)]
+    outcome = results[0].proposals[0]
+    assert outcome.state == "sent", outcome
+    assert outcome.branch is not None
+    assert outcome.new == "cupy-cuda13x != 14.1.0"
+    branches = _git("for-each-ref", "--format=%(refname)", "refs/heads", cwd=bare).split()
+    assert sorted(branches) == sorted(["refs/heads/main", f"refs/heads/{outcome.branch}"])
+    log = _git("rev-list", f"main..{outcome.branch}", cwd=bare).split()
+    assert len(log) == 1, "one commit, however many runs"
+    diff = _git("diff", f"main..{outcome.branch}", cwd=bare)
+    changed = [
+        line
+        for line in diff.splitlines()
+        if line[:1] in "+-" and not line.startswith(("+++", "---"))
+    ]
+    assert "-cupy-cuda13x < 14.1.0" in changed
+    assert "+cupy-cuda13x != 14.1.0" in changed
+    evidence = [line for line in changed if line.startswith("+#")]
+    assert evidence == [
+        "+# 14.1.1 verified on cuda13: https://ci.example/runs/14.1.1, installed 14.1.1"
+    ]
+    assert len(changed) == 3, changed  # the line, and one comment added: nothing else
+    message = _git("log", "-1", "--format=%B", outcome.branch, cwd=bare)
+    assert "Govern-Proposal:" in message
+    assert "installed 14.1.1" in message
+    # The user's clone is never touched.
+    assert (_git("status", "--porcelain", cwd=clone), _git("for-each-ref", cwd=clone)) == before
+    with store.session() as session:
+        exclusion = session.exec(select(Exclusion)).one()
+        opened = session.exec(
+            select(Event).where(col(Event.kind) == EventKind.PROPOSAL_OPENED)
+        ).all()
+        sent = session.exec(select(Outbox)).all()
+    assert exclusion.state == State.PROPOSED
+    assert len(opened) == 1
+    assert [(o.action, o.state, o.attempts) for o in sent] == [("push", "sent", 1)]
+    assert [r.proposals[0].state for r in results[1:]] == ["sent", "sent"]
+
+
+def test_dry_run_prints_the_change_and_sends_nothing(
+    store: Store, origin: tuple[Path, Path]
+) -> None:
+    bare, _clone = origin
+    result = asyncio.run(_proposer(store, ProposeConfig(via="git")).run(dry_run=True))
+    outcome = result.proposals[0]
+    assert outcome.state == "dry-run"
+    assert outcome.diff is not None
+    assert "+cupy-cuda13x != 14.1.0" in outcome.diff
+    assert outcome.body is not None
+    assert "installed" in outcome.body
+    assert "<!-- govern:proposal=" in outcome.body
+    assert _git("for-each-ref", "--format=%(refname)", "refs/heads", cwd=bare).split() == [
+        "refs/heads/main"
+    ]
+    with store.session() as session:
+        assert session.exec(select(Outbox)).all() == []
+        assert session.exec(select(Exclusion)).one().state == State.VERIFIED
+    document = json.loads(json.dumps(result.as_dict()))
+    assert document["schema"] == "govern.propose/1"
+    assert document["proposals"][0]["old"] == "cupy-cuda13x < 14.1.0"
+
+
+def test_a_line_changed_by_hand_supersedes_the_proposal(
+    store: Store, origin: tuple[Path, Path], tmp_path: Path
+) -> None:
+    bare, _clone = origin
+    work = tmp_path / "person"
+    subprocess.run(["git", "clone", "-q", str(bare), str(work)], check=True)
+    path = work / "requirements" / "kv_connectors.txt"
+    path.write_text(KV.replace("< 14.1.0", "< 14.0.9"), encoding="utf-8")
+    env_args = ["-c", "user.name=Person", "-c", "user.email=p@example.org"]
+    subprocess.run(["git", *env_args, "commit", "-qam", "by hand"], cwd=work, check=True)
+    subprocess.run(["git", "push", "-q", "origin", "main"], cwd=work, check=True)
+    result = asyncio.run(_proposer(store, ProposeConfig(via="git")).run())
+    assert result.proposals[0].state == "superseded"
+    assert _git("for-each-ref", "--format=%(refname)", "refs/heads", cwd=bare).split() == [
+        "refs/heads/main"
+    ]
+
+
+def test_propose_none_sends_nothing(store: Store, origin: tuple[Path, Path]) -> None:
+    bare, _clone = origin
+    settings = ProposeConfig(via="git", packages=(("cupy-cuda13x", "none"),))
+    result = asyncio.run(_proposer(store, settings).run())
+    assert result.proposals[0].state == "none"
+    assert _git("for-each-ref", "--format=%(refname)", "refs/heads", cwd=bare).split() == [
+        "refs/heads/main"
+    ]
+
+
+# -- GitHub: the pull request, once ---------------------------------------------------------
+# Against tests/fakes/forge_github.py, which follows GitHub's REST documentation:
+# https://docs.github.com/en/rest/pulls/pulls#create-a-pull-request and
+# https://docs.github.com/en/rest/pulls/pulls#list-pull-requests (head=owner:branch).
+
+TOKEN = "ghp_" + "t" * 36
+
+
+class Dies(Exception):
+    """The process dying between the forge's answer and the outbox's record."""
+
+
+def _run_github(
+    store: Store, fake: FakeGitHubForge, *, die_after_open: bool = False
+) -> ProposeResult:
+    async def main() -> ProposeResult:
+        async with httpx.AsyncClient(timeout=5) as client:
+            forge = GitHubForge(fake.repository, client, api_url=fake.url, token=TOKEN)
+            if die_after_open:
+                real = forge.open_change
+
+                async def open_then_die(opening: Opening) -> ChangeRequest:
+                    await real(opening)
+                    raise Dies
+
+                forge.open_change = open_then_die  # type: ignore[method-assign]
+            proposer = Proposer(
+                store,
+                pusher_for=lambda root, s: Pusher(root, remote=s.remote),
+                forge_for=lambda _root, _s: forge,
+                config_for=lambda _root: Config(propose=ProposeConfig(via="github")),
+                now=lambda: NOW,
+            )
+            return await proposer.run()
+
+    return asyncio.run(main())
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeGitHubForge]:
+    with FakeGitHubForge(token=TOKEN, page_size=2) as server:
+        yield server
+
+
+def test_the_pull_request_is_opened_once_across_runs_and_a_crash(
+    store: Store, origin: tuple[Path, Path], fake: FakeGitHubForge
+) -> None:
+    with pytest.raises(Dies):
+        _run_github(store, fake, die_after_open=True)
+    assert len(fake.pulls) == 1
+    results = [_run_github(store, fake) for _ in range(3)]
+    assert len(fake.pulls) == 1, "found by branch and marker, never opened twice"
+    outcome = results[0].proposals[0]
+    assert outcome.state == "sent"
+    (pull,) = fake.pulls.values()
+    assert outcome.number == pull["number"]
+    assert pull["head"]["ref"] == outcome.branch
+    body = pull["body"]
+    assert "installed 14.1.1" in body
+    assert "+cupy-cuda13x != 14.1.0" in body
+    assert "<!-- govern:proposal=" in body
+    with store.session() as session:
+        exclusion = session.exec(select(Exclusion)).one()
+        opened = session.exec(
+            select(Event).where(col(Event.kind) == EventKind.PROPOSAL_OPENED)
+        ).all()
+    assert exclusion.state == State.PROPOSED
+    assert [e.pull_request for e in opened] == [pull["number"]]
+
+
+def test_a_pull_request_closed_unmerged_holds_the_exclusion_and_is_not_reopened(
+    store: Store, origin: tuple[Path, Path], fake: FakeGitHubForge
+) -> None:
+    _run_github(store, fake)
+    (pull,) = fake.pulls.values()
+    pull["state"] = "closed"  # a reviewer closed it without merging
+    result = _run_github(store, fake)
+    assert [(c["number"], c["state"]) for c in result.closed] == [(pull["number"], "declined")]
+    with store.session() as session:
+        exclusion = session.exec(select(Exclusion)).one()
+        kinds = [e.kind for e in session.exec(select(Event).order_by(col(Event.id))).all()]
+    assert exclusion.state == State.HELD
+    assert EventKind.DECLINED in kinds
+    assert len(fake.pulls) == 1
