@@ -55,7 +55,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from govern.index.candidates import Excluded, candidates
+from govern.exclusions.clause import Clause
+from govern.exclusions.model import Kind
+from govern.index.candidates import candidates
 from govern.index.model import ProjectPage, Release, Validators, releases
 from govern.index.profiles import Profile
 from govern.index.simple import parse_html, parse_json
@@ -139,8 +141,8 @@ def judge_all(pages: Pages, grouped: list[list[Release]], profile: Profile) -> t
     decisions = eligible = 0
     for bad, found in zip(pages.bad, grouped, strict=True):
         first_seen = {release.version: FIRST_SEEN for release in found}
-        for excluded in (Excluded("not-equal", "!=", bad), Excluded("cap", "<", "2.0")):
-            made = candidates(excluded, found, profile, now=NOW, first_seen=first_seen)
+        for clause in (Clause(Kind.NOT_EQUAL, "!=", bad), Clause(Kind.CAP, "<", "2.0")):
+            made = candidates(clause, found, profile, now=NOW, first_seen=first_seen)
             decisions += len(made)
             eligible += sum(1 for d in made if d.eligible)
     return decisions, eligible

@@ -1,9 +1,9 @@
 """Which published releases could lift an exclusion, per runtime profile (DESIGN.md "candidate").
 
-For one exclusion, one runtime :class:`Profile` and the project's releases,
-:func:`candidates` walks the releases the exclusion keeps out and records a
-:class:`Decision` for each one it looks at: a candidate, or why not ("14.1.1 has no
-manylinux_2_28_x86_64 wheel", "14.1.2 is yanked: broken build").
+For one exclusion's :class:`~govern.exclusions.clause.Clause`, one runtime :class:`Profile`
+and the project's releases, :func:`candidates` walks the releases the exclusion keeps out
+and records a :class:`Decision` for each one it looks at: a candidate, or why not ("14.1.1
+has no manylinux_2_28_x86_64 wheel", "14.1.2 is yanked: broken build").
 
 Which releases are looked at ("beyond the bound"), for a clause with version V:
 
@@ -29,7 +29,7 @@ A release is eligible when, checked in this order (the first failure is the reas
    profile allows them. Pre-releases are not one Decision each: a walk records the first one
    it meets and counts the others in that reason ("15.0rc1 is a pre-release (and 49 more
    pre-releases)"), so walking past a nightly series stays readable;
-2. it is not known bad (``Excluded.known_bad``, matched as ``==V``, so local versions of a bad
+2. it is not known bad (``Clause.known_bad``, matched as ``==V``, so local versions of a bad
    version are bad too), nor the version a ``<V`` cap names (DESIGN.md: the capped version
    stays out);
 3. it is not yanked (all files yanked, PEP 592); the reason carries the yank reason;
@@ -53,20 +53,14 @@ import functools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING
 
 from packaging.specifiers import InvalidSpecifier, Specifier, SpecifierSet
 from packaging.version import Version
 
+from govern.exclusions.clause import Clause
 from govern.exclusions.model import Kind
 from govern.index.model import DistributionFile, FileKind, Release
 from govern.index.profiles import Profile
-
-if TYPE_CHECKING:
-    from govern.exclusions.model import Exclusion
-
-_KINDS = frozenset(Kind)
-_OPERATORS = frozenset({"!=", "<", "<=", "~=", "==", "==="})
 
 
 class Role(enum.StrEnum):
@@ -74,44 +68,6 @@ class Role(enum.StrEnum):
 
     NEWEST = "newest"  # cap/pin: the newest release beyond the bound; not-equal: the newest after
     FIRST = "first"  # not-equal: the first release after the excluded one
-
-
-@dataclass(frozen=True, slots=True)
-class Excluded:
-    """The part of an exclusion the watcher needs: its clause and what is known bad.
-
-    ``kind`` is one of ``not-equal``, ``cap``, ``pin``, ``ban`` (as
-    :func:`govern.exclusions.classify.classify` assigns them; a :class:`Kind` works too);
-    ``version`` is as in the clause (``14.1.0``, ``1.2.*``). ``known_bad`` versions (the
-    annotation's ``bad=``, failed verifications) are never candidates; entries that name no
-    PEP 440 version are ignored. An inconsistent clause raises :class:`ValueError`.
-    """
-
-    kind: str
-    operator: str
-    version: str
-    known_bad: tuple[str, ...] = ()
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "known_bad", tuple(self.known_bad))
-        if self.kind not in _KINDS:
-            raise ValueError(f"unknown exclusion kind {self.kind!r}")
-        if self.operator not in _OPERATORS:
-            raise ValueError(f"{self.operator!r} is not an excluding operator")
-        if (self.kind == Kind.NOT_EQUAL) != (self.operator == "!="):
-            raise ValueError(f"{self.operator}{self.version} cannot be a {self.kind}")
-        _clause(self.kind, self.operator, self.version, self.known_bad)  # raises if invalid
-
-    @property
-    def clause(self) -> str:
-        """The clause as text, e.g. ``<14.1.0``."""
-        return f"{self.operator}{self.version}"
-
-    @classmethod
-    def of(cls, exclusion: Exclusion, *, known_bad: Iterable[str] = ()) -> Excluded:
-        """The watcher's view of a recorded exclusion, with extra known-bad versions."""
-        bad = dict.fromkeys((*exclusion.bad_versions, *known_bad))
-        return cls(str(exclusion.kind), exclusion.operator, exclusion.version, tuple(bad))
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,92 +89,21 @@ class Decision:
 # ----------------------------------------------------------------------------- clauses
 
 
-@dataclass(frozen=True, slots=True)
-class _Clause:
-    """An Excluded, parsed once."""
-
-    kind: str
-    spec: Specifier
-    base: Version | None  # the clause's version without ``.*``, when it is PEP 440
-    bad: tuple[Specifier, ...]  # known-bad versions as ``==V``
-    named: Specifier | None  # ``<V``: the version the cap names (``==V``)
-
-    def keeps_out(self, version: Version) -> bool:
-        if self.spec.operator == "~=":
-            assert self.base is not None  # ~= always has a PEP 440 version
-            return version >= self.base and not self.spec.contains(version, prereleases=True)
-        return not self.spec.contains(version, prereleases=True)
-
-    def beyond(self, version: Version) -> bool:
-        """Whether ``version`` lies beyond the bound: the releases a walk looks at."""
-        op = self.spec.operator
-        if self.kind == Kind.BAN:
-            return False
-        if self.kind == Kind.NOT_EQUAL:
-            return (
-                self.base is not None
-                and version > self.base
-                and self.spec.contains(version, prereleases=True)
-            )
-        if not self.keeps_out(version):
-            return False
-        if op in ("<", "<="):
-            return True
-        if self.base is None:  # ===V with V not PEP 440: nothing to be above
-            return False
-        if op == "~=" or self.spec.version.endswith(".*"):
-            return version >= self.base
-        return version > self.base  # == and ===
-
-    def known_bad(self, version: Version) -> bool:
-        return any(bad.contains(version, prereleases=True) for bad in self.bad)
-
-    def is_named(self, version: Version) -> bool:
-        return self.named is not None and self.named.contains(version, prereleases=True)
+def keeps_out(clause: Clause, version: Version) -> bool:
+    """Whether the clause keeps ``version`` out (:meth:`Clause.keeps_out`)."""
+    return clause.keeps_out(version)
 
 
-@functools.lru_cache(maxsize=1024)
-def _clause(kind: str, operator: str, version: str, known_bad: tuple[str, ...]) -> _Clause:
-    spec = Specifier(f"{operator}{version}")
-    try:
-        base: Version | None = Version(version.removesuffix(".*"))
-    except ValueError:  # InvalidVersion, or a number past the int-string limit
-        base = None
-    bad: list[Specifier] = []
-    for text in known_bad:
-        try:
-            bad.append(Specifier(f"=={text.strip()}"))
-        except InvalidSpecifier:
-            continue
-    named = Specifier(f"=={version}") if operator == "<" and base is not None else None
-    return _Clause(kind, spec, base, tuple(bad), named)
-
-
-def _parsed(excluded: Excluded) -> _Clause:
-    return _clause(excluded.kind, excluded.operator, excluded.version, excluded.known_bad)
-
-
-def keeps_out(excluded: Excluded, version: Version) -> bool:
-    """Whether the clause keeps ``version`` out.
-
-    The :class:`~packaging.specifiers.Specifier`'s verdict (pre-releases judged like
-    finals), so a pin keeps out everything but V and ``==1.2.*`` everything outside the
-    series; ``~=V`` by its implied ceiling only (its ``>=V`` half is a floor, and floors are
-    not exclusions): ``~=1.4.2`` keeps out 1.5 but not 1.4.1.
-    """
-    return _parsed(excluded).keeps_out(version)
-
-
-def beyond_bound(excluded: Excluded, version: Version) -> bool:
+def beyond_bound(clause: Clause, version: Version) -> bool:
     """Whether ``version`` is one a walk looks at (module docstring: "beyond the bound")."""
-    return _parsed(excluded).beyond(version)
+    return clause.beyond(version)
 
 
 # ----------------------------------------------------------------------------- candidates
 
 
 def candidates(
-    excluded: Excluded,
+    clause: Clause,
     releases: Sequence[Release],
     profile: Profile,
     *,
@@ -232,7 +117,6 @@ def candidates(
     the ``first`` walk (not-equal only), then the ``newest`` walk, each in walking order;
     at most one Decision per walk is eligible, and it ends its walk.
     """
-    clause = _parsed(excluded)
     if clause.kind == Kind.BAN:
         return []
     pool: dict[Version, Release] = {}
@@ -270,7 +154,7 @@ class Needed:
 
     versions: list[Version]
     left_out: int = 0  # versions of the page not kept
-    horizons: Mapping[Excluded, Mapping[Role, Horizon]] = field(default_factory=dict)
+    horizons: Mapping[Clause, Mapping[Role, Horizon]] = field(default_factory=dict)
     releases: list[Release] = field(default_factory=list)
     window: int = RELEASE_WINDOW  # the bound it was kept with
 
@@ -281,7 +165,7 @@ class Needed:
 
 
 def needed(
-    exclusions: Iterable[Excluded], versions: Sequence[Version], *, window: int = RELEASE_WINDOW
+    clauses: Iterable[Clause], versions: Sequence[Version], *, window: int = RELEASE_WINDOW
 ) -> Needed:
     """The releases judging needs of a project's page, at most about ``window`` per walk.
 
@@ -300,9 +184,8 @@ def needed(
         return Needed(ordered, window=window)
     count = len(ordered)
     keep: set[int] = set(range(count - window, count))
-    horizons: dict[Excluded, dict[Role, Horizon]] = {}
-    for excluded in exclusions:
-        clause = _parsed(excluded)
+    horizons: dict[Clause, dict[Role, Horizon]] = {}
+    for clause in clauses:
         floor = _floor(clause)
         if floor is None:
             continue
@@ -316,8 +199,8 @@ def needed(
             if horizon != Horizon():
                 cut[role] = horizon
         if cut:
-            horizons[excluded] = cut
-        for spec in (*clause.bad, *([clause.named] if clause.named else [])):
+            horizons[clause] = cut
+        for spec in (*clause.bad_specs, *([clause.named] if clause.named else [])):
             _matching(ordered, spec, window, keep)
         if clause.base is not None and clause.kind in (Kind.NOT_EQUAL, Kind.PIN):
             _matching(ordered, Specifier(f"=={clause.base}"), window, keep)
@@ -326,12 +209,12 @@ def needed(
 
 
 def cut_short(
-    needed: Needed, excluded: Excluded, decisions: Sequence[Decision], profile: Profile
+    needed: Needed, clause: Clause, decisions: Sequence[Decision], profile: Profile
 ) -> list[Role]:
     """The walks of ``decisions`` that might have decided otherwise on the whole page: the
     window of :func:`needed` left a release out before the walk found an eligible one."""
     out: list[Role] = []
-    for role, horizon in needed.horizons.get(excluded, {}).items():
+    for role, horizon in needed.horizons.get(clause, {}).items():
         limits = [horizon.final]
         if profile.allow_prereleases:  # else pre-releases are passed over, never chosen
             limits.append(horizon.prerelease)
@@ -346,7 +229,7 @@ def cut_short(
     return out
 
 
-def _floor(clause: _Clause) -> Version | None:
+def _floor(clause: Clause) -> Version | None:
     """A version at or below every version beyond the clause's bound (None: there is none)."""
     if clause.base is None or clause.kind == Kind.BAN:
         return None
@@ -364,7 +247,7 @@ def _family_floor(version: Version) -> Version:
 def _window(
     ordered: Sequence[Version],
     positions: Iterable[int],
-    clause: _Clause,
+    clause: Clause,
     window: int,
     keep: set[int],
 ) -> Horizon:
@@ -446,7 +329,7 @@ def _walk(releases: Iterable[Release], role: Role, check: _Check) -> list[Decisi
 class _Check:
     """The conditions after the pre-release one, for one exclusion, profile and moment."""
 
-    clause: _Clause
+    clause: Clause
     profile: Profile
     now: datetime
     first_seen: Mapping[Version, datetime]
@@ -454,7 +337,7 @@ class _Check:
     def __call__(self, release: Release) -> tuple[str | None, str | None]:
         """(reason, note): reason None when the release is eligible."""
         version = release.version
-        if self.clause.known_bad(version):
+        if self.clause.is_known_bad(version):
             return f"{version} is known bad", None
         if self.clause.is_named(version):
             return f"{version} is the excluded version ({self.clause.spec})", None
@@ -612,7 +495,7 @@ def nearest_published(version: str, published: Sequence[Version]) -> Version | N
 
 
 def stale_since(
-    excluded: Excluded,
+    clause: Clause,
     releases: Sequence[Release],
     *,
     first_seen: Mapping[Version, datetime] | None = None,
@@ -625,7 +508,6 @@ def stale_since(
     for unknown upload times; releases with neither are left out. None for not-equal
     exclusions and bans (they hold nothing newer back) and when nothing qualifies.
     """
-    clause = _parsed(excluded)
     if clause.kind not in (Kind.CAP, Kind.PIN):
         return None
     seen = first_seen or {}
@@ -635,7 +517,7 @@ def stale_since(
         if clause.beyond(release.version)
         and not release.version.is_prerelease
         and not release.yanked
-        and not clause.known_bad(release.version)
+        and not clause.is_known_bad(release.version)
         and not clause.is_named(release.version)
         and (moment := release.upload_time or seen.get(release.version)) is not None
     ]

@@ -16,8 +16,9 @@ from datetime import datetime
 
 from packaging.version import Version
 
+from govern.exclusions.clause import Clause
 from govern.exclusions.model import Exclusion, Kind, SubKind
-from govern.index.candidates import Excluded, candidates, nearest_published, stale_since
+from govern.index.candidates import candidates, nearest_published, stale_since
 from govern.index.model import Fetched, FetchFailed, FetchResult, Release, releases
 from govern.index.profiles import Profile
 from govern.index.simple import parse_version
@@ -72,16 +73,11 @@ def evaluate_online(
             version = parse_version(raw)
             if version is not None:
                 published.add(version)
-        excluded = Excluded(
-            kind=str(exclusion.kind),
-            operator=exclusion.operator,
-            version=exclusion.version,
-            known_bad=exclusion.bad_versions,
-        )
+        clause = Clause.of(exclusion)
         _unknown(emit, exclusion, published)
         _yanked(emit, exclusion, found)
         if exclusion.kind is Kind.CAP:
-            since = stale_since(excluded, found)
+            since = stale_since(clause, found)
             if since is not None and (now - since).days > days:
                 emit.exclusion(
                     "stale-cap",
@@ -90,7 +86,7 @@ def evaluate_online(
                     f"{since.date()} ({(now - since).days} days; the policy allows {days})",
                 )
         for profile in profiles:
-            eligible = [d for d in candidates(excluded, found, profile, now=now) if d.eligible]
+            eligible = [d for d in candidates(clause, found, profile, now=now) if d.eligible]
             if eligible:
                 best = max(eligible, key=lambda d: d.version)
                 emit.exclusion(

@@ -26,7 +26,6 @@ from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
-from packaging.specifiers import InvalidSpecifier, Specifier
 from packaging.version import Version
 from sqlalchemy import Connection
 
@@ -34,7 +33,6 @@ from govern.exclusions.states import CandidateStatus, EventKind, State
 from govern.index.candidates import (
     RELEASE_WINDOW,
     Decision,
-    Excluded,
     Needed,
     candidates,
     cut_short,
@@ -226,20 +224,6 @@ def _file_from_json(item: dict[str, Any]) -> DistributionFile:
     )
 
 
-def _excluded(exclusion: Watched) -> Excluded | None:
-    """The watcher's view of a tracked exclusion (None: its clause cannot be judged)."""
-    try:
-        spec = Specifier(exclusion.clause)
-        return Excluded(
-            kind=exclusion.kind,
-            operator=spec.operator,
-            version=spec.version,
-            known_bad=exclusion.known_bad,
-        )
-    except (InvalidSpecifier, ValueError):
-        return None
-
-
 def _needed(
     exclusions: Sequence[Watched], files: Iterable[DistributionFile], window: int
 ) -> Needed:
@@ -252,8 +236,8 @@ def _needed(
     for file in files:
         if file.version is not None:
             by_version[file.version].append(file)
-    excluded = [e for e in map(_excluded, exclusions) if e is not None]
-    return needed(excluded, sorted(by_version), window=window).of(by_version)
+    clauses = [e.clause for e in exclusions if e.clause is not None]
+    return needed(clauses, sorted(by_version), window=window).of(by_version)
 
 
 @dataclass(slots=True)
@@ -279,13 +263,13 @@ def _limited(exclusion: Watched, found: Needed, profiles: list[str]) -> dict[str
     total = len(found.releases) + found.left_out
     which = ", ".join(profiles)
     message = (
-        f"{exclusion.package} {exclusion.clause}: no candidate among the releases kept for "
+        f"{exclusion.package} {exclusion.clause_text}: no candidate among the releases kept for "
         f"profile {which}; the page lists {total:,} releases and {found.left_out:,} of them "
         f"were not looked at (at most {found.window:,} final releases per walk are kept)"
     )
     return {
         "package": exclusion.package,
-        "clause": exclusion.clause,
+        "clause": exclusion.clause_text,
         "profiles": profiles,
         "releases": total,
         "left_out": found.left_out,
@@ -298,7 +282,7 @@ def _judging(profiles: str, exclusions: Sequence[Watched]) -> str:
 
     ``profiles`` is :func:`_profiles_key` of the poll's profiles.
     """
-    parts = [profiles, repr(sorted((e.id, e.clause, e.kind, e.known_bad) for e in exclusions))]
+    parts = [profiles, repr(sorted((e.id, e.clause_text, e.kind, e.known_bad) for e in exclusions))]
     return hashlib.sha256("\n".join(parts).encode("utf-8")).hexdigest()
 
 
@@ -461,16 +445,16 @@ class _Recorder:
         result: PollResult,
     ) -> None:
         """Every profile's decisions for one exclusion; new candidates become events."""
-        excluded = _excluded(exclusion)
-        if excluded is None:
+        clause = exclusion.clause
+        if clause is None:
             return
         ids, first_seen = self.ids(exclusion.package)
         limited: list[str] = []
         for profile in profiles:
             decisions: list[Decision] = candidates(
-                excluded, found.releases, profile, now=self.now, first_seen=first_seen
+                clause, found.releases, profile, now=self.now, first_seen=first_seen
             )
-            if cut_short(found, excluded, decisions, profile):
+            if cut_short(found, clause, decisions, profile):
                 limited.append(profile.name)
             for decision in decisions:
                 release_id = ids.get(decision.version)
@@ -508,7 +492,7 @@ class _Recorder:
                 )
                 result.candidates_found += 1
                 result.found.append(
-                    {"package": exclusion.package, "clause": exclusion.clause, **detail}
+                    {"package": exclusion.package, "clause": exclusion.clause_text, **detail}
                 )
                 if exclusion.state == State.HELD:
                     self.promoted.add(exclusion.id)

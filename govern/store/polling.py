@@ -17,6 +17,7 @@ from typing import Any
 
 from sqlalchemy import Connection, func, insert, select, update
 
+from govern.exclusions.clause import Clause
 from govern.exclusions.model import Kind, SubKind
 from govern.exclusions.states import REJECTED, State
 from govern.store.core import Rows, chunks, insert_rows, table, update_rows, where_in
@@ -46,14 +47,20 @@ _WATCHED_KINDS = (Kind.NOT_EQUAL, Kind.CAP, Kind.PIN)
 
 @dataclass(frozen=True, slots=True)
 class Watched:
-    """A tracked exclusion as the watcher needs it, with its known-bad versions."""
+    """A tracked exclusion as the watcher needs it: its clause, with its known-bad versions.
+
+    ``clause`` is None when the stored clause cannot be judged. ``clause_text``, ``kind``
+    and ``known_bad`` are as stored (what messages show and what a poll's judging depends
+    on, judgeable or not).
+    """
 
     id: int
     package: str
-    clause: str
-    kind: str
     state: str
+    clause_text: str
+    kind: str
     known_bad: tuple[str, ...]
+    clause: Clause | None
 
 
 def lock(conn: Connection) -> None:
@@ -87,17 +94,29 @@ def watched(conn: Connection, *, packages: Sequence[str] = ()) -> list[Watched]:
         .where(_CANDIDATE.c.status.in_(REJECTED))
     ):
         failed[exclusion_id].add(version)
-    return [
-        Watched(
-            id=row.id,
-            package=row.package,
-            clause=row.clause,
-            kind=row.kind,
-            state=row.state,
-            known_bad=tuple(sorted({*(row.bad_versions or []), *failed.get(row.id, set())})),
+    out: list[Watched] = []
+    for row in conn.execute(query):
+        bad = tuple(sorted({*(row.bad_versions or []), *failed.get(row.id, set())}))
+        out.append(
+            Watched(
+                id=row.id,
+                package=row.package,
+                state=row.state,
+                clause_text=row.clause,
+                kind=row.kind,
+                known_bad=bad,
+                clause=_clause(row.clause, row.kind, bad),
+            )
         )
-        for row in conn.execute(query)
-    ]
+    return out
+
+
+def _clause(text: str, kind: str, known_bad: tuple[str, ...]) -> Clause | None:
+    """A stored clause, parsed (None: it cannot be judged)."""
+    try:
+        return Clause.parse(text, kind, known_bad=known_bad)
+    except ValueError:  # InvalidSpecifier too
+        return None
 
 
 def index_pages(conn: Connection, *, packages: Sequence[str]) -> Rows:
