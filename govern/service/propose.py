@@ -288,6 +288,7 @@ class Proposer:
         if isinstance(edit, str):  # superseded: the line changed by hand
             if not dry_run:
                 self._superseded(work, edit)
+                await self._close_superseded(work, settings, edit)
             return self._outcome(work, via, state="superseded", message=edit, branch=branch)
         new_text, old_line, new_line, diff = edit
         if old_line is None:
@@ -493,6 +494,56 @@ class Proposer:
                 detail={"version": work.version, "why": why},
             )
 
+    async def _close_superseded(self, work: Work, settings: ProposeConfig, why: str) -> None:
+        """Close the exclusion's open change requests with a comment saying why, once each."""
+        if self.forge_for is None or settings.via == "git":
+            return
+        with self.store.session() as session:
+            still_open = [
+                p
+                for p in proposals.proposals_of(session, exclusion_id=work.exclusion_id)
+                if p.state == ProposalState.OPEN and p.number is not None
+            ]
+        forge = self.forge_for(Path(work.root), settings) if still_open else None
+        if forge is not None:
+            for row in still_open:
+                await self._close(forge, row, work.key, why)
+
+    async def _close(self, forge: Forge, row: Proposal, key: str, why: str) -> None:
+        """Comment on a superseded change request and close it, through the outbox (a
+        failure is tried again on the next run); the proposal is then ``superseded``."""
+        number, proposal_id = row.number, row.id
+        assert number is not None
+        assert proposal_id is not None
+        comment = (
+            f"govern closes this: {why}. A person changed the line after {row.version} was "
+            f"verified, so this relaxation is no longer proposed.\n\n{marker('superseded', key)}"
+        )
+
+        async def close() -> dict[str, Any]:
+            return _change_dict(await forge.close_change(number, comment=comment))
+
+        async def closed_already() -> dict[str, Any] | None:
+            found = await forge.get_change(number)
+            return _change_dict(found) if found.state is not ChangeState.OPEN else None
+
+        done = await outbox.deliver(
+            self.store,
+            key=f"close:{key}:{number}",
+            action="close-change",
+            send=close,
+            find=closed_already,
+            proposal_id=proposal_id,
+            now=self.now(),
+        )
+        if done.state is OutboxState.SENT:
+            with self.store.session(write=True) as session:
+                stale = session.get(Proposal, proposal_id)
+                assert stale is not None
+                stale.state = ProposalState.SUPERSEDED
+                stale.updated_at = self.now()
+                session.add(stale)
+
     async def watch(self) -> list[dict[str, Any]]:
         """Open change requests merged or closed since the last look (a poll of the forge)."""
         closed: list[dict[str, Any]] = []
@@ -500,10 +551,11 @@ class Proposer:
             return closed
         with self.store.session() as session:
             watched = [
-                (p, proposals.root_of(session, exclusion_id=p.exclusion_id))
+                (p, proposals.root_of(session, exclusion_id=p.exclusion_id), gone)
                 for p in proposals.open_changes(session)
+                for gone in [proposals.changed_by_hand(session, exclusion_id=p.exclusion_id)]
             ]
-        for row, root in watched:
+        for row, root, gone in watched:
             if root is None or row.number is None:
                 continue
             settings = self.config_for(Path(root)).propose
@@ -516,6 +568,8 @@ class Proposer:
                 continue  # asked again next time; never a verdict
             if change.state is not ChangeState.OPEN:
                 closed.append(self.closed(row.id or 0, change.state))
+            elif gone is not None:  # a sync saw the line change by hand: close it
+                await self._close(forge, row, gone, "the line changed in the repository")
         return closed
 
     def closed(self, proposal_id: int, state: ChangeState) -> dict[str, Any]:

@@ -223,6 +223,15 @@ def open_changes(session: Session) -> list[Proposal]:
     )
 
 
+def changed_by_hand(session: Session, *, exclusion_id: int) -> str | None:
+    """The exclusion's key when a sync saw its line change or go while it was still
+    proposed (not relaxed by the proposal's merge), else None."""
+    row = session.get(Exclusion, exclusion_id)
+    if row is None or row.removed_at is None or row.state == State.RELAXED:
+        return None
+    return row.key
+
+
 def add_event(
     session: Session,
     *,

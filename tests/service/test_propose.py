@@ -31,7 +31,8 @@ from govern.service.propose import Proposer, ProposeResult
 from govern.service.track import TrackOptions, track
 from govern.service.verify import Verifier
 from govern.store.db import Store
-from govern.store.models import Candidate, Event, Exclusion, Outbox, Release
+from govern.store.history import threads
+from govern.store.models import Candidate, Event, Exclusion, Outbox, Proposal, Release
 
 NOW = datetime(2026, 6, 2, tzinfo=UTC)
 KV = """\
@@ -110,6 +111,15 @@ def store(database_url: str, origin: tuple[Path, Path]) -> Iterator[Store]:
                     release_id=releases[2].id or 0,
                     profile="cuda13",
                     found_at=NOW,
+                )
+            )
+            session.add(  # as the poll records it
+                Event(
+                    exclusion_id=exclusion.id or 0,
+                    kind=EventKind.CANDIDATE_FOUND,
+                    at=NOW,
+                    recorded_at=NOW,
+                    detail={"version": "14.1.1", "profile": "cuda13"},
                 )
             )
             exclusion.state = State.CANDIDATE
@@ -315,3 +325,127 @@ def test_a_pull_request_closed_unmerged_holds_the_exclusion_and_is_not_reopened(
     assert exclusion.state == State.HELD
     assert EventKind.DECLINED in kinds
     assert len(fake.pulls) == 1
+
+
+def _verify_newer(store: Store, version: str) -> None:
+    """``version`` published, found as a candidate and verified (a newer fix)."""
+    with store.session(write=True) as session:
+        exclusion = session.exec(select(Exclusion)).one()
+        release = Release(package="cupy-cuda13x", version=version, first_seen_at=NOW)
+        session.add(release)
+        session.flush()
+        session.add(
+            Candidate(
+                exclusion_id=exclusion.id or 0,
+                release_id=release.id or 0,
+                profile="cuda13",
+                found_at=NOW,
+            )
+        )
+    provider = Passes()
+    verifier = Verifier(
+        store,
+        provider_for=lambda _profile: provider,
+        providers={provider.name: provider},
+        clock=lambda: NOW,
+    )
+    asyncio.run(verifier.run())
+
+
+def test_a_newer_verified_candidate_updates_the_same_pull_request(
+    store: Store, origin: tuple[Path, Path], fake: FakeGitHubForge
+) -> None:
+    bare, _clone = origin
+    first = _run_github(store, fake).proposals[0]
+    _verify_newer(store, "14.1.2")
+    results = [_run_github(store, fake) for _ in range(2)]
+    second = results[0].proposals[0]
+    assert second.state == "sent"
+    assert (second.number, second.branch) == (first.number, first.branch)
+    (pull,) = fake.pulls.values()
+    assert "**Candidate:** cupy-cuda13x 14.1.2" in pull["body"]
+    assert "installed 14.1.2" in pull["body"]
+    assert pull["title"] == "Relax cupy-cuda13x to `cupy-cuda13x != 14.1.0` (14.1.2 verified)"
+    # The branch carries the newer evidence, still one commit on the base.
+    assert second.branch is not None
+    assert len(_git("rev-list", f"main..{second.branch}", cwd=bare).split()) == 1
+    diff = _git("diff", f"main..{second.branch}", cwd=bare)
+    assert "+# 14.1.2 verified on cuda13: https://ci.example/runs/14.1.2, installed 14.1.2" in diff
+    with store.session() as session:
+        kinds = [e.kind for e in session.exec(select(Event).order_by(col(Event.id))).all()]
+        states = sorted(
+            (p.version, p.state) for p in session.exec(select(Proposal)).all() if p.version
+        )
+    assert kinds.count(EventKind.PROPOSAL_OPENED) == 1
+    assert kinds.count(EventKind.PROPOSAL_UPDATED) == 1
+    assert states == [("14.1.1", "superseded"), ("14.1.2", "open")]
+
+
+def test_a_pull_request_whose_line_a_person_changed_is_closed_with_a_comment_once(
+    store: Store, origin: tuple[Path, Path], fake: FakeGitHubForge, tmp_path: Path
+) -> None:
+    bare, _clone = origin
+    opened = _run_github(store, fake).proposals[0]
+    work = tmp_path / "person"
+    subprocess.run(["git", "clone", "-q", str(bare), str(work)], check=True)
+    path = work / "requirements" / "kv_connectors.txt"
+    path.write_text(KV.replace("< 14.1.0", "< 14.0.9"), encoding="utf-8")
+    env_args = ["-c", "user.name=Person", "-c", "user.email=p@example.org"]
+    subprocess.run(["git", *env_args, "commit", "-qam", "by hand"], cwd=work, check=True)
+    subprocess.run(["git", "push", "-q", "origin", "main"], cwd=work, check=True)
+    results = [_run_github(store, fake) for _ in range(3)]
+    assert [r.proposals[0].state for r in results] == ["superseded"] * 3
+    assert opened.number is not None
+    pull = fake.pulls[opened.number]
+    assert pull["state"] == "closed"
+    assert pull["merged"] is False
+    said = [c["body"] for c in fake.comments.get(opened.number, [])]
+    assert len(said) == 1, "closed with one comment, however many runs"
+    assert "a person changed it" in said[0]
+    assert "<!-- govern:superseded=" in said[0]
+    with store.session() as session:
+        rows = session.exec(select(Outbox).where(col(Outbox.action) == "close-change")).all()
+        events = session.exec(
+            select(Event).where(col(Event.kind) == EventKind.PROPOSAL_SUPERSEDED)
+        ).all()
+        proposal = session.exec(select(Proposal).where(col(Proposal.number) == opened.number)).one()
+    assert [(r.state, r.attempts) for r in rows] == [("sent", 1)]
+    assert len(events) == 1
+    assert proposal.state == "superseded"
+
+
+def test_the_thread_reads_found_verified_proposed_merged_relaxed_with_the_pr_number(
+    store: Store, origin: tuple[Path, Path], fake: FakeGitHubForge
+) -> None:
+    bare, clone = origin
+    outcome = _run_github(store, fake).proposals[0]
+    assert outcome.number is not None
+    assert outcome.branch is not None
+    # The reviewer merges: the branch lands on main, and GitHub says merged.
+    _git("update-ref", "refs/heads/main", f"refs/heads/{outcome.branch}", cwd=bare)
+    fake.merge(outcome.number)
+    closed = _run_github(store, fake).closed
+    assert [(c["number"], c["state"]) for c in closed] == [(outcome.number, "merged")]
+    # The next sync of the clone sees the new line: the exclusion is relaxed.
+    subprocess.run(["git", "pull", "-q", "--ff-only"], cwd=clone, check=True)
+    track(
+        store,
+        clone,
+        None,
+        config=Config(repository="vllm-project/vllm"),
+        options=TrackOptions(now=NOW),
+    )
+    with store.session() as session:
+        (thread,) = threads(session, query="cupy-cuda13x", now=NOW)
+        ended = session.exec(select(Exclusion).where(col(Exclusion.clause) == "<14.1.0")).one()
+    said = [(e.kind, e.pull_request, e.detail.get("direction")) for e in thread.events]
+    assert said == [
+        (EventKind.ADDED, None, None),
+        (EventKind.CANDIDATE_FOUND, None, None),
+        (EventKind.VERIFICATION_STARTED, None, None),
+        (EventKind.VERIFICATION_PASSED, None, None),
+        (EventKind.PROPOSAL_OPENED, outcome.number, None),
+        (EventKind.MERGED, outcome.number, None),
+        (EventKind.CHANGED, None, "relaxed"),
+    ], said
+    assert ended.state == State.RELAXED
