@@ -10,10 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
 import subprocess
+import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -449,3 +453,56 @@ def test_the_thread_reads_found_verified_proposed_merged_relaxed_with_the_pr_num
         (EventKind.CHANGED, None, "relaxed"),
     ], said
     assert ended.state == State.RELAXED
+
+
+@pytest.mark.slow
+def test_a_kill_9_between_the_pull_request_and_its_record_still_opens_one(
+    store: Store, origin: tuple[Path, Path], fake: FakeGitHubForge, database_url: str
+) -> None:
+    """A real ``govern propose`` process is killed (SIGKILL) by the forge the moment the pull
+    request exists, before the answer reaches it: the outbox holds ``sending``, and the next
+    runs find the pull request by its branch and marker instead of opening another."""
+    _bare, clone = origin
+    (clone / ".govern.toml").write_text(
+        f'[propose]\nvia = "github"\nforge = "{fake.url}/{fake.repository}"\n'
+        f'api-url = "{fake.url}"\ntoken-env = "GOVERN_TEST_FORGE_TOKEN"\n',
+        encoding="utf-8",
+    )
+    env = {**os.environ, "GOVERN_TEST_FORGE_TOKEN": TOKEN}
+    command = [sys.executable, "-m", "govern", "propose", "--db", database_url, "--format", "json"]
+    started: list[subprocess.Popen[str]] = []
+
+    def kill_the_proposer(kind: str, _document: dict[str, Any]) -> None:
+        if kind == "pull":
+            os.kill(started[0].pid, signal.SIGKILL)
+            started[0].wait(timeout=30)  # dead before it could read the answer
+
+    fake.on_create = kill_the_proposer
+    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, text=True)
+    started.append(process)
+    process.communicate(timeout=120)
+    assert process.returncode == -signal.SIGKILL
+    assert len(fake.pulls) == 1
+    with store.session() as session:
+        row = session.exec(select(Outbox).where(col(Outbox.action) == "open-change")).one()
+    assert (row.state, row.attempts) == ("sending", 1)
+
+    fake.on_create = None
+    documents = []
+    for _ in range(3):
+        done = subprocess.run(
+            command, env=env, capture_output=True, text=True, timeout=120, check=False
+        )
+        assert done.returncode == 0, done.stderr
+        documents.append(json.loads(done.stdout))
+    assert len(fake.pulls) == 1, "found by branch and marker, never opened twice"
+    (number,) = fake.pulls
+    assert [d["proposals"][0]["number"] for d in documents] == [number] * 3
+    assert TOKEN not in json.dumps(documents)
+    with store.session() as session:
+        row = session.exec(select(Outbox).where(col(Outbox.action) == "open-change")).one()
+        opened = session.exec(
+            select(Event).where(col(Event.kind) == EventKind.PROPOSAL_OPENED)
+        ).all()
+    assert (row.state, row.attempts, row.result["number"]) == ("sent", 1, number)
+    assert [e.pull_request for e in opened] == [number]
