@@ -16,11 +16,13 @@ from govern.store.models import (
     Annotation,
     Candidate,
     CandidatePublic,
+    DeliveryPublic,
     Event,
     EventPublic,
     Exclusion,
     ExclusionDetail,
     ExclusionPublic,
+    Outbox,
     Proposal,
     ProposalPublic,
     Release,
@@ -279,7 +281,28 @@ def candidates_of(session: Session, *, exclusion_id: int) -> list[CandidatePubli
 
 
 def proposals_of(session: Session, *, exclusion_id: int) -> list[ProposalPublic]:
-    """The proposals made for an exclusion."""
+    """The proposals made for an exclusion, each with its outbox rows (oldest first)."""
+    rows = session.exec(
+        select(Proposal)
+        .where(col(Proposal.exclusion_id) == exclusion_id)
+        .order_by(col(Proposal.id))
+    ).all()
+    sent: dict[int, list[DeliveryPublic]] = defaultdict(list)
+    ids = [p.id for p in rows if p.id is not None]
+    if ids:
+        for o in session.exec(
+            select(Outbox).where(col(Outbox.proposal_id).in_(ids)).order_by(col(Outbox.id))
+        ):
+            sent[o.proposal_id or 0].append(
+                DeliveryPublic.model_construct(
+                    action=o.action,
+                    state=o.state,
+                    attempts=o.attempts,
+                    error=o.last_error,
+                    next_attempt=as_utc(o.next_attempt_at) if o.next_attempt_at else None,
+                    sent=as_utc(o.sent_at) if o.sent_at else None,
+                )
+            )
     return [
         ProposalPublic.model_construct(
             kind=p.kind,
@@ -287,10 +310,9 @@ def proposals_of(session: Session, *, exclusion_id: int) -> list[ProposalPublic]
             new_clause=p.new_clause,
             url=p.url,
             created=as_utc(p.created_at),
+            version=p.version,
+            number=p.number,
+            deliveries=sent.get(p.id or 0, []),
         )
-        for p in session.exec(
-            select(Proposal)
-            .where(col(Proposal.exclusion_id) == exclusion_id)
-            .order_by(col(Proposal.id))
-        )
+        for p in rows
     ]

@@ -446,12 +446,29 @@ class CandidatePublic(CandidateBase):
     verifications: list[VerificationPublic]
 
 
+class DeliveryPublic(SQLModel):
+    """One outgoing action of a proposal as the outbox holds it: failed sends are retried
+    with backoff (``next_attempt``) and ``dead`` ones wait for a person."""
+
+    model_config = SHOWN
+
+    action: str
+    state: str
+    attempts: int
+    error: str | None  # never a token
+    next_attempt: Moment | None
+    sent: Moment | None
+
+
 class ProposalPublic(ProposalBase):
-    """A proposal made for an exclusion."""
+    """A proposal made for an exclusion, with its change request and its deliveries."""
 
     model_config = SHOWN
 
     created: Moment
+    version: str | None = None
+    number: int | None = None
+    deliveries: list[DeliveryPublic] = []
 
 
 class ChangePublic(SQLModel):

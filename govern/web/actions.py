@@ -3,7 +3,8 @@
 Each adds an event to the exclusion's thread (who did what is the thread's business) and
 changes only dashboard-owned fields: ``snoozed_until``, ``assigned_owner``,
 ``acknowledged_at``. "Verify now" starts :class:`~govern.service.verify.Verifier` for the
-exclusion in the background.
+exclusion in the background, and "propose now" the proposer (through its outbox, so a
+click never sends anything twice).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from datetime import date, datetime
 
 from sqlmodel import col, select
 
-from govern.exclusions.states import EventKind
+from govern.exclusions.states import EventKind, State
 from govern.store.models import Event, Exclusion
 from govern.store.queries import has_nul
 from govern.web.state import AppState
@@ -108,6 +109,31 @@ def verify_now(state: AppState, key: str) -> str:
             state.log.append(f"verify {key}: {type(exc).__name__}")
             return
         state.log.append(f"verify {key}: {result.started} started")
+
+    state.remember(asyncio.get_running_loop().create_task(run()))
+    return "started"
+
+
+def propose_now(state: AppState, key: str) -> str:
+    """Propose the exclusion's verified candidate in the background (sent once, as ever)."""
+    from govern.application import propose_once
+
+    with state.store.session() as session:
+        row = _exclusion(state, key, session)
+        if row.state not in (State.VERIFIED, State.PROPOSED):
+            raise ActionError(
+                f"nothing to propose: the exclusion is {row.state}, not verified", 409
+            )
+
+    async def run() -> None:
+        try:
+            result = await propose_once(state.store, key, dry_run=False)
+        except Exception as exc:  # a background task must not die silently
+            logger.error("propose %s failed: %s", key, type(exc).__name__)
+            state.log.append(f"propose {key}: {type(exc).__name__}")
+            return
+        said = ", ".join(p.state for p in result.proposals) or "nothing to propose"
+        state.log.append(f"propose {key}: {said}")
 
     state.remember(asyncio.get_running_loop().create_task(run()))
     return "started"

@@ -163,3 +163,15 @@ async def verify(state: WriterDep, key: Key) -> dict[str, Any]:
     """Start verification of the exclusion's candidates now (needs the token)."""
     started = _action(lambda: actions.verify_now(state, key))
     return {"id": key, "action": "verify", "value": started}
+
+
+@router.post(
+    "/exclusions/{key}/propose",
+    response_model=ActionOut,
+    status_code=202,
+    responses={**_WRITE_404, 409: {"description": "The exclusion is not verified"}},
+)
+async def propose(state: WriterDep, key: Key) -> dict[str, Any]:
+    """Propose the exclusion's verified relaxation now, exactly once (needs the token)."""
+    started = _action(lambda: actions.propose_now(state, key))
+    return {"id": key, "action": "propose", "value": started}

@@ -244,6 +244,8 @@ def _pages(app: FastAPI) -> None:
                 actions.set_owner(state, key, owner)
             elif action == "acknowledge":
                 actions.acknowledge(state, key)
+            elif action == "propose":
+                actions.propose_now(state, key)
             else:
                 actions.verify_now(state, key)
         except actions.ActionError as exc:

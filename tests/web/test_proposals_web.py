@@ -1,0 +1,138 @@
+"""The dashboard's side of proposals: each proposal's state and link, its deliveries as the
+outbox holds them (failed sends retried, dead ones waiting for a person), and "propose now"."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlmodel import col, select
+from webseed import NOW, seed
+
+from govern.exclusions.states import OutboxState, ProposalState, State
+from govern.store.db import Store
+from govern.store.models import Exclusion, Outbox, Proposal
+from govern.web.app import create_app
+from govern.web.security import Secrets
+from govern.web.state import AppState
+
+TOKEN = "govern-web-TOKEN-0123456789"
+GOOD = {"Authorization": f"Bearer {TOKEN}"}
+
+
+@pytest.fixture
+def served(database_url: str, tmp_path: Path) -> Iterator[tuple[TestClient, str, AppState]]:
+    with Store(database_url) as store:
+        key = seed(store, tmp_path, generated=3)
+        state = AppState(store=store, secrets=Secrets(token=TOKEN), clock=lambda: NOW)
+        with TestClient(create_app(state)) as client:
+            yield client, key, state
+
+
+def _propose(store: Store, key: str) -> None:
+    """A pull request opened for the exclusion, with a push sent, a comment that keeps
+    failing and a message that gave up."""
+    with store.session(write=True) as session:
+        exclusion = session.exec(select(Exclusion).where(col(Exclusion.key) == key)).one()
+        proposal = Proposal(
+            exclusion_id=exclusion.id or 0,
+            kind="pull-request",
+            dedupe_key=f"proposal:{key}:14.1.1",
+            state=ProposalState.OPEN,
+            new_clause="!=14.1.0",
+            url="https://forge.example/octo-org/app/pull/7",
+            created_at=NOW,
+            via="github",
+            version="14.1.1",
+            number=7,
+        )
+        session.add(proposal)
+        session.flush()
+        rows = [
+            Outbox(dedupe_key=f"push:{key}", action="push", state=OutboxState.SENT, attempts=1),
+            Outbox(
+                dedupe_key=f"comment:{key}",
+                action="comment",
+                state=OutboxState.FAILED,
+                attempts=3,
+                last_error="GitHub answered 502 Bad Gateway",
+                next_attempt_at=NOW + timedelta(minutes=8),
+            ),
+            Outbox(
+                dedupe_key=f"mail:{key}",
+                action="mail",
+                state=OutboxState.DEAD,
+                attempts=8,
+                last_error="SMTP 535 authentication failed",
+            ),
+        ]
+        for row in rows:
+            row.proposal_id = proposal.id
+            row.created_at = NOW
+            session.add(row)
+
+
+def test_the_exclusion_page_shows_the_proposal_its_link_and_its_troubled_deliveries(
+    served: tuple[TestClient, str, AppState],
+) -> None:
+    client, key, state = served
+    _propose(state.store, key)
+    page = client.get(f"/exclusions/{key}").text
+    proposals = page[page.index("<h2>Proposals</h2>") : page.index("<h2>Actions</h2>")]
+    assert "pull-request of 14.1.1 <strong>open</strong>" in proposals
+    assert '<a href="https://forge.example/octo-org/app/pull/7"' in proposals
+    assert ">#7</a>" in proposals
+    assert "push: sent</li>" in proposals
+    assert "comment: failed after 3 attempts" in proposals
+    assert "GitHub answered 502 Bad Gateway" in proposals
+    assert "retried after 2026-" in proposals
+    assert "mail: dead after 8 attempts" in proposals
+    assert "gave up: a person looks" in proposals
+    detail = client.get(f"/api/v1/exclusions/{key}").json()
+    (proposal,) = detail["proposals"]
+    assert (proposal["state"], proposal["number"], proposal["version"]) == ("open", 7, "14.1.1")
+    assert [(d["action"], d["state"], d["attempts"]) for d in proposal["deliveries"]] == [
+        ("push", "sent", 1),
+        ("comment", "failed", 3),
+        ("mail", "dead", 8),
+    ]
+    assert proposal["deliveries"][1]["error"] == "GitHub answered 502 Bad Gateway"
+
+
+def test_propose_now_is_offered_only_for_a_verified_exclusion(
+    served: tuple[TestClient, str, AppState],
+) -> None:
+    client, key, state = served
+    page = client.get(f"/exclusions/{key}").text
+    assert 'id="propose-now"' in page
+    with state.store.session() as session:
+        other = session.exec(select(Exclusion).where(col(Exclusion.state) == State.HELD)).first()
+    assert other is not None
+    assert 'id="propose-now"' not in client.get(f"/exclusions/{other.key}").text
+    answer = client.post(f"/api/v1/exclusions/{other.key}/propose", headers=GOOD)
+    assert answer.status_code == 409
+    assert "not verified" in answer.text
+
+
+def test_propose_now_needs_the_token_and_runs_the_proposer_in_the_background(
+    served: tuple[TestClient, str, AppState],
+) -> None:
+    client, key, state = served
+    assert client.post(f"/api/v1/exclusions/{key}/propose").status_code == 401
+    answer = client.post(f"/api/v1/exclusions/{key}/propose", headers=GOOD)
+    assert answer.status_code == 202, answer.text
+    assert answer.json() == {"id": key, "action": "propose", "value": "started"}
+    deadline = time.monotonic() + 30
+    while not any(line.startswith(f"propose {key}:") for line in state.log):
+        assert time.monotonic() < deadline, state.log
+        time.sleep(0.05)
+    # The seeded repository has no git remote: the proposer ran and recorded a failure
+    # (retried later), and nothing was sent.
+    (said,) = [line for line in state.log if line.startswith(f"propose {key}:")]
+    assert said == f"propose {key}: failed"
+    with state.store.session() as session:
+        assert session.exec(select(Outbox)).all() == []
