@@ -89,6 +89,7 @@ _HTTP2_ANSWER = (
     "the server answered in HTTP/2 (or another binary protocol), which this client does "
     "not speak (HTTP/1.1 only): serve the index over HTTP/1.1 too"
 )
+_BAD_LOCATION = "Invalid URL in location header"  # httpx's words for a Location it cannot read
 _THREAD_PARSE = 1024 * 1024  # bodies larger than this are parsed off the event loop
 _SECRET_MIN = 4  # shorter user names / passwords are not scrubbed out of texts (too common)
 
@@ -476,9 +477,12 @@ class IndexClient:
                 if not isinstance(followed, httpx.URL):
                     return followed
                 hops += 1
-                # Credentials go to the index's own origin only, never along a redirect.
+                # Credentials go to the index's own origin only, never along a redirect
+                # (neither the index's nor the injected client's own).
                 same = _origin(followed) == _origin(httpx.URL(index))
-                response = await self._send(http, str(followed), headers, auth if same else None)
+                response = await self._send(
+                    http, str(followed), headers, auth if same else None, foreign=not same
+                )
         except httpx.InvalidURL:
             return FetchFailed(project, f"invalid index URL {redact_url(url)!r}", retryable=False)
         except httpx.TimeoutException:
@@ -488,6 +492,10 @@ class IndexClient:
         except httpx.TransportError as exc:
             if isinstance(exc, httpx.RemoteProtocolError) and str(exc) == _NOT_HTTP1:
                 return _Transient(_HTTP2_ANSWER)
+            if isinstance(exc, httpx.RemoteProtocolError) and str(exc).startswith(_BAD_LOCATION):
+                # httpx reads the Location of every redirect, followed or not.
+                why = str(exc)[len(_BAD_LOCATION) :].strip(" :.")
+                return _Transient(self._scrub(f"a redirect to an invalid URL ({why})"))
             return _Transient(self._scrub(f"connection failed ({_describe(exc)})"))
         except httpx.HTTPError as exc:  # a bad URL, ...
             return FetchFailed(project, self._scrub(_describe(exc)), retryable=False)
@@ -508,10 +516,15 @@ class IndexClient:
         url: str,
         headers: Mapping[str, str],
         auth: httpx.Auth | None,
+        *,
+        foreign: bool = False,
     ) -> httpx.Response:
         """The request through the client (credentials, cookies, proxies), redirects not
-        followed: :meth:`_redirect` decides each one."""
+        followed: :meth:`_redirect` decides each one. A ``foreign`` origin (a trusted
+        redirect's) gets no credentials at all."""
         request = http.build_request("GET", url, headers=headers, timeout=self._request_timeout)
+        if foreign:  # None given explicitly: httpx sends no auth, not the client's own
+            return await http.send(request, stream=True, follow_redirects=False, auth=None)
         if auth is None:  # the injected client's own auth, if any, for the index's requests
             return await http.send(request, stream=True, follow_redirects=False)
         return await http.send(request, stream=True, follow_redirects=False, auth=auth)
