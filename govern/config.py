@@ -149,6 +149,9 @@ _PROPOSE_KEYS = {
     "token-env",
     "forge",
     "api-url",
+    "app-id",
+    "installation-id",
+    "private-key-env",
 }
 
 
@@ -168,6 +171,11 @@ class ProposeConfig:
     token_env: str | None = None  # the variable holding the forge's token (never the token)
     forge: str | None = None  # the repository's forge URL when the remote does not say
     api_url: str | None = None  # GitHub Enterprise / self-hosted GitLab API
+    # A GitHub App instead of a token: its id, the installation's id, and the variable
+    # holding its PEM private key (never the key).
+    app_id: str | None = None
+    installation_id: int | None = None
+    private_key_env: str | None = None
 
     def mode_for(self, package: str) -> str:
         """The mode for one package (its override, else the repository's)."""
@@ -188,11 +196,25 @@ def _propose(value: Any, where: str) -> ProposeConfig:
             f"{', '.join(PROPOSE_MODES)}",
             tip='Write packages = { "cupy-cuda13x" = "remind" }.',
         )
-    token_env = string(value, "token-env", where, "propose.")
-    if token_env is not None and not token_env.replace("_", "").isalnum():
+    token_env = _variable(value, "token-env", where, "GITHUB_TOKEN")
+    private_key_env = _variable(value, "private-key-env", where, "GOVERN_APP_KEY")
+    app_id = value.get("app-id")
+    installation_id = value.get("installation-id")
+    app = (app_id, installation_id, private_key_env)
+    if any(part is not None for part in app) and (
+        not isinstance(app_id, str | int)
+        or isinstance(app_id, bool)
+        or not str(app_id).isdigit()
+        or not isinstance(installation_id, int)
+        or isinstance(installation_id, bool)
+        or installation_id < 1
+        or private_key_env is None
+    ):
         raise ConfigError(
-            f"{where}: propose.token-env must name an environment variable, not {show(token_env)}",
-            tip='Write token-env = "GITHUB_TOKEN" (the name of a variable, not a secret).',
+            f"{where}: a GitHub App needs app-id, installation-id (numbers) and "
+            "private-key-env together",
+            tip="Write app-id = 123456, installation-id = 7890123 and private-key-env = "
+            '"GOVERN_APP_KEY" (the variable holding the PEM key).',
         )
     return ProposeConfig(
         via=choice(value, "via", where, PROPOSE_VIA, "git"),
@@ -207,7 +229,21 @@ def _propose(value: Any, where: str) -> ProposeConfig:
         token_env=token_env,
         forge=string(value, "forge", where, "propose."),
         api_url=string(value, "api-url", where, "propose."),
+        app_id=str(app_id) if app_id is not None else None,
+        installation_id=installation_id,
+        private_key_env=private_key_env,
     )
+
+
+def _variable(value: dict[str, Any], key: str, where: str, example: str) -> str | None:
+    """A key that names an environment variable (never the secret it holds)."""
+    name = string(value, key, where, "propose.")
+    if name is not None and not name.replace("_", "").isalnum():
+        raise ConfigError(
+            f"{where}: propose.{key} must name an environment variable, not {show(name)}",
+            tip=f'Write {key} = "{example}" (the name of a variable, not a secret).',
+        )
+    return name
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,8 +30,10 @@ __all__ = [
     "Issue",
     "IssueRef",
     "Opening",
+    "first_marker",
     "marker",
     "marker_in",
+    "may_have_applied",
 ]
 
 
@@ -195,6 +197,18 @@ def marker(kind: str, key: str) -> str:
     if not re.fullmatch(r"[a-z-]+", kind) or not re.fullmatch(r"[A-Za-z0-9._:/@+-]+", key):
         raise ValueError(f"a marker takes a plain kind and key, not {kind!r}={key!r}")
     return f"<!-- govern:{kind}={key} -->"
+
+
+def first_marker(body: str) -> str | None:
+    """The first marker in ``body`` as written (what a lost create is looked for by)."""
+    found = _MARKER.search(body)
+    return found.group(0) if found else None
+
+
+def may_have_applied(error: ForgeError) -> bool:
+    """Whether a create may have been applied though its answer did not say so (the
+    connection broke, or a 5xx came back): look for it by its marker before sending again."""
+    return isinstance(error, ForgeUnavailable) and (error.status is None or error.status >= 500)
 
 
 def marker_in(body: str | None, kind: str) -> str | None:

@@ -32,6 +32,8 @@ from govern.forge.base import (
     Issue,
     IssueRef,
     Opening,
+    first_marker,
+    may_have_applied,
 )
 
 if TYPE_CHECKING:
@@ -46,7 +48,6 @@ PER_PAGE = 100
 DEFAULT_ENV = "GITHUB_TOKEN"
 _MAX_PAGES = 50
 _LINK_NEXT = re.compile(r'<([^>]+)>\s*;\s*rel="?next"?')
-_ANY_MARKER = re.compile(r"<!-- govern:[a-z-]+=[A-Za-z0-9._:/@+-]+ -->")
 
 
 def _rate_limited(
@@ -65,16 +66,6 @@ FORGE_ERRORS = Errors(ForgeError, ForgeAuthError, _rate_limited, ForgeUnavailabl
 
 def _now() -> datetime:
     return datetime.now(UTC)
-
-
-def _lost(error: ForgeError) -> bool:
-    """Whether a create may have been applied though its answer did not say so."""
-    return isinstance(error, ForgeUnavailable) and (error.status is None or error.status >= 500)
-
-
-def _first_marker(body: str) -> str | None:
-    found = _ANY_MARKER.search(body)
-    return found.group(0) if found else None
 
 
 def _field(document: Any, key: str, kind: type) -> Any:
@@ -294,8 +285,8 @@ class GitHubForge:
         return change
 
     async def _look_for_change(self, error: ForgeError, opening: Opening) -> ChangeRequest | None:
-        mark = _first_marker(opening.body)
-        if mark is None or not _lost(error):
+        mark = first_marker(opening.body)
+        if mark is None or not may_have_applied(error):
             return None
         return await self.find_change(branch=opening.branch, marker=mark)
 
@@ -330,8 +321,10 @@ class GitHubForge:
                 )
             )
         except ForgeError as error:
-            mark = _first_marker(body)
-            found = await self.find_comment(issue, mark) if mark and _lost(error) else None
+            mark = first_marker(body)
+            found = (
+                await self.find_comment(issue, mark) if mark and may_have_applied(error) else None
+            )
             if found is None:
                 raise
             return found
@@ -355,8 +348,8 @@ class GitHubForge:
         try:
             return _issue(await self._call("POST", self._repo("issues"), document, once=True))
         except ForgeError as error:
-            mark = _first_marker(body)
-            found = await self.find_issue(mark) if mark and _lost(error) else None
+            mark = first_marker(body)
+            found = await self.find_issue(mark) if mark and may_have_applied(error) else None
             if found is None:
                 raise
             return found

@@ -6,7 +6,9 @@ for it.
 any credentials in the URL dropped. :func:`forge_for` builds the forge of ``via`` for it:
 the repository from the remote (or from the configured ``forge`` URL), the API from
 ``api-url`` (GitHub Enterprise, tests) or the host's usual one, the token from the
-environment variable ``token-env`` names. GitLab is not built here yet.
+environment variable ``token-env`` names. A GitLab project is its remote's path at any
+depth (``group/sub/project``), its API ``https://<host>/api/v4`` unless ``api-url`` says
+(a self-managed instance under a path, tests), its token ``$GITLAB_TOKEN`` by default.
 """
 
 from __future__ import annotations
@@ -14,13 +16,19 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 import httpx
 
 from govern.config import ProposeConfig
-from govern.forge.base import Forge, ForgeError
+from govern.forge.base import Forge, ForgeAuthError, ForgeError
 from govern.forge.github import API_URL, DEFAULT_ENV, GitHubForge
+from govern.forge.gitlab import DEFAULT_ENV as GITLAB_ENV
+from govern.forge.gitlab import GitLabForge, gitlab_api_url
+
+if TYPE_CHECKING:
+    from govern.forge.github_app import AppTokens
 
 __all__ = ["Remote", "forge_for", "github_api_url", "parse_remote"]
 
@@ -71,8 +79,8 @@ def forge_for(
     client: httpx.AsyncClient,
     environ: Mapping[str, str],
 ) -> Forge:
-    """The forge ``via`` names ("github") for the repository of ``remote_url``, or of the
-    configured ``forge`` URL when given."""
+    """The forge ``via`` names ("github", "gitlab") for the repository of ``remote_url``,
+    or of the configured ``forge`` URL when given."""
     source = settings.forge or remote_url
     if not source:
         raise ForgeError(
@@ -84,14 +92,51 @@ def forge_for(
         if remote.path.count("/") != 1:
             raise ForgeError(f"a GitHub repository is owner/repo, not {remote.path!r}", tip=_TIP)
         variable = settings.token_env or DEFAULT_ENV
+        api_url = settings.api_url or github_api_url(remote.host)
         return GitHubForge(
             remote.path,
             client,
-            api_url=settings.api_url or github_api_url(remote.host),
+            api_url=api_url,
+            token=environ.get(variable) or None,
+            token_source=f"${variable}",
+            app=_app_tokens(settings, client, api_url, environ),
+        )
+    if via == "gitlab":
+        variable = settings.token_env or GITLAB_ENV
+        return GitLabForge(
+            remote.path,
+            client,
+            api_url=settings.api_url or gitlab_api_url(remote.host),
             token=environ.get(variable) or None,
             token_source=f"${variable}",
         )
     raise ForgeError(
-        f"propose via {via!r} has no forge client yet",
-        tip='Write via = "github", or via = "git" to push the branch only.',
+        f"propose via {via!r} has no forge client",
+        tip='Write via = "github" or via = "gitlab", or via = "git" to push the branch only.',
+    )
+
+
+def _app_tokens(
+    settings: ProposeConfig, client: httpx.AsyncClient, api_url: str, environ: Mapping[str, str]
+) -> AppTokens | None:
+    """The GitHub App's installation tokens when the configuration names an app."""
+    if settings.app_id is None or settings.installation_id is None:
+        return None
+    from govern.forge.github_app import AppTokens  # cryptography, only for app users
+
+    variable = settings.private_key_env or "GOVERN_APP_KEY"
+    key = environ.get(variable)
+    if not key:
+        raise ForgeAuthError(
+            f"${variable} is empty: the GitHub App's private key is read from it",
+            tip=f"Export {variable} with the app's PEM private key (never write it in a file "
+            "govern reads).",
+        )
+    return AppTokens(
+        app_id=settings.app_id,
+        installation_id=settings.installation_id,
+        private_key=key,
+        client=client,
+        api_url=api_url,
+        key_source=f"${variable}",
     )

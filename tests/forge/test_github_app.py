@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import base64
 import json
+import tempfile
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import httpx
 import pytest
@@ -18,9 +20,12 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 from fakes.forge_github import FakeGitHubForge
 from fakes.sleeps import Sleeps, run
+from govern.config import Config, ProposeConfig, load_config
+from govern.errors import ConfigError
 from govern.forge.base import ForgeAuthError
 from govern.forge.github import GitHubForge
 from govern.forge.github_app import AppTokens, b64url
+from govern.forge.remote import forge_for
 
 APP_ID = "123456"
 INSTALLATION = 987
@@ -149,3 +154,75 @@ def test_a_key_that_is_not_pem_is_an_auth_error() -> None:
 
     with pytest.raises(ForgeAuthError, match=r"\$GITHUB_APP_KEY does not hold a PEM"):
         run(main())
+
+
+def test_the_configured_app_is_what_forge_for_authenticates_with(
+    fake: FakeGitHubForge, key: rsa.RSAPrivateKey
+) -> None:
+
+    number = fake.add_pull("govern/a", "b")
+    secret = pem(key)
+
+    async def main(settings: Config) -> int:
+        async with httpx.AsyncClient(timeout=5) as client:
+            forge = forge_for(
+                "github",
+                f"{fake.url}/{fake.repository}.git",
+                settings=settings.propose,
+                client=client,
+                environ={"GOVERN_APP_KEY": secret},
+            )
+            return (await forge.get_change(number)).number
+
+    with tempfile.TemporaryDirectory() as where:
+        root = Path(where)
+        (root / ".govern.toml").write_text(
+            f'[propose]\nvia = "github"\napi-url = "{fake.url}"\napp-id = {APP_ID}\n'
+            f'installation-id = {INSTALLATION}\nprivate-key-env = "GOVERN_APP_KEY"\n',
+            encoding="utf-8",
+        )
+        settings = load_config(root)
+    assert (settings.propose.app_id, settings.propose.installation_id) == (APP_ID, INSTALLATION)
+    assert run(main(settings)) == number
+    assert len(fake.issued) == 1
+    assert {r.headers["authorization"] for r in fake.sent("GET")} == {f"Bearer {fake.issued[0]}"}
+    assert Config().propose.app_id is None
+
+
+@pytest.mark.parametrize(
+    ("table", "wanted"),
+    [
+        ("app-id = 1\n", "needs app-id, installation-id (numbers) and private-key-env together"),
+        (
+            'app-id = "x1"\ninstallation-id = 2\nprivate-key-env = "K"\n',
+            "needs app-id, installation-id (numbers) and private-key-env together",
+        ),
+        (
+            'app-id = 1\ninstallation-id = 2\nprivate-key-env = "-----BEGIN"\n',
+            "private-key-env must name an environment variable",
+        ),
+    ],
+)
+def test_an_incomplete_or_secret_app_configuration_is_refused(table: str, wanted: str) -> None:
+
+    with tempfile.TemporaryDirectory() as where:
+        root = Path(where)
+        (root / ".govern.toml").write_text(f'[propose]\nvia = "github"\n{table}', "utf-8")
+        with pytest.raises(ConfigError) as caught:
+            load_config(root)
+    assert wanted in caught.value.message
+
+
+def test_an_empty_key_variable_is_an_auth_error_naming_it() -> None:
+
+    settings = ProposeConfig(via="github", app_id="1", installation_id=2, private_key_env="K")
+
+    async def main() -> None:
+        async with httpx.AsyncClient() as client:
+            forge_for(
+                "github", "git@forge.example:o/r.git", settings=settings, client=client, environ={}
+            )
+
+    with pytest.raises(ForgeAuthError) as caught:
+        run(main())
+    assert caught.value.message == "$K is empty: the GitHub App's private key is read from it"

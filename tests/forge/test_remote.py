@@ -98,7 +98,6 @@ def test_the_configured_forge_url_wins_over_the_remote() -> None:
     [
         ("github", None, "needs the repository"),
         ("github", "ssh://git@host/group/sub/project.git", "owner/repo"),
-        ("gitlab", "git@gitlab.com:group/project.git", "no forge client yet"),
     ],
 )
 def test_forge_for_refuses_what_it_cannot_build(via: str, remote: str | None, match: str) -> None:

@@ -1,0 +1,486 @@
+"""GitLab's merge requests, issues and notes over its REST API v4.
+
+:class:`GitLabForge` is :class:`~govern.forge.base.Forge` on one project, on the REST
+client of :mod:`govern.ci.http` with the forge's errors (as :mod:`govern.forge.github`).
+The project is its path at any depth (``group/sub/project``) or its numeric id, sent
+URL-encoded as ``:id``; a change request's number is the merge request's ``iid`` (the
+number a person sees, ``!12``), never its global ``id``.
+
+How govern's requests become GitLab's:
+
+- a draft is asked for with the ``Draft:`` title prefix, GitLab's documented way (the
+  create API has no draft flag); :class:`~govern.forge.base.ChangeRequest` reports the
+  title without it (``draft`` says it), and an update keeps a draft a draft;
+- labels travel comma-separated; reviewers and assignees are usernames resolved to user
+  ids (``GET /users?username=``) before the create, one request carrying everything: a
+  username GitLab does not know is skipped, nothing is sent for it;
+- team reviewers (``@group/sub`` owners) have no GitLab equivalent (a group cannot be
+  asked for a review): they are skipped, logged, never sent;
+- comments are an issue's notes (``IssueRef`` names an issue: GitLab numbers issues and
+  merge requests apart); a merge request's own note is :meth:`GitLabForge.close_change`'s.
+  Notes have no ``web_url``: a comment's URL is its issue's page with ``#note_<id>``;
+- the states ``opened`` and ``locked`` (a transient state while merging) are open,
+  ``closed`` is declined, ``merged`` merged; an issue's ``opened`` is reported "open".
+
+A create (merge request, issue, note) is sent once: when its answer is lost (a time-out,
+a dropped connection, a 5xx), the thing is looked for by the marker in its body before
+anyone sends it again. Listings follow ``X-Next-Page`` (or a ``Link: rel="next"`` on the
+same API), 100 items a page. Rate limits are :class:`~govern.ci.http.ApiClient`'s: a 429
+(or a 403 with ``RateLimit-Remaining: 0``) waits for ``Retry-After``, else
+``RateLimit-Reset`` (a Unix time), slept through when short and raised as
+ForgeRateLimited otherwise. A 401 or 403 is ForgeAuthError naming the variable the token
+came from and the ``api`` scope govern needs; the token itself is never shown.
+
+Documentation followed:
+https://docs.gitlab.com/ee/api/merge_requests.html,
+https://docs.gitlab.com/ee/api/notes.html, https://docs.gitlab.com/ee/api/issues.html,
+https://docs.gitlab.com/ee/api/users.html (``GET /users?username=``),
+https://docs.gitlab.com/ee/api/projects.html (``default_branch``),
+https://docs.gitlab.com/ee/api/rest/index.html#pagination,
+https://docs.gitlab.com/ee/api/rest/index.html#namespaced-path-encoding,
+https://docs.gitlab.com/ee/user/project/merge_requests/drafts.html (the ``Draft:`` prefix),
+https://docs.gitlab.com/ee/user/gitlab_com/index.html#gitlabcom-specific-rate-limits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from govern.ci.http import ApiClient
+from govern.forge.base import (
+    ChangeRequest,
+    ChangeState,
+    Comment,
+    ForgeAuthError,
+    ForgeError,
+    ForgeUnavailable,
+    Issue,
+    IssueRef,
+    Opening,
+    first_marker,
+    may_have_applied,
+)
+from govern.forge.github import FORGE_ERRORS
+from govern.retry import is_digits
+
+__all__ = [
+    "API_URL",
+    "BEARER",
+    "DEFAULT_ENV",
+    "PRIVATE",
+    "TOKEN_KINDS",
+    "GitLabForge",
+    "gitlab_api_url",
+]
+
+API_URL = "https://gitlab.com/api/v4"
+DEFAULT_ENV = "GITLAB_TOKEN"
+#: ``private``: an access token sent as ``PRIVATE-TOKEN``; ``bearer``: an OAuth (or access)
+#: token sent as ``Authorization: Bearer``
+PRIVATE, BEARER = TOKEN_KINDS = ("private", "bearer")
+PER_PAGE = 100
+SCOPE = "api"
+DRAFT_PREFIX = "Draft: "
+_MAX_PAGES = 50
+_LINK_NEXT = re.compile(r'<([^>]+)>\s*;\s*rel="?next"?')
+# GitLab's own reading of a draft title: [Draft], (Draft) or Draft: at the start.
+_DRAFT = re.compile(r"^\s*(?:(?:\[draft\]|\(draft\)|draft:)\s*)+", re.IGNORECASE)
+_PROJECT = re.compile(r"[A-Za-z0-9_.][A-Za-z0-9_.+-]*(?:/[A-Za-z0-9_.][A-Za-z0-9_.+-]*)+\Z")
+_STATES = {
+    "opened": ChangeState.OPEN,
+    "locked": ChangeState.OPEN,  # "a short-lived, transitional state" while merging
+    "closed": ChangeState.CLOSED,
+    "merged": ChangeState.MERGED,
+}
+
+log = logging.getLogger(__name__)
+
+
+def gitlab_api_url(host: str) -> str:
+    """GitLab's REST API root on a host (GitLab.com or a self-managed instance)."""
+    return f"https://{host}/api/v4"
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _field(document: Any, key: str, kind: type) -> Any:
+    value = document.get(key) if isinstance(document, dict) else None
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise ForgeUnavailable(f"gitlab: unexpected answer: {key} is not a {kind.__name__}")
+    return value
+
+
+def _text(document: Mapping[str, Any], key: str) -> str:
+    value = document.get(key)
+    return value if isinstance(value, str) else ""
+
+
+def _undrafted(title: str) -> str:
+    """A title without GitLab's draft prefix."""
+    return _DRAFT.sub("", title, count=1)
+
+
+def _drafted(title: str) -> str:
+    """A title that marks a draft (unchanged when it already does)."""
+    return title if _DRAFT.match(title) else f"{DRAFT_PREFIX}{title}"
+
+
+def _change(document: Any) -> ChangeRequest:
+    state = _STATES.get(_field(document, "state", str))
+    if state is None:
+        raise ForgeUnavailable(f"gitlab: unexpected merge request state {document['state']!r}")
+    draft = document.get("draft") is True or document.get("work_in_progress") is True
+    title = _text(document, "title")
+    sha = document.get("sha")
+    return ChangeRequest(
+        number=_field(document, "iid", int),
+        url=_field(document, "web_url", str),
+        state=state,
+        branch=_field(document, "source_branch", str),
+        base=_field(document, "target_branch", str),
+        title=_undrafted(title) if draft else title,
+        body=_text(document, "description"),
+        draft=draft,
+        head_sha=sha if isinstance(sha, str) else None,
+    )
+
+
+def _issue(document: Any) -> Issue:
+    labels = document.get("labels") if isinstance(document.get("labels"), list) else []
+    state = _text(document, "state")
+    return Issue(
+        number=_field(document, "iid", int),
+        url=_field(document, "web_url", str),
+        title=_text(document, "title"),
+        body=_text(document, "description"),
+        state="open" if state in ("opened", "") else state,
+        labels=tuple(
+            label["name"] if isinstance(label, dict) else label
+            for label in labels
+            if isinstance(label, str) or (isinstance(label, dict) and "name" in label)
+        ),
+    )
+
+
+def _note(document: Any, page: str) -> Comment:
+    note = _field(document, "id", int)
+    return Comment(id=note, url=f"{page}#note_{note}", body=_text(document, "body"))
+
+
+def _username(owner: str) -> str | None:
+    """A user's name from an owner (``@alice``, ``alice``); None for a group (``@a/b``)."""
+    name = owner.strip().removeprefix("@")
+    return name if name and "/" not in name else None
+
+
+class GitLabForge:
+    """One GitLab project's merge requests and issues."""
+
+    name = "gitlab"
+
+    def __init__(
+        self,
+        project: str,
+        client: httpx.AsyncClient,
+        *,
+        api_url: str = API_URL,
+        token: str | None = None,
+        token_source: str | None = None,
+        token_kind: str = PRIVATE,
+        per_page: int = PER_PAGE,
+        attempts: int = 3,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        clock: Callable[[], datetime] = _now,
+    ) -> None:
+        """``project`` is the project's path (``group/sub/project``) or numeric id;
+        ``token`` is sent as ``PRIVATE-TOKEN`` (``token_kind="private"``, an access
+        token) or ``Authorization: Bearer`` (``"bearer"``, an OAuth token) and never
+        shown: ``token_source`` names where it came from in messages."""
+        project = project.strip().strip("/")
+        if not (
+            (is_digits(project) and int(project) > 0)
+            or (_PROJECT.match(project) and ".." not in project.split("/"))
+        ):
+            raise ForgeError(
+                f"gitlab: a project is group/project (any depth) or a numeric id,"
+                f" not {project[:80]!r}"
+            )
+        if token_kind not in TOKEN_KINDS:
+            raise ForgeError(
+                f"gitlab: token_kind is one of {', '.join(TOKEN_KINDS)}, not {token_kind!r}"
+            )
+        self.repository = project
+        self.api_url = api_url.rstrip("/")
+        self._project = f"/projects/{quote(project, safe='')}"
+        self._per_page = per_page
+        self._token_source = token_source or f"${DEFAULT_ENV}"
+        self._users: dict[str, int | None] = {}
+        headers = {"Accept": "application/json"}
+        if token:
+            if token_kind == PRIVATE:
+                headers["PRIVATE-TOKEN"] = token
+            else:
+                headers["Authorization"] = f"Bearer {token}"
+        self._api = ApiClient(
+            client,
+            vendor="gitlab",
+            base_url=api_url,
+            headers=headers,
+            secrets=(token,) if token else (),
+            token_source=self._token_source,
+            attempts=attempts,
+            sleep=sleep,
+            clock=clock,
+            errors=FORGE_ERRORS,
+        )
+
+    # -- requests -------------------------------------------------------------------------
+
+    @contextmanager
+    def _scoped(self) -> Iterator[None]:
+        """Auth errors with what the token needs: GitLab's ``api`` scope."""
+        try:
+            yield
+        except ForgeAuthError as error:
+            raise ForgeAuthError(
+                error.message,
+                tip=f"{error.tip}; govern needs a GitLab access token with the {SCOPE} scope",
+                status=error.status,
+            ) from None
+
+    async def _call(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        params: Mapping[str, str] | None = None,
+        once: bool = False,
+    ) -> Any:
+        with self._scoped():
+            return await self._api.json(
+                method, path, json_body=body, params=params, attempts=1 if once else None
+            )
+
+    async def _pages(self, path: str, params: Mapping[str, str]) -> AsyncIterator[Any]:
+        """Every item of a listing: ``X-Next-Page``, else a ``Link: rel="next"`` under the
+        API's own URL (the token is never sent elsewhere)."""
+        url = path
+        query: Mapping[str, str] | None = {**params, "per_page": str(self._per_page)}
+        for _ in range(_MAX_PAGES):
+            with self._scoped():
+                response = await self._api.request("GET", url, params=query)
+            try:
+                items = response.json()
+            except (ValueError, UnicodeDecodeError):
+                raise ForgeUnavailable("gitlab: a listing answered with invalid JSON") from None
+            if not isinstance(items, list):
+                raise ForgeUnavailable("gitlab: unexpected answer: a listing is not a list")
+            for item in items:
+                if isinstance(item, dict):
+                    yield item
+            next_page = response.headers.get("X-Next-Page", "").strip()
+            link = _LINK_NEXT.search(response.headers.get("Link", ""))
+            if is_digits(next_page):
+                url = path
+                query = {**params, "per_page": str(self._per_page), "page": next_page}
+            elif link and link.group(1).startswith(f"{self._api.base_url}/"):
+                url, query = link.group(1), None
+            else:
+                return
+
+    def _mr(self, iid: int, rest: str = "") -> str:
+        return f"{self._project}/merge_requests/{iid}{rest}"
+
+    @staticmethod
+    def _issue_path(repository: str, iid: int, rest: str = "") -> str:
+        return f"/projects/{quote(repository, safe='')}/issues/{iid}{rest}"
+
+    # -- change requests ------------------------------------------------------------------
+
+    async def default_branch(self) -> str:
+        """The project's default branch."""
+        project = await self._call("GET", self._project)
+        if isinstance(project, dict) and project.get("default_branch") is None:
+            raise ForgeError(
+                f"gitlab: project {self.repository!r} has no default branch (no commit yet)",
+                tip='Push a first commit, or write base = "main" in [tool.govern.propose].',
+            )
+        return str(_field(project, "default_branch", str))
+
+    async def find_change(self, *, branch: str, marker: str) -> ChangeRequest | None:
+        """The newest merge request from ``branch`` whose description holds ``marker``."""
+        params = {"source_branch": branch, "state": "all"}
+        found: list[ChangeRequest] = []
+        async for item in self._pages(f"{self._project}/merge_requests", params):
+            if marker in _text(item, "description") and item.get("source_branch") == branch:
+                found.append(_change(item))
+        return max(found, key=lambda change: change.number, default=None)
+
+    async def get_change(self, number: int) -> ChangeRequest:
+        """One merge request by its iid."""
+        return _change(await self._call("GET", self._mr(number)))
+
+    async def open_change(self, opening: Opening) -> ChangeRequest:
+        """Open a merge request (once) with its labels, reviewers and assignees."""
+        for team in (*opening.team_reviewers, *(o for o in opening.reviewers if "/" in o)):
+            log.info("gitlab: %s cannot be asked for a review (a group); skipped", team)
+        reviewers = await self._user_ids(opening.reviewers)
+        assignees = await self._user_ids(opening.assignees)
+        body: dict[str, Any] = {
+            "source_branch": opening.branch,
+            "target_branch": opening.base,
+            "title": _drafted(opening.title) if opening.draft else opening.title,
+            "description": opening.body,
+        }
+        if opening.labels:
+            body["labels"] = ",".join(opening.labels)
+        if reviewers:
+            body["reviewer_ids"] = reviewers
+        if assignees:
+            body["assignee_ids"] = assignees
+        try:
+            return _change(
+                await self._call("POST", f"{self._project}/merge_requests", body, once=True)
+            )
+        except ForgeError as error:
+            mark = first_marker(opening.body)
+            found = (
+                await self.find_change(branch=opening.branch, marker=mark)
+                if mark and may_have_applied(error)
+                else None
+            )
+            if found is None:
+                raise
+            return found
+
+    async def _user_ids(self, owners: Sequence[str]) -> list[int]:
+        """The ids of the users named (groups and unknown users left out), in order."""
+        ids: list[int] = []
+        for owner in owners:
+            name = _username(owner)
+            if name is None:
+                continue
+            if name not in self._users:
+                users = await self._call("GET", "/users", params={"username": name})
+                self._users[name] = next(
+                    (
+                        user["id"]
+                        for user in (users if isinstance(users, list) else [])
+                        if isinstance(user, dict)
+                        and str(user.get("username", "")).lower() == name.lower()
+                        and isinstance(user.get("id"), int)
+                    ),
+                    None,
+                )
+                if self._users[name] is None:
+                    log.warning("gitlab: no user %r; not asked to review or assigned", name)
+            user_id = self._users[name]
+            if user_id is not None and user_id not in ids:
+                ids.append(user_id)
+        return ids
+
+    async def update_change(self, number: int, *, title: str, body: str) -> ChangeRequest:
+        """Replace a merge request's title and description (a draft stays a draft)."""
+        current = await self.get_change(number)
+        document = {"title": _drafted(title) if current.draft else title, "description": body}
+        return _change(await self._call("PUT", self._mr(number), document))
+
+    async def close_change(self, number: int, *, comment: str) -> ChangeRequest:
+        """Add a note to the merge request, then close it unmerged."""
+        current = await self.get_change(number)
+        await self._add_note(self._mr(number), comment, current.url)
+        return _change(await self._call("PUT", self._mr(number), {"state_event": "close"}))
+
+    # -- notes ----------------------------------------------------------------------------
+
+    async def _find_note(self, noteable: str, marker: str) -> dict[str, Any] | None:
+        """The newest note (not a system note) under ``noteable`` holding ``marker``."""
+        found = None
+        params = {"order_by": "created_at", "sort": "asc"}
+        async for item in self._pages(f"{noteable}/notes", params):
+            if item.get("system") is not True and marker in _text(item, "body"):
+                found = item
+        return found
+
+    async def _add_note(self, noteable: str, body: str, page: str) -> Comment:
+        """Add a note (once; after a lost answer, the note with its marker is it)."""
+        try:
+            return _note(
+                await self._call("POST", f"{noteable}/notes", {"body": body}, once=True), page
+            )
+        except ForgeError as error:
+            mark = first_marker(body)
+            found = (
+                await self._find_note(noteable, mark) if mark and may_have_applied(error) else None
+            )
+            if found is None:
+                raise
+            return _note(found, page)
+
+    async def _issue_url(self, issue: IssueRef) -> str:
+        return str(
+            _field(
+                await self._call("GET", self._issue_path(issue.repository, issue.number)),
+                "web_url",
+                str,
+            )
+        )
+
+    async def find_comment(self, issue: IssueRef, marker: str) -> Comment | None:
+        """The newest note on the issue ``issue`` holding ``marker``."""
+        noteable = self._issue_path(issue.repository, issue.number)
+        found = await self._find_note(noteable, marker)
+        return None if found is None else _note(found, await self._issue_url(issue))
+
+    async def comment(self, issue: IssueRef, body: str) -> Comment:
+        """Add a note to the issue ``issue`` (once)."""
+        page = await self._issue_url(issue)  # read before the create: nothing after it fails
+        return await self._add_note(self._issue_path(issue.repository, issue.number), body, page)
+
+    # -- issues ---------------------------------------------------------------------------
+
+    async def find_issue(self, marker: str) -> Issue | None:
+        """The newest issue whose description holds ``marker``, open or closed.
+
+        Every issue is listed and read: GitLab's ``search`` matches words, not an HTML
+        comment, so it cannot be trusted to find a marker."""
+        params = {"state": "all", "order_by": "created_at", "sort": "desc"}
+        async for item in self._pages(f"{self._project}/issues", params):
+            if marker in _text(item, "description"):
+                return _issue(item)
+        return None
+
+    async def open_issue(self, *, title: str, body: str, labels: Sequence[str] = ()) -> Issue:
+        """Open an issue (once; after a lost answer, the issue with its marker is it)."""
+        document = {"title": title, "description": body}
+        if labels:
+            document["labels"] = ",".join(labels)
+        try:
+            return _issue(await self._call("POST", f"{self._project}/issues", document, once=True))
+        except ForgeError as error:
+            mark = first_marker(body)
+            found = await self.find_issue(mark) if mark and may_have_applied(error) else None
+            if found is None:
+                raise
+            return found
+
+    async def update_issue(self, number: int, *, title: str, body: str) -> Issue:
+        """Replace an issue's title and description, reopening it if it was closed."""
+        path = self._issue_path(self.repository, number)
+        current = _issue(await self._call("GET", path))
+        document = {"title": title, "description": body}
+        if current.state == "closed":
+            document["state_event"] = "reopen"
+        return _issue(await self._call("PUT", path, document))
