@@ -1,55 +1,148 @@
-"""The edit that relaxes one clause of a requirements file, keeping the file's form.
+"""The edit that relaxes one clause of a requirement source, keeping the file's form.
 
-Pure: text in, text out. Only the requirement line changes (through
-:func:`govern.exclusions.relax.rewrite_requirement`, which keeps the name, extras, marker,
-spacing, clause order and inline comment), and one comment line with the evidence is added
-below the reason block. Every other byte of the file, line ends included, stays.
+Pure: text in, text out. :func:`relax_source` is the one entry point, for every format:
+requirements and constraints files here (pip's lines with positions in
+:mod:`govern.sources.rewrite_pip`), ``pyproject.toml`` in :mod:`govern.sources.rewrite_toml`,
+what both share in :mod:`govern.sources.rewrite_common`. Every byte the relaxation does not
+need to change stays, line ends (CRLF too) and a byte-order mark included, and the edited
+text is read again (pip's rules, or :mod:`tomllib`) before it is returned.
+
+Finding the line
+    The requirement is found as the audit read it (``work.requirement``): pip's rules
+    (``\\`` continuations joined, the comment and the options split off), at the tracked
+    line or, if it moved, wherever the same text is. When it is not there, a line of the
+    same package and marker that admits the candidate means the edit is already made
+    (``changed=False``: a second run, or a person relaxed it); one that does not is a
+    person's change (:class:`Superseded`, never forced).
+
+The requirement
+    :func:`govern.exclusions.relax.rewrite_requirement` rewrites the requirement (name,
+    extras, marker, spacing and clause order kept); only the characters that differ are
+    replaced, where they are. A requirement continued over several lines keeps its layout:
+    the clause is edited on the line it sits on, and a continued line left empty is removed.
+
+``--hash`` lines
+    A line with ``--hash`` options is a pin in pip's hash-checking mode, which refuses any
+    requirement that is not pinned with ``==`` (or ``===``). Such a line is edited only when
+    the relaxation keeps a pin, on the candidate: the ``exclude`` move of ``==V`` to ``==c``.
+    A range (``raise-cap``'s ``>=V,<=c``, ``drop``) is refused with the reason, and so is
+    any edit without ``hashes``, the candidate's own hashes (``sha256:<hex>``, one per file
+    of that version as the index lists them, like ``pip-compile --generate-hashes``): the
+    old hashes cannot match the new version.
+    With them, the options' values are replaced in place, one for one; extra hashes copy
+    the last option's layout (a continued line of its own, or on the same line), and
+    surplus options are removed with their line. Hashes given for a line without ``--hash``
+    options are not used.
+
+``# govern:`` fields
+    The requirement's structured comments (inline, in the comment block right above it,
+    or ``# ^govern:`` right below) are kept as written (``link=``, ``owner=``,
+    ``review-by=``...); their ``bad=`` is extended with each known-bad version the
+    relaxation now keeps out with ``!=`` that it does not name yet (appended to the first
+    ``bad=``, or as ``bad=...`` on the first structured comment). A line without a
+    structured comment gets none, and a block further up (one that also covers other
+    lines) is not changed.
+
+Evidence
+    One comment line per evidence item (``14.1.1 verified on cuda13: <run URL>, installed
+    14.1.1``) is added at the end of the comment block right above the requirement (the
+    reason block, which stays as it is), unless the block already holds it: a second run
+    adds nothing. A line without a block above gets the evidence as its block.
 """
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Sequence
-from dataclasses import dataclass
 
-from packaging.requirements import InvalidRequirement, Requirement
+from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
-from packaging.utils import canonicalize_name
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
-from govern.errors import GovernError
 from govern.exclusions.relax import RelaxationRefused, rewrite_requirement
+from govern.sources.rewrite_common import (
+    Comment,
+    Edit,
+    EditRefused,
+    Superseded,
+    admits,
+    candidate_version,
+    evidence_text,
+    missing_evidence,
+    newly_excluded,
+    record_bad,
+    requirement_or_none,
+    same_line,
+    specifier_set,
+    structured,
+    unified_diff,
+)
+from govern.sources.rewrite_pip import (
+    Edits,
+    Logical,
+    Req,
+    edit_hashes,
+    hash_spans,
+    logical_lines,
+    requirement_of,
+    split_end,
+)
+
+__all__ = ["Edit", "EditRefused", "Superseded", "relax_requirements", "relax_source"]
 
 
-class EditRefused(GovernError):
-    """The file cannot be edited as proposed; the message is one line, why."""
+def relax_source(
+    text: str,
+    *,
+    format: str,
+    path: str,
+    line: int,
+    requirement: str,
+    group: str | None,
+    package: str,
+    specifier: str,
+    candidate: str,
+    evidence: Sequence[str] = (),
+    bad_versions: Sequence[str] = (),
+    hashes: Sequence[str] | None = None,
+) -> Edit:
+    """Relax ``requirement`` (tracked at ``line``, in ``group`` for a pyproject) of the
+    ``format`` source ``text`` to ``specifier``, which admits ``candidate``.
+
+    Raises :class:`Superseded` when a person changed the line, :class:`EditRefused` when
+    the file cannot be edited as proposed; see the module docstring for the rules.
+    """
+    if format in ("requirements", "constraints"):
+        return relax_requirements(
+            text,
+            path=path,
+            line=line,
+            requirement=requirement,
+            package=package,
+            specifier=specifier,
+            candidate=candidate,
+            evidence=evidence,
+            bad_versions=bad_versions,
+            hashes=hashes,
+        )
+    if format == "pyproject":
+        from govern.sources.rewrite_toml import relax_pyproject
+
+        return relax_pyproject(
+            text,
+            path=path,
+            line=line,
+            requirement=requirement,
+            group=group,
+            package=package,
+            specifier=specifier,
+            candidate=candidate,
+            evidence=evidence,
+            bad_versions=bad_versions,
+        )
+    raise EditRefused(f"{path}: a {format} source is not edited by govern")
 
 
-class Superseded(EditRefused):
-    """The line changed since it was tracked: a person decided; never forced."""
-
-
-@dataclass(frozen=True, slots=True)
-class Edit:
-    """The file after the edit, the line before and after, and the file's diff."""
-
-    text: str
-    old: str
-    new: str
-    line: int
-    diff: str
-    changed: bool
-
-
-def _content(line: str) -> str:
-    return line.split(" #", 1)[0].split("\t#", 1)[0].strip()
-
-
-def _requirement(line: str) -> Requirement | None:
-    try:
-        return Requirement(_content(line))
-    except InvalidRequirement:
-        return None
+# -- the edit -----------------------------------------------------------------------
 
 
 def relax_requirements(
@@ -62,66 +155,247 @@ def relax_requirements(
     specifier: str,
     candidate: str,
     evidence: Sequence[str] = (),
+    bad_versions: Sequence[str] = (),
+    hashes: Sequence[str] | None = None,
 ) -> Edit:
-    """Replace the specifiers of ``requirement`` (tracked at ``line``) with ``specifier``.
-
-    The line is found at ``line`` or, if it moved, by its text. A line that no longer
-    reads as tracked raises :class:`Superseded`; one that already admits ``candidate``
-    is left as it is (``changed=False``: a second run, or a person relaxed it). A line
-    with ``--hash`` options or a ``\\`` continuation is refused with the reason.
-    """
-    lines = text.splitlines(keepends=True)
+    """Replace the specifiers of ``requirement`` (tracked at ``line``) with ``specifier``
+    in a requirements or constraints file (see the module docstring)."""
+    bom = "\ufeff" if text.startswith("\ufeff") else ""
+    physical = [split_end(held) for held in text[len(bom) :].splitlines(keepends=True)]
+    bodies = [body for body, _ in physical]
+    logicals = logical_lines(bodies)
+    requirements = [r for r in map(requirement_of, logicals) if r is not None]
+    version = candidate_version(candidate, path)
     wanted = requirement.strip()
-    index = line - 1
-    if not (0 <= index < len(lines) and lines[index].strip() == wanted):
-        moved = [i for i, held in enumerate(lines) if held.strip() == wanted]
-        if len(moved) != 1:
-            return _unchanged_or_superseded(lines, package, candidate, wanted, text)
-        index = moved[0]
-    held = lines[index]
-    if "--hash" in held or held.rstrip("\r\n").endswith("\\"):
-        raise EditRefused(
-            f"{path}:{index + 1}: a line with --hash options or a continuation is not "
-            "edited (the new version's hashes are not taken from the index yet)"
-        )
+    tracked = requirement_or_none(wanted)
+    found = [r for r in requirements if r.text == wanted]
+    if not found:
+        return _unchanged_or_superseded(requirements, package, tracked, version, wanted, text)
+    held = min(found, key=lambda r: (abs(r.logical.first + 1 - line), r.logical.first))
+    where = f"{path}:{held.logical.first + 1}"
+    if tracked is None:
+        raise EditRefused(f"{where}: `{wanted}` is not a requirement govern can rewrite")
+    if admits(tracked.specifier, version):
+        return Edit(text, held.text, held.text, held.logical.first + 1, "", False)
+    after = specifier_set(specifier, path)
+    if not admits(after, version):
+        raise EditRefused(f"{where}: `{after}` does not admit {version}")
     try:
-        new_line = rewrite_requirement(held, SpecifierSet(specifier))
-    except (RelaxationRefused, ValueError) as exc:
-        raise EditRefused(f"{path}:{index + 1}: {exc}") from None
-    ending = held[len(held.rstrip("\r\n")) :] or "\n"
-    indent = held[: len(held) - len(held.lstrip())]
-    added = [f"{indent}# {item}{ending}" for item in evidence]
-    already = {lines[i].strip() for i in range(max(0, index - len(added) - 3), index)}
-    added = [a for a in added if a.strip() not in already]
-    after = [*lines[:index], *added, new_line, *lines[index + 1 :]]
-    new_text = "".join(after)
-    diff = "".join(
-        difflib.unified_diff(
-            text.splitlines(keepends=True),
-            new_text.splitlines(keepends=True),
-            fromfile=f"a/{path}",
-            tofile=f"b/{path}",
+        new_requirement = rewrite_requirement(held.text, after)
+    except RelaxationRefused as exc:
+        raise EditRefused(f"{where}: {exc}") from None
+
+    edits: Edits = {}
+    dropped: set[int] = set()
+    added: dict[int, list[str]] = {}
+    _edit_requirement(held, new_requirement, edits)
+    new_hashes = edit_hashes(held, bodies, after, version, hashes, where, edits, dropped, added)
+    comments = _comments(logicals, bodies, held)
+    recorded = record_bad(comments, newly_excluded(tracked.specifier, after, bad_versions))
+    if recorded is not None:
+        comment, new_comment = recorded
+        edits.setdefault(comment.line, []).append(
+            (comment.column + 1, len(bodies[comment.line]), new_comment)
         )
+
+    nl = next((end for _, end in physical if end), "\n")
+    first = bodies[held.logical.first]
+    indent = first[: len(first) - len(first.lstrip())]
+    block = [bodies[lg.first].strip()[1:] for lg in _block(logicals, held)]
+    notes = missing_evidence(evidence_text(evidence), block)
+    first_end = physical[held.logical.first][1] or nl
+    out: list[str] = []
+    for index, (body, end) in enumerate(physical):
+        if index == held.logical.first:
+            out.extend(f"{indent}# {note}{first_end}" for note in notes)
+            out.extend(_assemble(held.logical, physical, edits, dropped, added, nl))
+        elif not held.logical.first < index <= held.logical.last:
+            out.append(_apply(body, edits.get(index, ())) + end)
+    new_text = bom + "".join(out)
+    number = held.logical.first + len(notes)
+    _check(new_text[len(bom) :], number, len(logicals), tracked, after, new_hashes, where)
+    return Edit(
+        new_text,
+        held.text,
+        new_requirement,
+        number + 1,
+        unified_diff(path, text[len(bom) :], new_text[len(bom) :]),
+        True,
     )
-    return Edit(new_text, held.rstrip("\r\n"), new_line.rstrip("\r\n"), index + 1, diff, True)
 
 
 def _unchanged_or_superseded(
-    lines: list[str], package: str, candidate: str, wanted: str, text: str
+    requirements: Sequence[Req],
+    package: str,
+    tracked: Requirement | None,
+    version: Version,
+    wanted: str,
+    text: str,
 ) -> Edit:
     """The tracked line is gone: already relaxed (it admits the candidate), or superseded."""
-    try:
-        version = Version(candidate)
-    except InvalidVersion:
-        raise Superseded(f"`{wanted}` is no longer in the file") from None
-    for number, held in enumerate(lines, start=1):
-        parsed = _requirement(held)
-        if parsed is None or canonicalize_name(parsed.name) != canonicalize_name(package):
-            continue
-        if parsed.specifier.contains(version, prereleases=True):
-            stripped = held.rstrip("\r\n")
-            return Edit(text, stripped, stripped, number, "", False)
-        raise Superseded(
-            f"the line now reads `{held.strip()}` (tracked as `{wanted}`): a person changed it"
-        )
+    same: list[tuple[Req, Requirement]] = []
+    for req in requirements:
+        parsed = requirement_or_none(req.text)
+        if parsed is not None and same_line(parsed, package, tracked):
+            same.append((req, parsed))
+    for req, parsed in same:
+        if admits(parsed.specifier, version):
+            return Edit(text, req.text, req.text, req.logical.first + 1, "", False)
+    if same:
+        now = same[0][0].text
+        raise Superseded(f"the line now reads `{now}` (tracked as `{wanted}`): a person changed it")
     raise Superseded(f"`{wanted}` is no longer in the file")
+
+
+def _edit_requirement(held: Req, new: str, edits: Edits) -> None:
+    """Replace only the characters of the requirement that differ, where they are."""
+    old = held.text
+    prefix = 0
+    while prefix < min(len(old), len(new)) and old[prefix] == new[prefix]:
+        prefix += 1
+    suffix = 0
+    while (
+        suffix < min(len(old), len(new)) - prefix
+        and old[len(old) - 1 - suffix] == new[len(new) - 1 - suffix]
+    ):
+        suffix += 1
+    start, stop = held.at + prefix, held.at + len(old) - suffix
+    replacement = new[prefix : len(new) - suffix]
+    if start == stop:
+        line, column = held.logical.where(start, end=True)
+        edits.setdefault(line, []).append((column, column, replacement))
+        return
+    for seg in held.logical.segments:
+        low, high = max(start, seg.at), min(stop, seg.at + seg.end - seg.start)
+        if low >= high:
+            continue
+        if seg.line < 0:  # pragma: no cover - the requirement comes before any comment
+            raise EditRefused("the line's layout is not followed (a joined comment line)")
+        columns = (seg.start + low - seg.at, seg.start + high - seg.at)
+        edits.setdefault(seg.line, []).append((*columns, replacement))
+        replacement = ""
+
+
+def _comments(logicals: Sequence[Logical], bodies: Sequence[str], held: Req) -> list[Comment]:
+    """The requirement's ``# govern:`` comments: inline, in the block above, right below."""
+    found: list[Comment] = []
+    if held.comment_at is not None:
+        line, column = held.logical.where(held.comment_at)
+        if line == held.logical.last:
+            body = bodies[line]
+            if structured(body[column + 1 :]):
+                found.append(Comment(line, column, body[column + 1 :]))
+    for logical in _block(logicals, held):
+        body = bodies[logical.first]
+        column = body.index("#")
+        if structured(body[column + 1 :]):
+            found.append(Comment(logical.first, column, body[column + 1 :]))
+    following = [lg for lg in logicals if lg.first == held.logical.last + 1]
+    if following and _comment_only(following[0]):
+        body = bodies[following[0].first]
+        column = body.index("#")
+        if structured(body[column + 1 :], below=True):
+            found.append(Comment(following[0].first, column, body[column + 1 :]))
+    return found
+
+
+def _comment_only(logical: Logical) -> bool:
+    return logical.first == logical.last and logical.text.lstrip().startswith("#")
+
+
+def _block(logicals: Sequence[Logical], held: Req) -> list[Logical]:
+    """The comment-only lines right above the requirement (in order)."""
+    position = next(i for i, lg in enumerate(logicals) if lg is held.logical)
+    block: list[Logical] = []
+    for logical in reversed(logicals[:position]):
+        if not _comment_only(logical):
+            break
+        block.insert(0, logical)
+    return block
+
+
+def _apply(body: str, edits: Sequence[tuple[int, int, str]]) -> str:
+    for start, end, text in sorted(edits, key=lambda e: (e[0], e[1]), reverse=True):
+        body = body[:start] + text + body[end:]
+    return body
+
+
+def _assemble(
+    logical: Logical,
+    physical: Sequence[tuple[str, str]],
+    edits: Edits,
+    dropped: set[int],
+    added: dict[int, list[str]],
+    nl: str,
+) -> list[str]:
+    """The requirement's physical lines after the edit, continuations kept consistent."""
+    rows: list[tuple[str, str]] = []
+    changed = bool(dropped or added)
+    for index in range(logical.first, logical.last + 1):
+        body, end = physical[index]
+        new = _apply(body, edits.get(index, ()))
+        emptied = _holds(body) and not _holds(new)
+        if index in dropped or (index != logical.first and emptied):
+            changed = True
+        else:
+            rows.append((new, end))
+        rows.extend((extra, end or nl) for extra in added.get(index, ()))
+    if not changed:
+        return [body + end for body, end in rows]
+    gap = " "
+    for body, _ in physical[logical.first : logical.last + 1]:
+        if body.endswith("\\"):
+            gap = body[len(body.rstrip("\\").rstrip()) : len(body.rstrip("\\"))] or " "
+            break
+    last_end = physical[logical.last][1]
+    out: list[str] = []
+    for number, (body, end) in enumerate(rows):
+        if number < len(rows) - 1:
+            if not body.endswith("\\"):
+                body = f"{body.rstrip()}{gap}\\"
+            out.append(body + (end or nl))
+        else:
+            if body.endswith("\\") and not body.lstrip().startswith("#"):
+                body = body.rstrip("\\").rstrip()
+            out.append(body + last_end)
+    return out
+
+
+def _holds(body: str) -> bool:
+    """Whether a physical line holds something besides whitespace and a ``\\``."""
+    return bool(body.rstrip("\\").strip())
+
+
+def _check(
+    text: str,
+    number: int,
+    count: int,
+    tracked: Requirement,
+    after: SpecifierSet,
+    hashes: tuple[str, ...] | None,
+    where: str,
+) -> None:
+    """The edited file read again: the requirement reads as the relaxation says."""
+    bodies = [split_end(held)[0] for held in text.splitlines(keepends=True)]
+    logicals = logical_lines(bodies)
+    found = next((lg for lg in logicals if lg.first == number), None)
+    req = requirement_of(found) if found is not None else None
+    parsed = requirement_or_none(req.text) if req is not None else None
+    problems = []
+    if req is None or parsed is None:
+        problems.append("the requirement does not parse")
+    else:
+        if (parsed.name, parsed.extras, str(parsed.marker)) != (
+            tracked.name,
+            tracked.extras,
+            str(tracked.marker),
+        ) or parsed.specifier != after:
+            problems.append(f"it reads `{req.text}`")
+        if hashes is not None:
+            spans = hash_spans(req, where)
+            if tuple(bodies[line][start:end] for line, _, start, end in spans) != hashes:
+                problems.append("the hashes differ")
+    if len(logicals) < count:
+        problems.append("lines were joined")
+    if problems:  # pragma: no cover - the edit above keeps all of this
+        raise EditRefused(f"{where}: internal check of the edit failed: {'; '.join(problems)}")

@@ -1,0 +1,220 @@
+"""What the edits of :mod:`govern.sources.rewrite` and :mod:`govern.sources.rewrite_toml` share.
+
+The result (:class:`Edit`) and its refusals, the unified diff, the evidence comment lines,
+and the ``# govern: bad=...`` field that must keep naming the versions a relaxation now
+keeps out with ``!=``. Pure functions on text; nothing here reads a file.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import unicodedata
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from govern.errors import GovernError
+
+
+class EditRefused(GovernError):
+    """The file cannot be edited as proposed; the message is one line, why."""
+
+
+class Superseded(EditRefused):
+    """The line changed since it was tracked: a person decided; never forced."""
+
+
+@dataclass(frozen=True, slots=True)
+class Edit:
+    """The file after the edit, the requirement before and after, and the file's diff.
+
+    ``old`` and ``new`` are the requirement as the audit reads it (a requirements file's
+    requirement without its options and comment, continuations joined; a pyproject array
+    element's string value). ``line`` is where the requirement starts in ``text``.
+    ``changed`` is False when nothing had to change (``text`` is the input, ``diff`` empty).
+    """
+
+    text: str
+    old: str
+    new: str
+    line: int
+    diff: str
+    changed: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Comment:
+    """A ``# govern:`` comment that belongs to the requirement: its line and its ``#``."""
+
+    line: int  # 0-based physical line
+    column: int  # where "#" is in the line (without its line end)
+    text: str  # the comment, "#" excluded, to the end of the line
+
+
+def unified_diff(path: str, before: str, after: str) -> str:
+    """The unified diff of one file (``a/path`` and ``b/path``)."""
+    return "".join(
+        difflib.unified_diff(
+            before.splitlines(keepends=True),
+            after.splitlines(keepends=True),
+            fromfile=f"a/{path}",
+            tofile=f"b/{path}",
+        )
+    )
+
+
+def candidate_version(candidate: str, path: str) -> Version:
+    """The candidate as a version, or a refusal."""
+    try:
+        return Version(candidate)
+    except InvalidVersion:
+        raise EditRefused(f"{path}: the candidate {candidate!r} is not a PEP 440 version") from None
+
+
+def specifier_set(specifier: str, path: str) -> SpecifierSet:
+    """The relaxed specifiers as a set, or a refusal."""
+    try:
+        return SpecifierSet(specifier)
+    except InvalidSpecifier:
+        raise EditRefused(f"{path}: the relaxation {specifier!r} is not a specifier set") from None
+
+
+def requirement_or_none(text: str) -> Requirement | None:
+    """``text`` parsed as PEP 508, or None."""
+    try:
+        return Requirement(text)
+    except InvalidRequirement:
+        return None
+
+
+def same_line(parsed: Requirement | None, package: str, tracked: Requirement | None) -> bool:
+    """Whether ``parsed`` is the tracked requirement's line, whatever its clauses now are:
+    the same package and the same marker (a package split by markers has several lines)."""
+    if parsed is None or canonicalize_name(parsed.name) != canonicalize_name(package):
+        return False
+    if tracked is None:
+        return True
+    return str(parsed.marker) == str(tracked.marker)
+
+
+def admits(specifier: SpecifierSet, version: Version) -> bool:
+    """Membership as :mod:`govern.exclusions.relax` judges it (pre-releases included)."""
+    return specifier.contains(version, prereleases=True)
+
+
+def evidence_text(items: Iterable[str]) -> list[str]:
+    """The evidence lines, each one line of printable text (control characters become spaces)."""
+    out: list[str] = []
+    for item in items:
+        cleaned = "".join(" " if unicodedata.category(ch) == "Cc" else ch for ch in item)
+        cleaned = cleaned.strip()
+        if cleaned and cleaned not in out:
+            out.append(cleaned)
+    return out
+
+
+def missing_evidence(items: Sequence[str], present: Iterable[str]) -> list[str]:
+    """The evidence lines not already among the comments ``present`` (the block above)."""
+    seen = {" ".join(text.split()) for text in present}
+    return [item for item in items if " ".join(item.split()) not in seen]
+
+
+def same_version(a: str, b: str) -> bool:
+    """``1.0`` and ``1.0.0`` are one version; wildcards and non-versions compare as text."""
+    try:
+        return Version(a) == Version(b)
+    except InvalidVersion:
+        return a.strip() == b.strip()
+
+
+def newly_excluded(
+    before: SpecifierSet, after: SpecifierSet, bad_versions: Sequence[str]
+) -> list[str]:
+    """The known-bad versions ``after`` keeps out with ``!=``: every ``!=`` the relaxation adds
+    (relax adds one only for a known-bad version), and each of ``bad_versions`` that a ``!=``
+    of ``after`` names. In version order."""
+    written = {str(s) for s in before}
+    found = [s.version for s in after if s.operator == "!=" and str(s) not in written]
+    for bad in bad_versions:
+        if any(s.operator == "!=" and same_version(s.version, bad) for s in after):
+            found.append(bad.strip())
+    unique: list[str] = []
+    for version in found:
+        if not any(same_version(version, u) for u in unique):
+            unique.append(version)
+    return sorted(unique, key=_version_order)
+
+
+def _version_order(text: str) -> tuple[int, Version, str]:
+    try:
+        return (0, Version(text.removesuffix(".*")), text)
+    except InvalidVersion:
+        return (1, Version("0"), text)
+
+
+# -- the ``# govern:`` structured comment -------------------------------------------
+
+_WORD = re.compile(r"""(?:[^\s'"]|"[^"]*"|'[^']*')+""")  # a shell word, quotes kept
+
+
+def _bad_values(text: str) -> list[tuple[int, int]]:
+    """Where the values of the ``bad=`` fields of a structured comment are."""
+    start = text.find("govern:")
+    if start < 0:
+        return []
+    spans: list[tuple[int, int]] = []
+    for match in _WORD.finditer(text, start + len("govern:")):
+        if match.group()[:4].lower() == "bad=":
+            spans.append((match.start() + 4, match.end()))
+    return spans
+
+
+def _items(raw: str) -> list[str]:
+    value = raw.replace('"', "").replace("'", "")
+    return [item.strip() for item in value.split(",") if item.strip()]
+
+
+def structured(text: str, *, below: bool = False) -> bool:
+    """Whether a comment (``#`` excluded) is ``govern: ...`` (``^govern: ...`` with ``below``)."""
+    return text.strip().startswith("^govern:" if below else "govern:")
+
+
+def bad_listed(comments: Iterable[Comment]) -> list[str]:
+    """The versions the comments' ``bad=`` fields name."""
+    out: list[str] = []
+    for comment in comments:
+        for start, end in _bad_values(comment.text):
+            out.extend(_items(comment.text[start:end]))
+    return out
+
+
+def record_bad(comments: Sequence[Comment], versions: Sequence[str]) -> tuple[Comment, str] | None:
+    """The comment to change and its new text, so that ``bad=`` names ``versions`` too.
+
+    The first ``bad=`` field gets the versions it lacks (in its own quoting and separator);
+    without one, ``bad=...`` is appended to the first comment. None: nothing to change.
+    """
+    listed = bad_listed(comments)
+    needed = [v for v in versions if not any(same_version(v, known) for known in listed)]
+    if not needed or not comments:
+        return None
+    for comment in comments:
+        spans = _bad_values(comment.text)
+        if not spans:
+            continue
+        start, end = spans[0]
+        raw = comment.text[start:end]
+        quote = raw[0] if len(raw) > 1 and raw[0] in "'\"" and raw[-1] == raw[0] else ""
+        inner = raw[1:-1] if quote else raw
+        separator = ", " if ", " in inner else ","
+        kept = inner.rstrip(", ")
+        value = separator.join([*([kept] if kept else []), *needed])
+        return comment, f"{comment.text[:start]}{quote}{value}{quote}{comment.text[end:]}"
+    comment = comments[0]
+    body = comment.text.rstrip()
+    return comment, f"{body} bad={','.join(needed)}{comment.text[len(body) :]}"

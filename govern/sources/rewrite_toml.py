@@ -1,0 +1,320 @@
+"""The relaxation of one element of a ``pyproject.toml`` requirement array.
+
+The tables the audit reads (:mod:`govern.sources.pyproject`): ``[project] dependencies``,
+``[project.optional-dependencies] <extra>``, ``[dependency-groups] <group>`` (PEP 735;
+``{include-group = ...}`` tables are skipped) and ``[build-system] requires``. The array is
+named by the exclusion's group (``project.optional-dependencies.kv``); the element is the
+string equal to the tracked requirement, nearest to the tracked line.
+
+The edit is a text edit at the element's position (:mod:`govern.sources.tomlpos`): only the
+characters of the string that differ are replaced, inside its quotes, so the quoting style
+(basic or literal, single or multi-line), escapes elsewhere in the string (a marker's
+``\\"3.12\\"``), the array's layout (one element per line or inline), its comments and its
+trailing comma all stay as written; the file is parsed again with :mod:`tomllib` and must
+hold the same document with only that string changed.
+
+Evidence goes as TOML comment lines right above the element's line when the array is
+multi-line (the element is not on the line of the array's ``[``), at the end of the comment
+block there, once. An element of an inline array gets no comment (a line above
+``dependencies = [...]`` would read as the reason of every element of it): the evidence is
+then carried only by the commit message and the change request's body.
+``# govern:`` comments (on the element's line, in the block above it, ``# ^govern:`` right
+below) keep their fields, and ``bad=`` is extended as in :mod:`govern.sources.rewrite`.
+An element that changed is :class:`Superseded`; one that already admits the candidate
+is left as it is (``changed=False``).
+"""
+
+from __future__ import annotations
+
+import bisect
+import copy
+import tomllib
+from collections.abc import Sequence
+from typing import Any
+
+from packaging.requirements import Requirement
+from packaging.version import Version
+
+from govern.exclusions.relax import RelaxationRefused, rewrite_requirement
+from govern.sources.rewrite_common import (
+    Comment,
+    Edit,
+    EditRefused,
+    Superseded,
+    admits,
+    candidate_version,
+    evidence_text,
+    missing_evidence,
+    newly_excluded,
+    record_bad,
+    requirement_or_none,
+    same_line,
+    specifier_set,
+    structured,
+    unified_diff,
+)
+from govern.sources.tomlpos import KeyPath, Loc, Scan, ScanError, Scanner, decode_string
+
+__all__ = ["relax_pyproject"]
+
+
+def relax_pyproject(
+    text: str,
+    *,
+    path: str,
+    line: int,
+    requirement: str,
+    group: str | None,
+    package: str,
+    specifier: str,
+    candidate: str,
+    evidence: Sequence[str] = (),
+    bad_versions: Sequence[str] = (),
+) -> Edit:
+    """Replace the specifiers of the element ``requirement`` of the array ``group``
+    (tracked at ``line``) with ``specifier`` (see the module docstring)."""
+    bom = "\ufeff" if text.startswith("\ufeff") else ""
+    body = text[len(bom) :]
+    try:
+        data = tomllib.loads(body)
+    except (tomllib.TOMLDecodeError, ValueError, RecursionError) as exc:
+        raise EditRefused(f"{path}: not valid TOML ({exc})") from None
+    key = _array_path(group, path)
+    version = candidate_version(candidate, path)
+    wanted = requirement.strip()
+    tracked = requirement_or_none(wanted)
+    items = _walk(data, key)
+    if items is None:
+        raise Superseded(f"`{wanted}` is no longer in the file (no {group} array)")
+    scan = Scanner(body).scan()
+    starts = _line_starts(body)
+    elements = _elements(scan, key, items, path)
+    found = [(i, loc) for i, loc in elements if items[i].strip() == wanted]
+    if not found:
+        return _unchanged_or_superseded(
+            [(items[i], _line(starts, loc.start)) for i, loc in elements],
+            package,
+            tracked,
+            version,
+            wanted,
+            text,
+        )
+    index, loc = min(found, key=lambda f: (abs(_line(starts, f[1].start) - line), f[0]))
+    value = items[index]
+    number = _line(starts, loc.start)
+    where = f"{path}:{number}"
+    if tracked is None:
+        raise EditRefused(f"{where}: `{wanted}` is not a requirement govern can rewrite")
+    if admits(tracked.specifier, version):
+        return Edit(text, value, value, number, "", False)
+    after = specifier_set(specifier, path)
+    if not admits(after, version):
+        raise EditRefused(f"{where}: `{after}` does not admit {version}")
+    try:
+        new_value = rewrite_requirement(value, after)
+    except RelaxationRefused as exc:
+        raise EditRefused(f"{where}: {exc}") from None
+
+    changes = [_string_edit(loc, value, new_value, where)]
+    comments = _comments(body, scan, starts, loc)
+    recorded = record_bad(comments, newly_excluded(tracked.specifier, after, bad_versions))
+    if recorded is not None:
+        comment, new_comment = recorded
+        at = starts[comment.line] + comment.column + 1
+        changes.append((at, at + len(comment.text), new_comment))
+    notes: list[str] = []
+    array = scan.locs[key]
+    if _line(starts, array.start) != number:  # a multi-line array: the evidence above it
+        head = starts[number - 1]
+        end = _line_end(body, head)
+        row = body[head:end]
+        indent = row[: len(row) - len(row.lstrip())]
+        newline = "\r\n" if body.startswith("\r\n", end) else "\n"
+        present = [c.text for c in _block(body, scan, starts, number - 1)]
+        notes = missing_evidence(evidence_text(evidence), present)
+        if notes:
+            changes.append((head, head, "".join(f"{indent}# {n}{newline}" for n in notes)))
+    new_body = body
+    for start, end, replacement in sorted(changes, key=lambda c: c[0], reverse=True):
+        new_body = new_body[:start] + replacement + new_body[end:]
+    _check(data, new_body, key, index, new_value, where)
+    return Edit(
+        bom + new_body,
+        value,
+        new_value,
+        number + len(notes),
+        unified_diff(path, body, new_body),
+        True,
+    )
+
+
+def _array_path(group: str | None, path: str) -> KeyPath:
+    """The key path of the array an exclusion's group names."""
+    fixed: dict[str, KeyPath] = {
+        "project.dependencies": ("project", "dependencies"),
+        "build-system.requires": ("build-system", "requires"),
+    }
+    if group in fixed:
+        return fixed[group]
+    for prefix in ("project.optional-dependencies.", "dependency-groups."):
+        if group is not None and group.startswith(prefix) and len(group) > len(prefix):
+            return (*prefix.rstrip(".").split("."), group[len(prefix) :])
+    raise EditRefused(f"{path}: `{group}` is not a requirement array govern edits")
+
+
+def _walk(data: dict[str, Any], key: KeyPath) -> list[Any] | None:
+    node: Any = data
+    for part in key:
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    return node if isinstance(node, list) else None
+
+
+def _elements(scan: Scan, key: KeyPath, items: list[Any], path: str) -> list[tuple[int, Loc]]:
+    """The string elements of the array with their positions (tables are skipped)."""
+    out: list[tuple[int, Loc]] = []
+    array = scan.locs.get(key)
+    for index, item in enumerate(items):
+        if not isinstance(item, str):
+            continue
+        loc = scan.locs.get((*key, index))
+        decoded = None
+        if array is not None and loc is not None and loc.kind == "string":
+            try:
+                decoded = decode_string(loc.raw, multi=loc.multiline, literal=loc.literal)
+            except (ScanError, tomllib.TOMLDecodeError, ValueError):
+                decoded = None
+        if decoded != item:
+            raise EditRefused(f"{path}: the layout of the array is not followed; edit it by hand")
+        assert loc is not None
+        out.append((index, loc))
+    return out
+
+
+def _unchanged_or_superseded(
+    elements: Sequence[tuple[str, int]],
+    package: str,
+    tracked: Requirement | None,
+    version: Version,
+    wanted: str,
+    text: str,
+) -> Edit:
+    """The tracked element is gone: already relaxed (it admits the candidate), or superseded."""
+    same = []
+    for value, number in elements:
+        parsed = requirement_or_none(value)
+        if parsed is not None and same_line(parsed, package, tracked):
+            if admits(parsed.specifier, version):
+                return Edit(text, value, value, number, "", False)
+            same.append(value)
+    if same:
+        raise Superseded(
+            f"the element now reads `{same[0]}` (tracked as `{wanted}`): a person changed it"
+        )
+    raise Superseded(f"`{wanted}` is no longer in the file")
+
+
+def _string_edit(loc: Loc, value: str, new: str, where: str) -> tuple[int, int, str]:
+    """The characters of the string to replace, inside its quotes: (start, end, text)."""
+    prefix = 0
+    while prefix < min(len(value), len(new)) and value[prefix] == new[prefix]:
+        prefix += 1
+    suffix = 0
+    while (
+        suffix < min(len(value), len(new)) - prefix
+        and value[len(value) - 1 - suffix] == new[len(new) - 1 - suffix]
+    ):
+        suffix += 1
+    stop = len(value) - suffix
+    raw = loc.raw
+    replacement = new[prefix : len(new) - suffix]
+    edited = raw[:prefix] + replacement + raw[stop:]
+    try:
+        same = raw[:stop] == value[:stop] and (
+            decode_string(edited, multi=loc.multiline, literal=loc.literal) == new
+        )
+    except (ScanError, tomllib.TOMLDecodeError, ValueError):
+        same = False
+    if not same:
+        raise EditRefused(f"{where}: the string's escapes are not followed; edit it by hand")
+    return loc.start + prefix, loc.start + stop, replacement
+
+
+def _comments(body: str, scan: Scan, starts: Sequence[int], loc: Loc) -> list[Comment]:
+    """The element's ``# govern:`` comments: on its line, in the block above, right below."""
+    first = _line(starts, loc.start) - 1
+    last = _line(starts, max(loc.end, loc.start)) - 1
+    found: list[Comment] = []
+    for offset in scan.comments:
+        if offset > loc.end and _line(starts, offset) - 1 == first:
+            comment = _comment(body, starts, offset)
+            if structured(comment.text):
+                found.append(comment)
+    found.extend(c for c in _block(body, scan, starts, first) if structured(c.text))
+    if last + 1 < len(starts):
+        head = starts[last + 1]
+        row = body[head : _line_end(body, head)]
+        offset = head + len(row) - len(row.lstrip())
+        if offset in set(scan.comments):
+            comment = _comment(body, starts, offset)
+            if structured(comment.text, below=True):
+                found.append(comment)
+    return found
+
+
+def _block(body: str, scan: Scan, starts: Sequence[int], line: int) -> list[Comment]:
+    """The comment-only lines right above the 0-based ``line``, in order."""
+    comments = set(scan.comments)
+    block: list[Comment] = []
+    for number in range(line - 1, -1, -1):
+        head = starts[number]
+        row = body[head : _line_end(body, head)]
+        offset = head + len(row) - len(row.lstrip())
+        if offset not in comments:
+            break
+        block.insert(0, _comment(body, starts, offset))
+    return block
+
+
+def _comment(body: str, starts: Sequence[int], offset: int) -> Comment:
+    line = _line(starts, offset) - 1
+    end = _line_end(body, offset)
+    return Comment(line, offset - starts[line], body[offset + 1 : end])
+
+
+def _line_starts(text: str) -> list[int]:
+    starts = [0]
+    index = text.find("\n")
+    while index >= 0:
+        starts.append(index + 1)
+        index = text.find("\n", index + 1)
+    return starts
+
+
+def _line(starts: Sequence[int], offset: int) -> int:
+    """The 1-based line of an offset."""
+    return bisect.bisect_right(starts, offset)
+
+
+def _line_end(text: str, offset: int) -> int:
+    """Where the line holding ``offset`` ends, its ``\\r\\n`` or ``\\n`` excluded."""
+    end = text.find("\n", offset)
+    end = len(text) if end < 0 else end
+    return end - 1 if end > offset and text[end - 1] == "\r" else end
+
+
+def _check(
+    data: dict[str, Any], new_body: str, key: KeyPath, index: int, new_value: str, where: str
+) -> None:
+    """The edited file parses to the same document, with only that string changed."""
+    try:
+        new_data = tomllib.loads(new_body)
+    except (tomllib.TOMLDecodeError, ValueError, RecursionError):  # pragma: no cover
+        new_data = None
+    expected = copy.deepcopy(data)
+    items = _walk(expected, key)
+    assert items is not None
+    items[index] = new_value
+    if new_data != expected:  # pragma: no cover - the edit above changes only that string
+        raise EditRefused(f"{where}: internal check of the edit failed; edit it by hand")
