@@ -1,14 +1,15 @@
 """The one place that builds the application's parts from configuration.
 
-Settings, the index settings, runtime profiles, CI providers and the store, for the
-CLI, the daemon and the web app alike; one verification call and one proposal call over them.
+Settings, the index settings, runtime profiles, CI providers, the store, and the outgoing
+side (git remotes, forges, reminder channels), for the CLI, the daemon and the web app alike;
+one verification call, one proposal call and one digest call over them.
 """
 
 from __future__ import annotations
 
 import os
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -19,12 +20,17 @@ from govern.ci.base import Provider
 from govern.ci.command import Command
 from govern.ci.providers import build
 from govern.config import Config, ProposeConfig, load_config
-from govern.errors import ConfigError, UsageError
+from govern.errors import ConfigError, GovernError, UsageError
 from govern.forge.base import Forge
+from govern.forge.push import Pusher
+from govern.forge.remote import forge_for, parse_remote
 from govern.index.pipconfig import IndexNotConfigured, IndexSettings
 from govern.index.profiles import Profile
 from govern.index.settings import index_settings, profiles_from
+from govern.notify import channels
+from govern.notify.base import Notifier
 from govern.service.propose import Proposer, ProposeResult
+from govern.service.remind import Digester, DigestResult
 from govern.service.verify import ProviderFor, Verifier, VerifyOptions, VerifyResult
 from govern.store.db import Store, open_store
 from govern.store.models import utcnow
@@ -179,28 +185,81 @@ async def verify_once(
         )
 
 
-async def propose_once(store: Store, query: str | None, *, dry_run: bool) -> ProposeResult:
-    """One proposal call: every verified exclusion's branch (and change request) sent once."""
-    from govern.forge.push import Pusher
-    from govern.forge.remote import forge_for
+class Outgoing:
+    """Each repository's git remote, forge and reminder channels, built once per root and
+    setting, for the proposer and the digest."""
 
-    pushers: dict[tuple[Path, str], Pusher] = {}
+    def __init__(self, http: httpx.AsyncClient, environ: Mapping[str, str]) -> None:
+        self.http = http
+        self.environ = environ
+        self._pushers: dict[tuple[Path, str], Pusher] = {}
 
-    def pusher_for(root: Path, settings: ProposeConfig) -> Pusher:
+    def pusher_for(self, root: Path, settings: ProposeConfig) -> Pusher:
+        """The clone's remote that branches are pushed to."""
         key = (root, settings.remote)
-        if key not in pushers:
-            pushers[key] = Pusher(root, remote=settings.remote, token_env=settings.token_env)
-        return pushers[key]
-
-    async with ci_http() as http:
-
-        def forge(root: Path, settings: ProposeConfig) -> Forge | None:
-            if settings.via == "git":
-                return None
-            remote = None if settings.forge else pusher_for(root, settings).url
-            return forge_for(
-                settings.via, remote, settings=settings, client=http, environ=os.environ
+        if key not in self._pushers:
+            self._pushers[key] = Pusher(
+                root, remote=settings.remote, token_env=settings.token_env, environ=self.environ
             )
+        return self._pushers[key]
 
-        proposer = Proposer(store, pusher_for=pusher_for, forge_for=forge)
+    def forge_for(self, root: Path, settings: ProposeConfig) -> Forge | None:
+        """The forge of ``via`` (None for ``via = "git"``)."""
+        if settings.via == "git":
+            return None
+        remote = None if settings.forge else self.pusher_for(root, settings).url
+        return forge_for(
+            settings.via, remote, settings=settings, client=self.http, environ=self.environ
+        )
+
+    def notifiers_for(self, root: Path, config: Config) -> list[Notifier]:
+        """The channels of ``config.notify``; the issue channel comments through the forge,
+        and when that cannot be built every reminder says why instead of failing the others."""
+        settings = config.propose
+        forge: Forge | None = None
+        host = ""
+        why = 'via = "git" has no forge to comment through: set via = "github"'
+        if "issue" in config.notify.channels and settings.via != "git":
+            try:
+                forge = self.forge_for(root, settings)
+                host = parse_remote(settings.forge or self.pusher_for(root, settings).url).host
+            except GovernError as exc:
+                forge, why = None, f"no forge: {exc.message}"
+        base = config.path.parent if config.path is not None else root
+        return channels.build(
+            config.notify,
+            http=self.http,
+            environ=self.environ,
+            forge=forge,
+            host=host,
+            why_no_forge=why,
+            base=base,
+        )
+
+
+async def propose_once(
+    store: Store,
+    query: str | None,
+    *,
+    dry_run: bool,
+    environ: Mapping[str, str] | None = None,
+) -> ProposeResult:
+    """One proposal call: branches, change requests and reminders, each sent once; the
+    secrets they need come from ``environ`` (default: the process's environment)."""
+    async with ci_http() as http:
+        parts = Outgoing(http, os.environ if environ is None else environ)
+        proposer = Proposer(
+            store,
+            pusher_for=parts.pusher_for,
+            forge_for=parts.forge_for,
+            notifiers_for=parts.notifiers_for,
+        )
         return await proposer.run(query, dry_run=dry_run)
+
+
+async def digest_once(store: Store, *, environ: Mapping[str, str] | None = None) -> DigestResult:
+    """Every repository's pending issue and digest, as its ``[tool.govern.notify]`` says."""
+    async with ci_http() as http:
+        parts = Outgoing(http, os.environ if environ is None else environ)
+        digester = Digester(store, forge_for=parts.forge_for, notifiers_for=parts.notifiers_for)
+        return await digester.run()

@@ -65,6 +65,7 @@ TOOL_KEYS = {
     "verify-attempts",
     "web",
     "propose",
+    "notify",
 }
 _WEB_KEYS = {
     "token-env": "GOVERN_WEB_TOKEN",
@@ -246,6 +247,137 @@ def _variable(value: dict[str, Any], key: str, where: str, example: str) -> str 
     return name
 
 
+NOTIFY_CHANNELS = ("issue", "webhook", "email")
+NOTIFY_DIGESTS = ("none", "daily", "weekly")
+_NOTIFY_KEYS = {
+    "channels",
+    "webhook-url-env",
+    "smtp-host",
+    "smtp-port",
+    "smtp-from",
+    "smtp-to",
+    "smtp-user-env",
+    "smtp-password-env",
+    "starttls",
+    "cafile",
+    "pending-issue",
+    "digest",
+}
+# Keys that would hold a secret itself, and the key that names its variable instead.
+_NOTIFY_SECRETS = {
+    "webhook-url": "webhook-url-env",
+    "smtp-password": "smtp-password-env",
+    "password": "smtp-password-env",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class NotifyConfig:
+    """``[tool.govern.notify]`` (``[notify]`` in .govern.toml): where reminders go, and the
+    pending-relaxations issue and digest. Secrets are named by their variables, never held."""
+
+    channels: tuple[str, ...] = ("issue",)  # of NOTIFY_CHANNELS, in the order they are sent
+    webhook_url_env: str | None = None  # the variable holding the webhook's URL (a secret)
+    smtp_host: str | None = None
+    smtp_port: int = 587
+    smtp_from: str | None = None
+    smtp_to: tuple[str, ...] = ()
+    smtp_user_env: str | None = None
+    smtp_password_env: str | None = None
+    starttls: bool = True  # false only on purpose: the password would cross in clear
+    cafile: str | None = None  # a PEM CA bundle for the SMTP server (relative: to the config)
+    pending_issue: bool = False
+    digest: str = "none"  # none | daily | weekly
+
+
+def _notify_variable(value: dict[str, Any], key: str, where: str) -> str | None:
+    """A notify key that names an environment variable (never the secret it holds)."""
+    name = string(value, key, where, "notify.")
+    if name is not None and not (name.replace("_", "").isalnum() and not name[0].isdigit()):
+        raise ConfigError(
+            f"{where}: notify.{key} must name an environment variable, not {show(name)}",
+            tip=f'Write {key} = "GOVERN_..." (the name of a variable, not a secret).',
+        )
+    return name
+
+
+def _notify(value: Any, where: str) -> NotifyConfig:
+    tip = 'Write [tool.govern.notify] then channels = ["issue"].'
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where}: notify must be a table, not {show(value)}", tip=tip)
+    for key, variable in _NOTIFY_SECRETS.items():
+        if key in value:
+            raise ConfigError(
+                f"{where}: [tool.govern.notify] holds {key}: a secret must never be committed "
+                "in a configuration file",
+                tip=f"Remove it, revoke it, and name the variable that holds it: "
+                f'{variable} = "..."',
+            )
+    known_keys(value, _NOTIFY_KEYS, where, what="[tool.govern.notify] key(s)")
+    channels = strings(value.get("channels", ["issue"]), "notify.channels", where)
+    odd = [c for c in channels if c not in NOTIFY_CHANNELS]
+    if odd:
+        raise ConfigError(
+            f"{where}: notify.channels holds {show(odd[0])}, not one of "
+            f"{', '.join(NOTIFY_CHANNELS)}",
+            tip='Write channels = ["issue", "webhook", "email"] (any of them).',
+        )
+    channels = tuple(dict.fromkeys(channels))
+    port = value.get("smtp-port", 587)
+    if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
+        raise ConfigError(
+            f"{where}: notify.smtp-port must be a port number, not {show(port)}",
+            tip="Write it without quotes: smtp-port = 587 (STARTTLS's submission port).",
+        )
+    settings = NotifyConfig(
+        channels=channels,
+        webhook_url_env=_notify_variable(value, "webhook-url-env", where),
+        smtp_host=string(value, "smtp-host", where, "notify."),
+        smtp_port=port,
+        smtp_from=string(value, "smtp-from", where, "notify."),
+        smtp_to=strings(value.get("smtp-to", []), "notify.smtp-to", where),
+        smtp_user_env=_notify_variable(value, "smtp-user-env", where),
+        smtp_password_env=_notify_variable(value, "smtp-password-env", where),
+        starttls=flag(value, "starttls", where, "notify.") is not False,
+        cafile=string(value, "cafile", where, "notify."),
+        pending_issue=boolean(value, "pending-issue", where),
+        digest=choice(value, "digest", where, NOTIFY_DIGESTS, "none"),
+    )
+    if "webhook" in channels and settings.webhook_url_env is None:
+        raise ConfigError(
+            f'{where}: notify.channels has "webhook" but no webhook-url-env',
+            tip='Add webhook-url-env = "GOVERN_WEBHOOK_URL" and put the URL in that variable.',
+        )
+    if "email" in channels:
+        missing = [
+            key
+            for key, given in (
+                ("smtp-host", settings.smtp_host),
+                ("smtp-from", settings.smtp_from),
+                ("smtp-to", settings.smtp_to),
+            )
+            if not given
+        ]
+        if missing:
+            raise ConfigError(
+                f'{where}: notify.channels has "email" but no {", ".join(missing)}',
+                tip='Add smtp-host = "smtp.example.org", smtp-from = "govern@example.org" and '
+                'smtp-to = ["team@example.org"].',
+            )
+    if (settings.smtp_user_env is None) != (settings.smtp_password_env is None):
+        raise ConfigError(
+            f"{where}: notify.smtp-user-env and smtp-password-env go together",
+            tip='Name both variables: smtp-user-env = "SMTP_USER", '
+            'smtp-password-env = "SMTP_PASSWORD".',
+        )
+    if settings.digest != "none" and not {"webhook", "email"} & set(channels):
+        raise ConfigError(
+            f"{where}: notify.digest = {show(settings.digest)} needs a webhook or email channel",
+            tip='Add "webhook" or "email" to channels (the pending issue is pending-issue = true).',
+        )
+    return settings
+
+
 @dataclass(frozen=True, slots=True)
 class Config:
     """The settings of one repository (all optional)."""
@@ -283,6 +415,7 @@ class Config:
     github_webhook_secret_env: str = _WEB_KEYS["github-webhook-secret-env"]
     buildkite_webhook_token_env: str = _WEB_KEYS["buildkite-webhook-token-env"]
     propose: ProposeConfig = ProposeConfig()
+    notify: NotifyConfig = NotifyConfig()
 
     def checked(self) -> Config:
         """Self, once every CI name that is referred to is defined."""
@@ -446,6 +579,7 @@ def parse_config(table: dict[str, Any], path: Path) -> Config:
         verify_with=string(table, "verify-with", where),
         verify_attempts=_attempts(table, where),
         propose=_propose(table.get("propose", {}), where),
+        notify=_notify(table.get("notify", {}), where),
         **_web(table.get("web", {}), where),
     ).checked()
 

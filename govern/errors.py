@@ -26,14 +26,17 @@ are never errors: they are :class:`govern.policy.Finding` values.
     │   ├── ForgeRateLimited     the forge asks to wait, until a given moment
     │   ├── ForgeUnavailable     a transient failure: connection, 5xx, an unreadable answer
     │   └── PushError            a push was rejected or could not be made (forge/push.py)
+    ├── NotifyError              a reminder channel could not deliver (notify/base.py)
+    │   ├── NotifyAuthError      the channel refused the credentials (SMTP login, webhook 401/403)
+    │   └── NotifyUnavailable    a transient failure: connection, 429, 5xx, SMTP 4xx; retried
     ├── EditRefused              a proposal's file cannot be edited as proposed (sources/rewrite.py)
     │   └── Superseded           the line changed since it was tracked: never forced
     ├── DaemonRunning            another govern daemon holds the store (daemon/lock.py)
     └── LockLost                 the daemon no longer holds its store's lock (daemon/lock.py)
 
-Each external system (the store, git, the package index, a CI provider) has one root,
-so a caller can catch everything one system raises. Failures of one project during a
-poll are values (``FetchFailed``), not errors.
+Each external system (the store, git, the package index, a CI provider, a forge, a
+notifier) has one root, so a caller can catch everything one system raises. Failures of
+one project during a poll are values (``FetchFailed``), not errors.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``govern daemon``: sync, poll, verify and propose on a schedule, until stopped."""
+"""``govern daemon``: sync, poll, verify, propose (and digest) on a schedule, until stopped."""
 
 from __future__ import annotations
 
@@ -25,6 +25,9 @@ if TYPE_CHECKING:
     from govern.store.db import Store
 
 _EVERY_HELP = "Between two {job} runs: 90s, 15m, 1h, 1d, or off."
+# Jobs listed in the "started" event only when on (added after govern.daemon/1's first
+# readers, who compare the jobs they know).
+_OPTIONAL_JOBS = ("digest",)
 
 
 def _printer(fmt: ViewFormat) -> Any:
@@ -110,6 +113,15 @@ def daemon(
     propose_every: Annotated[
         str, typer.Option("--propose-every", help=_EVERY_HELP.format(job="propose"))
     ] = "off",
+    digest_every: Annotated[
+        str,
+        typer.Option(
+            "--digest-every",
+            help=_EVERY_HELP.format(job="digest")
+            + " The pending issue and the digest of [tool.govern.notify]; a digest is sent"
+            " once per its period however often this runs.",
+        ),
+    ] = "off",
     once: Annotated[
         bool,
         typer.Option("--once", help="Run each job once, then exit (2 if one failed): for cron."),
@@ -125,16 +137,17 @@ def daemon(
 ) -> None:
     """Sync, poll, verify and propose on a schedule: fixes noticed and proposed the day they ship.
 
-    At start each job runs once (sync, poll, verify, then propose); then each on its interval,
-    one at a time, with a little jitter. A job that fails is reported and tried again at
-    its next time. One daemon per store. SIGTERM or Ctrl-C lets the running job finish
-    (within --grace), then exits 0; a second one stops at once. --format json writes one
-    JSON object per line (schema govern.daemon/1).
+    At start each job runs once (sync, poll, verify, propose, then digest when
+    --digest-every is given); then each on its interval, one at a time, with a little
+    jitter. A job that fails is reported and tried again at its next time. One daemon per
+    store. SIGTERM or Ctrl-C lets the running job finish (within --grace), then exits 0; a
+    second one stops at once. --format json writes one JSON object per line (schema
+    govern.daemon/1).
     """
     import asyncio  # here, with the stack below: see govern.cli
 
     from govern import application
-    from govern.daemon.jobs import PollJob, ProposeJob, SyncJob, VerifyJob
+    from govern.daemon.jobs import DigestJob, PollJob, ProposeJob, SyncJob, VerifyJob
     from govern.daemon.lock import single_instance
     from govern.daemon.runner import Daemon
 
@@ -143,6 +156,7 @@ def daemon(
         "poll": parse_every(poll_every, "--poll-every"),
         "verify": parse_every(verify_every, "--verify-every"),
         "propose": parse_every(propose_every, "--propose-every"),
+        "digest": parse_every(digest_every, "--digest-every"),
     }
     roots = _roots(paths or [])
     config = application.settings(config_file)
@@ -177,8 +191,10 @@ def daemon(
             elif name == "verify":
                 verify_index = application.optional_index(config, index_url)
                 jobs[name] = (VerifyJob(store, config, verify_index), seconds)
-            else:
+            elif name == "propose":
                 jobs[name] = (ProposeJob(store), seconds)
+            else:
+                jobs[name] = (DigestJob(store), seconds)
 
         def guard() -> None:  # before each run: still ours, still this govern's schema
             held.check()
@@ -197,6 +213,7 @@ def daemon(
                     if name in jobs
                     else f"off ({why_off.get(name, f'--{name}-every off')})"
                     for name, seconds in every.items()
+                    if name in jobs or name not in _OPTIONAL_JOBS
                 },
                 "repositories": [str(root) for root in roots],
                 "once": once,

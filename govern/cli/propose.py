@@ -31,8 +31,10 @@ def propose(
 
     The branch is pushed to [tool.govern.propose]'s remote (via = "git"), and with
     via = "github" or "gitlab" a pull or merge request is opened, or updated for a newer
-    candidate. Exit 0 when every proposal was sent (or needed nothing), 1 when an action
-    failed and will be retried, 2 when proposing could not be done.
+    candidate. With propose = "remind", a reminder goes to each channel of
+    [tool.govern.notify] (issue comment, webhook, email) instead. Exit 0 when every
+    proposal was sent (or needed nothing), 1 when an action failed and will be retried,
+    2 when proposing could not be done.
     """
     import asyncio  # here, with the stack below: see govern.cli
 

@@ -1,4 +1,5 @@
-"""The daemon's jobs: sync, poll, verify and propose, each an awaitable that says how it went."""
+"""The daemon's jobs: sync, poll, verify, propose and digest, each an awaitable that says how
+it went."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
     from govern.config import Config
     from govern.index.pipconfig import IndexSettings
     from govern.index.profiles import Profile
+    from govern.service.remind import DigestResult
     from govern.store.db import Store
 
 
@@ -225,3 +227,18 @@ class ProposeJob:
         return run_until_stopped(
             lambda: application.propose_once(self._store, None, dry_run=False), stop
         )
+
+
+class DigestJob:
+    """Each repository's pending-relaxations issue (edited only when its text changed) and
+    digest (once per period), as its ``[tool.govern.notify]`` says."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    async def __call__(self) -> Outcome:
+        result = await in_thread(self._digest, "digest")
+        return Outcome(not result.failed, result.summary(), result.as_dict())
+
+    def _digest(self, stop: threading.Event) -> DigestResult:
+        return run_until_stopped(lambda: application.digest_once(self._store), stop)

@@ -84,7 +84,7 @@ class EventKind(StrEnum):
     PROPOSAL_OPENED = "proposal-opened"  # a branch or change request carries the relaxation
     PROPOSAL_UPDATED = "proposal-updated"  # a newer candidate updated it
     PROPOSAL_SUPERSEDED = "proposal-superseded"  # the line changed by hand meanwhile
-    REMINDED = "reminded"  # a reminder went out instead of a change request
+    REMINDED = "reminded"  # a reminder of one verified version went out (once, any channel)
     MERGED = "merged"  # the change request was merged (the next sync relaxes the line)
     DECLINED = "declined"  # closed without merging: held, that version not proposed again
 

@@ -2,11 +2,18 @@
 
 A row goes ``pending`` → ``sending`` (committed just before the request) → ``sent`` (with
 what the other side answered). A row found in ``sending`` lost its process between the
-request and the record: its action is looked for first (a change request or comment by
-its marker, a branch by its content) and only sent again when it is not there; channels
-that cannot be searched are sent again with the same idempotency key or Message-ID. A
-failure is recorded with its message (never a token) and tried again with backoff, until
-:data:`MAX_ATTEMPTS`; then the row is ``dead`` and waits for a person.
+request and the record. Its action is looked for first (a change request or comment by
+its marker, a branch by its content) and only sent again when it is not there. A channel
+that cannot be searched (a chat webhook, email) is not sent again when the caller says
+so (``resend_unconfirmed=False``): the row is marked sent with ``{"unconfirmed": true}``,
+since the first attempt may well have arrived, and it carried the message's
+``Idempotency-Key`` or ``Message-ID`` for a receiver that removes duplicates; a second
+copy is not govern's to send. The price is a message lost when the process died after
+the row was marked ``sending`` but before the request left: at most once, and the row
+says so. A push keeps the default (``True``): pushing the same content again is harmless.
+
+A failure (the send raised) is recorded with its message (never a token) and tried again
+with backoff, until :data:`MAX_ATTEMPTS`; then the row is ``dead`` and waits for a person.
 """
 
 from __future__ import annotations
@@ -61,12 +68,14 @@ async def deliver(
     proposal_id: int | None = None,
     now: datetime | None = None,
     retry_now: bool = False,
+    resend_unconfirmed: bool = True,
 ) -> Delivered:
     """Send ``action`` once under ``key``: record it, send it, mark it confirmed.
 
     ``find`` looks for the action's effect (None: the channel cannot be searched); it is
-    asked whenever an earlier attempt may have had an effect. A failure due later is left
-    alone unless ``retry_now``.
+    asked whenever an earlier attempt may have had an effect. Without ``find`` and with
+    ``resend_unconfirmed=False``, a row left ``sending`` by a crash is marked sent,
+    unconfirmed, and not sent again. A failure due later is left alone unless ``retry_now``.
     """
     when = now or _now()
     with store.session(write=True) as session:
@@ -82,6 +91,15 @@ async def deliver(
         if state is OutboxState.FAILED and due is not None and due > when and not retry_now:
             return Delivered(key, state, dict(row.result), row.last_error)
         tried_before = row.attempts > 0
+        if state is OutboxState.SENDING and find is None and not resend_unconfirmed:
+            # The first attempt may have arrived: never a second copy (see the docstring).
+            unconfirmed: dict[str, Any] = {"unconfirmed": True, "attempts": row.attempts}
+            row.state = OutboxState.SENT
+            row.result = unconfirmed
+            row.sent_at = when
+            row.next_attempt_at = None
+            session.add(row)
+            return Delivered(key, OutboxState.SENT, unconfirmed)
     if tried_before and find is not None:
         try:
             found = await find()

@@ -32,6 +32,7 @@ from govern.config import Config, ProposeConfig, load_config
 from govern.errors import GovernError
 from govern.exclusions.states import EventKind, OutboxState, ProposalState, State
 from govern.forge.base import ChangeRequest, ChangeState, Forge, Opening, marker
+from govern.notify.base import Notifier
 from govern.service import outbox
 from govern.store import proposals
 from govern.store.db import Store
@@ -202,7 +203,8 @@ class Proposer:
     """Proposes the verified exclusions of one store.
 
     ``pusher_for(root, settings)`` and ``forge_for(root, settings)`` build the git remote
-    and the forge of a repository (tests hand in their own); ``now`` is the clock.
+    and the forge of a repository (tests hand in their own); ``now`` is the clock;
+    ``notifiers_for(root, config)`` the reminder channels of ``propose = "remind"``.
     """
 
     def __init__(
@@ -213,12 +215,14 @@ class Proposer:
         forge_for: Callable[[Path, ProposeConfig], Forge | None] | None = None,
         config_for: Callable[[Path], Config] = load_config,
         now: Callable[[], datetime] = lambda: datetime.now(UTC),
+        notifiers_for: Callable[[Path, Config], Sequence[Notifier]] | None = None,
     ) -> None:
         self.store = store
         self.pusher_for = pusher_for
         self.forge_for = forge_for
         self.config_for = config_for
         self.now = now
+        self.notifiers_for = notifiers_for
 
     async def run(self, query: str | None = None, *, dry_run: bool = False) -> ProposeResult:
         """Propose every verified exclusion (or the one named); see the module docstring."""
@@ -257,8 +261,13 @@ class Proposer:
         if mode == "none":
             return self._outcome(work, via, state="none", message="propose = none")
         if mode == "remind":
+            from govern.service.remind import remind  # the notifiers' stack, for reminders only
+
+            config = self.config_for(root)
+            notifiers = self.notifiers_for(root, config) if self.notifiers_for else None
+            done = await remind(self.store, work, notifiers, now=self.now(), dry_run=dry_run)
             return self._outcome(
-                work, "remind", state="skipped", message="reminders are not sent by this govern yet"
+                work, "remind", state=done.state, message=done.message, url=done.url, body=done.body
             )
         relaxation = work.relaxation
         if relaxation is None or relaxation.specifier is None:
@@ -615,31 +624,37 @@ def _change_dict(change: ChangeRequest) -> dict[str, Any]:
 
 def _edit(work: Work, content: bytes) -> tuple[bytes, str | None, str, str] | str:
     """The new file, the line before and after (None before: nothing to change) and the
-    diff; or why the proposal is superseded."""
+    diff; or why the proposal is superseded.
+
+    Every source format is edited (:func:`govern.sources.rewrite.relax_source`). A
+    ``--hash`` line is refused (a failed outcome, with the reason): :class:`Work` carries
+    no hashes of the candidate's files, so ``hashes`` is not passed.
+    """
     from govern.sources import rewrite
 
     assert work.relaxation is not None
     assert work.relaxation.specifier is not None
-    if work.format != "requirements":
-        raise GovernError(
-            f"{work.source}: proposals edit requirements and constraints files; "
-            f"a {work.format} source is not edited yet"
-        )
     try:
-        done = rewrite.relax_requirements(
-            content.decode("utf-8"),
+        text = content.decode("utf-8")
+    except UnicodeDecodeError:
+        raise GovernError(f"{work.source} is not UTF-8 text") from None
+    try:
+        done = rewrite.relax_source(
+            text,
+            format=work.format,
             path=work.source,
             line=work.line,
             requirement=work.requirement,
+            group=work.group,
             package=work.package,
             specifier=work.relaxation.specifier,
             candidate=work.version,
             evidence=evidence_lines(work),
+            bad_versions=work.bad_versions,
+            hashes=None,
         )
     except rewrite.Superseded as exc:
         return exc.message
-    except UnicodeDecodeError:
-        raise GovernError(f"{work.source} is not UTF-8 text") from None
     if not done.changed:
         return content, None, "", ""
     return done.text.encode("utf-8"), done.old, done.new, done.diff

@@ -124,3 +124,118 @@ def test_it_gives_up_after_every_attempt_failed(store: Store) -> None:
     again = asyncio.run(outbox.deliver(store, key="k", action="mail", send=remote.send, now=when))
     assert again.state is OutboxState.DEAD
     assert remote.received == []
+
+
+# -- resend_unconfirmed=False: channels that cannot be searched (a webhook, email) ------------
+
+
+def _dies_after(remote: Remote) -> outbox.Send:
+    async def send_then_die() -> dict[str, Any]:
+        await remote.send()
+        raise KeyboardInterrupt  # the process dies before the answer is recorded
+
+    return send_then_die
+
+
+def test_an_unsearchable_action_left_sending_is_marked_unconfirmed_not_sent_again(
+    store: Store,
+) -> None:
+    remote = Remote()
+    with pytest.raises(KeyboardInterrupt):
+        asyncio.run(
+            outbox.deliver(
+                store, key="k", action="remind-webhook", send=_dies_after(remote), now=NOW
+            )
+        )
+    assert _row(store, "k").state == "sending"
+    later = NOW + timedelta(minutes=5)
+    for _ in range(2):
+        done = asyncio.run(
+            outbox.deliver(
+                store,
+                key="k",
+                action="remind-webhook",
+                send=remote.send,
+                now=later,
+                resend_unconfirmed=False,
+            )
+        )
+        assert (done.state, done.sent_now) == (OutboxState.SENT, False)
+        assert done.result == {"unconfirmed": True, "attempts": 1}
+    assert remote.received == ["pr"]
+    row = _row(store, "k")
+    assert (row.state, row.attempts, row.result) == (
+        "sent",
+        1,
+        {"unconfirmed": True, "attempts": 1},
+    )
+    assert row.sent_at is not None
+    assert row.sent_at.replace(tzinfo=UTC) == later
+
+
+def test_by_default_an_unsearchable_action_left_sending_is_sent_again(store: Store) -> None:
+    """A push: the same content pushed again is harmless, and confirms it."""
+    remote = Remote()
+    with pytest.raises(KeyboardInterrupt):
+        asyncio.run(outbox.deliver(store, key="k", action="push", send=_dies_after(remote)))
+    done = asyncio.run(outbox.deliver(store, key="k", action="push", send=remote.send))
+    assert (done.state, done.sent_now, done.result) == (OutboxState.SENT, True, {"number": 2})
+    assert remote.received == ["pr", "pr"]
+
+
+def test_a_searchable_action_is_looked_for_whatever_resend_unconfirmed_says(
+    store: Store,
+) -> None:
+    remote = Remote()
+    with pytest.raises(KeyboardInterrupt):
+        asyncio.run(outbox.deliver(store, key="k", action="comment", send=_dies_after(remote)))
+    remote.received.clear()  # the comment is not there after all (it never arrived)
+    done = asyncio.run(
+        outbox.deliver(
+            store,
+            key="k",
+            action="comment",
+            send=remote.send,
+            find=remote.find,
+            resend_unconfirmed=False,
+        )
+    )
+    assert (done.state, done.sent_now, done.result) == (OutboxState.SENT, True, {"number": 1})
+    assert remote.received == ["pr"]
+
+
+def test_an_unsearchable_failure_is_still_retried_when_due(store: Store) -> None:
+    """``failed``: the send raised, so nothing arrived that could be confirmed."""
+    remote = Remote()
+    remote.fail_with = GovernError("webhook answered 503")
+    first = asyncio.run(
+        outbox.deliver(
+            store, key="k", action="mail", send=remote.send, now=NOW, resend_unconfirmed=False
+        )
+    )
+    assert (first.state, first.error) == (OutboxState.FAILED, "webhook answered 503")
+    remote.fail_with = None
+    done = asyncio.run(
+        outbox.deliver(
+            store,
+            key="k",
+            action="mail",
+            send=remote.send,
+            now=NOW + timedelta(hours=7),
+            resend_unconfirmed=False,
+        )
+    )
+    assert (done.state, done.sent_now, done.result) == (OutboxState.SENT, True, {"number": 1})
+    assert (_row(store, "k").attempts, remote.received) == (2, ["pr"])
+
+
+def test_a_pending_row_is_sent_whatever_resend_unconfirmed_says(store: Store) -> None:
+    """Written, then the process died before it marked the row sending: nothing left."""
+    with store.session(write=True) as session:
+        session.add(Outbox(dedupe_key="k", action="mail", created_at=NOW))
+    remote = Remote()
+    done = asyncio.run(
+        outbox.deliver(store, key="k", action="mail", send=remote.send, resend_unconfirmed=False)
+    )
+    assert (done.state, done.sent_now) == (OutboxState.SENT, True)
+    assert remote.received == ["pr"]

@@ -1,0 +1,109 @@
+"""What a reminder needs from a channel: a message in, what the other side answered out.
+
+Every channel (an issue comment, a chat webhook, an email) sits behind :class:`Notifier`
+and receives its client from outside. A channel that can be searched (an issue's comments,
+by the marker in the comment) is also :class:`Searchable`: after a crash between sending
+and recording, the outbox looks for the message instead of sending it again. The others
+(a webhook, SMTP) cannot be asked; the outbox then records them as sent, unconfirmed
+(:func:`govern.service.outbox.deliver`'s ``resend_unconfirmed``), and they carry the
+message's key (``Idempotency-Key``, ``Message-ID``) for a receiver that removes duplicates.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+from govern.errors import GovernError
+
+__all__ = [
+    "Message",
+    "Notifier",
+    "NotifyAuthError",
+    "NotifyError",
+    "NotifyUnavailable",
+    "Searchable",
+    "Skipped",
+    "repository_key",
+    "safe_key",
+]
+
+
+class NotifyError(GovernError):
+    """A channel could not deliver a message (a refusal that trying again will not fix)."""
+
+    def __init__(self, message: str, *, tip: str | None = None, status: int | None = None) -> None:
+        super().__init__(message, tip=tip)
+        self.status = status  # the HTTP status or SMTP reply code, when there was one
+
+
+class NotifyAuthError(NotifyError):
+    """The channel refused the credentials (an SMTP login, a revoked webhook)."""
+
+
+class NotifyUnavailable(NotifyError):
+    """A transient failure: connection, time-out, 429, 5xx, an SMTP 4xx. Retried."""
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One message, rendered once for every channel (:mod:`govern.notify.templates`).
+
+    ``key`` is the dedupe key: the outbox row's, the webhook's ``Idempotency-Key``, the
+    seed of the email's ``Message-ID`` and the issue comment's marker.
+    """
+
+    key: str
+    kind: str  # reminder, digest: the marker's kind on a forge
+    subject: str
+    text: str  # plain text: the email's body, the chat message
+    markdown: str  # the issue comment
+    links: tuple[str, ...] = ()  # where the issue channel looks for the issue to comment on
+
+
+@dataclass(frozen=True, slots=True)
+class Skipped:
+    """A channel that has nowhere to send this message, and why (a value, not an error)."""
+
+    reason: str
+
+
+class Notifier(Protocol):
+    """One channel. ``send`` raises :class:`NotifyError` (or a subclass) and nothing else."""
+
+    name: str  # "issue", "webhook", "email": the channel's name in [tool.govern.notify]
+
+    def target(self, message: Message) -> str | Skipped:
+        """Where ``message`` would go, as shown to people (never a secret), or why nowhere."""
+        ...
+
+    async def send(self, message: Message) -> dict[str, Any]:
+        """Deliver ``message``; what the other side answered (stored in the outbox row)."""
+        ...
+
+
+@runtime_checkable
+class Searchable(Notifier, Protocol):
+    """A channel whose messages can be found again (by the marker the message carries)."""
+
+    async def find(self, message: Message) -> dict[str, Any] | None:
+        """What :meth:`send` would have answered, if ``message`` is there; else None."""
+        ...
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._:/@+-]")
+
+
+def safe_key(text: str) -> str:
+    """``text`` with every character a marker or a header cannot carry replaced by ``-``."""
+    return _UNSAFE.sub("-", text)
+
+
+def repository_key(name: str) -> str:
+    """A repository's name as a marker's or a dedupe key's part: itself when it is short
+    and plain (``vllm-project/vllm``), else a hash of it."""
+    if len(name) <= 100 and name and not _UNSAFE.search(name):
+        return name
+    return "repo-" + hashlib.sha256(name.encode("utf-8", "surrogateescape")).hexdigest()[:16]

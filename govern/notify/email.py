@@ -1,0 +1,181 @@
+"""Reminders and digests by email: SMTP with STARTTLS (RFC 3207) and AUTH (RFC 4954).
+
+:mod:`smtplib` runs in a thread (:func:`asyncio.to_thread`). The connection is upgraded
+with STARTTLS before anything else is said, on a TLS context that verifies the server's
+certificate and name (``cafile`` adds a private CA); a server that does not offer
+STARTTLS is refused, unless ``starttls = false`` was configured, which every target line
+then says. The ``Message-ID`` is derived from the message's key, so a copy that did go
+out twice is one message to the reader's client; the outbox never sends it twice on its own.
+
+Replies (RFC 5321 section 4.2): 535 on login is NotifyAuthError, a 4xx (or a dropped
+connection, a time-out) NotifyUnavailable, retried; any other 5xx a NotifyError. The
+password never appears in a message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import smtplib
+import ssl
+from collections.abc import Sequence
+from email.message import EmailMessage
+from email.utils import formatdate, getaddresses, parseaddr
+from typing import Any
+
+from govern.notify.base import Message, NotifyAuthError, NotifyError, NotifyUnavailable, Skipped
+from govern.redact import scrub
+
+__all__ = ["EmailNotifier", "message_id"]
+
+PLAINTEXT_WARNING = "without TLS: starttls = false"
+
+
+def message_id(key: str, sender: str) -> str:
+    """``<govern.{hash of key}@{the sender's domain}>``: the same key, the same id."""
+    domain = parseaddr(sender)[1].rpartition("@")[2] or "govern.invalid"
+    digest = hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
+    return f"<govern.{digest}@{domain}>"
+
+
+class EmailNotifier:
+    """Mails ``recipients`` from ``sender`` through ``host:port``; ``user`` and ``password``
+    (from the environment) log in after STARTTLS."""
+
+    name = "email"
+
+    def __init__(
+        self,
+        *,
+        host: str,
+        port: int,
+        sender: str,
+        recipients: Sequence[str],
+        user: str | None = None,
+        password: str | None = None,
+        starttls: bool = True,
+        cafile: str | None = None,
+        timeout: float = 30.0,
+    ) -> None:
+        self.host = host
+        self.port = port
+        self.sender = sender
+        self.recipients = tuple(recipients)
+        self.user = user
+        self._password = password
+        self.starttls = starttls
+        self.cafile = cafile
+        self.timeout = timeout
+
+    def __repr__(self) -> str:
+        """``EmailNotifier('smtp.example.org:587')``: never the password."""
+        return f"EmailNotifier({f'{self.host}:{self.port}'!r})"
+
+    def target(self, message: Message) -> str | Skipped:
+        """The recipients (and, without STARTTLS, a warning that says so)."""
+        shown = ", ".join(self.recipients)
+        return shown if self.starttls else f"{shown} ({PLAINTEXT_WARNING})"
+
+    def compose(self, message: Message) -> EmailMessage:
+        """The mail: Subject, From, To, a Message-ID from the key, the text as its body."""
+        mail = EmailMessage()
+        mail["Subject"] = message.subject
+        mail["From"] = self.sender
+        mail["To"] = ", ".join(self.recipients)
+        mail["Date"] = formatdate(usegmt=True)
+        mail["Message-ID"] = message_id(message.key, self.sender)
+        mail["Auto-Submitted"] = "auto-generated"  # RFC 3834: no auto-replies to it
+        mail.set_content(message.text)
+        return mail
+
+    async def send(self, message: Message) -> dict[str, Any]:
+        """Send the mail; the Message-ID, and the recipients the server refused (if some)."""
+        mail = self.compose(message)
+        refused = await asyncio.to_thread(self._deliver, mail)
+        answer: dict[str, Any] = {
+            "message_id": mail["Message-ID"],
+            "to": list(self.recipients),
+        }
+        if refused:
+            answer["refused"] = sorted(refused)
+        if not self.starttls:
+            answer["warning"] = PLAINTEXT_WARNING
+        return answer
+
+    def _where(self) -> str:
+        return f"smtp {self.host}:{self.port}"
+
+    def _scrub(self, text: str) -> str:
+        return scrub(text, (self._password or "",))
+
+    def _deliver(self, mail: EmailMessage) -> dict[str, Any]:
+        """The SMTP conversation (blocking); errors translated to the notifier's."""
+        where = self._where()
+        try:
+            context = ssl.create_default_context(cafile=self.cafile)
+        except OSError as exc:  # the cafile is missing or not PEM
+            raise NotifyError(
+                f"{where}: the CA file {self.cafile} cannot be used: {exc.strerror or exc}",
+                tip="Point cafile at a PEM file with the CA that signed the server's certificate.",
+            ) from None
+        try:
+            with smtplib.SMTP(self.host, self.port, timeout=self.timeout) as smtp:
+                smtp.ehlo()
+                if self.starttls:
+                    if not smtp.has_extn("starttls"):
+                        raise NotifyError(
+                            f"{where} does not offer STARTTLS; nothing was sent",
+                            tip="Use a server that offers STARTTLS, or (on a trusted network "
+                            "only) set starttls = false in [tool.govern.notify].",
+                        )
+                    smtp.starttls(context=context)
+                    smtp.ehlo()
+                if self.user is not None:
+                    smtp.login(self.user, self._password or "")
+                refused: dict[str, Any] = smtp.send_message(
+                    mail, from_addr=parseaddr(self.sender)[1], to_addrs=self._addresses()
+                )
+                return refused
+        except smtplib.SMTPAuthenticationError as exc:
+            raise NotifyAuthError(
+                f"{where} refused the login of {self.user}: {self._reply(exc)}",
+                tip="Check the user and password the smtp-user-env and smtp-password-env "
+                "variables hold.",
+                status=exc.smtp_code,
+            ) from None
+        except smtplib.SMTPRecipientsRefused as exc:
+            codes = [code for code, _ in exc.recipients.values()]
+            said = "; ".join(
+                f"{rcpt}: {code} {self._text(reply)}"
+                for rcpt, (code, reply) in exc.recipients.items()
+            )
+            cls = NotifyUnavailable if any(400 <= c < 500 for c in codes) else NotifyError
+            raise cls(f"{where} refused every recipient: {said}") from None
+        except smtplib.SMTPResponseException as exc:
+            cls = NotifyUnavailable if 400 <= exc.smtp_code < 500 else NotifyError
+            raise cls(f"{where} answered {self._reply(exc)}", status=exc.smtp_code) from None
+        except smtplib.SMTPNotSupportedError as exc:
+            raise NotifyError(f"{where}: {self._scrub(str(exc))}") from None
+        except smtplib.SMTPException as exc:  # disconnected, or an answer that is not SMTP
+            said = self._scrub(str(exc)) or type(exc).__name__
+            raise NotifyUnavailable(f"{where}: {said}") from None
+        except ssl.SSLCertVerificationError as exc:
+            raise NotifyError(
+                f"{where}: the server's certificate is not trusted: {exc.verify_message}",
+                tip="Set cafile in [tool.govern.notify] to the CA that signed it.",
+            ) from None
+        except ssl.SSLError as exc:
+            raise NotifyError(f"{where}: TLS failed: {exc.reason or exc}") from None
+        except OSError as exc:  # refused, unreachable, timed out, a name that does not resolve
+            said = exc.strerror or str(exc) or type(exc).__name__
+            raise NotifyUnavailable(f"{where} could not be reached: {said}") from None
+
+    def _addresses(self) -> list[str]:
+        return [address for _, address in getaddresses(list(self.recipients)) if address]
+
+    def _text(self, reply: bytes | str) -> str:
+        text = reply.decode("utf-8", "replace") if isinstance(reply, bytes) else reply
+        return self._scrub(" ".join(text.split()))[:300]
+
+    def _reply(self, exc: smtplib.SMTPResponseException) -> str:
+        return f"{exc.smtp_code} {self._text(exc.smtp_error)}"

@@ -1,0 +1,106 @@
+"""The repository's "Pending relaxations" issue, kept up to date in place; digest periods.
+
+One issue per repository, found by ``marker("pending", <repository key>)`` in its body.
+:func:`publish` opens it the first time, and later edits it only when its title or body
+differ from what it shows: a run in which nothing changed sends nothing. The outbox
+remembers the issue's number and the hash of the body it last sent
+(:mod:`govern.service.remind`), so an unchanged repository costs no request at all.
+Editing the issue reopens it if a person closed it (the forge's ``update_issue``).
+
+The digest is the same content as one message, once per period (:func:`period`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from govern.forge.base import Forge, ForgeAuthError, ForgeError, Issue, marker
+from govern.notify.base import repository_key
+from govern.notify.issue import from_forge
+from govern.notify.templates import pending_issue
+from govern.store.notices import Overview
+
+__all__ = ["PendingIssue", "find", "period", "publish", "render"]
+
+
+def period(now: datetime, every: str) -> str | None:
+    """The digest period ``now`` falls in: ``2026-06-02`` (daily), ``2026-W23`` (weekly,
+    ISO 8601 weeks), None when digests are off."""
+    if every == "daily":
+        return now.date().isoformat()
+    if every == "weekly":
+        year, week, _day = now.isocalendar()
+        return f"{year}-W{week:02d}"
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class PendingIssue:
+    """The issue as it should read: title, body (ending in its marker), and their hash."""
+
+    repository: str
+    title: str
+    body: str
+    marker: str
+
+    @property
+    def digest(self) -> str:
+        """A short hash of the title and body: what changed means a new hash."""
+        raw = f"{self.title}\0{self.body}".encode()
+        return hashlib.sha256(raw).hexdigest()[:16]
+
+
+def render(overview: Overview) -> PendingIssue:
+    """The pending issue of ``overview``'s repository."""
+    title, body = pending_issue(overview)
+    mark = marker("pending", repository_key(overview.repository))
+    return PendingIssue(overview.repository, title, f"{body.rstrip()}\n\n{mark}\n", mark)
+
+
+def _answer(issue: Issue, wanted: PendingIssue, action: str) -> dict[str, Any]:
+    return {"number": issue.number, "url": issue.url, "digest": wanted.digest, "action": action}
+
+
+def _shows(issue: Issue, wanted: PendingIssue) -> bool:
+    return issue.title == wanted.title and issue.body.strip() == wanted.body.strip()
+
+
+async def find(forge: Forge, wanted: PendingIssue) -> dict[str, Any] | None:
+    """The issue, if it already reads as ``wanted`` (a run that crashed after editing it)."""
+    try:
+        found = await forge.find_issue(wanted.marker)
+    except ForgeError as exc:
+        raise from_forge(exc, "pending issue") from exc
+    if found is None or not _shows(found, wanted):
+        return None
+    return _answer(found, wanted, "found")
+
+
+async def publish(forge: Forge, wanted: PendingIssue, *, number: int | None) -> dict[str, Any]:
+    """Open the issue, or edit it (``number``: where it was last sent) when it differs.
+
+    An issue that is gone (deleted, transferred: 404) is looked for by its marker, then
+    opened again.
+    """
+    try:
+        if number is not None:
+            try:
+                updated = await forge.update_issue(number, title=wanted.title, body=wanted.body)
+            except ForgeError as exc:
+                if isinstance(exc, ForgeAuthError) or exc.status not in (404, 410):
+                    raise
+            else:
+                return _answer(updated, wanted, "updated")
+        existing = await forge.find_issue(wanted.marker)
+        if existing is None:
+            opened = await forge.open_issue(title=wanted.title, body=wanted.body)
+            return _answer(opened, wanted, "opened")
+        if _shows(existing, wanted):
+            return _answer(existing, wanted, "unchanged")
+        updated = await forge.update_issue(existing.number, title=wanted.title, body=wanted.body)
+        return _answer(updated, wanted, "updated")
+    except ForgeError as exc:
+        raise from_forge(exc, "pending issue") from exc

@@ -1,0 +1,358 @@
+"""Reminders, the pending-relaxations issue and the digest, each sent once through the outbox.
+
+:func:`remind` is what ``propose = "remind"`` does with a verified exclusion: one message
+(:func:`govern.notify.templates.reminder`) to every configured channel, each under its
+own dedupe key ``remind:<exclusion key>:<version>:<channel>``. A channel that can be
+searched (the issue comment) is looked for after a crash; the others are never sent a
+second time (the outbox's ``resend_unconfirmed=False``). The first run in which a
+channel delivered it adds one ``reminded`` event (per exclusion and version) and
+moves the exclusion to ``proposed``.
+
+:class:`Digester` keeps each repository's pending-relaxations issue up to date (edited
+only when its text changed) and sends its digest once per period, for the daemon.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from govern.config import Config, ProposeConfig, load_config
+from govern.errors import GovernError
+from govern.exclusions.states import EventKind, OutboxState, ProposalState, State
+from govern.forge.base import Forge
+from govern.notify import pending, templates
+from govern.notify.base import Message, Notifier, Searchable, Skipped, repository_key
+from govern.service import outbox
+from govern.store import notices, proposals
+from govern.store.db import Store
+from govern.store.models import Proposal
+from govern.store.proposals import Work
+
+__all__ = ["DigestResult", "Digester", "Reminded", "remind"]
+
+PENDING_ACTION = "pending-issue"
+
+
+@dataclass(frozen=True, slots=True)
+class Reminded:
+    """How one reminder went: sent, failed (retried later), skipped or dry-run; one line
+    per channel in ``message``; the issue comment's URL when there is one."""
+
+    state: str
+    message: str
+    url: str | None = None
+    body: str | None = None
+
+
+def _line(name: str, where: str, done: outbox.Delivered) -> str:
+    """One channel's part of the outcome message."""
+    head = f"{name} {where}"
+    if done.state is OutboxState.SENT:
+        if done.result.get("unconfirmed"):
+            return f"{head}: unconfirmed (a run died while sending it; not sent again)"
+        if done.result.get("found"):
+            return f"{head}: found (sent by a run that died before recording it)"
+        return f"{head}: {'sent' if done.sent_now else 'already sent'}"
+    if done.state is OutboxState.DEAD:
+        return f"{head}: gave up after every attempt failed: {done.error}"
+    return f"{head}: failed, tried again later: {done.error}"
+
+
+async def deliver(
+    store: Store,
+    notifier: Notifier,
+    message: Message,
+    *,
+    action: str,
+    now: datetime,
+    proposal_id: int | None = None,
+) -> outbox.Delivered:
+    """``message`` to one channel through the outbox, under ``<message key>:<channel>``."""
+    one = replace(message, key=f"{message.key}:{notifier.name}")
+
+    async def send() -> dict[str, Any]:
+        return await notifier.send(one)
+
+    find: outbox.Find | None = None
+    if isinstance(notifier, Searchable):
+        searchable = notifier
+
+        async def look() -> dict[str, Any] | None:
+            return await searchable.find(one)
+
+        find = look
+    return await outbox.deliver(
+        store,
+        key=one.key,
+        action=action,
+        send=send,
+        find=find,
+        proposal_id=proposal_id,
+        now=now,
+        resend_unconfirmed=False,
+    )
+
+
+async def remind(
+    store: Store,
+    work: Work,
+    notifiers: Sequence[Notifier] | None,
+    *,
+    now: datetime,
+    dry_run: bool = False,
+) -> Reminded:
+    """Remind the people of ``work`` that its candidate passed, on every channel, once."""
+    if notifiers is None:
+        return Reminded(
+            "skipped", "this run was built without notifiers (govern propose builds them)"
+        )
+    if not notifiers:
+        return Reminded("skipped", "no channel: channels = [] in [tool.govern.notify]")
+    message = templates.reminder(work)
+    targets = [(notifier, notifier.target(message)) for notifier in notifiers]
+    skipped = [f"{n.name}: skipped, {t.reason}" for n, t in targets if isinstance(t, Skipped)]
+    if dry_run:
+        would = [f"{n.name} {t}: would be sent" for n, t in targets if isinstance(t, str)]
+        return Reminded("dry-run", "; ".join([*would, *skipped]), body=message.text)
+    if len(skipped) == len(targets):
+        return Reminded("skipped", "; ".join(skipped))
+    proposal_id = _proposal(store, work, now)
+    lines: list[str] = []
+    sent: list[str] = []
+    failed = False
+    url: str | None = None
+    for notifier, where in targets:
+        if isinstance(where, Skipped):
+            continue
+        done = await deliver(
+            store,
+            notifier,
+            message,
+            action=f"remind-{notifier.name}",
+            now=now,
+            proposal_id=proposal_id,
+        )
+        lines.append(_line(notifier.name, where, done))
+        if done.state is OutboxState.SENT:
+            sent.append(notifier.name)
+            url = url or (done.result.get("url") if notifier.name == "issue" else None)
+        else:
+            failed = True
+    if sent:
+        _reminded(store, work, proposal_id, sent, url, now)
+    return Reminded("failed" if failed else "sent", "; ".join([*lines, *skipped]), url=url)
+
+
+def _proposal(store: Store, work: Work, now: datetime) -> int:
+    """The reminder's proposal row (one per exclusion and version), made once."""
+    key = f"reminder:{work.key}:{work.version}"
+    relaxation = work.relaxation
+    with store.session(write=True) as session:
+        row = proposals.proposal(session, key=key)
+        if row is None:
+            row = Proposal(
+                exclusion_id=work.exclusion_id,
+                candidate_id=work.candidate_id,
+                kind="reminder",
+                dedupe_key=key,
+                state=ProposalState.OPEN,
+                new_clause=relaxation.specifier if relaxation else None,
+                created_at=now,
+                via="remind",
+                version=work.version,
+                old=work.requirement,
+                new=relaxation.requirement if relaxation else None,
+            )
+            session.add(row)
+            session.flush()
+        assert row.id is not None
+        return row.id
+
+
+def _reminded(
+    store: Store, work: Work, proposal_id: int, sent: list[str], url: str | None, now: datetime
+) -> None:
+    """The first delivery of a reminder: its event, once, and the exclusion proposed."""
+    with store.session(write=True) as session:
+        row = session.get(Proposal, proposal_id)
+        assert row is not None
+        if row.updated_at is not None:
+            return
+        row.updated_at = now
+        row.url = url
+        session.add(row)
+        detail: dict[str, Any] = {"version": work.version, "via": "remind", "channels": sent}
+        if url:
+            detail["url"] = url
+        proposals.add_event(
+            session,
+            exclusion_id=work.exclusion_id,
+            kind=EventKind.REMINDED,
+            at=now,
+            detail=detail,
+        )
+        proposals.set_state(
+            session,
+            exclusion_id=work.exclusion_id,
+            state=State.PROPOSED,
+            only_from=(State.VERIFIED,),
+        )
+
+
+# -- the pending issue and the digest ------------------------------------------------------
+
+
+@dataclass(slots=True)
+class DigestResult:
+    """Per repository: how its pending issue and its digest went (when configured)."""
+
+    repositories: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def failed(self) -> bool:
+        """Something failed (and is tried again at the next run)."""
+        return any(
+            "error" in item
+            or any(
+                isinstance(part, dict) and part.get("state") == "failed" for part in item.values()
+            )
+            for item in self.repositories
+        )
+
+    def summary(self) -> str:
+        """``2 repositories: digest sent 2, pending issue updated 1``, as the daemon says."""
+        said: dict[str, int] = {}
+        for item in self.repositories:
+            for part in ("pending_issue", "digest"):
+                if part in item:
+                    label = f"{part.replace('_', ' ')} {item[part]['state']}"
+                    said[label] = said.get(label, 0) + 1
+            if "error" in item:
+                said["failed"] = said.get("failed", 0) + 1
+        parts = ", ".join(f"{label} {n}" for label, n in sorted(said.items()))
+        count = len(self.repositories)
+        said_count = f"{count} repositor{'y' if count == 1 else 'ies'}"
+        return said_count + (f": {parts}" if parts else "")
+
+    def as_dict(self) -> dict[str, Any]:
+        """The result as JSON."""
+        return {"repositories": self.repositories}
+
+
+class Digester:
+    """The pending issue and the digest of every tracked repository, as configured.
+
+    ``forge_for(root, settings)`` builds a repository's forge (None: it has none) and
+    ``notifiers_for(root, config)`` its channels; the digest goes to the webhook and
+    email ones (the issue side of a digest is the pending issue).
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        forge_for: Callable[[Path, ProposeConfig], Forge | None],
+        notifiers_for: Callable[[Path, Config], Sequence[Notifier]],
+        config_for: Callable[[Path], Config] = load_config,
+        now: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        self.store = store
+        self.forge_for = forge_for
+        self.notifiers_for = notifiers_for
+        self.config_for = config_for
+        self.now = now
+
+    async def run(self) -> DigestResult:
+        """Every repository: its pending issue, then its digest (each when configured)."""
+        result = DigestResult()
+        with self.store.session() as session:
+            tracked = notices.repositories(session)
+        for name, root in tracked:
+            item: dict[str, Any] = {"repository": name}
+            try:
+                config = self.config_for(Path(root))
+                settings = config.notify
+                if settings.pending_issue:
+                    item["pending_issue"] = await self.pending_issue(name, Path(root), config)
+                when = pending.period(self.now(), settings.digest)
+                if when is not None:
+                    item["digest"] = await self.digest(name, Path(root), config, when)
+            except GovernError as exc:
+                item["error"] = exc.message
+            if len(item) > 1:
+                result.repositories.append(item)
+        return result
+
+    def _overview(self, name: str) -> notices.Overview:
+        with self.store.session() as session:
+            return notices.overview(session, repository=name, today=self.now().date())
+
+    async def pending_issue(self, name: str, root: Path, config: Config) -> dict[str, Any]:
+        """Open the repository's pending issue, or edit it when its text changed."""
+        forge = self.forge_for(root, config.propose)
+        if forge is None:
+            return {
+                "state": "skipped",
+                "message": 'the pending issue needs a forge: via = "github" in '
+                "[tool.govern.propose]",
+            }
+        wanted = pending.render(self._overview(name))
+        prefix = f"pending:{repository_key(name)}:"
+        with self.store.session() as session:
+            last = notices.last_sent(session, action=PENDING_ACTION, prefix=prefix)
+            shown = dict(last.result) if last is not None else {}
+            after = last.id if last is not None else 0
+        if shown.get("digest") == wanted.digest:
+            return {"state": "unchanged", "number": shown.get("number"), "url": shown.get("url")}
+        number = shown.get("number") if isinstance(shown.get("number"), int) else None
+
+        async def publish() -> dict[str, Any]:
+            return await pending.publish(forge, wanted, number=number)
+
+        async def find() -> dict[str, Any] | None:
+            return await pending.find(forge, wanted)
+
+        # The key chains on the row last sent: a body that comes back (A, B, A) is sent again.
+        done = await outbox.deliver(
+            self.store,
+            key=f"{prefix}{after}:{wanted.digest}",
+            action=PENDING_ACTION,
+            send=publish,
+            find=find,
+            now=self.now(),
+        )
+        if done.state is not OutboxState.SENT:
+            return {"state": "failed", "message": done.error}
+        return {
+            "state": str(done.result.get("action", "sent")),
+            "number": done.result.get("number"),
+            "url": done.result.get("url"),
+        }
+
+    async def digest(self, name: str, root: Path, config: Config, when: str) -> dict[str, Any]:
+        """Send the period's digest to the webhook and email channels, once."""
+        channels = [n for n in self.notifiers_for(root, config) if n.name != "issue"]
+        if not channels:
+            return {"state": "skipped", "message": "no webhook or email channel"}
+        overview = self._overview(name)
+        if not overview.actionable:
+            return {"state": "skipped", "message": "nothing relaxable or overdue"}
+        message = templates.digest(overview, when)
+        lines: list[str] = []
+        failed = False
+        for notifier in channels:
+            where = notifier.target(message)
+            if isinstance(where, Skipped):
+                lines.append(f"{notifier.name}: skipped, {where.reason}")
+                continue
+            done = await deliver(
+                self.store, notifier, message, action=f"digest-{notifier.name}", now=self.now()
+            )
+            lines.append(_line(notifier.name, where, done))
+            failed = failed or done.state is not OutboxState.SENT
+        state = "failed" if failed else "sent"
+        return {"state": state, "period": when, "message": "; ".join(lines)}

@@ -1,0 +1,113 @@
+"""What a repository's pending-relaxations issue and its digest list, read from the store.
+
+:func:`overview` sorts a repository's open exclusions into relaxable (a verified
+candidate with a stored relaxation), overdue (past the annotation's review date) and
+held (sentinel caps are no debt and are left out); :func:`last_sent` finds the outbox
+row a key prefix last sent (the pending issue's number and the hash of the body it was
+given).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from datetime import date
+
+from sqlmodel import Session, col, select
+
+from govern.exclusions.model import SubKind
+from govern.exclusions.states import ENDED, OutboxState, State
+from govern.store import proposals
+from govern.store.models import Exclusion, Outbox, Repository
+from govern.store.queries import like_literal, ordered_rows
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One exclusion as the pending issue and the digest list it."""
+
+    key: str
+    package: str
+    source: str
+    line: int
+    requirement: str
+    state: State
+    reason: str | None
+    links: tuple[str, ...]
+    review_by: date | None = None
+    version: str | None = None  # the verified candidate (relaxable ones)
+    new: str | None = None  # the line relaxed
+    run_url: str | None = None  # the first passed verification run
+
+
+@dataclass(frozen=True, slots=True)
+class Overview:
+    """A repository's open exclusions by what they wait for."""
+
+    repository: str
+    relaxable: tuple[Entry, ...]
+    overdue: tuple[Entry, ...]
+    held: tuple[Entry, ...]
+
+    @property
+    def actionable(self) -> bool:
+        """Whether anything waits for a person (relaxable or overdue ones)."""
+        return bool(self.relaxable or self.overdue)
+
+
+def repositories(session: Session) -> list[tuple[str, str]]:
+    """Every tracked repository: (name, the root it was last tracked from), by name."""
+    rows = session.exec(select(Repository.name, Repository.root).order_by(col(Repository.name)))
+    return [(name, root) for name, root in rows.all()]
+
+
+def overview(session: Session, *, repository: str, today: date) -> Overview:
+    """The open exclusions of ``repository``: relaxable first, then overdue, then held."""
+    verified = {
+        work.exclusion_id: work
+        for work in proposals.verified(session)
+        if work.repository == repository
+    }
+    relaxable: list[Entry] = []
+    overdue: list[Entry] = []
+    held: list[Entry] = []
+    rows = ordered_rows(
+        session, col(Repository.name) == repository, col(Exclusion.removed_at).is_(None)
+    )
+    for exclusion, note, source, _repo in rows:
+        if exclusion.state in ENDED or exclusion.sub_kind == SubKind.SENTINEL:
+            continue  # a <9999-style sentinel is no debt (DESIGN.md)
+        entry = Entry(
+            key=exclusion.key,
+            package=exclusion.package,
+            source=source.path,
+            line=exclusion.line,
+            requirement=exclusion.requirement,
+            state=State(exclusion.state),
+            reason=note.reason if note else None,
+            links=tuple(note.links) if note else (),
+            review_by=note.review_by if note else None,
+        )
+        work = verified.get(exclusion.id or 0)
+        if work is not None and work.relaxation is not None and work.relaxation.specifier:
+            run = next((r.url for r in work.runs if r.url), None)
+            relaxable.append(
+                replace(entry, version=work.version, new=work.relaxation.requirement, run_url=run)
+            )
+        elif entry.review_by is not None and entry.review_by < today:
+            overdue.append(entry)
+        elif entry.state is State.HELD:
+            held.append(entry)
+    return Overview(repository, tuple(relaxable), tuple(overdue), tuple(held))
+
+
+def last_sent(session: Session, *, action: str, prefix: str) -> Outbox | None:
+    """The newest sent outbox row of ``action`` whose key starts with ``prefix``."""
+    return session.exec(
+        select(Outbox)
+        .where(
+            col(Outbox.action) == action,
+            col(Outbox.state) == OutboxState.SENT,
+            col(Outbox.dedupe_key).like(like_literal(prefix) + "%", escape="\\"),
+        )
+        .order_by(col(Outbox.id).desc())
+    ).first()
