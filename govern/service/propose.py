@@ -627,8 +627,8 @@ def _edit(work: Work, content: bytes) -> tuple[bytes, str | None, str, str] | st
     diff; or why the proposal is superseded.
 
     Every source format is edited (:func:`govern.sources.rewrite.relax_source`). A
-    ``--hash`` line is refused (a failed outcome, with the reason): :class:`Work` carries
-    no hashes of the candidate's files, so ``hashes`` is not passed.
+    ``--hash`` line takes the candidate's hashes from the index's file list, as the poll
+    stored it; without every one of them it is refused with the reason.
     """
     from govern.sources import rewrite
 
@@ -651,7 +651,7 @@ def _edit(work: Work, content: bytes) -> tuple[bytes, str | None, str, str] | st
             candidate=work.version,
             evidence=evidence_lines(work),
             bad_versions=work.bad_versions,
-            hashes=None,
+            hashes=work.hashes or None,
         )
     except rewrite.Superseded as exc:
         return exc.message

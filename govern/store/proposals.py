@@ -6,6 +6,7 @@ Keyword-only functions on a session; :mod:`govern.service.propose` keeps the wor
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -35,6 +36,8 @@ from govern.store.models import (
     Verification,
 )
 from govern.store.relaxations import stored
+
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 
 # States from which a verified candidate may be proposed (proposed: a newer one updates it).
 _PROPOSABLE = (State.VERIFIED, State.PROPOSED)
@@ -75,6 +78,9 @@ class Work:
     owner: str | None
     runs: tuple[Run, ...]
     history: tuple[tuple[datetime, str, str], ...]  # (at, kind, a line of detail)
+    # ``sha256:<hex>`` of every file of the candidate on the index, for ``--hash`` lines;
+    # empty when the index's file list cannot give every one
+    hashes: tuple[str, ...] = ()
 
 
 def verified(session: Session, *, query: str | None = None) -> list[Work]:
@@ -127,9 +133,24 @@ def verified(session: Session, *, query: str | None = None) -> list[Work]:
                 owner=exclusion.assigned_owner or (note.owner if note else None),
                 runs=_runs(session, release.version, exclusion.id),
                 history=_history(session, exclusion.id),
+                hashes=file_hashes(release.files),
             )
         )
     return out
+
+
+def file_hashes(files: Sequence[dict[str, Any]]) -> tuple[str, ...]:
+    """Every non-yanked file's sha256 as pip's ``--hash`` takes it (sorted), or () when a
+    file has none: a hash-checked line needs every file's hash, not some."""
+    found: set[str] = set()
+    for item in files:
+        if item.get("yanked"):
+            continue
+        digest = (item.get("hashes") or {}).get("sha256")
+        if not isinstance(digest, str) or not _SHA256.fullmatch(digest.lower()):
+            return ()
+        found.add(f"sha256:{digest.lower()}")
+    return tuple(sorted(found))
 
 
 def _best_passed(session: Session, exclusion_id: int) -> tuple[Candidate, Release] | None:
