@@ -10,7 +10,10 @@ reports the installed version, and runs the proposer.
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import subprocess
+import sys
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -303,3 +306,49 @@ def test_the_merge_request_is_opened_once_then_updated_for_a_newer_candidate(
         kinds = [e.kind for e in session.exec(select(Event).order_by(col(Event.id))).all()]
     assert kinds.count(EventKind.PROPOSAL_OPENED) == 1
     assert kinds.count(EventKind.PROPOSAL_UPDATED) == 1
+
+
+@pytest.mark.slow
+def test_a_kill_9_between_the_merge_request_and_its_record_still_opens_one(
+    tmp_path: Path, store: Store, database_url: str
+) -> None:
+    """A real ``govern propose`` process is killed (SIGKILL) by GitLab the moment the merge
+    request exists; the next runs find it by its source branch and marker."""
+    world = World(tmp_path, store, {"requirements/kv_connectors.txt": KV})
+    world.verify("nvidia-cudnn-frontend", ["1.13.0", "1.19.0", "1.19.1"], "1.19.1")
+    with FakeGitLabForge(token=GITLAB_TOKEN) as fake:
+        (world.clone / ".govern.toml").write_text(
+            f'[propose]\nvia = "gitlab"\nforge = "{fake.base}/{fake.project_path}"\n'
+            f'api-url = "{fake.url}"\ntoken-env = "GOVERN_TEST_GITLAB_TOKEN"\n',
+            encoding="utf-8",
+        )
+        env = {**os.environ, "GOVERN_TEST_GITLAB_TOKEN": GITLAB_TOKEN}
+        command = [sys.executable, "-m", "govern", "propose", "--db", database_url]
+        started: list[subprocess.Popen[str]] = []
+
+        def kill_the_proposer(kind: str, _document: dict[str, Any]) -> None:
+            if kind == "merge_request":
+                os.kill(started[0].pid, signal.SIGKILL)
+                started[0].wait(timeout=30)
+
+        fake.on_create = kill_the_proposer
+        process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, text=True)
+        started.append(process)
+        process.communicate(timeout=120)
+        assert process.returncode == -signal.SIGKILL
+        assert len(fake.merge_requests) == 1
+        fake.on_create = None
+        for _ in range(3):
+            done = subprocess.run(
+                command, env=env, capture_output=True, text=True, timeout=120, check=False
+            )
+            assert done.returncode == 0, done.stderr
+            assert GITLAB_TOKEN not in done.stdout + done.stderr
+        assert len(fake.merge_requests) == 1, "found by source branch and marker"
+        assert fake.created == ["merge_request"]
+    with store.session() as session:
+        opened = session.exec(
+            select(Event).where(col(Event.kind) == EventKind.PROPOSAL_OPENED)
+        ).all()
+    (mr,) = fake.merge_requests.values()
+    assert [e.pull_request for e in opened] == [mr["iid"]]
