@@ -34,6 +34,7 @@ __all__ = [
     "marker",
     "marker_in",
     "may_have_applied",
+    "split_reviewers",
 ]
 
 
@@ -209,6 +210,20 @@ def may_have_applied(error: ForgeError) -> bool:
     """Whether a create may have been applied though its answer did not say so (the
     connection broke, or a 5xx came back): look for it by its marker before sending again."""
     return isinstance(error, ForgeUnavailable) and (error.status is None or error.status >= 500)
+
+
+def split_reviewers(reviewers: Sequence[str]) -> tuple[list[str], list[str]]:
+    """CODEOWNERS-style owners split into user logins and team slugs: ``@org/team`` is
+    the team ``team``, ``@user`` or ``user`` the user."""
+    users: list[str] = []
+    teams: list[str] = []
+    for owner in reviewers:
+        name = owner.removeprefix("@")
+        if "/" in name:
+            teams.append(name.split("/", 1)[1])
+        elif name:
+            users.append(name)
+    return users, teams
 
 
 def marker_in(body: str | None, kind: str) -> str | None:

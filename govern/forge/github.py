@@ -34,6 +34,7 @@ from govern.forge.base import (
     Opening,
     first_marker,
     may_have_applied,
+    split_reviewers,
 )
 
 if TYPE_CHECKING:
@@ -123,20 +124,6 @@ def _comment(document: Any) -> Comment:
         url=_field(document, "html_url", str),
         body=_text(document, "body"),
     )
-
-
-def split_reviewers(reviewers: Sequence[str]) -> tuple[list[str], list[str]]:
-    """CODEOWNERS-style owners split into user logins and team slugs: ``@org/team`` is
-    the team ``team``, ``@user`` or ``user`` the user."""
-    users: list[str] = []
-    teams: list[str] = []
-    for owner in reviewers:
-        name = owner.removeprefix("@")
-        if "/" in name:
-            teams.append(name.split("/", 1)[1])
-        elif name:
-            users.append(name)
-    return users, teams
 
 
 class GitHubForge:

@@ -31,7 +31,14 @@ from typing import Any, Protocol
 from govern.config import Config, ProposeConfig, load_config
 from govern.errors import GovernError
 from govern.exclusions.states import EventKind, OutboxState, ProposalState, State
-from govern.forge.base import ChangeRequest, ChangeState, Forge, Opening, marker
+from govern.forge.base import (
+    ChangeRequest,
+    ChangeState,
+    Forge,
+    Opening,
+    marker,
+    split_reviewers,
+)
 from govern.notify.base import Notifier
 from govern.service import outbox
 from govern.store import proposals
@@ -340,7 +347,9 @@ class Proposer:
         change: ChangeRequest | None = None
         forge = self.forge_for(root, settings) if self.forge_for and via != "git" else None
         if forge is not None:
-            change = await self._change(forge, work, branch, base, new_line, text, proposal)
+            change = await self._change(
+                forge, work, settings, branch, base, new_line, text, proposal
+            )
             if change is None:
                 return self._outcome(
                     work, via, state="failed", branch=branch, new=new_line, message="see outbox"
@@ -360,6 +369,7 @@ class Proposer:
         self,
         forge: Forge,
         work: Work,
+        settings: ProposeConfig,
         branch: str,
         base: str,
         new_line: str,
@@ -367,18 +377,16 @@ class Proposer:
         proposal: int,
     ) -> ChangeRequest | None:
         mark = marker("proposal", work.key)
-        owner = work.owner or ""
-        teams = tuple(o.split("/", 1)[1] for o in owner.split() if o.startswith("@") and "/" in o)
-        users = tuple(o[1:] for o in owner.split() if o.startswith("@") and "/" not in o)
-        settings = self.config_for(Path(work.root)).propose
+        # Reviewers from the owner's @-mentions only: "Jane Doe" names no login.
+        users, teams = split_reviewers([o for o in (work.owner or "").split() if o[:1] == "@"])
         opening = Opening(
             branch=branch,
             base=base,
             title=title(work, new_line),
             body=text,
             labels=settings.labels,
-            reviewers=users,
-            team_reviewers=teams,
+            reviewers=tuple(users),
+            team_reviewers=tuple(teams),
             draft=settings.draft,
         )
 

@@ -26,8 +26,9 @@ from govern.forge.base import (
     IssueRef,
     Opening,
     marker,
+    split_reviewers,
 )
-from govern.forge.github import GitHubForge, split_reviewers
+from govern.forge.github import GitHubForge
 
 TOKEN = "ghp_" + "forge-secret-0123456789"
 T = TypeVar("T")
