@@ -10,11 +10,11 @@ run sent instead of sending it again.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from typing import Protocol
+from typing import Any, Protocol
 
 from govern.errors import GovernError
 
@@ -30,6 +30,8 @@ __all__ = [
     "Issue",
     "IssueRef",
     "Opening",
+    "answer_field",
+    "answer_text",
     "first_marker",
     "marker",
     "marker_in",
@@ -210,6 +212,21 @@ def may_have_applied(error: ForgeError) -> bool:
     """Whether a create may have been applied though its answer did not say so (the
     connection broke, or a 5xx came back): look for it by its marker before sending again."""
     return isinstance(error, ForgeUnavailable) and (error.status is None or error.status >= 500)
+
+
+def answer_field(forge: str, document: Any, key: str, kind: type) -> Any:
+    """``document[key]`` of a forge's JSON answer, of type ``kind``; anything else is an
+    answer that cannot be read (:class:`ForgeUnavailable`, tried again), never a guess."""
+    value = document.get(key) if isinstance(document, dict) else None
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise ForgeUnavailable(f"{forge}: unexpected answer: {key} is not a {kind.__name__}")
+    return value
+
+
+def answer_text(document: Mapping[str, Any], key: str) -> str:
+    """A text field of a forge's answer ("" when it is missing or not text)."""
+    value = document.get(key)
+    return value if isinstance(value, str) else ""
 
 
 def split_reviewers(reviewers: Sequence[str]) -> tuple[list[str], list[str]]:

@@ -32,6 +32,8 @@ from govern.forge.base import (
     Issue,
     IssueRef,
     Opening,
+    answer_field,
+    answer_text,
     first_marker,
     may_have_applied,
     split_reviewers,
@@ -70,15 +72,7 @@ def _now() -> datetime:
 
 
 def _field(document: Any, key: str, kind: type) -> Any:
-    value = document.get(key) if isinstance(document, dict) else None
-    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-        raise ForgeUnavailable(f"github: unexpected answer: {key} is not a {kind.__name__}")
-    return value
-
-
-def _text(document: Mapping[str, Any], key: str) -> str:
-    value = document.get(key)
-    return value if isinstance(value, str) else ""
+    return answer_field("github", document, key, kind)
 
 
 def _change(document: Any) -> ChangeRequest:
@@ -95,8 +89,8 @@ def _change(document: Any) -> ChangeRequest:
         state=state,
         branch=_field(head, "ref", str),
         base=_field(_field(document, "base", dict), "ref", str),
-        title=_text(document, "title"),
-        body=_text(document, "body"),
+        title=answer_text(document, "title"),
+        body=answer_text(document, "body"),
         draft=document.get("draft") is True,
         head_sha=head.get("sha") if isinstance(head.get("sha"), str) else None,
     )
@@ -107,9 +101,9 @@ def _issue(document: Any) -> Issue:
     return Issue(
         number=_field(document, "number", int),
         url=_field(document, "html_url", str),
-        title=_text(document, "title"),
-        body=_text(document, "body"),
-        state=_text(document, "state") or "open",
+        title=answer_text(document, "title"),
+        body=answer_text(document, "body"),
+        state=answer_text(document, "state") or "open",
         labels=tuple(
             label["name"] if isinstance(label, dict) else str(label)
             for label in labels
@@ -122,7 +116,7 @@ def _comment(document: Any) -> Comment:
     return Comment(
         id=_field(document, "id", int),
         url=_field(document, "html_url", str),
-        body=_text(document, "body"),
+        body=answer_text(document, "body"),
     )
 
 
@@ -227,7 +221,7 @@ class GitHubForge:
         params = {"head": f"{self.owner}:{branch}", "state": "all"}
         found: list[ChangeRequest] = []
         async for item in self._pages(self._repo("pulls"), params):
-            if marker in _text(item, "body"):
+            if marker in answer_text(item, "body"):
                 found.append(_change(item))
         return max(found, key=lambda change: change.number, default=None)
 
@@ -295,7 +289,7 @@ class GitHubForge:
         """The newest comment on ``issue`` holding ``marker``."""
         found = None
         async for item in self._pages(self._issue_path(issue, "comments"), {}):
-            if marker in _text(item, "body"):
+            if marker in answer_text(item, "body"):
                 found = _comment(item)
         return found
 
@@ -325,7 +319,7 @@ class GitHubForge:
         """The newest issue (not pull request) whose body holds ``marker``."""
         params = {"state": "all", "sort": "created", "direction": "desc"}
         async for item in self._pages(self._repo("issues"), params):
-            if "pull_request" not in item and marker in _text(item, "body"):
+            if "pull_request" not in item and marker in answer_text(item, "body"):
                 return _issue(item)
         return None
 

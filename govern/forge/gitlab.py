@@ -66,6 +66,8 @@ from govern.forge.base import (
     Issue,
     IssueRef,
     Opening,
+    answer_field,
+    answer_text,
     first_marker,
     may_have_applied,
 )
@@ -115,15 +117,7 @@ def _now() -> datetime:
 
 
 def _field(document: Any, key: str, kind: type) -> Any:
-    value = document.get(key) if isinstance(document, dict) else None
-    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-        raise ForgeUnavailable(f"gitlab: unexpected answer: {key} is not a {kind.__name__}")
-    return value
-
-
-def _text(document: Mapping[str, Any], key: str) -> str:
-    value = document.get(key)
-    return value if isinstance(value, str) else ""
+    return answer_field("gitlab", document, key, kind)
 
 
 def _undrafted(title: str) -> str:
@@ -141,7 +135,7 @@ def _change(document: Any) -> ChangeRequest:
     if state is None:
         raise ForgeUnavailable(f"gitlab: unexpected merge request state {document['state']!r}")
     draft = document.get("draft") is True or document.get("work_in_progress") is True
-    title = _text(document, "title")
+    title = answer_text(document, "title")
     sha = document.get("sha")
     return ChangeRequest(
         number=_field(document, "iid", int),
@@ -150,7 +144,7 @@ def _change(document: Any) -> ChangeRequest:
         branch=_field(document, "source_branch", str),
         base=_field(document, "target_branch", str),
         title=_undrafted(title) if draft else title,
-        body=_text(document, "description"),
+        body=answer_text(document, "description"),
         draft=draft,
         head_sha=sha if isinstance(sha, str) else None,
     )
@@ -158,12 +152,12 @@ def _change(document: Any) -> ChangeRequest:
 
 def _issue(document: Any) -> Issue:
     labels = document.get("labels") if isinstance(document.get("labels"), list) else []
-    state = _text(document, "state")
+    state = answer_text(document, "state")
     return Issue(
         number=_field(document, "iid", int),
         url=_field(document, "web_url", str),
-        title=_text(document, "title"),
-        body=_text(document, "description"),
+        title=answer_text(document, "title"),
+        body=answer_text(document, "description"),
         state="open" if state in ("opened", "") else state,
         labels=tuple(
             label["name"] if isinstance(label, dict) else label
@@ -175,7 +169,7 @@ def _issue(document: Any) -> Issue:
 
 def _note(document: Any, page: str) -> Comment:
     note = _field(document, "id", int)
-    return Comment(id=note, url=f"{page}#note_{note}", body=_text(document, "body"))
+    return Comment(id=note, url=f"{page}#note_{note}", body=answer_text(document, "body"))
 
 
 def _username(owner: str) -> str | None:
@@ -324,7 +318,7 @@ class GitLabForge:
         params = {"source_branch": branch, "state": "all"}
         found: list[ChangeRequest] = []
         async for item in self._pages(f"{self._project}/merge_requests", params):
-            if marker in _text(item, "description") and item.get("source_branch") == branch:
+            if marker in answer_text(item, "description") and item.get("source_branch") == branch:
                 found.append(_change(item))
         return max(found, key=lambda change: change.number, default=None)
 
@@ -410,7 +404,7 @@ class GitLabForge:
         found = None
         params = {"order_by": "created_at", "sort": "asc"}
         async for item in self._pages(f"{noteable}/notes", params):
-            if item.get("system") is not True and marker in _text(item, "body"):
+            if item.get("system") is not True and marker in answer_text(item, "body"):
                 found = item
         return found
 
@@ -458,7 +452,7 @@ class GitLabForge:
         comment, so it cannot be trusted to find a marker."""
         params = {"state": "all", "order_by": "created_at", "sort": "desc"}
         async for item in self._pages(f"{self._project}/issues", params):
-            if marker in _text(item, "description"):
+            if marker in answer_text(item, "description"):
                 return _issue(item)
         return None
 
