@@ -1,4 +1,5 @@
-"""The reminders' world (tests/notify): the CuPy story, a CI run that passes, the secrets.
+"""The CuPy story's shared pieces (tests/notify, tests/service): a CI run that passes, the
+secrets, the store's story.
 
 The store of tests/notify/conftest.py holds the CuPy story of
 tests/service/test_propose.py (``cupy-cuda13x < 14.1.0``, 14.1.1 verified on cuda13 by a

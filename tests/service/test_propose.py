@@ -22,10 +22,10 @@ from typing import Any
 import httpx
 import pytest
 from gitrepo import Repo
+from reminderworld import Passes
 from sqlmodel import col, select
 
 from fakes.forge_github import FakeGitHubForge
-from govern.ci.base import Conclusion, Provider, RunRef, RunStatus, Started, Trial
 from govern.config import Config, ProposeConfig
 from govern.exclusions.states import EventKind, State
 from govern.forge.base import ChangeRequest, Opening
@@ -47,25 +47,6 @@ nixl >= 0.7.1 # Required for disaggregated prefill
 # keep it out until a fixed newer release is verified for runtime images.
 cupy-cuda13x < 14.1.0
 """
-
-
-class Passes(Provider):
-    """A CI run that passes and reports the version it installed."""
-
-    kind = "scripted"
-
-    def __init__(self) -> None:
-        super().__init__("cuda13-ci", timeout=3600.0)
-
-    async def start(self, trial: Trial) -> Started:
-        ref = RunRef(f"run-{trial.version}", f"https://ci.example/runs/{trial.version}")
-        return Started(ref, RunStatus(Conclusion.PASSED, "exit 0", installed=str(trial.version)))
-
-    async def status(self, trial: Trial, run: RunRef) -> RunStatus:
-        return RunStatus(None)
-
-    async def cancel(self, run: RunRef) -> None:
-        return None
 
 
 def _git(*args: str, cwd: Path) -> str:
