@@ -35,6 +35,7 @@ from govern.store.models import (
     StoredRelaxation,
     Verification,
 )
+from govern.store.queries import newest_first
 from govern.store.relaxations import stored
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")
@@ -154,8 +155,7 @@ def file_hashes(files: Sequence[dict[str, Any]]) -> tuple[str, ...]:
 
 
 def _best_passed(session: Session, exclusion_id: int) -> tuple[Candidate, Release] | None:
-    from packaging.version import InvalidVersion, Version
-
+    """The newest passed candidate of an exclusion (PEP 440 order, as the pages sort)."""
     rows = session.exec(
         select(Candidate, Release)
         .join(Release, col(Release.id) == col(Candidate.release_id))
@@ -164,14 +164,7 @@ def _best_passed(session: Session, exclusion_id: int) -> tuple[Candidate, Releas
             col(Candidate.status) == CandidateStatus.PASSED,
         )
     ).all()
-
-    def newest(row: tuple[Candidate, Release]) -> Version:
-        try:
-            return Version(row[1].version)
-        except InvalidVersion:
-            return Version("0")
-
-    return max(rows, key=newest) if rows else None
+    return min(rows, key=lambda row: newest_first(row[1].version)) if rows else None
 
 
 def _runs(session: Session, version: str, exclusion_id: int) -> tuple[Run, ...]:
