@@ -199,7 +199,11 @@ class Outgoing:
         key = (root, settings.remote)
         if key not in self._pushers:
             self._pushers[key] = Pusher(
-                root, remote=settings.remote, token_env=settings.token_env, environ=self.environ
+                root,
+                remote=settings.remote,
+                token_env=settings.token_env,
+                environ=self.environ,
+                author=settings.author_identity(),
             )
         return self._pushers[key]
 

@@ -6,6 +6,7 @@ Read once per run from the audited root; invalid configuration is a
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
@@ -143,6 +144,7 @@ _PROPOSE_KEYS = {
     "base",
     "propose",
     "packages",
+    "exclusions",
     "branch-prefix",
     "author",
     "labels",
@@ -165,6 +167,7 @@ class ProposeConfig:
     base: str | None = None  # the branch proposals target; None: the remote's default
     mode: str = "pull-request"  # pull-request | remind | none (``propose = ...``)
     packages: tuple[tuple[str, str], ...] = ()  # (canonical package, mode) overrides
+    exclusions: tuple[tuple[str, str], ...] = ()  # (exclusion id, mode): the narrowest
     branch_prefix: str = "govern/relax"
     author: str | None = None  # "Name <email>" of the commit; None: govern's own
     labels: tuple[str, ...] = ("dependencies",)
@@ -178,9 +181,19 @@ class ProposeConfig:
     installation_id: int | None = None
     private_key_env: str | None = None
 
-    def mode_for(self, package: str) -> str:
-        """The mode for one package (its override, else the repository's)."""
+    def mode_for(self, package: str, exclusion: str | None = None) -> str:
+        """The mode for one exclusion: its own override, else its package's, else the
+        repository's."""
+        if exclusion is not None and (own := dict(self.exclusions).get(exclusion)):
+            return own
         return dict(self.packages).get(canonicalize_name(package), self.mode)
+
+    def author_identity(self) -> tuple[str, str] | None:
+        """``author = "Name <email>"`` as (name, email); None: govern's own."""
+        if self.author is None:
+            return None
+        name, _, rest = self.author.partition("<")
+        return name.strip(), rest.rstrip(">").strip()
 
 
 def _propose(value: Any, where: str) -> ProposeConfig:
@@ -196,6 +209,22 @@ def _propose(value: Any, where: str) -> ProposeConfig:
             f"{where}: propose.packages must map package names to one of "
             f"{', '.join(PROPOSE_MODES)}",
             tip='Write packages = { "cupy-cuda13x" = "remind" }.',
+        )
+    exclusions = value.get("exclusions", {})
+    if not isinstance(exclusions, dict) or not all(
+        isinstance(k, str) and re.fullmatch(r"[0-9a-f]{16}", k) and m in PROPOSE_MODES
+        for k, m in exclusions.items()
+    ):
+        raise ConfigError(
+            f"{where}: propose.exclusions must map exclusion ids (16 hex digits, as "
+            f"govern status shows them) to one of {', '.join(PROPOSE_MODES)}",
+            tip='Write exclusions = { "3f2a9c0d1e4b5a6f" = "none" }.',
+        )
+    author = string(value, "author", where, "propose.")
+    if author is not None and not re.fullmatch(r"[^<>]+ <[^<>\s]+@[^<>\s]+>", author.strip()):
+        raise ConfigError(
+            f"{where}: propose.author must read Name <email>, not {show(author)}",
+            tip='Write author = "Release Bot <bot@example.org>".',
         )
     token_env = _variable(value, "token-env", where, "GITHUB_TOKEN")
     private_key_env = _variable(value, "private-key-env", where, "GOVERN_APP_KEY")
@@ -223,8 +252,9 @@ def _propose(value: Any, where: str) -> ProposeConfig:
         base=string(value, "base", where, "propose."),
         mode=choice(value, "propose", where, PROPOSE_MODES, "pull-request"),
         packages=tuple(sorted((canonicalize_name(k), m) for k, m in packages.items())),
+        exclusions=tuple(sorted(exclusions.items())),
         branch_prefix=string(value, "branch-prefix", where, "propose.") or "govern/relax",
-        author=string(value, "author", where, "propose."),
+        author=author.strip() if author is not None else None,
         labels=strings(value.get("labels", ["dependencies"]), "labels", where),
         draft=boolean(value, "draft", where),
         token_env=token_env,

@@ -500,3 +500,35 @@ def test_a_bad_propose_table_is_a_config_error(tmp_path: Path, body: str, said: 
     with pytest.raises(ConfigError) as caught:
         load_config(tmp_path)
     assert said in caught.value.message
+
+
+@pytest.mark.parametrize(
+    ("table", "wanted"),
+    [
+        (
+            'exclusions = { "not-an-id" = "none" }',
+            "propose.exclusions must map exclusion ids (16 hex digits",
+        ),
+        ('exclusions = { "0123456789abcdef" = "later" }', "to one of pull-request, remind"),
+        ('author = "bot@example.org"', "propose.author must read Name <email>"),
+    ],
+)
+def test_propose_exclusions_and_author_are_checked(tmp_path: Path, table: str, wanted: str) -> None:
+    (tmp_path / ".govern.toml").write_text(f"[propose]\n{table}\n", encoding="utf-8")
+    with pytest.raises(ConfigError) as caught:
+        load_config(tmp_path)
+    assert wanted in caught.value.message
+
+
+def test_propose_modes_go_exclusion_then_package_then_repository(tmp_path: Path) -> None:
+    (tmp_path / ".govern.toml").write_text(
+        '[propose]\npropose = "remind"\nauthor = "Release Bot <bot@example.org>"\n'
+        'packages = { "CuPy_Cuda13x" = "pull-request" }\n'
+        'exclusions = { "0123456789abcdef" = "none" }\n',
+        encoding="utf-8",
+    )
+    settings = load_config(tmp_path).propose
+    assert settings.mode_for("cupy-cuda13x", "0123456789abcdef") == "none"
+    assert settings.mode_for("cupy-cuda13x", "fedcba9876543210") == "pull-request"
+    assert settings.mode_for("numpy") == "remind"
+    assert settings.author_identity() == ("Release Bot", "bot@example.org")

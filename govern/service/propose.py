@@ -263,7 +263,7 @@ class Proposer:
     async def _one(self, work: Work, *, dry_run: bool) -> Outcome:
         root = Path(work.root)
         settings = self.config_for(root).propose
-        mode = settings.mode_for(work.package)
+        mode = settings.mode_for(work.package, work.key)
         via = settings.via
         if mode == "none":
             return self._outcome(work, via, state="none", message="propose = none")

@@ -487,3 +487,34 @@ def test_a_kill_9_between_the_pull_request_and_its_record_still_opens_one(
         ).all()
     assert (row.state, row.attempts, row.result["number"]) == ("sent", 1, number)
     assert [e.pull_request for e in opened] == [number]
+
+
+def test_an_exclusion_s_own_mode_wins_over_its_package_s(
+    store: Store, origin: tuple[Path, Path]
+) -> None:
+    bare, _clone = origin
+    with store.session() as session:
+        key = session.exec(select(Exclusion)).one().key
+    settings = ProposeConfig(
+        via="git", packages=(("cupy-cuda13x", "pull-request"),), exclusions=((key, "none"),)
+    )
+    result = asyncio.run(_proposer(store, settings).run())
+    assert [(p.state, p.message) for p in result.proposals] == [("none", "propose = none")]
+    assert _git("for-each-ref", "--format=%(refname)", "refs/heads", cwd=bare).split() == [
+        "refs/heads/main"
+    ]
+
+
+def test_the_commit_is_by_the_configured_author(store: Store, origin: tuple[Path, Path]) -> None:
+    bare, _clone = origin
+    settings = ProposeConfig(via="git", author="Release Bot <bot@example.org>")
+    proposer = Proposer(
+        store,
+        pusher_for=lambda root, s: Pusher(root, remote=s.remote, author=s.author_identity()),
+        config_for=lambda _root: Config(propose=settings),
+        now=lambda: NOW,
+    )
+    (outcome,) = asyncio.run(proposer.run()).proposals
+    assert outcome.branch is not None
+    who = _git("log", "-1", "--format=%an <%ae>|%cn <%ce>", outcome.branch, cwd=bare).strip()
+    assert who.split("|")[0] == "Release Bot <bot@example.org>"
