@@ -76,7 +76,7 @@ class _Builder:
         self.text = text
         self.lines = lines
         self.scan = scan
-        self.line_starts = _line_starts(text)
+        self.line_starts = line_starts(text)
         self.entries: list[Entry] = []
         self.includes: list[Include] = []
         self.problems: list[Problem] = []
@@ -403,7 +403,8 @@ class _Builder:
 # --------------------------------------------------------------------------
 
 
-def _line_starts(text: str) -> list[int]:
+def line_starts(text: str) -> list[int]:
+    """The offset where each line of ``text`` starts (for positions from offsets)."""
     starts = [0]
     index = text.find("\n")
     while index >= 0:

@@ -36,6 +36,7 @@ from packaging.requirements import Requirement
 from packaging.version import Version
 
 from govern.exclusions.relax import RelaxationRefused, rewrite_requirement
+from govern.sources.pyproject import line_starts
 from govern.sources.rewrite_common import (
     Comment,
     Edit,
@@ -87,7 +88,7 @@ def relax_pyproject(
     if items is None:
         raise Superseded(f"`{wanted}` is no longer in the file (no {group} array)")
     scan = Scanner(body).scan()
-    starts = _line_starts(body)
+    starts = line_starts(body)
     elements = _elements(scan, key, items, path)
     found = [(i, loc) for i, loc in elements if items[i].strip() == wanted]
     if not found:
@@ -281,15 +282,6 @@ def _comment(body: str, starts: Sequence[int], offset: int) -> Comment:
     line = _line(starts, offset) - 1
     end = _line_end(body, offset)
     return Comment(line, offset - starts[line], body[offset + 1 : end])
-
-
-def _line_starts(text: str) -> list[int]:
-    starts = [0]
-    index = text.find("\n")
-    while index >= 0:
-        starts.append(index + 1)
-        index = text.find("\n", index + 1)
-    return starts
 
 
 def _line(starts: Sequence[int], offset: int) -> int:
