@@ -518,3 +518,20 @@ def test_the_commit_is_by_the_configured_author(store: Store, origin: tuple[Path
     assert outcome.branch is not None
     who = _git("log", "-1", "--format=%an <%ae>|%cn <%ce>", outcome.branch, cwd=bare).strip()
     assert who.split("|")[0] == "Release Bot <bot@example.org>"
+
+
+def test_after_a_decline_a_newer_verified_candidate_is_proposed_again(
+    store: Store, origin: tuple[Path, Path], fake: FakeGitHubForge
+) -> None:
+    first = _run_github(store, fake).proposals[0]
+    assert first.number is not None
+    fake.pulls[first.number]["state"] = "closed"  # declined
+    assert _run_github(store, fake).closed[0]["state"] == "declined"
+    assert _run_github(store, fake).proposals == []  # held: 14.1.1 is not proposed again
+    _verify_newer(store, "14.1.2")
+    again = _run_github(store, fake).proposals[0]
+    assert again.state == "sent"
+    assert again.number is not None
+    assert again.number != first.number, "a new pull request for the newer candidate"
+    assert "**Candidate:** cupy-cuda13x 14.1.2" in fake.pulls[again.number]["body"]
+    assert fake.pulls[first.number]["state"] == "closed"
