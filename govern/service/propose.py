@@ -199,8 +199,9 @@ govern proposes relaxing an exclusion whose candidate passed verification.
 ```
 
 To stop govern proposing this, set `propose = "none"` for `{work.package}` in
-`[tool.govern.propose.packages]` (or drop the relaxation: close this without merging, and
-govern will not propose {work.version} again).
+`[tool.govern.propose.packages]`, or for this exclusion alone `"{work.key}" = "none"` in
+`[tool.govern.propose.exclusions]` (or drop the relaxation: close this without merging,
+and govern will not propose {work.version} again).
 
 {marker("proposal", work.key)}
 """

@@ -535,3 +535,39 @@ def test_after_a_decline_a_newer_verified_candidate_is_proposed_again(
     assert again.number != first.number, "a new pull request for the newer candidate"
     assert "**Candidate:** cupy-cuda13x 14.1.2" in fake.pulls[again.number]["body"]
     assert fake.pulls[first.number]["state"] == "closed"
+
+
+def test_the_cli_dry_run_prints_what_the_readme_shows_and_sends_nothing(
+    store: Store, origin: tuple[Path, Path], database_url: str
+) -> None:
+    bare, _clone = origin
+    command = [sys.executable, "-m", "govern", "propose", "--dry-run", "--db", database_url]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith(
+        "dry-run     cupy-cuda13x  requirements/kv_connectors.txt:6  govern/relax/cupy-cuda13x-"
+    )
+    assert lines[1:3] == [
+        "--- a/requirements/kv_connectors.txt",
+        "+++ b/requirements/kv_connectors.txt",
+    ]
+    assert "-cupy-cuda13x < 14.1.0" in lines
+    assert "+# 14.1.1 verified on cuda13: https://ci.example/runs/14.1.1, installed 14.1.1" in lines
+    assert "+cupy-cuda13x != 14.1.0" in lines
+    assert "govern proposes relaxing an exclusion whose candidate passed verification." in lines
+    as_json = subprocess.run(
+        [*command, "--format", "json"], capture_output=True, text=True, timeout=120, check=False
+    )
+    (proposal,) = json.loads(as_json.stdout)["proposals"]
+    assert (proposal["state"], proposal["old"], proposal["new"], proposal["via"]) == (
+        "dry-run",
+        "cupy-cuda13x < 14.1.0",
+        "cupy-cuda13x != 14.1.0",
+        "git",
+    )
+    assert _git("for-each-ref", "--format=%(refname)", "refs/heads", cwd=bare).split() == [
+        "refs/heads/main"
+    ]
+    with store.session() as session:
+        assert session.exec(select(Outbox)).all() == []
