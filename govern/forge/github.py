@@ -75,7 +75,27 @@ def _field(document: Any, key: str, kind: type) -> Any:
     return answer_field("github", document, key, kind)
 
 
+def _object(document: Any, what: str) -> dict[str, Any]:
+    """A forge answer that must be a JSON object: an empty body (None), a list or a scalar
+    is an answer that cannot be read (:class:`ForgeUnavailable`), never an AttributeError."""
+    if not isinstance(document, dict):
+        got = "an empty body" if document is None else f"a {type(document).__name__}"
+        raise ForgeUnavailable(f"github: unexpected answer: {what} expected, got {got}")
+    return document
+
+
+def _labels(document: Mapping[str, Any]) -> tuple[str, ...]:
+    """The names of an answer's labels (objects with a ``name``, or names)."""
+    labels = document.get("labels")
+    names = (
+        label.get("name") if isinstance(label, dict) else label
+        for label in (labels if isinstance(labels, list) else [])
+    )
+    return tuple(name for name in names if isinstance(name, str))
+
+
 def _change(document: Any) -> ChangeRequest:
+    document = _object(document, "a pull request")
     if document.get("merged") is True or document.get("merged_at"):
         state = ChangeState.MERGED
     elif _field(document, "state", str) == "closed":
@@ -97,22 +117,19 @@ def _change(document: Any) -> ChangeRequest:
 
 
 def _issue(document: Any) -> Issue:
-    labels = document.get("labels") if isinstance(document.get("labels"), list) else []
+    document = _object(document, "an issue")
     return Issue(
         number=_field(document, "number", int),
         url=_field(document, "html_url", str),
         title=answer_text(document, "title"),
         body=answer_text(document, "body"),
         state=answer_text(document, "state") or "open",
-        labels=tuple(
-            label["name"] if isinstance(label, dict) else str(label)
-            for label in labels
-            if isinstance(label, (dict, str))
-        ),
+        labels=_labels(document),
     )
 
 
 def _comment(document: Any) -> Comment:
+    document = _object(document, "a comment")
     return Comment(
         id=_field(document, "id", int),
         url=_field(document, "html_url", str),
@@ -277,8 +294,12 @@ class GitHubForge:
         return _change(await self._call("PATCH", self._repo(f"pulls/{number}"), document))
 
     async def close_change(self, number: int, *, comment: str) -> ChangeRequest:
-        """Comment (unless a comment with the same marker is there), then close."""
-        await self.comment(IssueRef(self.repository, number), comment)
+        """Comment (unless a comment with the same marker is there: a retry after a failed
+        close does not comment twice), then close."""
+        issue = IssueRef(self.repository, number)
+        mark = first_marker(comment)
+        if mark is None or await self.find_comment(issue, mark) is None:
+            await self.comment(issue, comment)
         return _change(
             await self._call("PATCH", self._repo(f"pulls/{number}"), {"state": "closed"})
         )

@@ -130,7 +130,27 @@ def _drafted(title: str) -> str:
     return title if _DRAFT.match(title) else f"{DRAFT_PREFIX}{title}"
 
 
+def _object(document: Any, what: str) -> dict[str, Any]:
+    """A forge answer that must be a JSON object: an empty body (None), a list or a scalar
+    is an answer that cannot be read (:class:`ForgeUnavailable`), never an AttributeError."""
+    if not isinstance(document, dict):
+        got = "an empty body" if document is None else f"a {type(document).__name__}"
+        raise ForgeUnavailable(f"gitlab: unexpected answer: {what} expected, got {got}")
+    return document
+
+
+def _labels(document: Mapping[str, Any]) -> tuple[str, ...]:
+    """The names of an answer's labels (names, or objects with a ``name``)."""
+    labels = document.get("labels")
+    names = (
+        label.get("name") if isinstance(label, dict) else label
+        for label in (labels if isinstance(labels, list) else [])
+    )
+    return tuple(name for name in names if isinstance(name, str))
+
+
 def _change(document: Any) -> ChangeRequest:
+    document = _object(document, "a merge request")
     state = _STATES.get(_field(document, "state", str))
     if state is None:
         raise ForgeUnavailable(f"gitlab: unexpected merge request state {document['state']!r}")
@@ -151,7 +171,7 @@ def _change(document: Any) -> ChangeRequest:
 
 
 def _issue(document: Any) -> Issue:
-    labels = document.get("labels") if isinstance(document.get("labels"), list) else []
+    document = _object(document, "an issue")
     state = answer_text(document, "state")
     return Issue(
         number=_field(document, "iid", int),
@@ -159,15 +179,12 @@ def _issue(document: Any) -> Issue:
         title=answer_text(document, "title"),
         body=answer_text(document, "description"),
         state="open" if state in ("opened", "") else state,
-        labels=tuple(
-            label["name"] if isinstance(label, dict) else label
-            for label in labels
-            if isinstance(label, str) or (isinstance(label, dict) and "name" in label)
-        ),
+        labels=_labels(document),
     )
 
 
 def _note(document: Any, page: str) -> Comment:
+    document = _object(document, "a note")
     note = _field(document, "id", int)
     return Comment(id=note, url=f"{page}#note_{note}", body=answer_text(document, "body"))
 
@@ -392,9 +409,12 @@ class GitLabForge:
         return _change(await self._call("PUT", self._mr(number), document))
 
     async def close_change(self, number: int, *, comment: str) -> ChangeRequest:
-        """Add a note to the merge request, then close it unmerged."""
+        """Add a note to the merge request (unless a note with the same marker is there:
+        a retry after a failed close does not comment twice), then close it unmerged."""
         current = await self.get_change(number)
-        await self._add_note(self._mr(number), comment, current.url)
+        mark = first_marker(comment)
+        if mark is None or await self._find_note(self._mr(number), mark) is None:
+            await self._add_note(self._mr(number), comment, current.url)
         return _change(await self._call("PUT", self._mr(number), {"state_event": "close"}))
 
     # -- notes ----------------------------------------------------------------------------

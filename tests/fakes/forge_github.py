@@ -113,6 +113,13 @@ class FakeGitHubForge(FakeServer):
             pull["state"] = state
             return int(pull["number"])
 
+    def add_issue(self, title: str, body: str, *, state: str = "open") -> int:
+        """An issue made elsewhere (another run, a person); its number."""
+        with self._lock:
+            issue = self._new_issue({"title": title, "body": body})
+            issue["state"] = state
+            return int(issue["number"])
+
     def merge(self, number: int) -> None:
         """Merge a pull request (as a person would)."""
         with self._lock:

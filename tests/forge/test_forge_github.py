@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 import httpx
 import pytest
 
-from fakes.api import Reply
+from fakes.api import Reply, json_reply
 from fakes.forge_github import FakeGitHubForge, message
 from fakes.sleeps import Sleeps, run
 from govern.forge.base import (
@@ -154,6 +154,20 @@ def test_get_update_and_close(fake: FakeGitHubForge) -> None:
     assert using(fake, lambda f: f.get_change(number)).state is ChangeState.MERGED
 
 
+def test_a_close_retried_after_it_failed_comments_once(fake: FakeGitHubForge) -> None:
+    number = fake.add_pull("govern/a", "body")
+    comment = f"Superseded.\n{marker('superseded', 'a')}"
+    fake.fail(message(502, "Bad Gateway"), method="PATCH", path=f"/pulls/{number}", times=3)
+    with pytest.raises(ForgeUnavailable):
+        using(fake, lambda f: f.close_change(number, comment=comment))
+    assert fake.pulls[number]["state"] == "open"
+    closed = using(fake, lambda f: f.close_change(number, comment=comment))  # the retry
+    assert closed.state is ChangeState.CLOSED
+    assert [c["body"] for c in fake.comments[number]] == [comment]
+    assert len(fake.sent("POST", f"/issues/{number}/comments")) == 1
+    assert len(fake.sent("PATCH", f"/pulls/{number}")) == 4
+
+
 def test_default_branch(fake: FakeGitHubForge) -> None:
     fake.default_branch = "trunk"
     assert using(fake, lambda f: f.default_branch()) == "trunk"
@@ -188,6 +202,48 @@ def test_a_refused_create_is_not_looked_for(fake: FakeGitHubForge) -> None:
         using(fake, lambda f: f.open_change(opening()))
     assert caught.value.status == 422
     assert fake.sent("GET") == []
+
+
+# A call, the request whose answer is replaced (method, end of path) and the call itself,
+# on a pull request and an issue that exist.
+Unreadable = tuple[str, str, Callable[[GitHubForge, int, int], Awaitable[Any]]]
+READERS: dict[str, Unreadable] = {
+    "open_issue": (
+        "POST",
+        "/issues",
+        lambda f, pull, issue: f.open_issue(title="t", body=marker("pending", "r")),
+    ),
+    "update_issue": (
+        "PATCH",
+        "/issues/{issue}",
+        lambda f, pull, issue: f.update_issue(issue, title="t", body="b"),
+    ),
+    "open_change": ("POST", "/pulls", lambda f, pull, issue: f.open_change(opening())),
+    "get_change": ("GET", "/pulls/{pull}", lambda f, pull, issue: f.get_change(pull)),
+    "comment": (
+        "POST",
+        "/issues/{pull}/comments",
+        lambda f, pull, issue: f.comment(IssueRef(f.repository, pull), "hi"),
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    ("answer", "got"),
+    [(Reply(201, b""), "an empty body"), (json_reply(201, [{"number": 1}]), "a list")],
+    ids=["empty", "list"],
+)
+@pytest.mark.parametrize("call", list(READERS))
+def test_an_answer_that_is_not_an_object_is_unavailable(
+    fake: FakeGitHubForge, call: str, answer: Reply, got: str
+) -> None:
+    pull = fake.add_pull("govern/a", "body")
+    issue = fake.add_issue("Pending", "list")
+    method, path, body = READERS[call]
+    fake.fail(answer, method=method, path=path.format(pull=pull, issue=issue))
+    with pytest.raises(ForgeUnavailable, match=f"github: unexpected answer: .* got {got}"):
+        using(fake, lambda f: body(f, pull, issue))
+    assert len(fake.sent(method, path.format(pull=pull, issue=issue))) == 1
 
 
 # -- comments and issues --------------------------------------------------------------------

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 import httpx
 import pytest
 
-from fakes.api import Reply
+from fakes.api import Reply, json_reply
 from fakes.forge_gitlab import LOST, FakeGitLabForge, message, rate_limited
 from fakes.sleeps import Sleeps, run
 from govern.config import ProposeConfig
@@ -270,6 +270,21 @@ def test_a_merge_request_is_closed_with_a_note(fake: FakeGitLabForge) -> None:
     assert [(n["body"], n["system"]) for n in notes] == [("Superseded.", False), ("closed", True)]
 
 
+def test_a_close_retried_after_it_failed_notes_once(fake: FakeGitLabForge) -> None:
+    iid = fake.add_merge_request("govern/a", "body")
+    comment = f"Superseded.\n{marker('superseded', 'a')}"
+    fake.fail(message(502, "502 Bad Gateway"), method="PUT", path=f"/merge_requests/{iid}", times=3)
+    with pytest.raises(ForgeUnavailable):
+        using(fake, lambda f: f.close_change(iid, comment=comment))
+    assert fake.merge_requests[iid]["state"] == "opened"
+    closed = using(fake, lambda f: f.close_change(iid, comment=comment))  # the retry
+    assert closed.state is ChangeState.CLOSED
+    notes = fake.notes[("merge_requests", iid)]
+    assert [(n["body"], n["system"]) for n in notes] == [(comment, False), ("closed", True)]
+    assert len(fake.sent("POST", f"/merge_requests/{iid}/notes")) == 1
+    assert len(fake.sent("PUT", f"/merge_requests/{iid}")) == 4
+
+
 @pytest.mark.parametrize(
     ("state", "expected"),
     [
@@ -310,6 +325,48 @@ def test_an_empty_project_has_no_default_branch(fake: FakeGitLabForge) -> None:
     with pytest.raises(ForgeError, match="has no default branch") as caught:
         using(fake, lambda f: f.default_branch())
     assert not isinstance(caught.value, ForgeUnavailable)
+
+
+# A call, the request whose answer is replaced (method, end of path) and the call itself,
+# on a merge request and an issue that exist.
+Unreadable = tuple[str, str, Callable[[GitLabForge, int, int], Awaitable[Any]]]
+READERS: dict[str, Unreadable] = {
+    "open_issue": (
+        "POST",
+        "/issues",
+        lambda f, mr, issue: f.open_issue(title="t", body=marker("pending", "r")),
+    ),
+    "update_issue": (
+        "PUT",
+        "/issues/{issue}",
+        lambda f, mr, issue: f.update_issue(issue, title="t", body="b"),
+    ),
+    "open_change": ("POST", "/merge_requests", lambda f, mr, issue: f.open_change(opening())),
+    "get_change": ("GET", "/merge_requests/{mr}", lambda f, mr, issue: f.get_change(mr)),
+    "comment": (
+        "POST",
+        "/issues/{issue}/notes",
+        lambda f, mr, issue: f.comment(IssueRef(f.repository, issue), "hi"),
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    ("answer", "got"),
+    [(Reply(201, b""), "an empty body"), (json_reply(201, [{"iid": 1}]), "a list")],
+    ids=["empty", "list"],
+)
+@pytest.mark.parametrize("call", list(READERS))
+def test_an_answer_that_is_not_an_object_is_unavailable(
+    fake: FakeGitLabForge, call: str, answer: Reply, got: str
+) -> None:
+    mr = fake.add_merge_request("govern/a", "body")
+    issue = fake.add_issue("Pending", "list")
+    method, path, body = READERS[call]
+    fake.fail(answer, method=method, path=path.format(mr=mr, issue=issue))
+    with pytest.raises(ForgeUnavailable, match=f"gitlab: unexpected answer: .* got {got}"):
+        using(fake, lambda f: body(f, mr, issue))
+    assert len(fake.sent(method, path.format(mr=mr, issue=issue))) == 1
 
 
 # -- issue notes ----------------------------------------------------------------------------
