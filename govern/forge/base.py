@@ -36,6 +36,7 @@ __all__ = [
     "marker",
     "marker_in",
     "may_have_applied",
+    "safe_key",
     "split_reviewers",
 ]
 
@@ -200,6 +201,14 @@ def marker(kind: str, key: str) -> str:
     if not re.fullmatch(r"[a-z-]+", kind) or not re.fullmatch(r"[A-Za-z0-9._:/@+-]+", key):
         raise ValueError(f"a marker takes a plain kind and key, not {kind!r}={key!r}")
     return f"<!-- govern:{kind}={key} -->"
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._:/@+-]")
+
+
+def safe_key(text: str) -> str:
+    """``text`` with every character a marker or a header cannot carry replaced by ``-``."""
+    return _UNSAFE.sub("-", text)
 
 
 def first_marker(body: str) -> str | None:

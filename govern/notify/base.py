@@ -12,11 +12,11 @@ message's key (``Idempotency-Key``, ``Message-ID``) for a receiver that removes 
 from __future__ import annotations
 
 import hashlib
-import re
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from govern.errors import GovernError
+from govern.forge.base import safe_key
 
 __all__ = [
     "Message",
@@ -34,9 +34,19 @@ __all__ = [
 class NotifyError(GovernError):
     """A channel could not deliver a message (a refusal that trying again will not fix)."""
 
-    def __init__(self, message: str, *, tip: str | None = None, status: int | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        tip: str | None = None,
+        status: int | None = None,
+        maybe_sent: bool = False,
+    ) -> None:
         super().__init__(message, tip=tip)
         self.status = status  # the HTTP status or SMTP reply code, when there was one
+        # The message may have arrived all the same (a time-out after it left): a channel
+        # that cannot be searched does not send it again (govern.service.outbox).
+        self.maybe_sent = maybe_sent
 
 
 class NotifyAuthError(NotifyError):
@@ -93,17 +103,9 @@ class Searchable(Notifier, Protocol):
         ...
 
 
-_UNSAFE = re.compile(r"[^A-Za-z0-9._:/@+-]")
-
-
-def safe_key(text: str) -> str:
-    """``text`` with every character a marker or a header cannot carry replaced by ``-``."""
-    return _UNSAFE.sub("-", text)
-
-
 def repository_key(name: str) -> str:
     """A repository's name as a marker's or a dedupe key's part: itself when it is short
     and plain (``vllm-project/vllm``), else a hash of it."""
-    if len(name) <= 100 and name and not _UNSAFE.search(name):
+    if len(name) <= 100 and name and safe_key(name) == name:
         return name
     return "repo-" + hashlib.sha256(name.encode("utf-8", "surrogateescape")).hexdigest()[:16]

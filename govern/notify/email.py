@@ -90,7 +90,14 @@ class EmailNotifier:
 
     async def send(self, message: Message) -> dict[str, Any]:
         """Send the mail; the Message-ID, and the recipients the server refused (if some)."""
-        mail = self.compose(message)
+        try:
+            mail = self.compose(message)
+        except (ValueError, TypeError) as exc:  # a header that cannot be written (CR, LF)
+            raise NotifyError(
+                f"{self._where()}: the mail cannot be written: {type(exc).__name__}",
+                tip="Check smtp-from and smtp-to in [tool.govern.notify]: one address each, "
+                "on one line.",
+            ) from None
         refused = await asyncio.to_thread(self._deliver, mail)
         answer: dict[str, Any] = {
             "message_id": mail["Message-ID"],
@@ -111,6 +118,7 @@ class EmailNotifier:
     def _deliver(self, mail: EmailMessage) -> dict[str, Any]:
         """The SMTP conversation (blocking); errors translated to the notifier's."""
         where = self._where()
+        sending = False
         try:
             context = ssl.create_default_context(cafile=self.cafile)
         except OSError as exc:  # the cafile is missing or not PEM
@@ -132,6 +140,7 @@ class EmailNotifier:
                     smtp.ehlo()
                 if self.user is not None:
                     smtp.login(self.user, self._password or "")
+                sending = True  # from here a broken line may come after the server took it
                 refused: dict[str, Any] = smtp.send_message(
                     mail, from_addr=parseaddr(self.sender)[1], to_addrs=self._addresses()
                 )
@@ -158,7 +167,7 @@ class EmailNotifier:
             raise NotifyError(f"{where}: {self._scrub(str(exc))}") from None
         except smtplib.SMTPException as exc:  # disconnected, or an answer that is not SMTP
             said = self._scrub(str(exc)) or type(exc).__name__
-            raise NotifyUnavailable(f"{where}: {said}") from None
+            raise NotifyUnavailable(f"{where}: {said}", maybe_sent=sending) from None
         except ssl.SSLCertVerificationError as exc:
             raise NotifyError(
                 f"{where}: the server's certificate is not trusted: {exc.verify_message}",
@@ -168,7 +177,16 @@ class EmailNotifier:
             raise NotifyError(f"{where}: TLS failed: {exc.reason or exc}") from None
         except OSError as exc:  # refused, unreachable, timed out, a name that does not resolve
             said = exc.strerror or str(exc) or type(exc).__name__
+            if sending:
+                raise NotifyUnavailable(
+                    f"{where}: the line broke while sending: {said}", maybe_sent=True
+                ) from None
             raise NotifyUnavailable(f"{where} could not be reached: {said}") from None
+        except UnicodeError:  # a host name IDNA cannot encode
+            raise NotifyError(
+                f"{where}: the host name cannot be used",
+                tip="Check smtp-host in [tool.govern.notify].",
+            ) from None
 
     def _addresses(self) -> list[str]:
         return [address for _, address in getaddresses(list(self.recipients)) if address]

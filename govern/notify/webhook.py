@@ -33,6 +33,8 @@ __all__ = ["WebhookNotifier", "slack_text"]
 
 _LOOPBACK = ("127.0.0.1", "::1", "localhost")
 _LOGGERS = ("httpx", "httpcore")
+# Failures before the request left: connecting, waiting for a connection, a bad URL.
+_NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout, httpx.UnsupportedProtocol)
 
 
 def slack_text(message: Message) -> str:
@@ -125,9 +127,14 @@ class WebhookNotifier:
                     headers={"Idempotency-Key": message.key},
                     timeout=self._timeout,
                 )
-        except httpx.HTTPError as exc:
+        except _NOT_SENT as exc:  # nothing left this machine: sent again later
             said = self._scrub(f"{type(exc).__name__}: {exc}".rstrip(": "))
             raise NotifyUnavailable(f"{where} could not be reached: {said}") from None
+        except httpx.HTTPError as exc:  # the POST may have arrived: never sent twice
+            said = self._scrub(f"{type(exc).__name__}: {exc}".rstrip(": "))
+            raise NotifyUnavailable(
+                f"{where} did not answer after the message was sent: {said}", maybe_sent=True
+            ) from None
         status = response.status_code
         said = self._scrub(" ".join(response.text.split())[:200]) or "(no body)"
         if 200 <= status < 300:

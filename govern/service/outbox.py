@@ -18,7 +18,9 @@ with backoff, until :data:`MAX_ATTEMPTS`; then the row is ``dead`` and waits for
 
 from __future__ import annotations
 
+import os
 import random
+import socket
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -28,9 +30,13 @@ from govern.errors import GovernError
 from govern.exclusions.states import OutboxState
 from govern.store import proposals
 from govern.store.db import Store
-from govern.store.models import Outbox
+from govern.store.models import Outbox, as_utc
 
 MAX_ATTEMPTS = 8
+# How long a run on another host may hold a row it is sending before it counts as crashed.
+LEASE = timedelta(minutes=15)
+_CLAIM = "claimed"  # the key of a sending row's result that says who sends it
+_IN_FLIGHT: set[str] = set()  # the keys this process is sending right now
 _FIRST_WAIT = 60.0  # seconds before the first retry; doubled each time, with full jitter
 _MAX_WAIT = 6 * 3600.0
 
@@ -76,9 +82,11 @@ async def deliver(
     asked whenever an earlier attempt may have had an effect. Without ``find`` and with
     ``resend_unconfirmed=False``, a row left ``sending`` by a crash is marked sent,
     unconfirmed, and not sent again. A failure due later is left alone unless ``retry_now``.
+    A row another run is sending right now (:func:`_claimed_elsewhere`) is left to it.
     """
     when = now or _now()
     with store.session(write=True) as session:
+        proposals.lock_outbox(session, key=key)  # one run decides for a key at a time
         row = proposals.outbox_row(session, key=key)
         if row is None:
             row = Outbox(dedupe_key=key, action=action, proposal_id=proposal_id, created_at=when)
@@ -90,34 +98,95 @@ async def deliver(
         due = row.next_attempt_at
         if state is OutboxState.FAILED and due is not None and due > when and not retry_now:
             return Delivered(key, state, dict(row.result), row.last_error)
+        claim = row.result.get(_CLAIM) if state is OutboxState.SENDING else None
+        if isinstance(claim, dict) and _claimed_elsewhere(claim, key, due, when):
+            return Delivered(key, state, {}, "being sent by another run")
         tried_before = row.attempts > 0
-        if state is OutboxState.SENDING and find is None and not resend_unconfirmed:
+        started = isinstance(claim, dict) and claim.get("sending") is True
+        if started and find is None and not resend_unconfirmed:
             # The first attempt may have arrived: never a second copy (see the docstring).
-            unconfirmed: dict[str, Any] = {"unconfirmed": True, "attempts": row.attempts}
-            row.state = OutboxState.SENT
-            row.result = unconfirmed
-            row.sent_at = when
-            row.next_attempt_at = None
-            session.add(row)
-            return Delivered(key, OutboxState.SENT, unconfirmed)
-    if tried_before and find is not None:
-        try:
-            found = await find()
-        except GovernError as exc:
-            return _failed(store, key, exc, when)
-        if found is not None:
-            return _sent(store, key, found, when, sent_now=False)
-    with store.session(write=True) as session:
-        row = proposals.outbox_row(session, key=key)
-        assert row is not None
+            return _unconfirmed(session, row, when)
+        # Claimed before looking or sending: no other run takes it meanwhile.
         row.state = OutboxState.SENDING
-        row.attempts += 1
+        row.result = {_CLAIM: _holder(when)}
+        row.next_attempt_at = when + LEASE
         session.add(row)
+    _IN_FLIGHT.add(key)
     try:
-        result = await send()
-    except GovernError as exc:
-        return _failed(store, key, exc, when)
-    return _sent(store, key, result, when, sent_now=True)
+        if tried_before and find is not None:
+            try:
+                found = await find()
+            except Exception as exc:  # any failure is recorded, never a verdict
+                return _failed(store, key, exc, when)
+            if found is not None:
+                return _sent(store, key, found, when, sent_now=False)
+        with store.session(write=True) as session:
+            row = proposals.outbox_row(session, key=key)
+            assert row is not None
+            row.attempts += 1
+            row.result = {_CLAIM: {**_holder(when), "sending": True}}
+            session.add(row)
+        try:
+            result = await send()
+        except Exception as exc:  # any failure is recorded, never a verdict
+            if not resend_unconfirmed and getattr(exc, "maybe_sent", False):
+                with store.session(write=True) as session:
+                    row = proposals.outbox_row(session, key=key)
+                    assert row is not None
+                    return _unconfirmed(session, row, when, error=_message(exc))
+            return _failed(store, key, exc, when)
+        return _sent(store, key, result, when, sent_now=True)
+    finally:
+        _IN_FLIGHT.discard(key)
+
+
+def _holder(when: datetime) -> dict[str, Any]:
+    """Who claims a row: this host and process, and when."""
+    return {"host": socket.gethostname(), "pid": os.getpid(), "at": when.isoformat()}
+
+
+def _claimed_elsewhere(
+    claim: dict[str, Any], key: str, lease: datetime | None, when: datetime
+) -> bool:
+    """Whether the run that claimed a ``sending`` row is still at it: on this host, while
+    its process lives (in this process, while the key is in flight); on another host,
+    until its lease ends. A claim that is not alive was a crash: look, then send."""
+    if claim.get("host") != socket.gethostname():
+        return lease is not None and as_utc(lease) > when
+    pid = claim.get("pid")
+    if not isinstance(pid, int) or isinstance(pid, bool):
+        return False
+    if pid == os.getpid():
+        return key in _IN_FLIGHT
+    try:
+        os.kill(pid, 0)  # signal 0: asks whether the process exists
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # it exists, under another user
+        return True
+    return True
+
+
+def _unconfirmed(session: Any, row: Outbox, when: datetime, error: str | None = None) -> Delivered:
+    """Mark a row sent without a confirmation: its first attempt may have arrived."""
+    unconfirmed: dict[str, Any] = {"unconfirmed": True, "attempts": row.attempts}
+    if error:
+        unconfirmed["error"] = error[:500]
+    row.state = OutboxState.SENT
+    row.result = unconfirmed
+    row.sent_at = when
+    row.next_attempt_at = None
+    session.add(row)
+    return Delivered(row.dedupe_key, OutboxState.SENT, unconfirmed)
+
+
+def _message(exc: Exception) -> str:
+    """An error's one line for the row: govern's own message (secrets already scrubbed by
+    every forge and notifier), or only the type of anything else (its text could hold
+    anything)."""
+    if isinstance(exc, GovernError):
+        return exc.message
+    return f"internal error ({type(exc).__name__})"
 
 
 def _sent(
@@ -135,14 +204,15 @@ def _sent(
     return Delivered(key, OutboxState.SENT, result, sent_now=sent_now)
 
 
-def _failed(store: Store, key: str, exc: GovernError, when: datetime) -> Delivered:
-    message = exc.message  # every forge and notifier scrubs its secrets from messages
+def _failed(store: Store, key: str, exc: Exception, when: datetime) -> Delivered:
+    message = _message(exc)
     with store.session(write=True) as session:
         row = proposals.outbox_row(session, key=key)
         assert row is not None
         row.attempts = max(row.attempts, 1)
         dead = row.attempts >= MAX_ATTEMPTS
         row.state = OutboxState.DEAD if dead else OutboxState.FAILED
+        row.result = {}
         row.last_error = message[:2000]
         row.next_attempt_at = None if dead else when + _wait(row.attempts)
         session.add(row)

@@ -37,6 +37,8 @@ from govern.forge.base import (
     Forge,
     Opening,
     marker,
+    marker_in,
+    safe_key,
     split_reviewers,
 )
 from govern.notify.base import Notifier
@@ -148,6 +150,12 @@ def commit_message(work: Work, old: str, new: str) -> str:
     )
 
 
+def candidate_key(work: Work) -> str:
+    """The key of the body's second marker: this exclusion and this candidate version (a
+    newer candidate's update of the same request is told from the older one's by it)."""
+    return safe_key(f"{work.key}:{work.version}")
+
+
 def title(work: Work, new: str) -> str:
     """The change request's title."""
     return f"Relax {work.package} to `{new.strip()}` ({work.version} verified)"
@@ -204,6 +212,7 @@ To stop govern proposing this, set `propose = "none"` for `{work.package}` in
 and govern will not propose {work.version} again).
 
 {marker("proposal", work.key)}
+{marker("candidate", candidate_key(work))}
 """
 
 
@@ -392,8 +401,12 @@ class Proposer:
         )
 
         async def find() -> dict[str, Any] | None:
+            # This version's request (opened, or updated to it), whatever its state: one a
+            # person closed after a crash is closed, not opened again (watch records it).
             found = await forge.find_change(branch=branch, marker=mark)
-            return _change_dict(found) if found and found.state is ChangeState.OPEN else None
+            if found is None or marker_in(found.body, "candidate") != candidate_key(work):
+                return None
+            return _change_dict(found)
 
         async def open_or_update() -> dict[str, Any]:
             existing = await forge.find_change(branch=branch, marker=mark)
@@ -417,7 +430,7 @@ class Proposer:
         return ChangeRequest(
             number=int(done.result["number"]),
             url=str(done.result["url"]),
-            state=ChangeState.OPEN,
+            state=ChangeState(done.result.get("state", ChangeState.OPEN)),
             branch=branch,
             base=base,
         )
@@ -460,10 +473,10 @@ class Proposer:
                 row.number, row.url = change.number, change.url
             row.updated_at = when
             session.add(row)
-            older = [
+            older = [  # change requests of older candidates (a reminder is no such thing)
                 p
                 for p in proposals.proposals_of(session, exclusion_id=work.exclusion_id)
-                if p.id != proposal_id and p.state == ProposalState.OPEN
+                if p.id != proposal_id and p.state == ProposalState.OPEN and p.kind != "reminder"
             ]
             for stale in older:  # a newer candidate took over the same branch
                 stale.state = ProposalState.SUPERSEDED
@@ -576,14 +589,15 @@ class Proposer:
         for row, root, gone in watched:
             if root is None or row.number is None:
                 continue
-            settings = self.config_for(Path(root)).propose
-            forge = self.forge_for(Path(root), settings)
-            if forge is None:
-                continue
             try:
+                settings = self.config_for(Path(root)).propose
+                forge = self.forge_for(Path(root), settings)
+                if forge is None:
+                    continue
                 change = await forge.get_change(row.number)
             except GovernError:
-                continue  # asked again next time; never a verdict
+                continue  # asked again next time (one repository's forge never stops the
+                # others); never a verdict
             if change.state is not ChangeState.OPEN:
                 closed.append(self.closed(row.id or 0, change.state))
             elif gone is not None:  # a sync saw the line change by hand: close it

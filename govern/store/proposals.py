@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from sqlalchemy import func
+from sqlalchemy import select as columns
 from sqlmodel import Session, col, select
 
 from govern.exclusions.states import (
@@ -22,6 +24,7 @@ from govern.exclusions.states import (
     ProposalState,
     State,
 )
+from govern.store.location import advisory_key
 from govern.store.models import (
     Annotation,
     Candidate,
@@ -238,10 +241,11 @@ def open_changes(session: Session) -> list[Proposal]:
 
 
 def changed_by_hand(session: Session, *, exclusion_id: int) -> str | None:
-    """The exclusion's key when a sync saw its line change or go while it was still
-    proposed (not relaxed by the proposal's merge), else None."""
+    """The exclusion's key when a sync saw its line change or go while govern's change
+    request was still open (a person changed it, even if only to relax it by hand), else
+    None. A merged request is told by the forge first."""
     row = session.get(Exclusion, exclusion_id)
-    if row is None or row.removed_at is None or row.state == State.RELAXED:
+    if row is None or row.removed_at is None:
         return None
     return row.key
 
@@ -279,6 +283,13 @@ def set_state(
 
 
 # -- the outbox --------------------------------------------------------------------------
+
+
+def lock_outbox(session: Session, *, key: str) -> None:
+    """Hold the outbox key for this transaction: one run at a time decides whether to send
+    it (PostgreSQL's advisory lock; SQLite's write transaction already holds the database)."""
+    if session.get_bind().dialect.name == "postgresql":
+        session.execute(columns(func.pg_advisory_xact_lock(advisory_key(f"outbox:{key}"))))
 
 
 def outbox_row(session: Session, *, key: str) -> Outbox | None:

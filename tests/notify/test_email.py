@@ -135,3 +135,21 @@ def test_a_server_that_is_not_there_is_transient() -> None:
         asyncio.run(email.send(MESSAGE))
     assert caught.value.message == "smtp 127.0.0.1:9 could not be reached: Connection refused"
     assert repr(email) == "EmailNotifier('127.0.0.1:9')"
+
+
+@pytest.mark.parametrize(
+    ("changes", "wanted"),
+    [
+        ({"sender": "govern <govern@example.org>\nBcc: all@example.org"}, "cannot be written"),
+        ({"host": "smtp..example.org"}, "the host name cannot be used"),
+    ],
+)
+def test_a_mail_that_cannot_be_written_or_a_host_that_cannot_be_named_is_an_error(
+    smtp: SMTPServer, changes: dict[str, Any], wanted: str
+) -> None:
+    """Never an exception the outbox cannot read (it once left the row ``sending``)."""
+    with pytest.raises(NotifyError) as caught:
+        asyncio.run(notifier(smtp, **changes).send(MESSAGE))
+    assert wanted in caught.value.message
+    assert caught.value.maybe_sent is False
+    assert smtp.messages == []

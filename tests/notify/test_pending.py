@@ -32,7 +32,7 @@ from govern.store.models import Annotation, Outbox
 HOOK_ENV = "GOVERN_TEST_WEBHOOK_URL"
 
 
-class Dies(Exception):
+class Dies(BaseException):
     """The process dying after the forge applied an edit and before it was recorded."""
 
 

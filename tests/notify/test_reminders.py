@@ -46,7 +46,7 @@ WEBHOOK_ENV = "GOVERN_TEST_WEBHOOK_URL"
 ALL = ("issue", "webhook", "email")
 
 
-class Dies(Exception):
+class Dies(BaseException):
     """The process dying after a channel delivered and before the outbox recorded it."""
 
 

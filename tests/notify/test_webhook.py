@@ -127,3 +127,32 @@ def test_its_repr_and_target_show_the_host_only(webhook: FakeWebhook) -> None:
         f"WebhookNotifier('127.0.0.1:{webhook.port}')",
         f"127.0.0.1:{webhook.port}",
     )
+
+
+@pytest.mark.parametrize(
+    ("error", "maybe_sent"),
+    [
+        (httpx.ConnectError("refused"), False),
+        (httpx.ConnectTimeout("slow to connect"), False),
+        (httpx.ReadTimeout("no answer"), True),
+        (httpx.RemoteProtocolError("closed mid-answer"), True),
+    ],
+)
+def test_a_failure_after_the_post_left_may_have_arrived(
+    error: httpx.HTTPError, maybe_sent: bool
+) -> None:
+    """Only a failure before the request left is sent again; after it, the outbox marks the
+    message unconfirmed (a chat cannot be searched)."""
+    secret = "https://hooks.example/services/T000/B000/" + "s" * 24
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        raise error
+
+    async def main() -> None:
+        async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client:
+            await WebhookNotifier(secret, client, source="$HOOK").send(MESSAGE)
+
+    with pytest.raises(NotifyUnavailable) as caught:
+        asyncio.run(main())
+    assert caught.value.maybe_sent is maybe_sent
+    assert "s" * 24 not in caught.value.message

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import socket
+import subprocess
+import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -238,4 +241,148 @@ def test_a_pending_row_is_sent_whatever_resend_unconfirmed_says(store: Store) ->
         outbox.deliver(store, key="k", action="mail", send=remote.send, resend_unconfirmed=False)
     )
     assert (done.state, done.sent_now) == (OutboxState.SENT, True)
+    assert remote.received == ["pr"]
+
+
+# -- claims: a row being sent belongs to the run sending it ---------------------------------
+
+
+def test_two_overlapping_deliveries_of_one_key_send_once(store: Store) -> None:
+    """Two clicks on "propose now", or the daemon beside a cron run: the second finds the
+    row claimed by a run that is still sending it, and leaves it to that run."""
+    remote = Remote()
+    release = asyncio.Event()
+
+    async def slow_send() -> dict[str, Any]:
+        await release.wait()
+        return await remote.send()
+
+    async def main() -> tuple[outbox.Delivered, outbox.Delivered]:
+        first = asyncio.create_task(
+            outbox.deliver(store, key="k", action="comment", send=slow_send, find=remote.find)
+        )
+        await asyncio.sleep(0.05)  # the first has claimed the row and is sending
+        second = await outbox.deliver(
+            store, key="k", action="comment", send=remote.send, find=remote.find
+        )
+        release.set()
+        return await first, second
+
+    first, second = asyncio.run(main())
+    assert (first.state, first.sent_now) == (OutboxState.SENT, True)
+    assert (second.state, second.error) == (OutboxState.SENDING, "being sent by another run")
+    assert remote.received == ["pr"]
+
+
+def _claimed(store: Store, key: str, claim: dict[str, Any], lease: datetime) -> None:
+    with store.session(write=True) as session:
+        session.add(
+            Outbox(
+                dedupe_key=key,
+                action="comment",
+                state=OutboxState.SENDING,
+                attempts=1,
+                result={"claimed": claim},
+                next_attempt_at=lease,
+                created_at=NOW,
+            )
+        )
+
+
+def test_a_row_claimed_by_a_live_process_is_left_to_it_and_a_dead_one_s_is_taken_over(
+    store: Store,
+) -> None:
+    remote = Remote()
+    alive = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        here = {"host": socket.gethostname(), "pid": alive.pid, "sending": True}
+        _claimed(store, "alive", here, NOW + timedelta(minutes=15))
+        done = asyncio.run(
+            outbox.deliver(store, key="alive", action="comment", send=remote.send, now=NOW)
+        )
+        assert (done.state, done.error) == (OutboxState.SENDING, "being sent by another run")
+    finally:
+        alive.kill()
+        alive.wait()
+    # The same claim once its process is gone: a crash, looked for, then sent.
+    done = asyncio.run(
+        outbox.deliver(
+            store, key="alive", action="comment", send=remote.send, find=remote.find, now=NOW
+        )
+    )
+    assert (done.state, done.sent_now) == (OutboxState.SENT, True)
+    assert remote.received == ["pr"]
+
+
+def test_another_host_s_claim_holds_until_its_lease_ends(store: Store) -> None:
+    remote = Remote()
+    elsewhere = {"host": "another-host.invalid", "pid": 1, "sending": True}
+    _claimed(store, "k", elsewhere, NOW + timedelta(minutes=15))
+    early = asyncio.run(outbox.deliver(store, key="k", action="comment", send=remote.send, now=NOW))
+    assert early.state is OutboxState.SENDING
+    late = asyncio.run(
+        outbox.deliver(
+            store,
+            key="k",
+            action="comment",
+            send=remote.send,
+            find=remote.find,
+            now=NOW + timedelta(minutes=16),
+        )
+    )
+    assert (late.state, late.sent_now) == (OutboxState.SENT, True)
+    assert remote.received == ["pr"]
+
+
+def test_any_exception_of_a_send_is_a_recorded_failure_never_a_sent_row(store: Store) -> None:
+    """An error that is not govern's (a host name idna cannot encode) used to leave the row
+    sending, and the next run then took it as sent, unconfirmed."""
+
+    async def broken() -> dict[str, Any]:
+        raise UnicodeError("label empty or too long: smtp..example.org")
+
+    done = asyncio.run(
+        outbox.deliver(
+            store, key="k", action="mail", send=broken, now=NOW, resend_unconfirmed=False
+        )
+    )
+    assert (done.state, done.error) == (OutboxState.FAILED, "internal error (UnicodeError)")
+    again = asyncio.run(
+        outbox.deliver(
+            store,
+            key="k",
+            action="mail",
+            send=broken,
+            now=NOW + timedelta(days=1),
+            resend_unconfirmed=False,
+        )
+    )
+    assert again.state is OutboxState.FAILED
+    assert "unconfirmed" not in _row(store, "k").result
+
+
+def test_an_error_after_the_message_may_have_left_is_unconfirmed_not_resent(
+    store: Store,
+) -> None:
+    """A webhook's read timeout: the POST may have arrived, and a chat cannot be searched."""
+    remote = Remote()
+
+    class ReadTimedOut(GovernError):
+        maybe_sent = True
+
+    async def timed_out() -> dict[str, Any]:
+        remote.received.append("pr")
+        raise ReadTimedOut("webhook hooks.example: ReadTimeout")
+
+    done = asyncio.run(
+        outbox.deliver(
+            store, key="k", action="webhook", send=timed_out, now=NOW, resend_unconfirmed=False
+        )
+    )
+    assert done.state is OutboxState.SENT
+    assert done.result["unconfirmed"] is True
+    again = asyncio.run(
+        outbox.deliver(store, key="k", action="webhook", send=remote.send, resend_unconfirmed=False)
+    )
+    assert again.state is OutboxState.SENT
     assert remote.received == ["pr"]

@@ -15,7 +15,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,7 @@ from gitrepo import Repo
 from reminderworld import Passes
 from sqlmodel import col, select
 
-from fakes.forge_github import FakeGitHubForge
+from fakes.forge_github import FakeGitHubForge, message
 from govern.config import Config, ProposeConfig
 from govern.exclusions.states import EventKind, State
 from govern.forge.base import ChangeRequest, Opening
@@ -234,12 +234,17 @@ def test_propose_none_sends_nothing(store: Store, origin: tuple[Path, Path]) -> 
 TOKEN = "ghp_" + "t" * 36
 
 
-class Dies(Exception):
+class Dies(BaseException):
     """The process dying between the forge's answer and the outbox's record."""
 
 
 def _run_github(
-    store: Store, fake: FakeGitHubForge, *, die_after_open: bool = False
+    store: Store,
+    fake: FakeGitHubForge,
+    *,
+    die_after_open: bool = False,
+    at: datetime = NOW,
+    forge_for: Any = None,
 ) -> ProposeResult:
     async def main() -> ProposeResult:
         async with httpx.AsyncClient(timeout=5) as client:
@@ -255,9 +260,9 @@ def _run_github(
             proposer = Proposer(
                 store,
                 pusher_for=lambda root, s: Pusher(root, remote=s.remote),
-                forge_for=lambda _root, _s: forge,
+                forge_for=forge_for or (lambda _root, _s: forge),
                 config_for=lambda _root: Config(propose=ProposeConfig(via="github")),
-                now=lambda: NOW,
+                now=lambda: at,
             )
             return await proposer.run()
 
@@ -571,3 +576,80 @@ def test_the_cli_dry_run_prints_what_the_readme_shows_and_sends_nothing(
     ]
     with store.session() as session:
         assert session.exec(select(Outbox)).all() == []
+
+
+def test_a_failed_update_for_a_newer_candidate_is_retried_not_taken_for_the_older_one(
+    store: Store, origin: tuple[Path, Path], fake: FakeGitHubForge
+) -> None:
+    first = _run_github(store, fake).proposals[0]
+    assert first.number is not None
+    _verify_newer(store, "14.1.2")
+    fake.fail(message(502, "Bad Gateway"), method="PATCH", times=3)
+    failed = _run_github(store, fake).proposals[0]
+    assert failed.state == "failed"
+    assert "14.1.1 verified" in fake.pulls[first.number]["title"]
+    retried = _run_github(store, fake, at=NOW + timedelta(days=1)).proposals[0]
+    assert (retried.state, retried.number) == ("sent", first.number)
+    assert fake.pulls[first.number]["title"].endswith("(14.1.2 verified)")
+    assert len(fake.pulls) == 1
+
+
+def test_a_pull_request_a_person_closed_after_a_crash_is_not_opened_again(
+    store: Store, origin: tuple[Path, Path], fake: FakeGitHubForge
+) -> None:
+    with pytest.raises(Dies):
+        _run_github(store, fake, die_after_open=True)
+    (number,) = fake.pulls
+    fake.pulls[number]["state"] = "closed"  # a reviewer closed it before govern came back
+    first = _run_github(store, fake)
+    assert len(fake.pulls) == 1, "found closed by its markers: not opened again"
+    assert first.proposals[0].number == number
+    assert [(c["number"], c["state"]) for c in first.closed] == [(number, "declined")]
+    with store.session() as session:
+        assert session.exec(select(Exclusion)).one().state == State.HELD
+
+
+def test_a_forge_that_cannot_be_built_stops_only_its_own_watch(
+    store: Store, origin: tuple[Path, Path], fake: FakeGitHubForge
+) -> None:
+    from govern.forge.base import ForgeAuthError
+
+    _run_github(store, fake)  # a pull request to watch
+
+    def broken(_root: Path, _settings: ProposeConfig) -> GitHubForge:
+        raise ForgeAuthError(
+            "$GOVERN_APP_KEY is empty: the GitHub App's private key is read from it"
+        )
+
+    result = _run_github(store, fake, forge_for=broken)
+    assert [p.state for p in result.proposals] == ["failed"]
+    assert "GOVERN_APP_KEY" in (result.proposals[0].message or "")
+    assert result.closed == []
+
+
+def test_a_line_a_person_relaxed_by_hand_closes_govern_s_pull_request(
+    store: Store, origin: tuple[Path, Path], fake: FakeGitHubForge, tmp_path: Path
+) -> None:
+    bare, clone = origin
+    opened = _run_github(store, fake).proposals[0]
+    assert opened.number is not None
+    work = tmp_path / "person"
+    subprocess.run(["git", "clone", "-q", str(bare), str(work)], check=True)
+    path = work / "requirements" / "kv_connectors.txt"
+    path.write_text(KV.replace("< 14.1.0", "!= 14.1.0, != 14.1.1"), encoding="utf-8")
+    env_args = ["-c", "user.name=Person", "-c", "user.email=p@example.org"]
+    subprocess.run(["git", *env_args, "commit", "-qam", "relaxed by hand"], cwd=work, check=True)
+    subprocess.run(["git", "push", "-q", "origin", "main"], cwd=work, check=True)
+    subprocess.run(["git", "pull", "-q", "--ff-only"], cwd=clone, check=True)
+    track(
+        store,
+        clone,
+        None,
+        config=Config(repository="vllm-project/vllm"),
+        options=TrackOptions(now=NOW),
+    )
+    for _ in range(2):
+        _run_github(store, fake)
+    pull = fake.pulls[opened.number]
+    assert (pull["state"], pull["merged"]) == ("closed", False)
+    assert len(fake.comments.get(opened.number, [])) == 1
