@@ -19,7 +19,10 @@ The requirement
     :func:`govern.exclusions.relax.rewrite_requirement` rewrites the requirement (name,
     extras, marker, spacing and clause order kept); only the characters that differ are
     replaced, where they are. A requirement continued over several lines keeps its layout:
-    the clause is edited on the line it sits on, and a continued line left empty is removed.
+    the clause is edited on the line it sits on, a continued line keeps its indentation
+    (unless that whitespace would change how the requirement reads), and a continued line
+    left empty is removed. The edit's ``new`` is the requirement as the audit reads it
+    from the edited text (that whitespace included).
 
 ``--hash`` lines
     A line with ``--hash`` options is a pin in pip's hash-checking mode, which refuses any
@@ -42,6 +45,13 @@ The requirement
     ``bad=``, or as ``bad=...`` on the first structured comment). A line without a
     structured comment gets none, and a block further up (one that also covers other
     lines) is not changed.
+
+Known-bad versions
+    The relaxation is refused (:class:`EditRefused`, naming the version) when it lets in a
+    version (one the old line keeps out and the new one admits; the candidate included)
+    that the ``bad=`` of those comments lists, as the file reads now (the remote can be
+    newer than the last sync), or that ``bad_versions`` names. A listed ``P.*`` counts for
+    P and for a candidate it matches.
 
 Evidence
     One comment line per evidence item (``14.1.1 verified on cuda13: <run URL>, installed
@@ -70,6 +80,7 @@ from govern.sources.rewrite_common import (
     missing_evidence,
     newly_excluded,
     record_bad,
+    refuse_bad_admitted,
     requirement_or_none,
     same_line,
     specifier_set,
@@ -80,6 +91,7 @@ from govern.sources.rewrite_pip import (
     Edits,
     Logical,
     Req,
+    Segment,
     edit_hashes,
     hash_spans,
     logical_lines,
@@ -184,13 +196,14 @@ def relax_requirements(
         new_requirement = rewrite_requirement(held.text, after)
     except RelaxationRefused as exc:
         raise EditRefused(f"{where}: {exc}") from None
+    comments = _comments(logicals, bodies, held)
+    refuse_bad_admitted(tracked.specifier, after, version, comments, bad_versions, where)
 
     edits: Edits = {}
     dropped: set[int] = set()
     added: dict[int, list[str]] = {}
     _edit_requirement(held, new_requirement, edits)
     new_hashes = edit_hashes(held, bodies, after, version, hashes, where, edits, dropped, added)
-    comments = _comments(logicals, bodies, held)
     recorded = record_bad(comments, newly_excluded(tracked.specifier, after, bad_versions))
     if recorded is not None:
         comment, new_comment = recorded
@@ -213,11 +226,11 @@ def relax_requirements(
             out.append(_apply(body, edits.get(index, ())) + end)
     new_text = bom + "".join(out)
     number = held.logical.first + len(notes)
-    _check(new_text[len(bom) :], number, len(logicals), tracked, after, new_hashes, where)
+    read = _check(new_text[len(bom) :], number, len(logicals), tracked, after, new_hashes, where)
     return Edit(
         new_text,
         held.text,
-        new_requirement,
+        read,
         number + 1,
         unified_diff(path, text[len(bom) :], new_text[len(bom) :]),
         True,
@@ -248,7 +261,11 @@ def _unchanged_or_superseded(
 
 
 def _edit_requirement(held: Req, new: str, edits: Edits) -> None:
-    """Replace only the characters of the requirement that differ, where they are."""
+    """Replace only the characters of the requirement that differ, where they are.
+
+    A continued line keeps its indentation when the characters removed run into it, unless
+    the whitespace would change how the requirement reads.
+    """
     old = held.text
     prefix = 0
     while prefix < min(len(old), len(new)) and old[prefix] == new[prefix]:
@@ -265,15 +282,40 @@ def _edit_requirement(held: Req, new: str, edits: Edits) -> None:
         line, column = held.logical.where(start, end=True)
         edits.setdefault(line, []).append((column, column, replacement))
         return
-    for seg in held.logical.segments:
+    pieces = _pieces(held.logical, start, stop, replacement, indent=True)
+    if pieces != _pieces(held.logical, start, stop, replacement, indent=False):
+        text = held.logical.text
+        for _, low, high, piece in reversed(pieces):
+            text = text[:low] + piece + text[high:]
+        end = held.at + len(old) + len(text) - len(held.logical.text)
+        kept = requirement_or_none(text[held.at : end])
+        if kept is None or str(kept) != str(requirement_or_none(new)):
+            pieces = _pieces(held.logical, start, stop, replacement, indent=False)
+    for seg, low, high, piece in pieces:
+        columns = (seg.start + low - seg.at, seg.start + high - seg.at)
+        edits.setdefault(seg.line, []).append((*columns, piece))
+
+
+def _pieces(
+    logical: Logical, start: int, stop: int, replacement: str, *, indent: bool
+) -> list[tuple[Segment, int, int, str]]:
+    """The runs of ``start``..``stop`` (logical offsets) on each physical line, with their
+    replacement (on the first); ``indent``: a continued line's indentation is kept."""
+    pieces: list[tuple[Segment, int, int, str]] = []
+    for number, seg in enumerate(logical.segments):
         low, high = max(start, seg.at), min(stop, seg.at + seg.end - seg.start)
         if low >= high:
             continue
         if seg.line < 0:  # pragma: no cover - the requirement comes before any comment
             raise EditRefused("the line's layout is not followed (a joined comment line)")
-        columns = (seg.start + low - seg.at, seg.start + high - seg.at)
-        edits.setdefault(seg.line, []).append((*columns, replacement))
+        if indent and number and low == seg.at and start < seg.at:
+            text = logical.text[seg.at : seg.at + seg.end - seg.start]
+            low = min(high, seg.at + len(text) - len(text.lstrip(" \t")))
+            if low == high and not replacement:
+                continue
+        pieces.append((seg, low, high, replacement))
         replacement = ""
+    return pieces
 
 
 def _comments(logicals: Sequence[Logical], bodies: Sequence[str], held: Req) -> list[Comment]:
@@ -374,8 +416,9 @@ def _check(
     after: SpecifierSet,
     hashes: tuple[str, ...] | None,
     where: str,
-) -> None:
-    """The edited file read again: the requirement reads as the relaxation says."""
+) -> str:
+    """The edited file read again: the requirement reads as the relaxation says (returned
+    as the audit reads it)."""
     bodies = [split_end(held)[0] for held in text.splitlines(keepends=True)]
     logicals = logical_lines(bodies)
     found = next((lg for lg in logicals if lg.first == number), None)
@@ -397,5 +440,6 @@ def _check(
                 problems.append("the hashes differ")
     if len(logicals) < count:
         problems.append("lines were joined")
-    if problems:  # pragma: no cover - the edit above keeps all of this
+    if problems or req is None:  # pragma: no cover - the edit above keeps all of this
         raise EditRefused(f"{where}: internal check of the edit failed: {'; '.join(problems)}")
+    return req.text

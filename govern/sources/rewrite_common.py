@@ -1,8 +1,9 @@
 """What the edits of :mod:`govern.sources.rewrite` and :mod:`govern.sources.rewrite_toml` share.
 
 The result (:class:`Edit`) and its refusals, the unified diff, the evidence comment lines,
-and the ``# govern: bad=...`` field that must keep naming the versions a relaxation now
-keeps out with ``!=``. Pure functions on text; nothing here reads a file.
+the ``# govern: bad=...`` field that must keep naming the versions a relaxation now keeps
+out with ``!=``, and the refusal of a relaxation that lets in a version that field (or the
+exclusion's known-bad list) names. Pure functions on text; nothing here reads a file.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from packaging.requirements import InvalidRequirement, Requirement
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.specifiers import InvalidSpecifier, Specifier, SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
@@ -218,3 +219,35 @@ def record_bad(comments: Sequence[Comment], versions: Sequence[str]) -> tuple[Co
     comment = comments[0]
     body = comment.text.rstrip()
     return comment, f"{body} bad={','.join(needed)}{comment.text[len(body) :]}"
+
+
+def refuse_bad_admitted(
+    before: SpecifierSet,
+    after: SpecifierSet,
+    candidate: Version,
+    comments: Sequence[Comment],
+    bad_versions: Sequence[str],
+    where: str,
+) -> None:
+    """Refuse (:class:`EditRefused`) a relaxation that lets in a known-bad version.
+
+    Known bad: what the ``bad=`` fields of the line's ``comments`` list (the file as it is
+    now: the remote can be newer than the last sync) and ``bad_versions``. A version is let
+    in when ``before`` keeps it out and ``after`` admits it; a bad version the line already
+    admits is not the relaxation's doing (as in :func:`govern.exclusions.relax.relax`).
+    A listed version is that version (the candidate when it is equal to it, as
+    :func:`govern.exclusions.relax.relax` judges a known-bad candidate); a listed ``P.*``
+    is P and the candidate when ``==P.*`` matches it.
+    """
+    listed = [(item, "which the line's bad= lists") for item in bad_listed(comments)]
+    listed += [(item.strip(), "which is known bad") for item in bad_versions]
+    for item, why in listed:
+        try:
+            spec = Specifier(f"=={item}")
+            base = Version(item.removesuffix(".*"))
+        except (InvalidSpecifier, InvalidVersion, ValueError):
+            continue  # the audit reports a bad= that is not a version
+        wild = item.endswith(".*") and spec.contains(candidate, prereleases=True)
+        for version in [candidate, base] if wild else [base]:
+            if not admits(before, version) and admits(after, version):
+                raise EditRefused(f"{where}: the new clause would let in {version}, {why}")

@@ -13,13 +13,19 @@ characters of the string that differ are replaced, inside its quotes, so the quo
 trailing comma all stay as written; the file is parsed again with :mod:`tomllib` and must
 hold the same document with only that string changed.
 
-Evidence goes as TOML comment lines right above the element's line when the array is
-multi-line (the element is not on the line of the array's ``[``), at the end of the comment
-block there, once. An element of an inline array gets no comment (a line above
-``dependencies = [...]`` would read as the reason of every element of it): the evidence is
+Evidence goes as TOML comment lines right above the element's line when the element has
+a line of its own in a multi-line array, at the end of the comment block there, once.
+An element on the line of the array's ``[`` (an inline array, or the first element on the
+key's line) or on a line with another element gets no comment (a line above
+``dependencies = [...]`` reads as the reason of every element below it): the evidence is
 then carried only by the commit message and the change request's body.
 ``# govern:`` comments (on the element's line, in the block above it, ``# ^govern:`` right
-below) keep their fields, and ``bad=`` is extended as in :mod:`govern.sources.rewrite`.
+below) keep their fields, and ``bad=`` is extended as in :mod:`govern.sources.rewrite`,
+except where the audit reads the comment for other elements too: the block above the line
+of the array's ``[`` is left unchanged, and so is every comment around a line that holds
+another element (its ``bad=`` would become theirs). A relaxation that lets in a version
+those comments' ``bad=`` list (or ``bad_versions``) is refused, as in
+:mod:`govern.sources.rewrite`: all of them count there, shared or not.
 An element that changed is :class:`Superseded`; one that already admits the candidate
 is left as it is (``changed=False``).
 """
@@ -48,6 +54,7 @@ from govern.sources.rewrite_common import (
     missing_evidence,
     newly_excluded,
     record_bad,
+    refuse_bad_admitted,
     requirement_or_none,
     same_line,
     specifier_set,
@@ -116,16 +123,25 @@ def relax_pyproject(
     except RelaxationRefused as exc:
         raise EditRefused(f"{where}: {exc}") from None
 
+    on_line, above, below = _comments(body, scan, starts, loc)
+    refuse_bad_admitted(
+        tracked.specifier, after, version, [*on_line, *above, *below], bad_versions, where
+    )
     changes = [_string_edit(loc, value, new_value, where)]
-    comments = _comments(body, scan, starts, loc)
-    recorded = record_bad(comments, newly_excluded(tracked.specifier, after, bad_versions))
+    # The comments the audit gives other elements too are left as they are: the block
+    # above the array's opening line (or above a line with another element), and the
+    # comments on and below a line with another element.
+    opening = _line(starts, scan.locs[key].start) == number
+    crowded = any(_line(starts, other.start) == number for i, other in elements if i != index)
+    shared = opening or crowded
+    own = [] if crowded else [*on_line, *([] if shared else above), *below]
+    recorded = record_bad(own, newly_excluded(tracked.specifier, after, bad_versions))
     if recorded is not None:
         comment, new_comment = recorded
         at = starts[comment.line] + comment.column + 1
         changes.append((at, at + len(comment.text), new_comment))
     notes: list[str] = []
-    array = scan.locs[key]
-    if _line(starts, array.start) != number:  # a multi-line array: the evidence above it
+    if not shared:  # a line of its own in a multi-line array: the evidence above it
         head = starts[number - 1]
         end = _line_end(body, head)
         row = body[head:end]
@@ -242,17 +258,20 @@ def _string_edit(loc: Loc, value: str, new: str, where: str) -> tuple[int, int, 
     return loc.start + prefix, loc.start + stop, replacement
 
 
-def _comments(body: str, scan: Scan, starts: Sequence[int], loc: Loc) -> list[Comment]:
+def _comments(
+    body: str, scan: Scan, starts: Sequence[int], loc: Loc
+) -> tuple[list[Comment], list[Comment], list[Comment]]:
     """The element's ``# govern:`` comments: on its line, in the block above, right below."""
     first = _line(starts, loc.start) - 1
     last = _line(starts, max(loc.end, loc.start)) - 1
-    found: list[Comment] = []
+    on_line: list[Comment] = []
     for offset in scan.comments:
         if offset > loc.end and _line(starts, offset) - 1 == first:
             comment = _comment(body, starts, offset)
             if structured(comment.text):
-                found.append(comment)
-    found.extend(c for c in _block(body, scan, starts, first) if structured(c.text))
+                on_line.append(comment)
+    above = [c for c in _block(body, scan, starts, first) if structured(c.text)]
+    below: list[Comment] = []
     if last + 1 < len(starts):
         head = starts[last + 1]
         row = body[head : _line_end(body, head)]
@@ -260,8 +279,8 @@ def _comments(body: str, scan: Scan, starts: Sequence[int], loc: Loc) -> list[Co
         if offset in set(scan.comments):
             comment = _comment(body, starts, offset)
             if structured(comment.text, below=True):
-                found.append(comment)
-    return found
+                below.append(comment)
+    return on_line, above, below
 
 
 def _block(body: str, scan: Scan, starts: Sequence[int], line: int) -> list[Comment]:

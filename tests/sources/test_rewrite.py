@@ -171,6 +171,13 @@ def test_a_continued_line_left_empty_is_removed() -> None:
     assert done.text == "foo>=1.0\nbar\n"
 
 
+def test_a_continued_line_keeps_its_indentation_when_the_clause_before_it_goes() -> None:
+    text = "foo <2.0, \\\n    >=1.0\nbar\n"
+    done = edit(text, "foo <2.0,     >=1.0", ">=1.0", candidate="2.1", evidence=())
+    assert done.text == "foo \\\n    >=1.0\nbar\n"
+    assert done.new == "foo     >=1.0"
+
+
 def test_a_moved_line_is_found_by_its_text() -> None:
     done = edit(KV, "cupy-cuda13x < 14.1.0", "!=14.1.0", line=1, evidence=())
     assert done.text == KV.replace("cupy-cuda13x < 14.1.0", "cupy-cuda13x != 14.1.0")
@@ -282,6 +289,43 @@ def test_a_govern_comment_below_the_line_in_a_constraints_file_is_extended() -> 
     assert done.text == (
         'cupy-cuda13x!=14.1.0\n# ^govern: bad="13.0.1,14.1.0" owner=@runtime\nnumpy<3\n'
     )
+
+
+def test_a_relaxation_letting_in_a_version_the_line_lists_as_bad_is_refused() -> None:
+    text = "foo<1.0  # govern: bad=1.0,1.1\n"
+    with pytest.raises(EditRefused) as refused:
+        edit(text, "foo<1.0", "!=1.0", candidate="1.1", evidence=())
+    assert str(refused.value) == (
+        "requirements/kv_connectors.txt:1: the new clause would let in 1.1, "
+        "which the line's bad= lists"
+    )
+
+
+def test_a_bad_version_in_the_block_above_or_below_is_refused_too() -> None:
+    above = "# govern: bad=1.2\nfoo<1.0\nbar\n"
+    with pytest.raises(EditRefused) as refused:
+        edit(above, "foo<1.0", "!=1.0", line=2, candidate="1.1", evidence=())
+    assert str(refused.value) == (
+        "requirements/kv_connectors.txt:2: the new clause would let in 1.2, "
+        "which the line's bad= lists"
+    )
+    below = "foo<1.0\n# ^govern: bad=1.1.*\n"
+    with pytest.raises(EditRefused, match=r"would let in 1\.1\.3, which the line's bad= lists"):
+        edit(below, "foo<1.0", "!=1.0", candidate="1.1.3", evidence=())
+
+
+def test_a_known_bad_version_the_relaxation_would_let_in_is_refused() -> None:
+    with pytest.raises(EditRefused) as refused:
+        edit("foo<1.0\n", "foo<1.0", "", candidate="1.1", evidence=(), bad_versions=["1.0"])
+    assert str(refused.value) == (
+        "requirements/kv_connectors.txt:1: the new clause would let in 1.0, which is known bad"
+    )
+
+
+def test_a_bad_version_the_line_already_admits_does_not_refuse_the_edit() -> None:
+    text = "foo>=0.5,<1.0  # govern: bad=0.7\n"
+    done = edit(text, "foo>=0.5,<1.0", ">=0.5,!=1.0", candidate="1.1", evidence=())
+    assert done.text == "foo>=0.5,!=1.0  # govern: bad=0.7,1.0\n"
 
 
 def test_a_line_without_a_govern_comment_gets_none() -> None:
@@ -546,3 +590,80 @@ def test_crlf_and_a_byte_order_mark_are_kept_in_a_pyproject() -> None:
         f'    # {EVIDENCE}\n    "cupy-cuda13x != 14.1.0",  # runtime images\n',
     )
     assert done.text == "\ufeff" + expected.replace("\n", "\r\n")
+
+
+def test_a_pyproject_relaxation_letting_in_a_version_the_line_lists_as_bad_is_refused() -> None:
+    text = '[project]\nname = "demo"\ndependencies = ["foo<1.0"]  # govern: bad=1.0,1.1\n'
+    with pytest.raises(EditRefused) as refused:
+        edit(
+            text,
+            "foo<1.0",
+            "!=1.0",
+            line=3,
+            candidate="1.1",
+            format="pyproject",
+            group="project.dependencies",
+        )
+    assert str(refused.value) == (
+        "pyproject.toml:3: the new clause would let in 1.1, which the line's bad= lists"
+    )
+
+
+def test_the_block_above_an_inline_array_is_not_extended_for_one_of_its_elements() -> None:
+    text = (
+        '[project]\nname = "demo"\n# govern: bad=0.9 for bar\ndependencies = ["bar<1", "foo<1.0"]\n'
+    )
+    done = edit(
+        text,
+        "foo<1.0",
+        "!=1.0",
+        line=4,
+        candidate="1.1",
+        format="pyproject",
+        group="project.dependencies",
+        bad_versions=["1.0"],
+    )
+    assert done.text == (
+        "[project]\n"
+        'name = "demo"\n'
+        "# govern: bad=0.9 for bar\n"
+        'dependencies = ["bar<1", "foo!=1.0"]\n'
+    )
+
+
+def test_the_block_above_the_first_element_on_the_key_line_is_not_extended() -> None:
+    text = (
+        '[project]\nname = "demo"\n# govern: bad=0.9\ndependencies = ["foo<1.0",\n    "bar<1",\n]\n'
+    )
+    done = edit(
+        text,
+        "foo<1.0",
+        "!=1.0",
+        line=4,
+        candidate="1.1",
+        format="pyproject",
+        group="project.dependencies",
+        bad_versions=["1.0"],
+    )
+    assert done.text == text.replace('"foo<1.0"', '"foo!=1.0"')
+
+
+def test_the_comment_of_a_line_shared_with_another_element_is_not_extended() -> None:
+    text = (
+        "[project]\n"
+        'name = "demo"\n'
+        "dependencies = [\n"
+        '    "bar<1", "foo<1.0",  # govern: bad=0.9\n'
+        "]\n"
+    )
+    done = edit(
+        text,
+        "foo<1.0",
+        "!=1.0",
+        line=4,
+        candidate="1.1",
+        format="pyproject",
+        group="project.dependencies",
+        bad_versions=["1.0"],
+    )
+    assert done.text == text.replace('"foo<1.0"', '"foo!=1.0"')

@@ -286,13 +286,14 @@ def requirement_lines(case: Case, hashes: tuple[str, ...]) -> list[str]:
 
 
 def block_lines(case: Case) -> list[str]:
-    bad = ",".join(str(b) for b in case.bad) or "9.9.9"
+    bad = ",".join(str(b) for b in case.bad)
     block = {
         "": [],
         "reason": [REASON],
         "reason+govern": [
             REASON,
-            f"# govern: bad={bad} link=https://example.org/i/12 owner=@rt review-by=2027-01-31",
+            f"# govern: {f'bad={bad} ' if bad else ''}link=https://example.org/i/12 owner=@rt"
+            " review-by=2027-01-31",
         ],
     }[case.block]
     return [line + case.newline for line in block]
