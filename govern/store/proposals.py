@@ -24,7 +24,7 @@ from govern.exclusions.states import (
     ProposalState,
     State,
 )
-from govern.store.location import advisory_key
+from govern.store.location import advisory_key, as_utc
 from govern.store.models import (
     Annotation,
     Candidate,
@@ -297,13 +297,47 @@ def outbox_row(session: Session, *, key: str) -> Outbox | None:
     return session.exec(select(Outbox).where(col(Outbox.dedupe_key) == key)).first()
 
 
-def unsettled(session: Session) -> list[Outbox]:
-    """Rows not sent yet (pending, sending, failed, dead): what the dashboard lists."""
-    return list(
-        session.exec(
-            select(Outbox).where(col(Outbox.state) != OutboxState.SENT).order_by(col(Outbox.id))
-        ).all()
-    )
+@dataclass(frozen=True, slots=True)
+class Troubled:
+    """An outgoing action that failed (retried at ``next_attempt``) or gave up (``dead``),
+    with the exclusion it was for (None: a repository's pending issue or digest)."""
+
+    action: str
+    state: str
+    attempts: int
+    error: str | None
+    next_attempt: datetime | None
+    exclusion: str | None  # the exclusion's id
+    package: str | None
+    clause: str | None
+
+
+def troubled(session: Session, *, limit: int = 20) -> tuple[int, list[Troubled]]:
+    """Failed and dead outbox rows, newest first (at most ``limit``), and how many in all:
+    what the dashboard's front page lists for a person to look at."""
+    where = col(Outbox.state).in_((OutboxState.FAILED, OutboxState.DEAD))
+    total = session.execute(columns(func.count()).select_from(Outbox).where(where)).one()[0]
+    rows = session.exec(
+        select(Outbox, Exclusion)
+        .outerjoin(Proposal, col(Proposal.id) == col(Outbox.proposal_id))
+        .outerjoin(Exclusion, col(Exclusion.id) == col(Proposal.exclusion_id))
+        .where(where)
+        .order_by(col(Outbox.id).desc())
+        .limit(limit)
+    ).all()
+    return int(total), [
+        Troubled(
+            action=row.action,
+            state=row.state,
+            attempts=row.attempts,
+            error=row.last_error,
+            next_attempt=as_utc(row.next_attempt_at) if row.next_attempt_at else None,
+            exclusion=exclusion.key if exclusion else None,
+            package=exclusion.package if exclusion else None,
+            clause=exclusion.clause if exclusion else None,
+        )
+        for row, exclusion in rows
+    ]
 
 
 def root_of(session: Session, *, exclusion_id: int) -> str | None:

@@ -38,6 +38,7 @@ from govern.store import history, queries
 from govern.store.debt import debt as debt_series
 from govern.store.location import SCHEMA_REVISION
 from govern.store.pending import attention, pending
+from govern.store.proposals import troubled
 from govern.web import actions, api
 from govern.web.charts import DebtPoint, age_histogram, debt_over_time
 from govern.web.deps import SessionDep, StateDep, get_state, peer
@@ -106,6 +107,7 @@ def _pages(app: FastAPI) -> None:
             "index.html",
             pending=pending(session, now=now),
             attention=attention(session, now=now),
+            deliveries=troubled(session),
             now=now,
         )
 

@@ -136,3 +136,24 @@ def test_propose_now_needs_the_token_and_runs_the_proposer_in_the_background(
     assert said == f"propose {key}: failed"
     with state.store.session() as session:
         assert session.exec(select(Outbox)).all() == []
+
+
+def test_the_front_page_lists_the_deliveries_that_failed_or_gave_up(
+    served: tuple[TestClient, str, AppState],
+) -> None:
+    client, key, state = served
+    before = client.get("/").text
+    assert 'Deliveries failing <span class="count">0</span>' in before
+    assert "None: every push, pull request and message went out." in before
+    _propose(state.store, key)
+    page = client.get("/").text
+    assert 'Deliveries failing <span class="count">2</span>' in page
+    listed = page[page.index('<ul class="plain" id="deliveries">') :]
+    listed = listed[: listed.index("</ul>")]
+    items = listed.split("<li ")[1:]
+    assert len(items) == 2  # the sent push is not listed
+    assert "mail dead after 8 attempts" in items[0]
+    assert "gave up: a person looks" in items[0]
+    assert "comment failed after 3 attempts" in items[1]
+    assert "GitHub answered 502 Bad Gateway" in items[1]
+    assert f'href="/exclusions/{key}"' in items[1]
