@@ -31,6 +31,8 @@ __all__ = [
     "IssueRef",
     "Opening",
     "answer_field",
+    "answer_labels",
+    "answer_object",
     "answer_text",
     "first_marker",
     "marker",
@@ -230,6 +232,25 @@ def answer_field(forge: str, document: Any, key: str, kind: type) -> Any:
     if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
         raise ForgeUnavailable(f"{forge}: unexpected answer: {key} is not a {kind.__name__}")
     return value
+
+
+def answer_object(forge: str, document: Any, what: str) -> dict[str, Any]:
+    """A forge answer that must be a JSON object: an empty body (None), a list or a scalar
+    is an answer that cannot be read (:class:`ForgeUnavailable`), never an AttributeError."""
+    if not isinstance(document, dict):
+        got = "an empty body" if document is None else f"a {type(document).__name__}"
+        raise ForgeUnavailable(f"{forge}: unexpected answer: {what} expected, got {got}")
+    return document
+
+
+def answer_labels(document: Mapping[str, Any]) -> tuple[str, ...]:
+    """The names of an answer's labels (names, or objects with a ``name``)."""
+    labels = document.get("labels")
+    names = (
+        label.get("name") if isinstance(label, dict) else label
+        for label in (labels if isinstance(labels, list) else [])
+    )
+    return tuple(name for name in names if isinstance(name, str))
 
 
 def answer_text(document: Mapping[str, Any], key: str) -> str:

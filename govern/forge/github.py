@@ -33,6 +33,8 @@ from govern.forge.base import (
     IssueRef,
     Opening,
     answer_field,
+    answer_labels,
+    answer_object,
     answer_text,
     first_marker,
     may_have_applied,
@@ -76,22 +78,7 @@ def _field(document: Any, key: str, kind: type) -> Any:
 
 
 def _object(document: Any, what: str) -> dict[str, Any]:
-    """A forge answer that must be a JSON object: an empty body (None), a list or a scalar
-    is an answer that cannot be read (:class:`ForgeUnavailable`), never an AttributeError."""
-    if not isinstance(document, dict):
-        got = "an empty body" if document is None else f"a {type(document).__name__}"
-        raise ForgeUnavailable(f"github: unexpected answer: {what} expected, got {got}")
-    return document
-
-
-def _labels(document: Mapping[str, Any]) -> tuple[str, ...]:
-    """The names of an answer's labels (objects with a ``name``, or names)."""
-    labels = document.get("labels")
-    names = (
-        label.get("name") if isinstance(label, dict) else label
-        for label in (labels if isinstance(labels, list) else [])
-    )
-    return tuple(name for name in names if isinstance(name, str))
+    return answer_object("github", document, what)
 
 
 def _change(document: Any) -> ChangeRequest:
@@ -124,7 +111,7 @@ def _issue(document: Any) -> Issue:
         title=answer_text(document, "title"),
         body=answer_text(document, "body"),
         state=answer_text(document, "state") or "open",
-        labels=_labels(document),
+        labels=answer_labels(document),
     )
 
 

@@ -22,7 +22,7 @@ from typing import Any
 import httpx
 import pytest
 from gitrepo import Repo
-from reminderworld import Passes
+from reminderworld import Passes, verify
 from sqlmodel import col, select
 
 from fakes.forge_github import FakeGitHubForge, message
@@ -317,37 +317,12 @@ def test_a_pull_request_closed_unmerged_holds_the_exclusion_and_is_not_reopened(
     assert len(fake.pulls) == 1
 
 
-def _verify_newer(store: Store, version: str) -> None:
-    """``version`` published, found as a candidate and verified (a newer fix)."""
-    with store.session(write=True) as session:
-        exclusion = session.exec(select(Exclusion)).one()
-        release = Release(package="cupy-cuda13x", version=version, first_seen_at=NOW)
-        session.add(release)
-        session.flush()
-        session.add(
-            Candidate(
-                exclusion_id=exclusion.id or 0,
-                release_id=release.id or 0,
-                profile="cuda13",
-                found_at=NOW,
-            )
-        )
-    provider = Passes()
-    verifier = Verifier(
-        store,
-        provider_for=lambda _profile: provider,
-        providers={provider.name: provider},
-        clock=lambda: NOW,
-    )
-    asyncio.run(verifier.run())
-
-
 def test_a_newer_verified_candidate_updates_the_same_pull_request(
     store: Store, origin: tuple[Path, Path], fake: FakeGitHubForge
 ) -> None:
     bare, _clone = origin
     first = _run_github(store, fake).proposals[0]
-    _verify_newer(store, "14.1.2")
+    verify(store, "14.1.2")
     results = [_run_github(store, fake) for _ in range(2)]
     second = results[0].proposals[0]
     assert second.state == "sent"
@@ -533,7 +508,7 @@ def test_after_a_decline_a_newer_verified_candidate_is_proposed_again(
     fake.pulls[first.number]["state"] = "closed"  # declined
     assert _run_github(store, fake).closed[0]["state"] == "declined"
     assert _run_github(store, fake).proposals == []  # held: 14.1.1 is not proposed again
-    _verify_newer(store, "14.1.2")
+    verify(store, "14.1.2")
     again = _run_github(store, fake).proposals[0]
     assert again.state == "sent"
     assert again.number is not None
@@ -583,7 +558,7 @@ def test_a_failed_update_for_a_newer_candidate_is_retried_not_taken_for_the_olde
 ) -> None:
     first = _run_github(store, fake).proposals[0]
     assert first.number is not None
-    _verify_newer(store, "14.1.2")
+    verify(store, "14.1.2")
     fake.fail(message(502, "Bad Gateway"), method="PATCH", times=3)
     failed = _run_github(store, fake).proposals[0]
     assert failed.state == "failed"
