@@ -148,11 +148,12 @@ def _holder(when: datetime) -> dict[str, Any]:
 def _claimed_elsewhere(
     claim: dict[str, Any], key: str, lease: datetime | None, when: datetime
 ) -> bool:
-    """Whether the run that claimed a ``sending`` row is still at it: on this host, while
-    its process lives (in this process, while the key is in flight); on another host,
-    until its lease ends. A claim that is not alive was a crash: look, then send."""
-    if claim.get("host") != socket.gethostname():
-        return lease is not None and as_utc(lease) > when
+    """Whether the run that claimed a ``sending`` row is still at it: within its lease, and
+    on this host only while its process lives (in this process, while the key is in
+    flight). A claim that is not alive was a crash: look, then send."""
+    held = lease is not None and as_utc(lease) > when
+    if claim.get("host") != socket.gethostname() or not held:
+        return held  # no send takes a lease's length: past it, the claim is stale
     pid = claim.get("pid")
     if not isinstance(pid, int) or isinstance(pid, bool):
         return False

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
 import subprocess
 import sys
@@ -385,4 +386,20 @@ def test_an_error_after_the_message_may_have_left_is_unconfirmed_not_resent(
         outbox.deliver(store, key="k", action="webhook", send=remote.send, resend_unconfirmed=False)
     )
     assert again.state is OutboxState.SENT
+    assert remote.received == ["pr"]
+
+
+def test_a_claim_past_its_lease_is_stale_even_if_its_process_number_lives_on(
+    store: Store,
+) -> None:
+    """Process numbers are reused; no send takes a lease's length."""
+    remote = Remote()
+    reused = {"host": socket.gethostname(), "pid": os.getppid(), "sending": True}
+    _claimed(store, "k", reused, NOW - timedelta(minutes=1))
+    done = asyncio.run(
+        outbox.deliver(
+            store, key="k", action="comment", send=remote.send, find=remote.find, now=NOW
+        )
+    )
+    assert (done.state, done.sent_now) == (OutboxState.SENT, True)
     assert remote.received == ["pr"]
