@@ -72,6 +72,7 @@ _WEB_KEYS = {
     "token-env": "GOVERN_WEB_TOKEN",
     "github-webhook-secret-env": "GOVERN_GITHUB_WEBHOOK_SECRET",
     "buildkite-webhook-token-env": "GOVERN_BUILDKITE_WEBHOOK_TOKEN",
+    "gitlab-webhook-token-env": "GOVERN_GITLAB_WEBHOOK_TOKEN",
 }
 CI_KINDS = ("command", "github-actions", "buildkite", "gitlab")
 _PROFILE_KEYS = {
@@ -444,6 +445,7 @@ class Config:
     web_token_env: str = _WEB_KEYS["token-env"]
     github_webhook_secret_env: str = _WEB_KEYS["github-webhook-secret-env"]
     buildkite_webhook_token_env: str = _WEB_KEYS["buildkite-webhook-token-env"]
+    gitlab_webhook_token_env: str = _WEB_KEYS["gitlab-webhook-token-env"]
     propose: ProposeConfig = ProposeConfig()
     notify: NotifyConfig = NotifyConfig()
 
@@ -641,6 +643,7 @@ def _web(value: Any, where: str) -> dict[str, str]:
         "web_token_env": out["token_env"],
         "github_webhook_secret_env": out["github_webhook_secret_env"],
         "buildkite_webhook_token_env": out["buildkite_webhook_token_env"],
+        "gitlab_webhook_token_env": out["gitlab_webhook_token_env"],
     }
 
 

@@ -49,6 +49,7 @@ def _state(store: Store, config: Config, http: Any = None) -> Any:
         token_env=config.web_token_env,
         github_env=config.github_webhook_secret_env,
         buildkite_env=config.buildkite_webhook_token_env,
+        gitlab_env=config.gitlab_webhook_token_env,
     )
     state = AppState(store=store, secrets=secrets, config=config)
     # Without an index an isolated "verify now" errors, never guesses one.

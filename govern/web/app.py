@@ -335,23 +335,42 @@ def _pull_request_closed(state: AppState, payload: Mapping[str, Any]) -> int:
 
     https://docs.github.com/en/webhooks/webhook-events-and-payloads#pull_request
     """
-    from govern.forge.base import ChangeState
-    from govern.service.propose import record_closed
-    from govern.store.proposals import by_change
-
     pull = payload.get("pull_request")
     if payload.get("action") != "closed" or not isinstance(pull, Mapping):
         return 0
     head = pull.get("head")
     branch = head.get("ref") if isinstance(head, Mapping) else None
-    number = pull.get("number")
-    if not isinstance(branch, str) or not isinstance(number, int):
+    return _change_closed(state, branch, pull.get("number"), merged=pull.get("merged") is True)
+
+
+def _merge_request_closed(state: AppState, payload: Mapping[str, Any]) -> int:
+    """A merge request event whose action is ``merge`` or ``close``, of a proposal's.
+
+    https://docs.gitlab.com/ee/user/project/integrations/webhook_events.html#merge-request-events
+    """
+    attributes = payload.get("object_attributes")
+    if payload.get("object_kind") != "merge_request" or not isinstance(attributes, Mapping):
+        return 0
+    action = attributes.get("action")
+    if action not in ("merge", "close"):
+        return 0
+    return _change_closed(
+        state, attributes.get("source_branch"), attributes.get("iid"), merged=action == "merge"
+    )
+
+
+def _change_closed(state: AppState, branch: Any, number: Any, *, merged: bool) -> int:
+    """Record a proposal's change request (found by branch and number) merged or closed."""
+    from govern.forge.base import ChangeState
+    from govern.service.propose import record_closed
+    from govern.store.proposals import by_change
+
+    if not isinstance(branch, str) or not isinstance(number, int) or isinstance(number, bool):
         return 0
     with state.store.session() as session:
         row = by_change(session, branch=branch, number=number)
     if row is None or row.id is None:
         return 0
-    merged = pull.get("merged") is True
     record_closed(
         state.store,
         proposal_id=row.id,
@@ -394,6 +413,22 @@ def _hooks(app: FastAPI) -> None:
             return JSONResponse({"ok": True, "event": event, "closed": closed})
         updated = await _refresh(state, "github-actions", runs)
         return JSONResponse({"ok": True, "event": event, "updated": updated})
+
+    @app.post("/webhooks/gitlab", include_in_schema=False)
+    async def gitlab(request: Request, state: StateDep) -> Response:
+        """GitLab: merge request events (a proposal merged or closed), with the webhook's
+        secret token header."""
+        body = await request.body()
+        if not state.secrets.gitlab_token_ok(request.headers.get("X-Gitlab-Token")):
+            logger.warning("GitLab webhook refused (token) from %s", peer(request))
+            state.log.append("gitlab webhook refused: token")
+            return JSONResponse({"error": "missing or wrong token"}, status_code=401)
+        try:
+            payload = _json(body)
+        except _NotJson:
+            return _bad_json(request, "GitLab")
+        closed = _merge_request_closed(state, payload)
+        return JSONResponse({"ok": True, "event": payload.get("object_kind"), "closed": closed})
 
     @app.post("/webhooks/buildkite", include_in_schema=False)
     async def buildkite(request: Request, state: StateDep) -> Response:

@@ -53,6 +53,7 @@ class Secrets:
     token: str | None = field(default=None, repr=False)
     github_webhook_secret: str | None = field(default=None, repr=False)
     buildkite_webhook_token: str | None = field(default=None, repr=False)
+    gitlab_webhook_token: str | None = field(default=None, repr=False)
     token_source: str = "$GOVERN_WEB_TOKEN"  # noqa: S105 -- a variable's name
     key: bytes = field(default_factory=lambda: secrets.token_bytes(32), repr=False)
     # Signed-out sessions' nonces, each until its session would have expired anyway.
@@ -66,12 +67,14 @@ class Secrets:
         token_env: str = "GOVERN_WEB_TOKEN",  # noqa: S107 -- a variable's name
         github_env: str = "GOVERN_GITHUB_WEBHOOK_SECRET",
         buildkite_env: str = "GOVERN_BUILDKITE_WEBHOOK_TOKEN",
+        gitlab_env: str = "GOVERN_GITLAB_WEBHOOK_TOKEN",
     ) -> Secrets:
         """Secrets from the named variables (an empty variable counts as unset)."""
         return cls(
             token=environ.get(token_env) or None,
             github_webhook_secret=environ.get(github_env) or None,
             buildkite_webhook_token=environ.get(buildkite_env) or None,
+            gitlab_webhook_token=environ.get(gitlab_env) or None,
             token_source=f"${token_env}",
         )
 
@@ -159,9 +162,18 @@ class Secrets:
 
     def buildkite_token_ok(self, header: str | None) -> bool:
         """Buildkite's ``X-Buildkite-Token`` (the webhook's token, sent as is)."""
-        if self.buildkite_webhook_token is None or not header:
-            return False
-        return hmac.compare_digest(header.encode(), self.buildkite_webhook_token.encode())
+        return _same(header, self.buildkite_webhook_token)
+
+    def gitlab_token_ok(self, header: str | None) -> bool:
+        """GitLab's ``X-Gitlab-Token`` (the webhook's secret token, sent as is)."""
+        return _same(header, self.gitlab_webhook_token)
+
+
+def _same(given: str | None, expected: str | None) -> bool:
+    """A token header against the configured one, in constant time (none configured: no)."""
+    if expected is None or not given:
+        return False
+    return hmac.compare_digest(given.encode(), expected.encode())
 
 
 class SecurityHeaders:
