@@ -215,7 +215,7 @@ def _expand(text: str, environ: Mapping[str, str]) -> tuple[str, bool]:
     return _ENV_VAR_RE.sub(sub, text), changed
 
 
-def _break_args_options(line: str) -> tuple[str, str]:
+def break_args_options(line: str) -> tuple[str, str]:
     """pip's ``break_args_options``: the requirement ends at the first ``-`` token."""
     if " -" not in line and not line.startswith("-"):
         return line, ""  # no token starts with "-" (tokens are split on single spaces)
@@ -256,7 +256,7 @@ def _unquote(match: re.Match[str]) -> str:
     return match.group(match.lastindex or 0)
 
 
-def _lookup(token: str) -> tuple[_Option, str, str | None]:
+def lookup_option(token: str) -> tuple[_Option, str, str | None]:
     """Resolve one option token to (option, canonical name, attached value)."""
     if token.startswith("--"):
         name, eq, value = token.partition("=")
@@ -293,7 +293,7 @@ def _parse_options(options: str) -> list[tuple[str, str | None]]:
         i += 1
         if not token.startswith("-") or token == "-":  # noqa: S105 - an option token
             continue  # optparse hands leftover arguments back; pip ignores them
-        opt, name, value = _lookup(token)
+        opt, name, value = lookup_option(token)
         if opt.takes_value and value is None:
             if i >= len(tokens):
                 raise _OptionError(f"{name} option requires an argument", token)
@@ -414,7 +414,7 @@ class _Reader:
         shown = content.rstrip()  # the excerpt a caret points into: columns index it
         # Options are parsed on the text as written so that ${TOKEN} values never
         # reach an entry, a message or an include; they are expanded where used.
-        raw_args, opts = _break_args_options(body)
+        raw_args, opts = break_args_options(body)
         try:
             parsed = _parse_options(opts) if opts else []
         except _OptionError as exc:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from govern.sources.requirements_txt import _break_args_options, _lookup
+from govern.sources.requirements_txt import break_args_options, lookup_option
 from govern.sources.rewrite_common import EditRefused
 
 _LINE_ENDS = "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"  # str.splitlines' line boundaries
@@ -128,7 +128,7 @@ def requirement_of(logical: Logical) -> Req | None:
     if not body:
         return None
     lead = len(content) - len(content.lstrip())
-    args, options = _break_args_options(body)
+    args, options = break_args_options(body)
     text = args.strip()
     if not text:
         return None
@@ -214,7 +214,7 @@ def hash_spans(held: Req, where: str) -> list[tuple[int, int, int, int]]:
         if not word.startswith("-") or word == "-":
             continue
         try:
-            option, name, value = _lookup(word)
+            option, name, value = lookup_option(word)
         except ValueError:
             raise EditRefused(f"{where}: pip rejects the line's options") from None
         value_token, value_at = token, token.start() + len(word) - len(value or "")

@@ -130,6 +130,10 @@ class FakeServer(Served):
 
     def handle(self, handler: IndexHandler, path: str) -> None:
         """Read the request in full, record it and answer it."""
+        self.answer(handler, self.receive(handler))
+
+    def receive(self, handler: IndexHandler) -> Reply:
+        """Read and record the request; its scripted fault's reply, or :meth:`route`'s."""
         length = int(handler.headers.get("Content-Length") or 0)
         body = handler.rfile.read(length) if length else b""
         parts = urlsplit(handler.path)
@@ -145,7 +149,10 @@ class FakeServer(Served):
             fault = next((f for f in self._faults if f.matches(request)), None)
             if fault is not None:
                 fault.times -= 1
-            reply = fault.reply if fault is not None else self.route(request)
+            return fault.reply if fault is not None else self.route(request)
+
+    def answer(self, handler: IndexHandler, reply: Reply) -> None:
+        """Send ``reply`` (subclasses may answer some replies otherwise)."""
         handler.reply(
             reply.status, reply.body, content_type=reply.content_type, headers=reply.headers
         )

@@ -61,7 +61,7 @@ import json
 import re
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import parse_qs, quote, urlencode, urlsplit
+from urllib.parse import quote, urlencode
 
 from fakes.api import TEXT_TYPE, FakeServer, Recorded, Reply, json_reply
 from fakes.index import Handler
@@ -178,30 +178,12 @@ class FakeGitLabForge(FakeServer):
 
     # -- serving --------------------------------------------------------------------------
 
-    def handle(self, handler: Handler, path: str) -> None:
-        """:meth:`FakeServer.handle`, and :data:`LOST` closes the connection unanswered."""
-        length = int(handler.headers.get("Content-Length") or 0)
-        body = handler.rfile.read(length) if length else b""
-        parts = urlsplit(handler.path)
-        request = Recorded(
-            method=handler.command,
-            path=parts.path,
-            query=parse_qs(parts.query, keep_blank_values=True),
-            headers={k.lower(): v for k, v in handler.headers.items()},
-            body=body,
-        )
-        with self._lock:
-            self.recorded.append(request)
-            fault = next((f for f in self._faults if f.matches(request)), None)
-            if fault is not None:
-                fault.times -= 1
-            reply = fault.reply if fault is not None else self.route(request)
+    def answer(self, handler: Handler, reply: Reply) -> None:
+        """:meth:`FakeServer.answer`, and :data:`LOST` closes the connection unanswered."""
         if reply is LOST:
             handler.close_connection = True
             return
-        handler.reply(
-            reply.status, reply.body, content_type=reply.content_type, headers=reply.headers
-        )
+        super().answer(handler, reply)
 
     def route(self, request: Recorded) -> Reply:
         """Authenticate, then answer the project's endpoints and the users listing."""
