@@ -1521,7 +1521,7 @@ def _daemon_polls(
 
 def daemon_section(
     server: Nginx, trees: Sequence[IndexTree], work: Path, rounds: int, timeout: float
-) -> None:
+) -> dict[int, tuple[float, float]]:
     """Polls that repeat, where they repeat: ``govern daemon`` children, each on the tracked
     database before any poll. Each child's first poll is cold (an empty ``index_page``,
     and the process's first poll: it pays its own imports of the index client); the
@@ -1533,6 +1533,7 @@ def daemon_section(
         "\ngovern daemon (one child per round, --poll-every 1s; its first poll cold, the next"
         " three warm):"
     )
+    medians: dict[int, tuple[float, float]] = {}
     for tree in trees:
         db = work / "db" / f"govern-{tree.size}.db"
         snapshot = work / "db" / f"tracked-{tree.size}.db"
@@ -1561,6 +1562,7 @@ def daemon_section(
             print(f"  {tree.size:,} projects: FAIL ({exc})")
             continue
         cold, warm = statistics.median(colds), statistics.median(warms)
+        medians[tree.size] = (cold, warm)
         ratio = warm / cold
         print(
             f"  {tree.size:,} projects: daemon warm / cold = {warm:.3f} / {cold:.3f} = "
@@ -1568,6 +1570,127 @@ def daemon_section(
             f"  (cold: {', '.join(f'{c:.3f}' for c in colds)}; warm: "
             f"{', '.join(f'{w:.3f}' for w in warms)})"
         )
+    return medians
+
+
+HTTPX_FLOOR_SCRIPT = """\
+import asyncio, json, sys, time
+import httpx
+
+base, names, accept, rounds = sys.argv[1], sys.argv[2].split(","), sys.argv[3], int(sys.argv[4])
+
+
+async def sweep(slots, validators):
+    # Every page once, 16 in flight, on fresh clients (as each poll of the daemon opens its
+    # own): slots=16 is govern's set-up (16 clients of one connection), 1 one client of 16.
+    limits = httpx.Limits(max_connections=16 // slots, max_keepalive_connections=16 // slots)
+    clients = [httpx.AsyncClient(limits=limits, follow_redirects=False) for _ in range(slots)]
+    free = [clients[i % slots] for i in range(16)]
+    in_flight = asyncio.Semaphore(16)
+    answers = {}
+
+    async def one(name):
+        async with in_flight:
+            client = free.pop()
+            try:
+                headers = {"Accept": accept}
+                if name in validators:
+                    headers["If-None-Match"] = validators[name]
+                response = await client.get(f"{base}/{name}/", headers=headers)
+                answers[name] = (response.status_code, response.headers.get("ETag"))
+            finally:
+                free.append(client)
+
+    start = time.perf_counter()
+    async with asyncio.TaskGroup() as group:
+        for name in names:
+            group.create_task(one(name))
+    wall = time.perf_counter() - start
+    for client in clients:
+        await client.aclose()
+    return wall, answers
+
+
+async def main():
+    result = {}
+    for slots in (16, 1):
+        colds, warms = [], []
+        for _ in range(rounds):
+            wall, answers = await sweep(slots, {})
+            assert all(status == 200 for status, _ in answers.values()), "a page was not 200"
+            colds.append(wall)
+            etags = {name: etag for name, (_, etag) in answers.items()}
+            wall, answers = await sweep(slots, etags)
+            assert all(status == 304 for status, _ in answers.values()), "a page was not 304"
+            warms.append(wall)
+        result[slots] = {"cold": colds, "warm": warms}
+    print(json.dumps(result))
+
+
+asyncio.run(main())
+"""
+
+
+def httpx_floor_section(
+    server: Nginx,
+    trees: Sequence[IndexTree],
+    work: Path,
+    rounds: int,
+    timeout: float,
+    daemon: dict[int, tuple[float, float]],
+    results: Sequence[SizeResult],
+) -> None:
+    """The HTTP alone, on the stack the poll runs on: httpx's AsyncClient fetching every page
+    (cold: 200 with the body read, nothing parsed or stored; warm: 304 to If-None-Match),
+    in a child with httpx already imported, timed inside it. No poll can be faster than
+    this with these clients; it is set beside the daemon's polls and uv's cold run."""
+    print(
+        "\nhttpx alone: every page fetched, nothing parsed or stored, 16 in flight, timed in"
+        " a child (the floor of the poll's HTTP stack; information):"
+    )
+    for tree in trees:
+        names = ",".join(project.name for project in tree.projects)
+        argv = [
+            sys.executable,
+            "-c",
+            HTTPX_FLOOR_SCRIPT,
+            server.url(f"{tree.prefix}/simple"),
+            names,
+            ACCEPT_JSON,
+            str(rounds),
+        ]
+        done = subprocess.run(
+            argv, capture_output=True, text=True, timeout=timeout, check=False, cwd=work
+        )
+        if done.returncode != 0:
+            print(f"  {tree.size:,} projects: FAIL ({_gist(done.stderr)})")
+            continue
+        floors = json.loads(done.stdout)
+        for slots, label in (
+            ("16", "16 clients of one connection (govern's)"),
+            ("1", "one client of 16 connections"),
+        ):
+            cold = statistics.median(floors[slots]["cold"])
+            warm = statistics.median(floors[slots]["warm"])
+            print(f"  {tree.size:,} projects, {label}: cold {cold:.3f} s, warm {warm:.3f} s")
+        cold = statistics.median(floors["16"]["cold"])
+        warm = statistics.median(floors["16"]["warm"])
+        if tree.size in daemon:
+            daemon_cold, daemon_warm = daemon[tree.size]
+            print(
+                f"    daemon warm {daemon_warm:.3f} s = httpx alone {warm:.3f} s + "
+                f"{daemon_warm - warm:.3f} s of govern's own (target <= 0.5 s)"
+            )
+            print(
+                f"    daemon cold {daemon_cold:.3f} s = httpx alone {cold:.3f} s + "
+                f"{daemon_cold - cold:.3f} s of govern's own"
+            )
+        uv_cold = next((r.get("uv cold") for r in results if r.size == tree.size), None)
+        if uv_cold is not None:
+            print(
+                f"    httpx alone cold / uv cold = {cold:.3f} / {uv_cold.median:.3f} = "
+                f"{cold / uv_cold.median:.2f} (the poll's target is <= {UV_RATIO_TARGET:.1f})"
+            )
 
 
 # --------------------------------------------------------------------------
@@ -1824,7 +1947,8 @@ def _run(args: argparse.Namespace, nginx: str, work: Path) -> int:
         print_table(results, memory)
         print_targets(results, memory)
         in_process_section(server, trees, work, args.rounds)
-        daemon_section(server, trees, work, args.rounds, args.timeout)
+        daemon = daemon_section(server, trees, work, args.rounds, args.timeout)
+        httpx_floor_section(server, trees, work, args.rounds, args.timeout, daemon, results)
         floors = floor_section(server, trees[-1], work, args.rounds, args.timeout)
         imports = next((f for f in floors if f.label.startswith("python -c 'import")), None)
         if imports is not None:

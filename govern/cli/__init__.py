@@ -31,9 +31,11 @@ STATE = _State()
 
 def _dispatch(argv: list[str] | None) -> None:
     args = sys.argv[1:] if argv is None else argv
-    from govern.cli.app import app
+    from govern.cli.app import COMMANDS, build
 
-    app(args=args, prog_name="govern")
+    # The global options take no value, so the first other word names the command.
+    named = next((arg for arg in args if not arg.startswith("-")), None)
+    build(named if named in COMMANDS else None)(args=args, prog_name="govern")
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -7,7 +7,6 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
-from govern.index.pipconfig import PIP_DEFAULT
 from govern.redact import redact
 
 if TYPE_CHECKING:
@@ -28,5 +27,5 @@ def print_json(document: dict[str, Any]) -> None:
 
 def announce_index(settings: IndexSettings) -> None:
     """Say on stderr which index is asked, when nothing configured one (pip's default)."""
-    if settings.source == PIP_DEFAULT:
-        print(f"index: {redact(settings.index_url)} ({PIP_DEFAULT})", file=sys.stderr)
+    if settings.pip_default:
+        print(f"index: {redact(settings.index_url)} ({settings.source})", file=sys.stderr)

@@ -79,6 +79,11 @@ class IndexSettings:
             return (mapped,)
         return (self.index_url, *self.extra_index_urls)
 
+    @property
+    def pip_default(self) -> bool:
+        """Whether nothing configured the main index: it is the one pip asks by default."""
+        return self.source == PIP_DEFAULT
+
 
 def pip_default_index() -> str | None:
     """The index the installed pip asks when nothing is configured, or None without a pip.

@@ -7,9 +7,11 @@ import ast
 from pathlib import Path
 
 import pytest
+import typer
 
 import govern.cli
-from govern.cli.app import app
+import govern.cli.app
+from govern.cli.app import COMMANDS, app, build
 
 _CLI = Path(govern.cli.__file__).parent
 
@@ -55,3 +57,37 @@ def test_every_command_is_registered_in_app_py() -> None:
         "report",
     }
     assert [group.name for group in app.registered_groups] == ["db"]
+
+
+def test_a_run_that_names_its_command_registers_only_that_one() -> None:
+    one = build("audit")
+    assert [c.name for c in one.registered_commands] == ["audit"]
+    assert one.registered_groups == []
+    db = build("db")
+    assert db.registered_commands == []
+    assert [g.name for g in db.registered_groups] == ["db"]
+    assert len(build().registered_commands) == len(COMMANDS) - 1
+
+
+@pytest.mark.parametrize(
+    ("argv", "registered"),
+    [
+        (["--debug", "audit", "--help"], ["audit"]),
+        (["status", "--help"], ["status"]),
+        (["--help"], [name for name in COMMANDS if name != "db"]),
+        (["nosuch"], [name for name in COMMANDS if name != "db"]),
+    ],
+)
+def test_dispatch_builds_the_app_for_the_named_command(
+    argv: list[str], registered: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    built: list[typer.Typer] = []
+
+    def spy(only: str | None = None) -> typer.Typer:
+        built.append(build(only))
+        return built[-1]
+
+    monkeypatch.setattr(govern.cli.app, "build", spy)
+    with pytest.raises(SystemExit):
+        govern.cli.main(argv)
+    assert [c.name for c in built[0].registered_commands] == registered
