@@ -34,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import logging
 import netrc
 import os
@@ -193,11 +194,24 @@ def tls_context(*, trust_env: bool = True) -> ssl.SSLContext:
         raise _unreadable("SSL_CERT_FILE", cafile)
     if capath and not os.path.isdir(capath):
         raise _unreadable("SSL_CERT_DIR", capath)
+    named = cafile or capath
+    stamp = os.stat(named) if named else None  # a bundle replaced is read again
     try:
-        return httpx.create_ssl_context(trust_env=trust_env)
+        return _verifying_context(
+            trust_env, cafile, capath, stamp and (stamp.st_mtime_ns, stamp.st_size)
+        )
     except ssl.SSLError as exc:  # a file that holds no certificate
         why = f"no certificate in it ({exc.reason})"
         raise _unreadable("SSL_CERT_FILE", str(cafile), why) from None
+
+
+@functools.lru_cache(maxsize=4)
+def _verifying_context(
+    trust_env: bool, cafile: str | None, capath: str | None, stamp: tuple[int, int] | None
+) -> ssl.SSLContext:
+    """One context per bundle, shared by every poll: reading the CA certificates takes
+    longer than a warm poll's own work (the arguments are only the cache's key)."""
+    return httpx.create_ssl_context(trust_env=trust_env)
 
 
 def _unreadable(variable: str, value: str, why: str | None = None) -> ConfigError:

@@ -101,3 +101,17 @@ def test_the_environment_is_ignored_when_not_trusted(
             return await IndexClient(http, settings, attempts=1).fetch("demo")
 
     assert isinstance(asyncio.run(go()), FetchFailed)  # the named bundle is not read
+
+
+def test_one_context_serves_every_poll_until_the_bundle_changes(
+    certificate: tuple[Path, Path], tmp_path: Path
+) -> None:
+    bundle = tmp_path / "bundle.pem"
+    shutil.copy(certificate[0], bundle)
+    os.environ["SSL_CERT_FILE"] = str(bundle)
+    first = tls_context()
+    assert tls_context() is first  # the bundle is not read again for each poll
+    assert tls_context(trust_env=False) is not first
+    with bundle.open("a", encoding="utf-8") as more:  # a bundle rotated in place
+        more.write(certificate[0].read_text(encoding="utf-8"))
+    assert tls_context() is not first
