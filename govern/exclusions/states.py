@@ -59,11 +59,6 @@ class Conclusion(StrEnum):
     CANCELLED = "cancelled"
     TIMED_OUT = "timed-out"
 
-    @property
-    def is_verdict(self) -> bool:
-        """True for passed and failed; the others are retried and never count."""
-        return self in (Conclusion.PASSED, Conclusion.FAILED)
-
 
 class EventKind(StrEnum):
     """What one event of an exclusion's thread records (``event.kind``), in lifecycle order."""

@@ -94,11 +94,6 @@ def keeps_out(clause: Clause, version: Version) -> bool:
     return clause.keeps_out(version)
 
 
-def beyond_bound(clause: Clause, version: Version) -> bool:
-    """Whether ``version`` is one a walk looks at (module docstring: "beyond the bound")."""
-    return clause.beyond(version)
-
-
 # ----------------------------------------------------------------------------- candidates
 
 

@@ -5,7 +5,7 @@ bad (the annotation's ``bad=`` and the releases whose verification failed) and t
 published. :func:`refresh` computes it (:mod:`govern.exclusions.relax`) when a verification
 concludes and when a sync changes an exclusion's line or annotation; :func:`fill_missing`
 for candidates that have none yet (found by a poll, or stored before the column). Pages
-read the stored value and proposals :func:`relaxation_of`: no page view computes one.
+read the stored value (:func:`stored`), as proposals do: no page view computes one.
 Every function takes a session or a Core connection (the poll writes through one).
 """
 
@@ -33,16 +33,19 @@ _CANDIDATE = cast(Table, Candidate.__table__)  # type: ignore[attr-defined]  # s
 
 
 def compute(
-    *, requirement: str, clause: str, version: str, bad: Iterable[str], published: Iterable[str]
+    *,
+    requirement: str,
+    clause: str,
+    version: str,
+    bad: Sequence[Version],
+    published: Sequence[Version],
 ) -> StoredRelaxation:
     """The relaxation of ``clause`` in the line ``requirement`` that admits ``version``, or
-    why there is none; ``bad`` and ``published`` are version texts (invalid ones skipped)."""
+    why there is none (``bad`` and ``published`` parsed once by the caller: :func:`_versions`)."""
     try:
         candidate = Version(version)
         specifiers = Requirement(requirement.split("#", 1)[0].strip()).specifier
-        result = relaxation.relax(
-            specifiers, clause, candidate, _versions(bad), published=_versions(published)
-        )
+        result = relaxation.relax(specifiers, clause, candidate, bad, published=published)
         after = result.rewrite(requirement)
     except (InvalidVersion, InvalidSpecifier, ValueError) as exc:
         return StoredRelaxation(
@@ -74,14 +77,6 @@ def _versions(texts: Iterable[str]) -> list[Version]:
 def stored(value: dict[str, Any] | None) -> StoredRelaxation | None:
     """A relaxation as a candidate row holds it (None: not computed yet)."""
     return StoredRelaxation.model_validate(value) if value else None
-
-
-def relaxation_of(executor: Executor, *, candidate_id: int) -> StoredRelaxation | None:
-    """The stored relaxation of a candidate; None when it has none yet (or no such row)."""
-    value = executor.execute(
-        columns(col(Candidate.relaxation)).where(col(Candidate.id) == candidate_id)
-    ).scalar_one_or_none()
-    return stored(value)
 
 
 def refresh(
@@ -148,6 +143,8 @@ def _refresh(executor: Executor, ids: Sequence[int], missing_only: bool) -> int:
         )
     ):
         published[package].append(version)
+    bad_versions = {exclusion_id: _versions(texts) for exclusion_id, texts in bad.items()}
+    releases = {package: _versions(texts) for package, texts in published.items()}
     computed: dict[tuple[int, str], dict[str, Any]] = {}
     rows: list[dict[str, Any]] = []
     for candidate_id, exclusion_id, version in candidates:
@@ -160,8 +157,8 @@ def _refresh(executor: Executor, ids: Sequence[int], missing_only: bool) -> int:
                 requirement=requirement,
                 clause=clause,
                 version=version,
-                bad=bad.get(exclusion_id, ()),
-                published=published.get(package, ()),
+                bad=bad_versions.get(exclusion_id, []),
+                published=releases.get(package, []),
             ).model_dump()
         rows.append({"row_id": candidate_id, "value": computed[key]})
     if rows:

@@ -20,7 +20,6 @@ from govern.index.candidates import (
     Decision,
     Horizon,
     Role,
-    beyond_bound,
     candidates,
     chosen,
     cut_short,
@@ -315,8 +314,8 @@ def test_prereleases_count_when_the_profile_allows_them() -> None:
 
 
 def test_a_prerelease_of_the_capped_version_is_beyond_the_cap() -> None:
-    assert beyond_bound(CAP, Version("14.1.0rc1"))  # `<14.1.0` keeps 14.1.0rc1 out
-    assert not beyond_bound(CAP, Version("14.0.9"))
+    assert CAP.beyond(Version("14.1.0rc1"))  # `<14.1.0` keeps 14.1.0rc1 out
+    assert not CAP.beyond(Version("14.0.9"))
 
 
 # ----------------------------------------------------------------------------- files and tags

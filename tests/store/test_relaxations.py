@@ -153,7 +153,7 @@ def test_it_is_read_back_by_candidate(store: Store) -> None:
         candidate = session.exec(select(Candidate).order_by(col(Candidate.id))).first()
         assert candidate is not None
         assert candidate.id is not None
-        found = relaxations.relaxation_of(session, candidate_id=candidate.id)
+        found = relaxations.stored(candidate.relaxation)
         assert found is not None
         assert found.requirement == "demo != 1.1"
-        assert relaxations.relaxation_of(session, candidate_id=candidate.id + 1000) is None
+        assert relaxations.stored(None) is None  # not computed yet
