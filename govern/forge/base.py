@@ -10,11 +10,13 @@ run sent instead of sending it again.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
+
+import httpx
 
 from govern.errors import GovernError
 
@@ -31,9 +33,11 @@ __all__ = [
     "IssueRef",
     "Opening",
     "answer_field",
+    "answer_items",
     "answer_labels",
     "answer_object",
     "answer_text",
+    "create_once",
     "first_marker",
     "marker",
     "marker_in",
@@ -225,6 +229,27 @@ def may_have_applied(error: ForgeError) -> bool:
     return isinstance(error, ForgeUnavailable) and (error.status is None or error.status >= 500)
 
 
+_T = TypeVar("_T")
+
+
+async def create_once(
+    send: Awaitable[Any],
+    read: Callable[[Any], _T],
+    find: Callable[[str], Awaitable[_T | None]],
+    body: str,
+) -> _T:
+    """``read`` of the answer to a create sent once; when that answer may have been lost
+    (:func:`may_have_applied`), what ``find`` finds by the marker of ``body`` is it."""
+    try:
+        return read(await send)
+    except ForgeError as error:
+        mark = first_marker(body)
+        found = await find(mark) if mark and may_have_applied(error) else None
+        if found is None:
+            raise
+        return found
+
+
 def answer_field(forge: str, document: Any, key: str, kind: type) -> Any:
     """``document[key]`` of a forge's JSON answer, of type ``kind``; anything else is an
     answer that cannot be read (:class:`ForgeUnavailable`, tried again), never a guess."""
@@ -241,6 +266,18 @@ def answer_object(forge: str, document: Any, what: str) -> dict[str, Any]:
         got = "an empty body" if document is None else f"a {type(document).__name__}"
         raise ForgeUnavailable(f"{forge}: unexpected answer: {what} expected, got {got}")
     return document
+
+
+def answer_items(forge: str, response: httpx.Response) -> list[dict[str, Any]]:
+    """The objects of one page of a forge's listing; a page that is not a JSON list is an
+    answer that cannot be read (:class:`ForgeUnavailable`)."""
+    try:
+        items = response.json()
+    except (ValueError, UnicodeDecodeError):
+        raise ForgeUnavailable(f"{forge}: a listing answered with invalid JSON") from None
+    if not isinstance(items, list):
+        raise ForgeUnavailable(f"{forge}: unexpected answer: a listing is not a list")
+    return [item for item in items if isinstance(item, dict)]
 
 
 def answer_labels(document: Mapping[str, Any]) -> tuple[str, ...]:

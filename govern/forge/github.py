@@ -33,11 +33,12 @@ from govern.forge.base import (
     IssueRef,
     Opening,
     answer_field,
+    answer_items,
     answer_labels,
     answer_object,
     answer_text,
+    create_once,
     first_marker,
-    may_have_applied,
     split_reviewers,
 )
 
@@ -200,15 +201,8 @@ class GitHubForge:
             if url is None:
                 return
             response = await (await self._client()).request("GET", url, params=query)
-            try:
-                items = response.json()
-            except (ValueError, UnicodeDecodeError):
-                raise ForgeUnavailable("github: a listing answered with invalid JSON") from None
-            if not isinstance(items, list):
-                raise ForgeUnavailable("github: unexpected answer: a listing is not a list")
-            for item in items:
-                if isinstance(item, dict):
-                    yield item
+            for item in answer_items("github", response):
+                yield item
             found = _LINK_NEXT.search(response.headers.get("Link", ""))
             url, query = (found.group(1), None) if found else (None, None)
 
@@ -242,13 +236,12 @@ class GitHubForge:
             "body": opening.body,
             "draft": opening.draft,
         }
-        try:
-            change = _change(await self._call("POST", self._repo("pulls"), body, once=True))
-        except ForgeError as error:
-            found = await self._look_for_change(error, opening)
-            if found is None:
-                raise
-            change = found
+        change = await create_once(
+            self._call("POST", self._repo("pulls"), body, once=True),
+            _change,
+            lambda mark: self.find_change(branch=opening.branch, marker=mark),
+            opening.body,
+        )
         number = change.number
         if opening.labels:
             await self._call(
@@ -268,12 +261,6 @@ class GitHubForge:
                 "POST", self._repo(f"issues/{number}/assignees"), {"assignees": assignees}
             )
         return change
-
-    async def _look_for_change(self, error: ForgeError, opening: Opening) -> ChangeRequest | None:
-        mark = first_marker(opening.body)
-        if mark is None or not may_have_applied(error):
-            return None
-        return await self.find_change(branch=opening.branch, marker=mark)
 
     async def update_change(self, number: int, *, title: str, body: str) -> ChangeRequest:
         """Replace a pull request's title and body."""
@@ -303,20 +290,12 @@ class GitHubForge:
 
     async def comment(self, issue: IssueRef, body: str) -> Comment:
         """Add a comment (once; after a lost answer, the comment with its marker is it)."""
-        try:
-            return _comment(
-                await self._call(
-                    "POST", self._issue_path(issue, "comments"), {"body": body}, once=True
-                )
-            )
-        except ForgeError as error:
-            mark = first_marker(body)
-            found = (
-                await self.find_comment(issue, mark) if mark and may_have_applied(error) else None
-            )
-            if found is None:
-                raise
-            return found
+        return await create_once(
+            self._call("POST", self._issue_path(issue, "comments"), {"body": body}, once=True),
+            _comment,
+            lambda mark: self.find_comment(issue, mark),
+            body,
+        )
 
     def _issue_path(self, issue: IssueRef, rest: str) -> str:
         return f"/repos/{issue.repository}/issues/{issue.number}/{rest}"
@@ -334,14 +313,12 @@ class GitHubForge:
     async def open_issue(self, *, title: str, body: str, labels: Sequence[str] = ()) -> Issue:
         """Open an issue (once; after a lost answer, the issue with its marker is it)."""
         document = {"title": title, "body": body, "labels": list(labels)}
-        try:
-            return _issue(await self._call("POST", self._repo("issues"), document, once=True))
-        except ForgeError as error:
-            mark = first_marker(body)
-            found = await self.find_issue(mark) if mark and may_have_applied(error) else None
-            if found is None:
-                raise
-            return found
+        return await create_once(
+            self._call("POST", self._repo("issues"), document, once=True),
+            _issue,
+            self.find_issue,
+            body,
+        )
 
     async def update_issue(self, number: int, *, title: str, body: str) -> Issue:
         """Replace an issue's title and body, reopening it."""

@@ -67,11 +67,12 @@ from govern.forge.base import (
     IssueRef,
     Opening,
     answer_field,
+    answer_items,
     answer_labels,
     answer_object,
     answer_text,
+    create_once,
     first_marker,
-    may_have_applied,
 )
 from govern.forge.github import FORGE_ERRORS
 from govern.retry import is_digits
@@ -279,15 +280,8 @@ class GitLabForge:
         for _ in range(_MAX_PAGES):
             with self._scoped():
                 response = await self._api.request("GET", url, params=query)
-            try:
-                items = response.json()
-            except (ValueError, UnicodeDecodeError):
-                raise ForgeUnavailable("gitlab: a listing answered with invalid JSON") from None
-            if not isinstance(items, list):
-                raise ForgeUnavailable("gitlab: unexpected answer: a listing is not a list")
-            for item in items:
-                if isinstance(item, dict):
-                    yield item
+            for item in answer_items("gitlab", response):
+                yield item
             next_page = response.headers.get("X-Next-Page", "").strip()
             link = _LINK_NEXT.search(response.headers.get("Link", ""))
             if is_digits(next_page):
@@ -348,20 +342,12 @@ class GitLabForge:
             body["reviewer_ids"] = reviewers
         if assignees:
             body["assignee_ids"] = assignees
-        try:
-            return _change(
-                await self._call("POST", f"{self._project}/merge_requests", body, once=True)
-            )
-        except ForgeError as error:
-            mark = first_marker(opening.body)
-            found = (
-                await self.find_change(branch=opening.branch, marker=mark)
-                if mark and may_have_applied(error)
-                else None
-            )
-            if found is None:
-                raise
-            return found
+        return await create_once(
+            self._call("POST", f"{self._project}/merge_requests", body, once=True),
+            _change,
+            lambda mark: self.find_change(branch=opening.branch, marker=mark),
+            opening.body,
+        )
 
     async def _user_ids(self, owners: Sequence[str]) -> list[int]:
         """The ids of the users named (groups and unknown users left out), in order."""
@@ -417,18 +403,17 @@ class GitLabForge:
 
     async def _add_note(self, noteable: str, body: str, page: str) -> Comment:
         """Add a note (once; after a lost answer, the note with its marker is it)."""
-        try:
-            return _note(
-                await self._call("POST", f"{noteable}/notes", {"body": body}, once=True), page
-            )
-        except ForgeError as error:
-            mark = first_marker(body)
-            found = (
-                await self._find_note(noteable, mark) if mark and may_have_applied(error) else None
-            )
-            if found is None:
-                raise
-            return _note(found, page)
+
+        async def find(mark: str) -> Comment | None:
+            found = await self._find_note(noteable, mark)
+            return None if found is None else _note(found, page)
+
+        return await create_once(
+            self._call("POST", f"{noteable}/notes", {"body": body}, once=True),
+            lambda document: _note(document, page),
+            find,
+            body,
+        )
 
     async def _issue_url(self, issue: IssueRef) -> str:
         return str(
@@ -468,14 +453,12 @@ class GitLabForge:
         document = {"title": title, "description": body}
         if labels:
             document["labels"] = ",".join(labels)
-        try:
-            return _issue(await self._call("POST", f"{self._project}/issues", document, once=True))
-        except ForgeError as error:
-            mark = first_marker(body)
-            found = await self.find_issue(mark) if mark and may_have_applied(error) else None
-            if found is None:
-                raise
-            return found
+        return await create_once(
+            self._call("POST", f"{self._project}/issues", document, once=True),
+            _issue,
+            self.find_issue,
+            body,
+        )
 
     async def update_issue(self, number: int, *, title: str, body: str) -> Issue:
         """Replace an issue's title and description, reopening it if it was closed."""

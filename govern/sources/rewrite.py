@@ -66,25 +66,23 @@ from collections.abc import Sequence
 
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
-from packaging.version import Version
 
-from govern.exclusions.relax import RelaxationRefused, rewrite_requirement
 from govern.sources.rewrite_common import (
     Comment,
     Edit,
     EditRefused,
     Superseded,
-    admits,
     candidate_version,
     evidence_text,
     missing_evidence,
     newly_excluded,
     record_bad,
     refuse_bad_admitted,
+    relax_clause,
     requirement_or_none,
-    same_line,
-    specifier_set,
+    shared_ends,
     structured,
+    unchanged_or_superseded,
     unified_diff,
 )
 from govern.sources.rewrite_pip import (
@@ -179,23 +177,16 @@ def relax_requirements(
     requirements = [r for r in map(requirement_of, logicals) if r is not None]
     version = candidate_version(candidate, path)
     wanted = requirement.strip()
-    tracked = requirement_or_none(wanted)
     found = [r for r in requirements if r.text == wanted]
     if not found:
-        return _unchanged_or_superseded(requirements, package, tracked, version, wanted, text)
+        lines = [(r.text, r.logical.first + 1) for r in requirements]
+        return unchanged_or_superseded(lines, "line", package, version, wanted, text)
     held = min(found, key=lambda r: (abs(r.logical.first + 1 - line), r.logical.first))
     where = f"{path}:{held.logical.first + 1}"
-    if tracked is None:
-        raise EditRefused(f"{where}: `{wanted}` is not a requirement govern can rewrite")
-    if admits(tracked.specifier, version):
+    relaxed = relax_clause(held.text, wanted, specifier, version, path, where)
+    if relaxed is None:
         return Edit(text, held.text, held.text, held.logical.first + 1, "", False)
-    after = specifier_set(specifier, path)
-    if not admits(after, version):
-        raise EditRefused(f"{where}: `{after}` does not admit {version}")
-    try:
-        new_requirement = rewrite_requirement(held.text, after)
-    except RelaxationRefused as exc:
-        raise EditRefused(f"{where}: {exc}") from None
+    tracked, after, new_requirement = relaxed
     comments = _comments(logicals, bodies, held)
     refuse_bad_admitted(tracked.specifier, after, version, comments, bad_versions, where)
 
@@ -237,29 +228,6 @@ def relax_requirements(
     )
 
 
-def _unchanged_or_superseded(
-    requirements: Sequence[Req],
-    package: str,
-    tracked: Requirement | None,
-    version: Version,
-    wanted: str,
-    text: str,
-) -> Edit:
-    """The tracked line is gone: already relaxed (it admits the candidate), or superseded."""
-    same: list[tuple[Req, Requirement]] = []
-    for req in requirements:
-        parsed = requirement_or_none(req.text)
-        if parsed is not None and same_line(parsed, package, tracked):
-            same.append((req, parsed))
-    for req, parsed in same:
-        if admits(parsed.specifier, version):
-            return Edit(text, req.text, req.text, req.logical.first + 1, "", False)
-    if same:
-        now = same[0][0].text
-        raise Superseded(f"the line now reads `{now}` (tracked as `{wanted}`): a person changed it")
-    raise Superseded(f"`{wanted}` is no longer in the file")
-
-
 def _edit_requirement(held: Req, new: str, edits: Edits) -> None:
     """Replace only the characters of the requirement that differ, where they are.
 
@@ -267,15 +235,7 @@ def _edit_requirement(held: Req, new: str, edits: Edits) -> None:
     the whitespace would change how the requirement reads.
     """
     old = held.text
-    prefix = 0
-    while prefix < min(len(old), len(new)) and old[prefix] == new[prefix]:
-        prefix += 1
-    suffix = 0
-    while (
-        suffix < min(len(old), len(new)) - prefix
-        and old[len(old) - 1 - suffix] == new[len(new) - 1 - suffix]
-    ):
-        suffix += 1
+    prefix, suffix = shared_ends(old, new)
     start, stop = held.at + prefix, held.at + len(old) - suffix
     replacement = new[prefix : len(new) - suffix]
     if start == stop:

@@ -1,6 +1,8 @@
 """What the edits of :mod:`govern.sources.rewrite` and :mod:`govern.sources.rewrite_toml` share.
 
-The result (:class:`Edit`) and its refusals, the unified diff, the evidence comment lines,
+The result (:class:`Edit`) and its refusals, the requirement's relaxation
+(:func:`relax_clause`) or the line already relaxed or superseded
+(:func:`unchanged_or_superseded`), the unified diff, the evidence comment lines,
 the ``# govern: bad=...`` field that must keep naming the versions a relaxation now keeps
 out with ``!=``, and the refusal of a relaxation that lets in a version that field (or the
 exclusion's known-bad list) names. Pure functions on text; nothing here reads a file.
@@ -20,6 +22,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from govern.errors import GovernError
+from govern.exclusions.relax import RelaxationRefused, rewrite_requirement
 
 
 class EditRefused(GovernError):
@@ -106,6 +109,64 @@ def same_line(parsed: Requirement | None, package: str, tracked: Requirement | N
 def admits(specifier: SpecifierSet, version: Version) -> bool:
     """Membership as :mod:`govern.exclusions.relax` judges it (pre-releases included)."""
     return specifier.contains(version, prereleases=True)
+
+
+def relax_clause(
+    value: str, wanted: str, specifier: str, version: Version, path: str, where: str
+) -> tuple[Requirement, SpecifierSet, str] | None:
+    """The tracked requirement ``wanted``, the relaxed ``specifier`` and ``value`` rewritten
+    with it; None when ``wanted`` already admits ``version``, a refusal when it cannot be."""
+    tracked = requirement_or_none(wanted)
+    if tracked is None:
+        raise EditRefused(f"{where}: `{wanted}` is not a requirement govern can rewrite")
+    if admits(tracked.specifier, version):
+        return None
+    after = specifier_set(specifier, path)
+    if not admits(after, version):
+        raise EditRefused(f"{where}: `{after}` does not admit {version}")
+    try:
+        return tracked, after, rewrite_requirement(value, after)
+    except RelaxationRefused as exc:
+        raise EditRefused(f"{where}: {exc}") from None
+
+
+def unchanged_or_superseded(
+    found: Iterable[tuple[str, int]],
+    noun: str,
+    package: str,
+    version: Version,
+    wanted: str,
+    text: str,
+) -> Edit:
+    """The tracked ``noun`` ("line", "element") is gone from ``found`` (each requirement with
+    its 1-based line): already relaxed (one of its lines admits the candidate), or superseded."""
+    tracked = requirement_or_none(wanted)
+    same = []
+    for value, number in found:
+        parsed = requirement_or_none(value)
+        if parsed is not None and same_line(parsed, package, tracked):
+            if admits(parsed.specifier, version):
+                return Edit(text, value, value, number, "", False)
+            same.append(value)
+    if same:
+        raise Superseded(
+            f"the {noun} now reads `{same[0]}` (tracked as `{wanted}`): a person changed it"
+        )
+    raise Superseded(f"`{wanted}` is no longer in the file")
+
+
+def shared_ends(old: str, new: str) -> tuple[int, int]:
+    """How many characters ``old`` and ``new`` share at the start, then at the end."""
+    prefix = 0
+    while prefix < min(len(old), len(new)) and old[prefix] == new[prefix]:
+        prefix += 1
+    suffix = 0
+    while (
+        suffix < min(len(old), len(new)) - prefix
+        and old[len(old) - 1 - suffix] == new[len(new) - 1 - suffix]
+    ):
+        suffix += 1
+    return prefix, suffix
 
 
 def evidence_text(items: Iterable[str]) -> list[str]:

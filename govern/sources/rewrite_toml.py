@@ -38,27 +38,22 @@ import tomllib
 from collections.abc import Sequence
 from typing import Any
 
-from packaging.requirements import Requirement
-from packaging.version import Version
-
-from govern.exclusions.relax import RelaxationRefused, rewrite_requirement
 from govern.sources.pyproject import line_starts
 from govern.sources.rewrite_common import (
     Comment,
     Edit,
     EditRefused,
     Superseded,
-    admits,
     candidate_version,
     evidence_text,
     missing_evidence,
     newly_excluded,
     record_bad,
     refuse_bad_admitted,
-    requirement_or_none,
-    same_line,
-    specifier_set,
+    relax_clause,
+    shared_ends,
     structured,
+    unchanged_or_superseded,
     unified_diff,
 )
 from govern.sources.tomlpos import KeyPath, Loc, Scan, ScanError, Scanner, decode_string
@@ -90,7 +85,6 @@ def relax_pyproject(
     key = _array_path(group, path)
     version = candidate_version(candidate, path)
     wanted = requirement.strip()
-    tracked = requirement_or_none(wanted)
     items = _walk(data, key)
     if items is None:
         raise Superseded(f"`{wanted}` is no longer in the file (no {group} array)")
@@ -99,29 +93,16 @@ def relax_pyproject(
     elements = _elements(scan, key, items, path)
     found = [(i, loc) for i, loc in elements if items[i].strip() == wanted]
     if not found:
-        return _unchanged_or_superseded(
-            [(items[i], _line(starts, loc.start)) for i, loc in elements],
-            package,
-            tracked,
-            version,
-            wanted,
-            text,
-        )
+        elements_at = [(items[i], _line(starts, loc.start)) for i, loc in elements]
+        return unchanged_or_superseded(elements_at, "element", package, version, wanted, text)
     index, loc = min(found, key=lambda f: (abs(_line(starts, f[1].start) - line), f[0]))
     value = items[index]
     number = _line(starts, loc.start)
     where = f"{path}:{number}"
-    if tracked is None:
-        raise EditRefused(f"{where}: `{wanted}` is not a requirement govern can rewrite")
-    if admits(tracked.specifier, version):
+    relaxed = relax_clause(value, wanted, specifier, version, path, where)
+    if relaxed is None:
         return Edit(text, value, value, number, "", False)
-    after = specifier_set(specifier, path)
-    if not admits(after, version):
-        raise EditRefused(f"{where}: `{after}` does not admit {version}")
-    try:
-        new_value = rewrite_requirement(value, after)
-    except RelaxationRefused as exc:
-        raise EditRefused(f"{where}: {exc}") from None
+    tracked, after, new_value = relaxed
 
     on_line, above, below = _comments(body, scan, starts, loc)
     refuse_bad_admitted(
@@ -209,40 +190,9 @@ def _elements(scan: Scan, key: KeyPath, items: list[Any], path: str) -> list[tup
     return out
 
 
-def _unchanged_or_superseded(
-    elements: Sequence[tuple[str, int]],
-    package: str,
-    tracked: Requirement | None,
-    version: Version,
-    wanted: str,
-    text: str,
-) -> Edit:
-    """The tracked element is gone: already relaxed (it admits the candidate), or superseded."""
-    same = []
-    for value, number in elements:
-        parsed = requirement_or_none(value)
-        if parsed is not None and same_line(parsed, package, tracked):
-            if admits(parsed.specifier, version):
-                return Edit(text, value, value, number, "", False)
-            same.append(value)
-    if same:
-        raise Superseded(
-            f"the element now reads `{same[0]}` (tracked as `{wanted}`): a person changed it"
-        )
-    raise Superseded(f"`{wanted}` is no longer in the file")
-
-
 def _string_edit(loc: Loc, value: str, new: str, where: str) -> tuple[int, int, str]:
     """The characters of the string to replace, inside its quotes: (start, end, text)."""
-    prefix = 0
-    while prefix < min(len(value), len(new)) and value[prefix] == new[prefix]:
-        prefix += 1
-    suffix = 0
-    while (
-        suffix < min(len(value), len(new)) - prefix
-        and value[len(value) - 1 - suffix] == new[len(new) - 1 - suffix]
-    ):
-        suffix += 1
+    prefix, suffix = shared_ends(value, new)
     stop = len(value) - suffix
     raw = loc.raw
     replacement = new[prefix : len(new) - suffix]

@@ -9,7 +9,6 @@ write takes :func:`lock` first.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -19,7 +18,7 @@ from sqlalchemy import Connection, func, insert, select, update
 
 from govern.exclusions.clause import Clause
 from govern.exclusions.model import Kind, SubKind
-from govern.exclusions.states import REJECTED, State
+from govern.exclusions.states import State
 from govern.store.core import Rows, chunks, insert_rows, table, update_rows, where_in
 from govern.store.location import advisory_key
 from govern.store.models import (
@@ -31,6 +30,7 @@ from govern.store.models import (
     PollRun,
     Release,
 )
+from govern.store.queries import failed_versions
 
 _EXCLUSION = table(Exclusion)
 _ANNOTATION = table(Annotation)
@@ -87,13 +87,7 @@ def watched(conn: Connection, *, packages: Sequence[str] = ()) -> list[Watched]:
     )
     if packages:
         query = query.where(e.package.in_(packages))
-    failed: dict[int, set[str]] = defaultdict(set)
-    for exclusion_id, version in conn.execute(
-        select(_CANDIDATE.c.exclusion_id, _RELEASE.c.version)
-        .join(_RELEASE, _RELEASE.c.id == _CANDIDATE.c.release_id)
-        .where(_CANDIDATE.c.status.in_(REJECTED))
-    ):
-        failed[exclusion_id].add(version)
+    failed = failed_versions(conn, ids=None)
     out: list[Watched] = []
     for row in conn.execute(query):
         bad = tuple(sorted({*(row.bad_versions or []), *failed.get(row.id, set())}))

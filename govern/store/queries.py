@@ -129,19 +129,22 @@ def ordered_rows(session: Session, *where: Any) -> list[ExclusionRow]:
     return list(session.exec(statement).all())
 
 
-def failed_versions(session: Session | Connection, *, ids: Sequence[int]) -> dict[int, set[str]]:
-    """Versions whose verification failed (or that were marked bad), by exclusion."""
+def failed_versions(
+    session: Session | Connection, *, ids: Sequence[int] | None
+) -> dict[int, set[str]]:
+    """Versions whose verification failed (or that were marked bad), by exclusion (of
+    ``ids``; None: of every exclusion)."""
     out: dict[int, set[str]] = defaultdict(set)
-    if not ids:
+    if ids is not None and not ids:
         return out
-    for exclusion_id, version in session.execute(
+    query = (
         columns(col(Candidate.exclusion_id), col(Release.version))
         .join(Release, col(Release.id) == col(Candidate.release_id))
-        .where(
-            col(Candidate.exclusion_id).in_(list(ids)),
-            col(Candidate.status).in_(REJECTED),
-        )
-    ):
+        .where(col(Candidate.status).in_(REJECTED))
+    )
+    if ids is not None:
+        query = query.where(col(Candidate.exclusion_id).in_(list(ids)))
+    for exclusion_id, version in session.execute(query):
         out[exclusion_id].add(version)
     return out
 
