@@ -1,10 +1,11 @@
 """The ``govern`` command line: the only code that prints or exits.
 
-Every command module is imported to register its command (:mod:`govern.cli.app`), so
-each imports the store, HTTP, asyncio and web stacks (and :mod:`govern.application`,
-which builds them) inside the command that needs them: ``govern audit`` loads none of
-them (``tests/cli/test_audit_cli.py`` checks it). Errors cross one boundary
-(:func:`main`): one line, a ``Tip:``, exit code 2; the traceback only with ``--debug``.
+Every command is registered in :mod:`govern.cli.app` (a run imports the module of the
+command it names), and each module imports the store, HTTP, asyncio and web stacks (and
+:mod:`govern.application`, which builds them) inside the command that needs them:
+``govern audit`` loads none of them (``tests/cli/test_audit_cli.py`` checks it). Errors
+cross one boundary (:func:`main`): one line, a ``Tip:``, exit code 2; the traceback only
+with ``--debug``.
 """
 
 from __future__ import annotations
