@@ -494,6 +494,11 @@ def read_pyproject(file: Path, *, display_path: str) -> Source:
             hint="save the file as UTF-8",
         )
         return failed(problem, lines)
+    return parse_pyproject(text, display_path=display_path, file=file)
+
+
+def parse_pyproject(text: str, *, display_path: str, file: Path | None = None) -> Source:
+    """Read a ``pyproject.toml``'s decoded ``text`` as :func:`read_pyproject` reads a file."""
     text = text.removeprefix("\ufeff")
     lines = _physical_lines(text)
     try:
@@ -507,7 +512,13 @@ def read_pyproject(file: Path, *, display_path: str) -> Source:
             column=column,
             excerpt=lines[line - 1] if 1 <= line <= len(lines) else None,
         )
-        return failed(problem, lines)
+        return Source(
+            path=display_path,
+            file=file or Path(display_path),
+            format=SourceFormat.PYPROJECT,
+            lines=_simple_lines(lines),
+            problems=(problem,),
+        )
     builder = _Builder(text, lines, Scanner(text).scan())
     builder.collect(data)
-    return builder.source(file, display_path)
+    return builder.source(file or Path(display_path), display_path)

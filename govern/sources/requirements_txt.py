@@ -576,6 +576,20 @@ def _option_hint(message: str) -> str | None:
     return None
 
 
+def parse_requirements(
+    text: str,
+    *,
+    display_path: str,
+    fmt: SourceFormat = SourceFormat.REQUIREMENTS,
+    environ: Mapping[str, str] | None = None,
+) -> Source:
+    """Read a requirements file's decoded ``text`` as :func:`read_requirements` reads a file."""
+    reader = _Reader(
+        Path(display_path), display_path, fmt, os.environ if environ is None else environ
+    )
+    return reader.read(text)
+
+
 def read_requirements(
     file: Path,
     *,

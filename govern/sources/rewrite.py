@@ -43,8 +43,8 @@ The requirement
     ``review-by=``...); their ``bad=`` is extended with each known-bad version the
     relaxation now keeps out with ``!=`` that it does not name yet (appended to the first
     ``bad=``, or as ``bad=...`` on the first structured comment). A line without a
-    structured comment gets none, and a block further up (one that also covers other
-    lines) is not changed.
+    structured comment gets none, and a block that also explains other lines (further
+    up, or right above a run of requirements the audit gives it to) is not changed.
 
 Known-bad versions
     The relaxation is refused (:class:`EditRefused`, naming the version) when it lets in a
@@ -57,7 +57,9 @@ Evidence
     One comment line per evidence item (``14.1.1 verified on cuda13: <run URL>, installed
     14.1.1``) is added at the end of the comment block right above the requirement (the
     reason block, which stays as it is), unless the block already holds it: a second run
-    adds nothing. A line without a block above gets the evidence as its block.
+    adds nothing. A line without a block above gets the evidence as its block. A block that
+    explains the lines below too gets none (it would become their reason): the commit
+    message and the change request carry it.
 """
 
 from __future__ import annotations
@@ -67,6 +69,7 @@ from collections.abc import Sequence
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 
+from govern.sources.requirements_txt import parse_requirements
 from govern.sources.rewrite_common import (
     Comment,
     Edit,
@@ -74,6 +77,7 @@ from govern.sources.rewrite_common import (
     Superseded,
     candidate_version,
     evidence_text,
+    explains_others,
     missing_evidence,
     newly_excluded,
     record_bad,
@@ -189,33 +193,48 @@ def relax_requirements(
     tracked, after, new_requirement = relaxed
     comments = _comments(logicals, bodies, held)
     refuse_bad_admitted(tracked.specifier, after, version, comments, bad_versions, where)
-
-    edits: Edits = {}
-    dropped: set[int] = set()
-    added: dict[int, list[str]] = {}
-    _edit_requirement(held, new_requirement, edits)
-    new_hashes = edit_hashes(held, bodies, after, version, hashes, where, edits, dropped, added)
-    recorded = record_bad(comments, newly_excluded(tracked.specifier, after, bad_versions))
-    if recorded is not None:
-        comment, new_comment = recorded
-        edits.setdefault(comment.line, []).append(
-            (comment.column + 1, len(bodies[comment.line]), new_comment)
-        )
-
+    block = _block(logicals, held)
+    excluded = newly_excluded(tracked.specifier, after, bad_versions)
     nl = next((end for _, end in physical if end), "\n")
     first = bodies[held.logical.first]
     indent = first[: len(first) - len(first.lstrip())]
-    block = [bodies[lg.first].strip()[1:] for lg in _block(logicals, held)]
-    notes = missing_evidence(evidence_text(evidence), block)
     first_end = physical[held.logical.first][1] or nl
-    out: list[str] = []
-    for index, (body, end) in enumerate(physical):
-        if index == held.logical.first:
-            out.extend(f"{indent}# {note}{first_end}" for note in notes)
-            out.extend(_assemble(held.logical, physical, edits, dropped, added, nl))
-        elif not held.logical.first < index <= held.logical.last:
-            out.append(_apply(body, edits.get(index, ())) + end)
-    new_text = bom + "".join(out)
+    for own_block in (True, False):
+        edits: Edits = {}
+        dropped: set[int] = set()
+        added: dict[int, list[str]] = {}
+        _edit_requirement(held, new_requirement, edits)
+        new_hashes = edit_hashes(held, bodies, after, version, hashes, where, edits, dropped, added)
+        # A block that also explains the lines below is theirs too: it keeps its bad= and
+        # gets no evidence (the change request carries it), or they would be changed.
+        blocks = {lg.first for lg in block}
+        mine = comments if own_block else [c for c in comments if c.line not in blocks]
+        recorded = record_bad(mine, excluded)
+        if recorded is not None:
+            comment, new_comment = recorded
+            edits.setdefault(comment.line, []).append(
+                (comment.column + 1, len(bodies[comment.line]), new_comment)
+            )
+        notes = (
+            missing_evidence(evidence_text(evidence), [bodies[n].strip()[1:] for n in blocks])
+            if own_block
+            else []
+        )
+        out: list[str] = []
+        for index, (body, end) in enumerate(physical):
+            if index == held.logical.first:
+                out.extend(f"{indent}# {note}{first_end}" for note in notes)
+                out.extend(_assemble(held.logical, physical, edits, dropped, added, nl))
+            elif not held.logical.first < index <= held.logical.last:
+                out.append(_apply(body, edits.get(index, ())) + end)
+        new_text = bom + "".join(out)
+        if not own_block or not explains_others(
+            parse_requirements(text[len(bom) :], display_path=path, environ={}),
+            parse_requirements(new_text[len(bom) :], display_path=path, environ={}),
+            held.logical.first + 1,
+            len(notes),
+        ):
+            break
     number = held.logical.first + len(notes)
     read = _check(new_text[len(bom) :], number, len(logicals), tracked, after, new_hashes, where)
     return Edit(

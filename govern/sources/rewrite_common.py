@@ -22,7 +22,10 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from govern.errors import GovernError
+from govern.exclusions.annotations import read_annotations
+from govern.exclusions.classify import classify
 from govern.exclusions.relax import RelaxationRefused, rewrite_requirement
+from govern.sources.model import Source
 
 
 class EditRefused(GovernError):
@@ -167,6 +170,23 @@ def shared_ends(old: str, new: str) -> tuple[int, int]:
     ):
         suffix += 1
     return prefix, suffix
+
+
+def explains_others(before: Source, after: Source, line: int, inserted: int) -> bool:
+    """Whether an edit changed what the audit reads of any exclusion but the one at
+    ``line`` (``line + inserted`` after it): its reason, known-bad versions, owner... A
+    comment block above the edited line that explains the lines below it too does that."""
+
+    def others(source: Source, skip: int) -> list[tuple[object, ...]]:
+        return [
+            (e.text, a.reason, a.bad_versions, a.owner, a.review_by, a.verify, a.profiles)
+            for e, a in zip(source.entries, read_annotations(source), strict=True)
+            if e.line != skip
+            and e.requirement is not None
+            and any(classify(spec) is not None for spec in e.requirement.specifier)
+        ]
+
+    return others(before, line) != others(after, line + inserted)
 
 
 def evidence_text(items: Iterable[str]) -> list[str]:

@@ -23,9 +23,10 @@ then carried only by the commit message and the change request's body.
 below) keep their fields, and ``bad=`` is extended as in :mod:`govern.sources.rewrite`,
 except where the audit reads the comment for other elements too: the block above the line
 of the array's ``[`` is left unchanged, and so is every comment around a line that holds
-another element (its ``bad=`` would become theirs). A relaxation that lets in a version
-those comments' ``bad=`` list (or ``bad_versions``) is refused, as in
-:mod:`govern.sources.rewrite`: all of them count there, shared or not.
+another element (its ``bad=`` would become theirs), and a block that also explains the
+elements below (the same clauses, or named in it): it gets no evidence either. A
+relaxation that lets in a version those comments' ``bad=`` list (or ``bad_versions``) is
+refused, as in :mod:`govern.sources.rewrite`: all of them count there, shared or not.
 An element that changed is :class:`Superseded`; one that already admits the candidate
 is left as it is (``changed=False``).
 """
@@ -38,7 +39,7 @@ import tomllib
 from collections.abc import Sequence
 from typing import Any
 
-from govern.sources.pyproject import line_starts
+from govern.sources.pyproject import line_starts, parse_pyproject
 from govern.sources.rewrite_common import (
     Comment,
     Edit,
@@ -46,6 +47,7 @@ from govern.sources.rewrite_common import (
     Superseded,
     candidate_version,
     evidence_text,
+    explains_others,
     missing_evidence,
     newly_excluded,
     record_bad,
@@ -108,33 +110,42 @@ def relax_pyproject(
     refuse_bad_admitted(
         tracked.specifier, after, version, [*on_line, *above, *below], bad_versions, where
     )
-    changes = [_string_edit(loc, value, new_value, where)]
     # The comments the audit gives other elements too are left as they are: the block
-    # above the array's opening line (or above a line with another element), and the
-    # comments on and below a line with another element.
+    # above the array's opening line (or above a line with another element), the
+    # comments on and below a line with another element, and a block that explains the
+    # elements below it too (found by reading the edited file as the audit does).
     opening = _line(starts, scan.locs[key].start) == number
     crowded = any(_line(starts, other.start) == number for i, other in elements if i != index)
-    shared = opening or crowded
-    own = [] if crowded else [*on_line, *([] if shared else above), *below]
-    recorded = record_bad(own, newly_excluded(tracked.specifier, after, bad_versions))
-    if recorded is not None:
-        comment, new_comment = recorded
-        at = starts[comment.line] + comment.column + 1
-        changes.append((at, at + len(comment.text), new_comment))
-    notes: list[str] = []
-    if not shared:  # a line of its own in a multi-line array: the evidence above it
-        head = starts[number - 1]
-        end = _line_end(body, head)
-        row = body[head:end]
-        indent = row[: len(row) - len(row.lstrip())]
-        newline = "\r\n" if body.startswith("\r\n", end) else "\n"
-        present = [c.text for c in _block(body, scan, starts, number - 1)]
-        notes = missing_evidence(evidence_text(evidence), present)
-        if notes:
-            changes.append((head, head, "".join(f"{indent}# {n}{newline}" for n in notes)))
-    new_body = body
-    for start, end, replacement in sorted(changes, key=lambda c: c[0], reverse=True):
-        new_body = new_body[:start] + replacement + new_body[end:]
+    excluded = newly_excluded(tracked.specifier, after, bad_versions)
+    for shared in (opening or crowded, True):
+        changes = [_string_edit(loc, value, new_value, where)]
+        own = [] if crowded else [*on_line, *([] if shared else above), *below]
+        recorded = record_bad(own, excluded)
+        if recorded is not None:
+            comment, new_comment = recorded
+            at = starts[comment.line] + comment.column + 1
+            changes.append((at, at + len(comment.text), new_comment))
+        notes: list[str] = []
+        if not shared:  # a line of its own in a multi-line array: the evidence above it
+            head = starts[number - 1]
+            end = _line_end(body, head)
+            row = body[head:end]
+            indent = row[: len(row) - len(row.lstrip())]
+            newline = "\r\n" if body.startswith("\r\n", end) else "\n"
+            present = [c.text for c in _block(body, scan, starts, number - 1)]
+            notes = missing_evidence(evidence_text(evidence), present)
+            if notes:
+                changes.append((head, head, "".join(f"{indent}# {n}{newline}" for n in notes)))
+        new_body = body
+        for start, end, replacement in sorted(changes, key=lambda c: c[0], reverse=True):
+            new_body = new_body[:start] + replacement + new_body[end:]
+        if shared or not explains_others(
+            parse_pyproject(body, display_path=path),
+            parse_pyproject(new_body, display_path=path),
+            number,
+            len(notes),
+        ):
+            break
     _check(data, new_body, key, index, new_value, where)
     return Edit(
         bom + new_body,

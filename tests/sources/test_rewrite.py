@@ -342,6 +342,42 @@ def test_evidence_already_in_the_block_is_not_added_again() -> None:
 # -- superseded and unchanged ----------------------------------------------------------------
 
 
+def test_a_block_that_also_explains_the_lines_below_is_left_to_them() -> None:
+    # The block explains both CuPy lines (the audit reads one reason for the run): 14.1.1
+    # verified on cuda13 says nothing of cuda12, and its bad= is theirs too.
+    text = (
+        "# CuPy 14.1.0 broke both runtime images (cupy/cupy#9963)\n"
+        "# govern: owner=@runtime bad=14.0.0\n"
+        "cupy-cuda13x<14.1.0\n"
+        "cupy-cuda12x<14.1.0\n"
+        "\n"
+        "numpy<2\n"
+    )
+    done = edit(text, "cupy-cuda13x<14.1.0", "!=14.1.0", line=3, bad_versions=["14.1.0"])
+    assert done.text == text.replace("cupy-cuda13x<14.1.0", "cupy-cuda13x!=14.1.0")
+    assert (done.changed, done.line) == (True, 3)
+    # Alone under its block, the line gets the evidence and the bad= as before.
+    alone = text.replace("cupy-cuda12x<14.1.0\n", "\ncupy-cuda12x<14.1.0\n")
+    done = edit(alone, "cupy-cuda13x<14.1.0", "!=14.1.0", line=3, bad_versions=["14.1.0"])
+    assert done.text == alone.replace(
+        "bad=14.0.0\ncupy-cuda13x<14.1.0",
+        f"bad=14.0.0,14.1.0\n# {EVIDENCE}\ncupy-cuda13x!=14.1.0",
+    )
+
+
+def test_the_inline_comment_of_a_line_under_a_shared_block_is_still_extended() -> None:
+    text = (
+        "# CuPy 14.1.0 broke both runtime images\n"
+        "cupy-cuda13x<14.1.0  # govern: owner=@runtime\n"
+        "cupy-cuda12x<14.1.0\n"
+    )
+    done = edit(text, "cupy-cuda13x<14.1.0", "!=14.1.0", line=2, bad_versions=["14.1.0"])
+    assert done.text == text.replace(
+        "cupy-cuda13x<14.1.0  # govern: owner=@runtime",
+        "cupy-cuda13x!=14.1.0  # govern: owner=@runtime bad=14.1.0",
+    )
+
+
 def test_a_line_changed_by_hand_is_superseded() -> None:
     with pytest.raises(Superseded, match=r"now reads `cupy-cuda13x < 14\.0\.9`"):
         edit(KV.replace("< 14.1.0", "< 14.0.9"), "cupy-cuda13x < 14.1.0", "!=14.1.0", line=4)
@@ -484,6 +520,46 @@ def test_an_optional_dependency_in_a_literal_string_keeps_its_quotes_and_its_rea
         "    # 1.19.0 breaks the CUDA build (#36719)\n"
         f"    # {evidence}\n"
         "    'nvidia-cudnn-frontend>=1.13.0,!=1.19.0; sys_platform == \"linux\"',\n",
+    )
+
+
+def test_a_block_over_elements_with_the_same_clauses_is_left_to_them() -> None:
+    text = (
+        "[project]\n"
+        'name = "demo"\n'
+        "dependencies = [\n"
+        '    "lmcache >= 0.3.9",\n'
+        "    # CuPy 14.1.0 broke both runtime images\n"
+        "    # govern: bad=14.0.0\n"
+        '    "cupy-cuda13x<14.1.0",\n'
+        '    "cupy-cuda12x<14.1.0",\n'
+        '    "numpy<2",\n'
+        "]\n"
+    )
+    done = edit(
+        text,
+        "cupy-cuda13x<14.1.0",
+        "!=14.1.0",
+        line=7,
+        format="pyproject",
+        group="project.dependencies",
+        bad_versions=["14.1.0"],
+    )
+    assert done.text == text.replace('"cupy-cuda13x<14.1.0"', '"cupy-cuda13x!=14.1.0"')
+    # Under a block of its own, the element gets the evidence and the bad= as before.
+    alone = text.replace('    "cupy-cuda12x<14.1.0",\n', "")
+    done = edit(
+        alone,
+        "cupy-cuda13x<14.1.0",
+        "!=14.1.0",
+        line=7,
+        format="pyproject",
+        group="project.dependencies",
+        bad_versions=["14.1.0"],
+    )
+    assert done.text == alone.replace(
+        '    # govern: bad=14.0.0\n    "cupy-cuda13x<14.1.0",\n',
+        f'    # govern: bad=14.0.0,14.1.0\n    # {EVIDENCE}\n    "cupy-cuda13x!=14.1.0",\n',
     )
 
 
