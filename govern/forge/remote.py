@@ -122,7 +122,14 @@ def _app_tokens(
     """The GitHub App's installation tokens when the configuration names an app."""
     if settings.app_id is None or settings.installation_id is None:
         return None
-    from govern.forge.github_app import AppTokens  # cryptography, only for app users
+    try:  # cryptography, installed for app users only
+        from govern.forge.github_app import AppTokens
+    except ImportError:
+        raise ForgeError(
+            "a GitHub App signs its token requests with RS256, which needs the cryptography "
+            "package",
+            tip="Install govern with the App's extra: pip install 'govern[github-app]'.",
+        ) from None
 
     variable = settings.private_key_env or "GOVERN_APP_KEY"
     key = environ.get(variable)

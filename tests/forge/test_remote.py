@@ -3,6 +3,8 @@ built for it (talking to a fake GitHub on 127.0.0.1, tests/fakes/forge_github.py
 
 from __future__ import annotations
 
+import sys
+
 import httpx
 import pytest
 
@@ -107,3 +109,25 @@ def test_forge_for_refuses_what_it_cannot_build(via: str, remote: str | None, ma
 
     with pytest.raises(ForgeError, match=match):
         run(main())
+
+
+def test_a_github_app_without_cryptography_installed_says_which_extra(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "govern.forge.github_app", None)  # import fails
+    settings = ProposeConfig(via="github", app_id="1", installation_id=2)
+
+    async def main() -> None:
+        async with httpx.AsyncClient() as client:
+            forge_for(
+                "github",
+                "git@github.com:acme/widgets.git",
+                settings=settings,
+                client=client,
+                environ={"GOVERN_APP_KEY": "not used"},
+            )
+
+    with pytest.raises(ForgeError, match="cryptography") as refused:
+        run(main())
+    assert refused.value.tip is not None
+    assert "govern[github-app]" in refused.value.tip
