@@ -114,6 +114,27 @@ class ProposalState(StrEnum):
     FAILED = "failed"  # its action failed; retried with backoff (the outbox says when)
 
 
+class ProposalKind(StrEnum):
+    """How a relaxation was proposed (``proposal.kind``)."""
+
+    PULL_REQUEST = "pull-request"  # a pull or merge request on the forge
+    BRANCH = "branch"  # a branch pushed (``via = "git"``)
+    REMINDER = "reminder"  # a reminder on the configured channels
+    SUPERSEDED = "superseded"  # the note that a person changed the line first
+
+
+class RunState(StrEnum):
+    """What one ``govern propose`` run did for one exclusion (its JSON ``state``)."""
+
+    SENT = "sent"
+    UNCHANGED = "unchanged"  # the base branch already admits the candidate
+    DRY_RUN = "dry-run"
+    SUPERSEDED = "superseded"  # the line changed by hand
+    FAILED = "failed"  # retried at the next run
+    SKIPPED = "skipped"  # nothing to propose (no relaxation, declined before)
+    NONE = "none"  # ``propose = "none"`` for it
+
+
 class OutboxState(StrEnum):
     """One outgoing action, written before it is sent (exactly once, across crashes)."""
 

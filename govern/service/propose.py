@@ -30,7 +30,14 @@ from typing import Any, Protocol
 
 from govern.config import Config, ProposeConfig, load_config
 from govern.errors import GovernError
-from govern.exclusions.states import EventKind, OutboxState, ProposalState, State
+from govern.exclusions.states import (
+    EventKind,
+    OutboxState,
+    ProposalKind,
+    ProposalState,
+    RunState,
+    State,
+)
 from govern.forge.base import (
     ChangeRequest,
     ChangeState,
@@ -76,7 +83,7 @@ class Outcome:
     via: str
     branch: str | None = None
     url: str | None = None
-    state: str = "sent"  # sent, unchanged, dry-run, superseded, failed, skipped, none
+    state: RunState = RunState.SENT
     number: int | None = None
     message: str | None = None
     diff: str | None = None
@@ -113,7 +120,7 @@ class ProposeResult:
     @property
     def failed(self) -> bool:
         """An action failed (and will be retried)."""
-        return any(p.state == "failed" for p in self.proposals)
+        return any(p.state == RunState.FAILED for p in self.proposals)
 
     def as_dict(self) -> dict[str, Any]:
         """The ``govern.propose/1`` document."""
@@ -250,7 +257,7 @@ class Proposer:
             try:
                 outcome = await self._one(item, dry_run=dry_run)
             except GovernError as exc:
-                outcome = self._outcome(item, "?", state="failed", message=exc.message)
+                outcome = self._outcome(item, "?", state=RunState.FAILED, message=exc.message)
             result.proposals.append(outcome)
         if not dry_run:
             result.closed = await self.watch()
@@ -276,7 +283,7 @@ class Proposer:
         mode = settings.mode_for(work.package, work.key)
         via = settings.via
         if mode == "none":
-            return self._outcome(work, via, state="none", message="propose = none")
+            return self._outcome(work, via, state=RunState.NONE, message="propose = none")
         if mode == "remind":
             from govern.service.remind import remind  # the notifiers' stack, for reminders only
 
@@ -289,14 +296,14 @@ class Proposer:
         relaxation = work.relaxation
         if relaxation is None or relaxation.specifier is None:
             why = relaxation.refused if relaxation is not None else "not computed yet"
-            return self._outcome(work, via, state="skipped", message=f"no relaxation: {why}")
+            return self._outcome(work, via, state=RunState.SKIPPED, message=f"no relaxation: {why}")
         with self.store.session() as session:
             for earlier in proposals.proposals_of(session, exclusion_id=work.exclusion_id):
                 if earlier.version == work.version and earlier.state == ProposalState.DECLINED:
                     return self._outcome(
                         work,
                         via,
-                        state="skipped",
+                        state=RunState.SKIPPED,
                         message=f"{work.version} was declined (change request closed unmerged)",
                         url=earlier.url,
                     )
@@ -307,7 +314,7 @@ class Proposer:
         content = await asyncio.to_thread(pusher.read, work.source, base=base)
         if content is None:
             return self._outcome(
-                work, via, state="superseded", message=f"{work.source} is not on {base}"
+                work, via, state=RunState.SUPERSEDED, message=f"{work.source} is not on {base}"
             )
         edit = _edit(work, content)
         branch = branch_name(settings, work)
@@ -315,16 +322,25 @@ class Proposer:
             if not dry_run:
                 self._superseded(work, edit)
                 await self._close_superseded(work, settings, edit)
-            return self._outcome(work, via, state="superseded", message=edit, branch=branch)
+            return self._outcome(work, via, state=RunState.SUPERSEDED, message=edit, branch=branch)
         new_text, old_line, new_line, diff = edit
         if old_line is None:
             return self._outcome(
-                work, via, state="unchanged", message=f"{base} already admits {work.version}"
+                work,
+                via,
+                state=RunState.UNCHANGED,
+                message=f"{base} already admits {work.version}",
             )
         text = body(work, old=old_line, new=new_line, diff=diff)
         if dry_run:
             return self._outcome(
-                work, via, state="dry-run", branch=branch, new=new_line, diff=diff, body=text
+                work,
+                via,
+                state=RunState.DRY_RUN,
+                branch=branch,
+                new=new_line,
+                diff=diff,
+                body=text,
             )
         proposal = self._proposal(work, via, branch, old_line, new_line)
         digest = hashlib.sha256(new_text).hexdigest()[:16]
@@ -352,7 +368,12 @@ class Proposer:
         )
         if pushed.state is not OutboxState.SENT:
             return self._outcome(
-                work, via, state="failed", branch=branch, message=pushed.error, new=new_line
+                work,
+                via,
+                state=RunState.FAILED,
+                branch=branch,
+                message=pushed.error,
+                new=new_line,
             )
         change: ChangeRequest | None = None
         forge = self.forge_for(root, settings) if self.forge_for and via != "git" else None
@@ -362,13 +383,18 @@ class Proposer:
             )
             if change is None:
                 return self._outcome(
-                    work, via, state="failed", branch=branch, new=new_line, message="see outbox"
+                    work,
+                    via,
+                    state=RunState.FAILED,
+                    branch=branch,
+                    new=new_line,
+                    message="see outbox",
                 )
         self._opened(work, proposal, via, branch, change)
         return self._outcome(
             work,
             via,
-            state="sent",
+            state=RunState.SENT,
             branch=branch,
             new=new_line,
             url=change.url if change else None,
@@ -445,7 +471,7 @@ class Proposer:
                 row = Proposal(
                     exclusion_id=work.exclusion_id,
                     candidate_id=work.candidate_id,
-                    kind="pull-request" if via != "git" else "branch",
+                    kind=ProposalKind.PULL_REQUEST if via != "git" else ProposalKind.BRANCH,
                     dedupe_key=key,
                     state=ProposalState.OPEN,
                     new_clause=work.relaxation.specifier if work.relaxation else None,
@@ -476,7 +502,9 @@ class Proposer:
             older = [  # change requests of older candidates (a reminder is no such thing)
                 p
                 for p in proposals.proposals_of(session, exclusion_id=work.exclusion_id)
-                if p.id != proposal_id and p.state == ProposalState.OPEN and p.kind != "reminder"
+                if p.id != proposal_id
+                and p.state == ProposalState.OPEN
+                and p.kind != ProposalKind.REMINDER
             ]
             for stale in older:  # a newer candidate took over the same branch
                 stale.state = ProposalState.SUPERSEDED
@@ -510,7 +538,7 @@ class Proposer:
                 Proposal(
                     exclusion_id=work.exclusion_id,
                     candidate_id=work.candidate_id,
-                    kind="superseded",
+                    kind=ProposalKind.SUPERSEDED,
                     dedupe_key=key,
                     state=ProposalState.SUPERSEDED,
                     created_at=self.now(),

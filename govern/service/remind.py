@@ -22,7 +22,14 @@ from typing import Any
 
 from govern.config import Config, ProposeConfig, load_config
 from govern.errors import GovernError
-from govern.exclusions.states import EventKind, OutboxState, ProposalState, State
+from govern.exclusions.states import (
+    EventKind,
+    OutboxState,
+    ProposalKind,
+    ProposalState,
+    RunState,
+    State,
+)
 from govern.forge.base import Forge
 from govern.notify import pending, templates
 from govern.notify.base import Message, Notifier, Searchable, Skipped, repository_key
@@ -42,7 +49,7 @@ class Reminded:
     """How one reminder went: sent, failed (retried later), skipped or dry-run; one line
     per channel in ``message``; the issue comment's URL when there is one."""
 
-    state: str
+    state: RunState
     message: str
     url: str | None = None
     body: str | None = None
@@ -108,18 +115,19 @@ async def remind(
     """Remind the people of ``work`` that its candidate passed, on every channel, once."""
     if notifiers is None:
         return Reminded(
-            "skipped", "this run was built without notifiers (govern propose builds them)"
+            RunState.SKIPPED,
+            "this run was built without notifiers (govern propose builds them)",
         )
     if not notifiers:
-        return Reminded("skipped", "no channel: channels = [] in [tool.govern.notify]")
+        return Reminded(RunState.SKIPPED, "no channel: channels = [] in [tool.govern.notify]")
     message = templates.reminder(work)
     targets = [(notifier, notifier.target(message)) for notifier in notifiers]
     skipped = [f"{n.name}: skipped, {t.reason}" for n, t in targets if isinstance(t, Skipped)]
     if dry_run:
         would = [f"{n.name} {t}: would be sent" for n, t in targets if isinstance(t, str)]
-        return Reminded("dry-run", "; ".join([*would, *skipped]), body=message.text)
+        return Reminded(RunState.DRY_RUN, "; ".join([*would, *skipped]), body=message.text)
     if len(skipped) == len(targets):
-        return Reminded("skipped", "; ".join(skipped))
+        return Reminded(RunState.SKIPPED, "; ".join(skipped))
     proposal_id = _proposal(store, work, now)
     lines: list[str] = []
     sent: list[str] = []
@@ -144,7 +152,11 @@ async def remind(
             failed = True
     if sent:
         _reminded(store, work, proposal_id, sent, url, now)
-    return Reminded("failed" if failed else "sent", "; ".join([*lines, *skipped]), url=url)
+    return Reminded(
+        RunState.FAILED if failed else RunState.SENT,
+        "; ".join([*lines, *skipped]),
+        url=url,
+    )
 
 
 def _proposal(store: Store, work: Work, now: datetime) -> int:
@@ -157,7 +169,7 @@ def _proposal(store: Store, work: Work, now: datetime) -> int:
             row = Proposal(
                 exclusion_id=work.exclusion_id,
                 candidate_id=work.candidate_id,
-                kind="reminder",
+                kind=ProposalKind.REMINDER,
                 dedupe_key=key,
                 state=ProposalState.OPEN,
                 new_clause=relaxation.specifier if relaxation else None,

@@ -28,7 +28,7 @@ from sqlalchemy.orm import Session as OrmSession
 from sqlalchemy.types import TypeDecorator
 from sqlmodel import Field, SQLModel
 
-from govern.exclusions.states import CandidateStatus, OutboxState, State
+from govern.exclusions.states import CandidateStatus, OutboxState, ProposalState, State
 from govern.store.location import as_utc as as_utc  # re-exported: the models read with it
 
 # Named constraints, so later migrations can alter them (SQLite's batch mode needs names).
@@ -303,8 +303,8 @@ class StoredRelaxation(SQLModel):
 class ProposalBase(SQLModel):
     """What govern proposed for an exclusion: how, its state, the new clause, where."""
 
-    kind: str = Field(max_length=32)  # pull-request, comment, message
-    state: str = Field(default="open", max_length=16)
+    kind: str = Field(max_length=32)  # a ProposalKind
+    state: str = Field(default=ProposalState.OPEN, max_length=16)  # a ProposalState
     new_clause: str | None = Field(default=None, max_length=256)
     url: str | None = Field(default=None, sa_column=Column(Text))
 
