@@ -230,7 +230,8 @@ class DigestResult:
         return any(
             "error" in item
             or any(
-                isinstance(part, dict) and part.get("state") == "failed" for part in item.values()
+                isinstance(part, dict) and part.get("state") == RunState.FAILED
+                for part in item.values()
             )
             for item in self.repositories
         )
@@ -308,7 +309,7 @@ class Digester:
         forge = self.forge_for(root, config.propose)
         if forge is None:
             return {
-                "state": "skipped",
+                "state": RunState.SKIPPED,
                 "message": 'the pending issue needs a forge: via = "github" in '
                 "[tool.govern.propose]",
             }
@@ -319,7 +320,11 @@ class Digester:
             shown = dict(last.result) if last is not None else {}
             after = last.id if last is not None else 0
         if shown.get("digest") == wanted.digest:
-            return {"state": "unchanged", "number": shown.get("number"), "url": shown.get("url")}
+            return {
+                "state": RunState.UNCHANGED,
+                "number": shown.get("number"),
+                "url": shown.get("url"),
+            }
         number = shown.get("number") if isinstance(shown.get("number"), int) else None
 
         async def publish() -> dict[str, Any]:
@@ -338,7 +343,7 @@ class Digester:
             now=self.now(),
         )
         if done.state is not OutboxState.SENT:
-            return {"state": "failed", "message": done.error}
+            return {"state": RunState.FAILED, "message": done.error}
         return {
             "state": str(done.result.get("action", "sent")),
             "number": done.result.get("number"),
@@ -349,10 +354,10 @@ class Digester:
         """Send the period's digest to the webhook and email channels, once."""
         channels = [n for n in self.notifiers_for(root, config) if n.name != "issue"]
         if not channels:
-            return {"state": "skipped", "message": "no webhook or email channel"}
+            return {"state": RunState.SKIPPED, "message": "no webhook or email channel"}
         overview = self._overview(name)
         if not overview.actionable:
-            return {"state": "skipped", "message": "nothing relaxable or overdue"}
+            return {"state": RunState.SKIPPED, "message": "nothing relaxable or overdue"}
         message = templates.digest(overview, when)
         lines: list[str] = []
         failed = False
@@ -366,5 +371,5 @@ class Digester:
             )
             lines.append(_line(notifier.name, where, done))
             failed = failed or done.state is not OutboxState.SENT
-        state = "failed" if failed else "sent"
+        state = RunState.FAILED if failed else RunState.SENT
         return {"state": state, "period": when, "message": "; ".join(lines)}
