@@ -376,11 +376,15 @@ class Proposer:
                 new=new_line,
             )
         change: ChangeRequest | None = None
+        sent_now = pushed.sent_now
         forge = self.forge_for(root, settings) if self.forge_for and via != "git" else None
         if forge is not None:
-            change = await self._change(
+            opened = await self._change(
                 forge, work, settings, branch, base, new_line, text, proposal
             )
+            if opened is not None:
+                change, changed_now = opened
+                sent_now = sent_now or changed_now
             if change is None:
                 return self._outcome(
                     work,
@@ -399,6 +403,7 @@ class Proposer:
             new=new_line,
             url=change.url if change else None,
             number=change.number if change else None,
+            message=None if sent_now else "already proposed: nothing sent again",
         )
 
     async def _change(
@@ -411,7 +416,8 @@ class Proposer:
         new_line: str,
         text: str,
         proposal: int,
-    ) -> ChangeRequest | None:
+    ) -> tuple[ChangeRequest, bool] | None:
+        """The change request (opened, updated or found), and whether this call sent it."""
         mark = marker("proposal", work.key)
         # Reviewers from the owner's @-mentions only: "Jane Doe" names no login.
         users, teams = split_reviewers([o for o in (work.owner or "").split() if o[:1] == "@"])
@@ -453,13 +459,14 @@ class Proposer:
         )
         if done.state is not OutboxState.SENT:
             return None
-        return ChangeRequest(
+        change = ChangeRequest(
             number=int(done.result["number"]),
             url=str(done.result["url"]),
             state=ChangeState(done.result.get("state", ChangeState.OPEN)),
             branch=branch,
             base=base,
         )
+        return change, done.sent_now
 
     # -- the store -----------------------------------------------------------------------
 

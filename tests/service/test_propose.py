@@ -172,7 +172,10 @@ def test_three_runs_push_one_branch_with_only_that_line_changed(
     assert exclusion.state == State.PROPOSED
     assert len(opened) == 1
     assert [(o.action, o.state, o.attempts) for o in sent] == [("push", "sent", 1)]
-    assert [r.proposals[0].state for r in results[1:]] == ["sent", "sent"]
+    assert outcome.message is None
+    assert [(r.proposals[0].state, r.proposals[0].message) for r in results[1:]] == [
+        ("sent", "already proposed: nothing sent again")
+    ] * 2
 
 
 def test_dry_run_prints_the_change_and_sends_nothing(
