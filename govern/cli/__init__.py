@@ -34,9 +34,13 @@ def _dispatch(argv: list[str] | None) -> None:
     args = sys.argv[1:] if argv is None else argv
     from govern.cli.app import COMMANDS, build
 
-    # The global options take no value, so the first other word names the command.
-    named = next((arg for arg in args if not arg.startswith("-")), None)
+    # The global options take no value, so the first other word names the command (unless
+    # --help comes first: that is the whole application's help).
+    named = next((arg for arg in args if not arg.startswith("-") or arg in _HELP), None)
     build(named if named in COMMANDS else None)(args=args, prog_name="govern")
+
+
+_HELP = ("--help", "-h")
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -124,7 +124,9 @@ def _app_tokens(
         return None
     try:  # cryptography, installed for app users only
         from govern.forge.github_app import AppTokens
-    except ImportError:
+    except ModuleNotFoundError as exc:
+        if not (exc.name or "").startswith(("cryptography", "govern.forge.github_app")):
+            raise
         raise ForgeError(
             "a GitHub App signs its token requests with RS256, which needs the cryptography "
             "package",

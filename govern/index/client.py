@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Literal, Self
 from urllib.parse import quote
 
+import certifi
 import httpx
 from packaging.utils import InvalidName, canonicalize_name
 
@@ -194,11 +195,15 @@ def tls_context(*, trust_env: bool = True) -> ssl.SSLContext:
         raise _unreadable("SSL_CERT_FILE", cafile)
     if capath and not os.path.isdir(capath):
         raise _unreadable("SSL_CERT_DIR", capath)
-    named = cafile or capath
-    stamp = os.stat(named) if named else None  # a bundle replaced is read again
+    # The bundle read (certifi's when none is named), as it is now: one replaced, even
+    # by a copy keeping its size and time, is read again.
+    stamp = os.stat(cafile or capath or certifi.where())
     try:
         return _verifying_context(
-            trust_env, cafile, capath, stamp and (stamp.st_mtime_ns, stamp.st_size)
+            trust_env,
+            cafile,
+            capath,
+            (stamp.st_ino, stamp.st_mtime_ns, stamp.st_ctime_ns, stamp.st_size),
         )
     except ssl.SSLError as exc:  # a file that holds no certificate
         why = f"no certificate in it ({exc.reason})"
@@ -207,7 +212,7 @@ def tls_context(*, trust_env: bool = True) -> ssl.SSLContext:
 
 @functools.lru_cache(maxsize=4)
 def _verifying_context(
-    trust_env: bool, cafile: str | None, capath: str | None, stamp: tuple[int, int] | None
+    trust_env: bool, cafile: str | None, capath: str | None, stamp: tuple[int, ...]
 ) -> ssl.SSLContext:
     """One context per bundle, shared by every poll: reading the CA certificates takes
     longer than a warm poll's own work (the arguments are only the cache's key)."""

@@ -199,15 +199,16 @@ def relax_requirements(
     first = bodies[held.logical.first]
     indent = first[: len(first) - len(first.lstrip())]
     first_end = physical[held.logical.first][1] or nl
-    for own_block in (True, False):
+    blocks = {lg.first for lg in block}
+
+    def build(own_block: bool) -> tuple[str, list[str], tuple[str, ...] | None]:
+        """The edited text, its evidence lines and hashes; ``own_block``: the block above
+        may take the evidence and its ``bad=`` be extended."""
         edits: Edits = {}
         dropped: set[int] = set()
         added: dict[int, list[str]] = {}
         _edit_requirement(held, new_requirement, edits)
         new_hashes = edit_hashes(held, bodies, after, version, hashes, where, edits, dropped, added)
-        # A block that also explains the lines below is theirs too: it keeps its bad= and
-        # gets no evidence (the change request carries it), or they would be changed.
-        blocks = {lg.first for lg in block}
         mine = comments if own_block else [c for c in comments if c.line not in blocks]
         recorded = record_bad(mine, excluded)
         if recorded is not None:
@@ -227,14 +228,21 @@ def relax_requirements(
                 out.extend(_assemble(held.logical, physical, edits, dropped, added, nl))
             elif not held.logical.first < index <= held.logical.last:
                 out.append(_apply(body, edits.get(index, ())) + end)
-        new_text = bom + "".join(out)
-        if not own_block or not explains_others(
-            parse_requirements(text[len(bom) :], display_path=path, environ={}),
-            parse_requirements(new_text[len(bom) :], display_path=path, environ={}),
-            held.logical.first + 1,
-            len(notes),
-        ):
-            break
+        return bom + "".join(out), notes, new_hashes
+
+    # A block that also explains other exclusions is theirs too: it keeps its bad= and gets
+    # no evidence (the change request carries it). Compared with the edit that leaves the
+    # block alone, so that what the changed clause alone does to the block's reach (the
+    # audit groups lines under a block by their clauses) is not taken for it.
+    new_text, notes, new_hashes = build(True)
+    plain = build(False)
+    if plain[0] != new_text and explains_others(
+        parse_requirements(plain[0][len(bom) :], display_path=path, environ={}),
+        parse_requirements(new_text[len(bom) :], display_path=path, environ={}),
+        held.logical.first + 1,
+        len(notes),
+    ):
+        new_text, notes, new_hashes = plain
     number = held.logical.first + len(notes)
     read = _check(new_text[len(bom) :], number, len(logicals), tracked, after, new_hashes, where)
     return Edit(

@@ -117,7 +117,9 @@ def relax_pyproject(
     opening = _line(starts, scan.locs[key].start) == number
     crowded = any(_line(starts, other.start) == number for i, other in elements if i != index)
     excluded = newly_excluded(tracked.specifier, after, bad_versions)
-    for shared in (opening or crowded, True):
+
+    def build(shared: bool) -> tuple[str, list[str]]:
+        """The edited text and its evidence lines; ``shared``: the block above is left."""
         changes = [_string_edit(loc, value, new_value, where)]
         own = [] if crowded else [*on_line, *([] if shared else above), *below]
         recorded = record_bad(own, excluded)
@@ -139,13 +141,18 @@ def relax_pyproject(
         new_body = body
         for start, end, replacement in sorted(changes, key=lambda c: c[0], reverse=True):
             new_body = new_body[:start] + replacement + new_body[end:]
-        if shared or not explains_others(
-            parse_pyproject(body, display_path=path),
-            parse_pyproject(new_body, display_path=path),
-            number,
-            len(notes),
-        ):
-            break
+        return new_body, notes
+
+    # As in the requirements edit: compared with the edit that leaves the block alone.
+    new_body, notes = build(opening or crowded)
+    plain = build(True)
+    if plain[0] != new_body and explains_others(
+        parse_pyproject(plain[0], display_path=path),
+        parse_pyproject(new_body, display_path=path),
+        number,
+        len(notes),
+    ):
+        new_body, notes = plain
     _check(data, new_body, key, index, new_value, where)
     return Edit(
         bom + new_body,

@@ -69,7 +69,7 @@ def _versions(texts: Iterable[str]) -> list[Version]:
     for text in texts:
         try:
             out.add(Version(text))
-        except InvalidVersion:
+        except (InvalidVersion, ValueError):  # ValueError: more digits than int() takes
             continue
     return sorted(out)
 

@@ -87,6 +87,7 @@ def test_a_run_that_names_its_command_registers_only_that_one() -> None:
         (["--debug", "audit", "--help"], ["audit"]),
         (["status", "--help"], ["status"]),
         (["--help"], [name for name in COMMANDS if name != "db"]),
+        (["--help", "audit"], [name for name in COMMANDS if name != "db"]),
         (["nosuch"], [name for name in COMMANDS if name != "db"]),
     ],
 )

@@ -365,6 +365,15 @@ def test_a_block_that_also_explains_the_lines_below_is_left_to_them() -> None:
     )
 
 
+def test_evidence_never_reaches_a_line_the_changed_clause_brings_under_the_block() -> None:
+    # In a list, a block covers the lines below with the same clauses as the first: once
+    # `a<2.0` reads `a!=2.0`, `b!=2.0` is under the block too, and the evidence would be
+    # b's reason.
+    text = "z>=1\n# a 2.0 is broken\n# govern: bad=1.9\na<2.0\nb!=2.0\n"
+    done = edit(text, "a<2.0", "!=2.0", line=4, candidate="2.1", bad_versions=["2.0"])
+    assert done.text == text.replace("a<2.0", "a!=2.0")
+
+
 def test_the_inline_comment_of_a_line_under_a_shared_block_is_still_extended() -> None:
     text = (
         "# CuPy 14.1.0 broke both runtime images\n"
@@ -523,13 +532,13 @@ def test_an_optional_dependency_in_a_literal_string_keeps_its_quotes_and_its_rea
     )
 
 
-def test_a_block_over_elements_with_the_same_clauses_is_left_to_them() -> None:
+def test_a_block_that_names_the_elements_below_is_left_to_them() -> None:
     text = (
         "[project]\n"
         'name = "demo"\n'
         "dependencies = [\n"
         '    "lmcache >= 0.3.9",\n'
-        "    # CuPy 14.1.0 broke both runtime images\n"
+        "    # CuPy 14.1.0 broke cupy-cuda13x and cupy-cuda12x\n"
         "    # govern: bad=14.0.0\n"
         '    "cupy-cuda13x<14.1.0",\n'
         '    "cupy-cuda12x<14.1.0",\n'
@@ -546,10 +555,12 @@ def test_a_block_over_elements_with_the_same_clauses_is_left_to_them() -> None:
         bad_versions=["14.1.0"],
     )
     assert done.text == text.replace('"cupy-cuda13x<14.1.0"', '"cupy-cuda13x!=14.1.0"')
-    # Under a block of its own, the element gets the evidence and the bad= as before.
-    alone = text.replace('    "cupy-cuda12x<14.1.0",\n', "")
+    # A block that reaches the next element only through their shared clauses stops
+    # reaching it once the clause changes, whatever is written in it: it is the edited
+    # element's, and takes the evidence and the bad= as a block of its own does.
+    unnamed = text.replace("cupy-cuda13x and cupy-cuda12x", "the runtime images")
     done = edit(
-        alone,
+        unnamed,
         "cupy-cuda13x<14.1.0",
         "!=14.1.0",
         line=7,
@@ -557,7 +568,7 @@ def test_a_block_over_elements_with_the_same_clauses_is_left_to_them() -> None:
         group="project.dependencies",
         bad_versions=["14.1.0"],
     )
-    assert done.text == alone.replace(
+    assert done.text == unnamed.replace(
         '    # govern: bad=14.0.0\n    "cupy-cuda13x<14.1.0",\n',
         f'    # govern: bad=14.0.0,14.1.0\n    # {EVIDENCE}\n    "cupy-cuda13x!=14.1.0",\n',
     )
