@@ -50,6 +50,8 @@ from govern.forge.base import (
 )
 from govern.notify.base import Notifier
 from govern.service import outbox
+from govern.sources import rewrite
+from govern.sources.rewrite_common import Edit
 from govern.store import proposals
 from govern.store.db import Store
 from govern.store.models import Proposal
@@ -168,8 +170,9 @@ def title(work: Work, new: str) -> str:
     return f"Relax {work.package} to `{new.strip()}` ({work.version} verified)"
 
 
-def body(work: Work, *, old: str, new: str, diff: str) -> str:
-    """A body a reviewer can decide from, ending in the proposal's marker."""
+def body(work: Work, *, old: str, new: str, diff: str, elsewhere: Sequence[str] = ()) -> str:
+    """A body a reviewer can decide from, ending in the proposal's marker; ``elsewhere``:
+    the other exclusions of the file that the audit reads differently after the change."""
     runs = (
         "\n".join(
             f"| {r.profile} | {r.provider} | {f'[run]({r.url})' if r.url else '-'} "
@@ -188,6 +191,14 @@ def body(work: Work, *, old: str, new: str, diff: str) -> str:
     )
     bad = ", ".join(work.bad_versions) or "(none)"
     note = work.relaxation.note if work.relaxation is not None else ""
+    others = (
+        "\n### Other lines read differently\n"
+        "A comment above the line also explained these; after the change it no longer "
+        "does (or now does). Copy it above them if it still applies:\n"
+        + "".join(f"- {line}\n" for line in elsewhere)
+        if elsewhere
+        else ""
+    )
     return f"""\
 govern proposes relaxing an exclusion whose candidate passed verification.
 
@@ -212,7 +223,7 @@ govern proposes relaxing an exclusion whose candidate passed verification.
 ```diff
 {diff.rstrip()}
 ```
-
+{others}
 To stop govern proposing this, set `propose = "none"` for `{work.package}` in
 `[tool.govern.propose.packages]`, or for this exclusion alone `"{work.key}" = "none"` in
 `[tool.govern.propose.exclusions]` (or drop the relaxation: close this without merging,
@@ -323,15 +334,15 @@ class Proposer:
                 self._superseded(work, edit)
                 await self._close_superseded(work, settings, edit)
             return self._outcome(work, via, state=RunState.SUPERSEDED, message=edit, branch=branch)
-        new_text, old_line, new_line, diff = edit
-        if old_line is None:
+        if not edit.changed:
             return self._outcome(
                 work,
                 via,
                 state=RunState.UNCHANGED,
                 message=f"{base} already admits {work.version}",
             )
-        text = body(work, old=old_line, new=new_line, diff=diff)
+        new_text, old_line, new_line, diff = edit.text.encode(), edit.old, edit.new, edit.diff
+        text = body(work, old=old_line, new=new_line, diff=diff, elsewhere=edit.elsewhere)
         if dry_run:
             return self._outcome(
                 work,
@@ -680,16 +691,14 @@ def _change_dict(change: ChangeRequest) -> dict[str, Any]:
     return {"number": change.number, "url": change.url, "state": str(change.state)}
 
 
-def _edit(work: Work, content: bytes) -> tuple[bytes, str | None, str, str] | str:
-    """The new file, the line before and after (None before: nothing to change) and the
-    diff; or why the proposal is superseded.
+def _edit(work: Work, content: bytes) -> Edit | str:
+    """The file's edit (``changed`` False: nothing to change), or why the proposal is
+    superseded.
 
     Every source format is edited (:func:`govern.sources.rewrite.relax_source`). A
     ``--hash`` line takes the candidate's hashes from the index's file list, as the poll
     stored it; without every one of them it is refused with the reason.
     """
-    from govern.sources import rewrite
-
     assert work.relaxation is not None
     assert work.relaxation.specifier is not None
     try:
@@ -713,9 +722,7 @@ def _edit(work: Work, content: bytes) -> tuple[bytes, str | None, str, str] | st
         )
     except rewrite.Superseded as exc:
         return exc.message
-    if not done.changed:
-        return content, None, "", ""
-    return done.text.encode("utf-8"), done.old, done.new, done.diff
+    return done
 
 
 __all__: Sequence[str] = ("SCHEMA", "Outcome", "ProposeResult", "Proposer", "body")

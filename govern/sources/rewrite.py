@@ -69,6 +69,7 @@ from collections.abc import Sequence
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 
+from govern.sources.model import Source
 from govern.sources.requirements_txt import parse_requirements
 from govern.sources.rewrite_common import (
     Comment,
@@ -77,9 +78,9 @@ from govern.sources.rewrite_common import (
     Superseded,
     candidate_version,
     evidence_text,
-    explains_others,
     missing_evidence,
     newly_excluded,
+    read_differently,
     record_bad,
     refuse_bad_admitted,
     relax_clause,
@@ -234,15 +235,17 @@ def relax_requirements(
     # no evidence (the change request carries it). Compared with the edit that leaves the
     # block alone, so that what the changed clause alone does to the block's reach (the
     # audit groups lines under a block by their clauses) is not taken for it.
+    def reading(edited: str) -> Source:
+        return parse_requirements(edited[len(bom) :], display_path=path, environ={})
+
+    first_line = held.logical.first + 1
     new_text, notes, new_hashes = build(True)
     plain = build(False)
-    if plain[0] != new_text and explains_others(
-        parse_requirements(plain[0][len(bom) :], display_path=path, environ={}),
-        parse_requirements(new_text[len(bom) :], display_path=path, environ={}),
-        held.logical.first + 1,
-        len(notes),
+    if plain[0] != new_text and read_differently(
+        reading(plain[0]), reading(new_text), first_line, len(notes)
     ):
         new_text, notes, new_hashes = plain
+    elsewhere = read_differently(reading(text), reading(new_text), first_line, len(notes))
     number = held.logical.first + len(notes)
     read = _check(new_text[len(bom) :], number, len(logicals), tracked, after, new_hashes, where)
     return Edit(
@@ -252,6 +255,7 @@ def relax_requirements(
         number + 1,
         unified_diff(path, text[len(bom) :], new_text[len(bom) :]),
         True,
+        tuple(elsewhere),
     )
 
 

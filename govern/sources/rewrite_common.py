@@ -24,8 +24,9 @@ from packaging.version import InvalidVersion, Version
 from govern.errors import GovernError
 from govern.exclusions.annotations import read_annotations
 from govern.exclusions.classify import classify
+from govern.exclusions.model import Annotation
 from govern.exclusions.relax import RelaxationRefused, rewrite_requirement
-from govern.sources.model import Source
+from govern.sources.model import Entry, Source
 
 
 class EditRefused(GovernError):
@@ -44,6 +45,7 @@ class Edit:
     requirement without its options and comment, continuations joined; a pyproject array
     element's string value). ``line`` is where the requirement starts in ``text``.
     ``changed`` is False when nothing had to change (``text`` is the input, ``diff`` empty).
+    ``elsewhere`` names the other exclusions whose reading the edit changes, for reviewers.
     """
 
     text: str
@@ -52,6 +54,9 @@ class Edit:
     line: int
     diff: str
     changed: bool
+    # Other exclusions the audit reads differently after the edit: a comment block above
+    # the line that also covered them, whose reach the changed clause moved.
+    elsewhere: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,21 +177,41 @@ def shared_ends(old: str, new: str) -> tuple[int, int]:
     return prefix, suffix
 
 
-def explains_others(before: Source, after: Source, line: int, inserted: int) -> bool:
-    """Whether an edit changed what the audit reads of any exclusion but the one at
-    ``line`` (``line + inserted`` after it): its reason, known-bad versions, owner... A
-    comment block above the edited line that explains the lines below it too does that."""
+_READ = {
+    "reason": "reason",
+    "bad_versions": "bad=",
+    "owner": "owner",
+    "review_by": "review-by",
+    "verify": "verify=",
+    "profiles": "profiles=",
+}
 
-    def others(source: Source, skip: int) -> list[tuple[object, ...]]:
+
+def read_differently(before: Source, after: Source, line: int, inserted: int) -> list[str]:
+    """The exclusions but the one at ``line`` (``line + inserted`` after the edit) that the
+    audit reads differently after it (reason, known-bad versions, owner...), one line each.
+    A comment block above the edited line that the audit gives to other lines does that."""
+
+    def others(source: Source, skip: int) -> list[tuple[Entry, Annotation]]:
         return [
-            (e.text, a.reason, a.bad_versions, a.owner, a.review_by, a.verify, a.profiles)
+            (e, a)
             for e, a in zip(source.entries, read_annotations(source), strict=True)
             if e.line != skip
             and e.requirement is not None
             and any(classify(spec) is not None for spec in e.requirement.specifier)
         ]
 
-    return others(before, line) != others(after, line + inserted)
+    old, new = others(before, line), others(after, line + inserted)
+    if [e.text for e, _ in old] != [e.text for e, _ in new]:  # pragma: no cover - kept
+        return ["the file's other exclusions are not where they were"]
+    out: list[str] = []
+    for (_, a), (entry, b) in zip(old, new, strict=True):
+        changed = [shown for name, shown in _READ.items() if getattr(a, name) != getattr(b, name)]
+        if changed:
+            what = " and ".join([", ".join(changed[:-1]), changed[-1]] if changed[1:] else changed)
+            verb = "change" if changed[1:] else "changes"
+            out.append(f"`{entry.text}` (line {entry.line}): its {what} {verb}")
+    return out
 
 
 def evidence_text(items: Iterable[str]) -> list[str]:

@@ -47,9 +47,9 @@ from govern.sources.rewrite_common import (
     Superseded,
     candidate_version,
     evidence_text,
-    explains_others,
     missing_evidence,
     newly_excluded,
+    read_differently,
     record_bad,
     refuse_bad_admitted,
     relax_clause,
@@ -146,13 +146,19 @@ def relax_pyproject(
     # As in the requirements edit: compared with the edit that leaves the block alone.
     new_body, notes = build(opening or crowded)
     plain = build(True)
-    if plain[0] != new_body and explains_others(
+    if plain[0] != new_body and read_differently(
         parse_pyproject(plain[0], display_path=path),
         parse_pyproject(new_body, display_path=path),
         number,
         len(notes),
     ):
         new_body, notes = plain
+    elsewhere = read_differently(
+        parse_pyproject(body, display_path=path),
+        parse_pyproject(new_body, display_path=path),
+        number,
+        len(notes),
+    )
     _check(data, new_body, key, index, new_value, where)
     return Edit(
         bom + new_body,
@@ -161,6 +167,7 @@ def relax_pyproject(
         number + len(notes),
         unified_diff(path, body, new_body),
         True,
+        tuple(elsewhere),
     )
 
 

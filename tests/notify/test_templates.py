@@ -8,6 +8,7 @@ from typing import Any
 
 from govern.exclusions.states import State
 from govern.notify.templates import reminder, reminder_key
+from govern.service.propose import body
 from govern.store.models import StoredRelaxation
 from govern.store.proposals import Run, Work
 
@@ -78,3 +79,21 @@ def test_a_relaxation_not_computed_yet_is_said_so() -> None:
     assert "Owner:" not in message.text
     assert "- (no run recorded)" in message.text
     assert "| - | - | - | - |" in message.markdown
+
+
+def test_a_change_request_names_the_other_lines_read_differently() -> None:
+    relaxed = StoredRelaxation(
+        specifier="!=1.26.4", requirement="numpy!=1.26.4", strategy="exclude", note="n"
+    )
+    plain = body(work(relaxation=relaxed), old="numpy==1.26.4", new="numpy!=1.26.4", diff="-")
+    assert "read differently" not in plain
+    told = body(
+        work(relaxation=relaxed),
+        old="numpy==1.26.4",
+        new="numpy!=1.26.4",
+        diff="-",
+        elsewhere=["`scipy==1.13` (line 4): its reason changes"],
+    )
+    assert "### Other lines read differently" in told
+    assert "- `scipy==1.13` (line 4): its reason changes\n" in told
+    assert told.index("### Other lines") > told.index("### Diff")

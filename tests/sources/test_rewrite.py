@@ -356,6 +356,7 @@ def test_a_block_that_also_explains_the_lines_below_is_left_to_them() -> None:
     done = edit(text, "cupy-cuda13x<14.1.0", "!=14.1.0", line=3, bad_versions=["14.1.0"])
     assert done.text == text.replace("cupy-cuda13x<14.1.0", "cupy-cuda13x!=14.1.0")
     assert (done.changed, done.line) == (True, 3)
+    assert done.elsewhere == ()  # cupy-cuda12x reads what it read
     # Alone under its block, the line gets the evidence and the bad= as before.
     alone = text.replace("cupy-cuda12x<14.1.0\n", "\ncupy-cuda12x<14.1.0\n")
     done = edit(alone, "cupy-cuda13x<14.1.0", "!=14.1.0", line=3, bad_versions=["14.1.0"])
@@ -372,6 +373,7 @@ def test_evidence_never_reaches_a_line_the_changed_clause_brings_under_the_block
     text = "z>=1\n# a 2.0 is broken\n# govern: bad=1.9\na<2.0\nb!=2.0\n"
     done = edit(text, "a<2.0", "!=2.0", line=4, candidate="2.1", bad_versions=["2.0"])
     assert done.text == text.replace("a<2.0", "a!=2.0")
+    assert done.elsewhere == ("`b!=2.0` (line 5): its reason and bad= change",)
 
 
 def test_the_inline_comment_of_a_line_under_a_shared_block_is_still_extended() -> None:
@@ -572,6 +574,8 @@ def test_a_block_that_names_the_elements_below_is_left_to_them() -> None:
         '    # govern: bad=14.0.0\n    "cupy-cuda13x<14.1.0",\n',
         f'    # govern: bad=14.0.0,14.1.0\n    # {EVIDENCE}\n    "cupy-cuda13x!=14.1.0",\n',
     )
+    # ... which reviewers are told: the next element loses the block's reason and bad=.
+    assert done.elsewhere == ("`cupy-cuda12x<14.1.0` (line 9): its reason and bad= change",)
 
 
 def test_an_element_of_an_inline_array_gets_no_comment() -> None:
