@@ -59,7 +59,9 @@ Evidence
     reason block, which stays as it is), unless the block already holds it: a second run
     adds nothing. A line without a block above gets the evidence as its block. A block that
     explains the lines below too gets none (it would become their reason): the commit
-    message and the change request carry it.
+    message and the change request carry it. Where the audit groups lines under a block by
+    their clauses, the changed clause alone moves the block's reach: those lines are named
+    in :attr:`Edit.elsewhere` for the reviewer.
 """
 
 from __future__ import annotations
