@@ -23,6 +23,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "history": ("track", "history"),
     "verify": ("verify", "verify"),
     "propose": ("propose", "propose"),
+    "digest": ("propose", "digest"),
     "serve": ("web", "serve"),
     "dashboard": ("web", "dashboard"),
     "report": ("web", "report"),

@@ -66,3 +66,45 @@ def _print_human(result: ProposeResult, *, dry_run: bool) -> None:
             typer.echo(item.body or "")
     for closed in result.closed:
         typer.echo(f"{closed['state']:<10}  change request #{closed['number']}")
+
+
+def digest(
+    config_file: ConfigOption = None,
+    db: DbOption = None,
+    fmt: FormatOption = ViewFormat.HUMAN,
+) -> None:
+    """Open or edit each repository's pending-relaxations issue and send its digest.
+
+    As [tool.govern.notify] says (pending-issue = true, digest = "daily" or "weekly"),
+    once: an issue whose text is unchanged is not edited, and a period's digest is sent
+    once however often this runs (the daemon's --digest-every runs it on a schedule).
+    Exit 0 when everything was sent or needed nothing, 1 when something failed and will be
+    tried again, 2 when it could not be done.
+    """
+    import asyncio  # here, with the stack below: see govern.cli
+
+    from govern import application
+
+    config = application.settings(config_file)
+    with application.store(db, config) as store:
+        result = asyncio.run(application.digest_once(store))
+    if fmt is ViewFormat.JSON:
+        _print_json(result.as_dict())
+    else:
+        if not result.repositories:
+            typer.echo("nothing to do: no repository has a pending issue or a digest configured")
+        for item in result.repositories:
+            typer.echo(item["repository"])
+            for part in ("pending_issue", "digest"):
+                if part in item:
+                    said = item[part]
+                    where = said.get("url") or said.get("period") or ""
+                    typer.echo(
+                        f"  {part.replace('_', ' '):<14}{said['state']:<10}  {where}".rstrip()
+                    )
+                    if said.get("message"):
+                        typer.echo(f"                {said['message']}")
+            if "error" in item:
+                typer.echo(f"  failed: {item['error']}")
+    if result.failed:
+        raise typer.Exit(1)

@@ -54,6 +54,7 @@ def test_every_command_is_registered_in_app_py() -> None:
         "history",
         "verify",
         "propose",
+        "digest",
         "serve",
         "dashboard",
         "report",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from datetime import date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -292,3 +292,46 @@ def test_the_daemons_digest_job_sends_the_digest_once(
     code, out, err = run_cli([*argv, "--digest-every", "soon"], capsys)
     assert code == 2
     assert "--digest-every 'soon' is not an interval" in err
+
+
+def test_govern_digest_sends_the_period_s_digest_once(
+    store: Store,
+    clone: Path,
+    database_url: str,
+    webhook: FakeWebhook,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    (clone / ".govern.toml").write_text(
+        f'[notify]\nchannels = ["webhook"]\nwebhook-url-env = "{HOOK_ENV}"\ndigest = "daily"\n',
+        encoding="utf-8",
+    )
+    monkeypatch.setenv(HOOK_ENV, webhook.hook_url)
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_cli(["digest", "--db", database_url], capsys)
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0] == "vllm-project/vllm"
+    today = datetime.now(UTC).date().isoformat()  # the period of a daily digest
+    assert lines[1].split() == ["digest", "sent", today]
+    code, out, err = run_cli(["digest", "--db", database_url, "--format", "json"], capsys)
+    assert code == 0, err
+    (repository,) = json.loads(out)["repositories"]
+    assert repository["digest"]["state"] == "sent"
+    assert "already sent" in repository["digest"]["message"]
+    assert len(webhook.messages) == 1, "one digest a period, however often it runs"
+    assert webhook.secret not in out + err
+
+
+def test_govern_digest_with_nothing_configured_says_so(
+    store: Store,
+    database_url: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_cli(["digest", "--db", database_url], capsys)
+    assert (code, err) == (0, "")
+    assert out.startswith("nothing to do")
