@@ -280,6 +280,7 @@ def _variable(value: dict[str, Any], key: str, where: str, example: str) -> str 
 
 NOTIFY_CHANNELS = ("issue", "webhook", "email")
 NOTIFY_DIGESTS = ("none", "daily", "weekly")
+SMTP_TLS = ("starttls", "implicit")  # RFC 3207 on 587; RFC 8314's implicit TLS on 465
 _NOTIFY_KEYS = {
     "channels",
     "webhook-url-env",
@@ -289,6 +290,7 @@ _NOTIFY_KEYS = {
     "smtp-to",
     "smtp-user-env",
     "smtp-password-env",
+    "smtp-tls",
     "starttls",
     "cafile",
     "pending-issue",
@@ -315,6 +317,7 @@ class NotifyConfig:
     smtp_to: tuple[str, ...] = ()
     smtp_user_env: str | None = None
     smtp_password_env: str | None = None
+    smtp_tls: str = "starttls"  # of SMTP_TLS; "implicit" by default on port 465
     starttls: bool = True  # false only on purpose: the password would cross in clear
     cafile: str | None = None  # a PEM CA bundle for the SMTP server (relative: to the config)
     pending_issue: bool = False
@@ -369,6 +372,9 @@ def _notify(value: Any, where: str) -> NotifyConfig:
         smtp_to=strings(value.get("smtp-to", []), "notify.smtp-to", where),
         smtp_user_env=_notify_variable(value, "smtp-user-env", where),
         smtp_password_env=_notify_variable(value, "smtp-password-env", where),
+        smtp_tls=choice(
+            value, "smtp-tls", where, SMTP_TLS, "implicit" if port == 465 else "starttls"
+        ),
         starttls=flag(value, "starttls", where, "notify.") is not False,
         cafile=string(value, "cafile", where, "notify."),
         pending_issue=boolean(value, "pending-issue", where),

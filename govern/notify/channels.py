@@ -76,6 +76,7 @@ def build(
                     user=user,
                     password=password,
                     starttls=settings.starttls,
+                    implicit_tls=settings.smtp_tls == "implicit",
                     cafile=cafile,
                 )
             )

@@ -1,11 +1,13 @@
-"""Reminders and digests by email: SMTP with STARTTLS (RFC 3207) and AUTH (RFC 4954).
+"""Reminders and digests by email: SMTP with STARTTLS (RFC 3207) or implicit TLS
+(RFC 8314, port 465), and AUTH (RFC 4954).
 
 :mod:`smtplib` runs in a thread (:func:`asyncio.to_thread`). The connection is upgraded
-with STARTTLS before anything else is said, on a TLS context that verifies the server's
-certificate and name (``cafile`` adds a private CA); a server that does not offer
-STARTTLS is refused, unless ``starttls = false`` was configured, which every target line
-then says. The ``Message-ID`` is derived from the message's key, so a copy that did go
-out twice is one message to the reader's client; the outbox never sends it twice on its own.
+with STARTTLS before anything else is said, or is TLS from its first byte
+(``implicit_tls``), on a TLS context that verifies the server's certificate and name
+(``cafile`` adds a private CA); a server that does not offer STARTTLS is refused, unless
+``starttls = false`` was configured, which every target line then says. The
+``Message-ID`` is derived from the message's key, so a copy that did go out twice is one
+message to the reader's client; the outbox never sends it twice on its own.
 
 Replies (RFC 5321 section 4.2): 535 on login is NotifyAuthError, a 4xx (or a dropped
 connection, a time-out) NotifyUnavailable, retried; any other 5xx a NotifyError. The
@@ -54,6 +56,7 @@ class EmailNotifier:
         user: str | None = None,
         password: str | None = None,
         starttls: bool = True,
+        implicit_tls: bool = False,
         cafile: str | None = None,
         timeout: float = 30.0,
     ) -> None:
@@ -63,7 +66,8 @@ class EmailNotifier:
         self.recipients = tuple(recipients)
         self.user = user
         self._password = password
-        self.starttls = starttls
+        self.implicit_tls = implicit_tls
+        self.starttls = starttls or implicit_tls
         self.cafile = cafile
         self.timeout = timeout
 
@@ -127,9 +131,14 @@ class EmailNotifier:
                 tip="Point cafile at a PEM file with the CA that signed the server's certificate.",
             ) from None
         try:
-            with smtplib.SMTP(self.host, self.port, timeout=self.timeout) as smtp:
+            connect = (
+                smtplib.SMTP_SSL(self.host, self.port, timeout=self.timeout, context=context)
+                if self.implicit_tls
+                else smtplib.SMTP(self.host, self.port, timeout=self.timeout)
+            )
+            with connect as smtp:
                 smtp.ehlo()
-                if self.starttls:
+                if self.starttls and not self.implicit_tls:
                     if not smtp.has_extn("starttls"):
                         raise NotifyError(
                             f"{where} does not offer STARTTLS; nothing was sent",

@@ -157,6 +157,7 @@ class SMTPServer:
         user: str,
         password: str,
         offer_starttls: bool = True,
+        implicit_tls: bool = False,
     ) -> None:
         self.user = user
         self.password = password
@@ -168,7 +169,11 @@ class SMTPServer:
         context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         context.load_cert_chain(cert, key)
         tls: dict[str, Any] = (
-            {"tls_context": context, "require_starttls": True} if offer_starttls else {}
+            {"ssl_context": context}  # TLS from the first byte (RFC 8314), as on port 465
+            if implicit_tls
+            else {"tls_context": context, "require_starttls": True}
+            if offer_starttls
+            else {}
         )
         self._controller = _Controller(
             self,
@@ -178,8 +183,10 @@ class SMTPServer:
             authenticator=self._authenticate,
             # Without STARTTLS, AUTH is offered in clear but not required (aiosmtpd warns
             # against requiring it there); with it, required, and only after STARTTLS.
-            auth_required=offer_starttls,
-            auth_require_tls=offer_starttls,
+            # Over implicit TLS, AUTH is offered (the link is TLS) but not required: aiosmtpd's
+            # "require" knows STARTTLS only.
+            auth_required=offer_starttls and not implicit_tls,
+            auth_require_tls=offer_starttls and not implicit_tls,
             **tls,
         )
 
@@ -205,7 +212,8 @@ class SMTPServer:
             mail_from=str(envelope.mail_from),
             rcpt_tos=tuple(envelope.rcpt_tos),
             raw=content,
-            tls=session.ssl is not None,
+            tls=server.transport is not None
+            and server.transport.get_extra_info("ssl_object") is not None,
             login=str(session.auth_data) if session.authenticated else None,
         )
         self.messages.append(received)

@@ -13,6 +13,8 @@ import pytest
 from reminderworld import SMTP_PASSWORD, SMTP_USER
 
 from fakes.smtp import SMTPServer
+from govern.config import NotifyConfig, load_config
+from govern.errors import ConfigError
 from govern.notify.base import Message, NotifyAuthError, NotifyError, NotifyUnavailable
 from govern.notify.email import EmailNotifier, message_id
 
@@ -153,3 +155,30 @@ def test_a_mail_that_cannot_be_written_or_a_host_that_cannot_be_named_is_an_erro
     assert wanted in caught.value.message
     assert caught.value.maybe_sent is False
     assert smtp.messages == []
+
+
+def test_implicit_tls_sends_over_tls_from_the_first_byte(tmp_path: Path) -> None:
+    with SMTPServer(
+        tmp_path / "tls", user=SMTP_USER, password=SMTP_PASSWORD, implicit_tls=True
+    ) as server:
+        answer = asyncio.run(notifier(server, implicit_tls=True).send(MESSAGE))
+        (received,) = server.messages
+        assert received.tls
+        assert received.login == SMTP_USER
+        assert "warning" not in answer
+        # The same server spoken to in clear first (STARTTLS) is no SMTP conversation.
+        with pytest.raises(NotifyUnavailable):
+            asyncio.run(notifier(server).send(MESSAGE))
+        assert len(server.messages) == 1
+
+
+def test_port_465_means_implicit_tls_unless_configured_otherwise(tmp_path: Path) -> None:
+    def read(table: str) -> NotifyConfig:
+        (tmp_path / ".govern.toml").write_text(f"[notify]\n{table}\n", encoding="utf-8")
+        return load_config(tmp_path).notify
+
+    assert read("smtp-port = 465").smtp_tls == "implicit"
+    assert read("smtp-port = 587").smtp_tls == "starttls"
+    assert read('smtp-port = 465\nsmtp-tls = "starttls"').smtp_tls == "starttls"
+    with pytest.raises(ConfigError, match="smtp-tls"):
+        read('smtp-tls = "ssl"')

@@ -65,7 +65,8 @@ def test_the_defaults_comment_on_the_issue_only(tmp_path: Path) -> None:
             'colour = "blue"',
             "unknown [tool.govern.notify] key(s) colour",
             "Known keys: cafile, channels, digest, pending-issue, smtp-from, smtp-host, "
-            "smtp-password-env, smtp-port, smtp-to, smtp-user-env, starttls, webhook-url-env.",
+            "smtp-password-env, smtp-port, smtp-tls, smtp-to, smtp-user-env, starttls, "
+            "webhook-url-env.",
         ),
         (
             'webhook-url = "https://hooks.slack.com/services/T/B/x"',
