@@ -143,3 +143,4 @@ class OutboxState(StrEnum):
     SENT = "sent"  # confirmed, with what the other side answered
     FAILED = "failed"  # failed; retried at ``next_attempt_at``
     DEAD = "dead"  # failed every attempt: a person looks (shown on the dashboard)
+    SUPERSEDED = "superseded"  # unsent, a newer action for the same thing sent; asked again: sent

@@ -14,6 +14,9 @@ says so. A push keeps the default (``True``): pushing the same content again is 
 
 A failure (the send raised) is recorded with its message (never a token) and tried again
 with backoff, until :data:`MAX_ATTEMPTS`; then the row is ``dead`` and waits for a person.
+An action whose key is never asked for again (a push of a file that has changed since, the
+pending issue's text before the last edit) is ``superseded`` once a newer one for the same
+thing is sent (``supersedes``: the keys' common prefix), so it is not listed as failing.
 """
 
 from __future__ import annotations
@@ -75,6 +78,7 @@ async def deliver(
     now: datetime | None = None,
     retry_now: bool = False,
     resend_unconfirmed: bool = True,
+    supersedes: str | None = None,
 ) -> Delivered:
     """Send ``action`` once under ``key``: record it, send it, mark it confirmed.
 
@@ -83,6 +87,7 @@ async def deliver(
     ``resend_unconfirmed=False``, a row left ``sending`` by a crash is marked sent,
     unconfirmed, and not sent again. A failure due later is left alone unless ``retry_now``.
     A row another run is sending right now (:func:`_claimed_elsewhere`) is left to it.
+    Once sent, the unsent rows of other keys starting with ``supersedes`` are superseded.
     """
     when = now or _now()
     with store.session(write=True) as session:
@@ -119,7 +124,7 @@ async def deliver(
             except Exception as exc:  # any failure is recorded, never a verdict
                 return _failed(store, key, exc, when)
             if found is not None:
-                return _sent(store, key, found, when, sent_now=False)
+                return _sent(store, key, found, when, sent_now=False, supersedes=supersedes)
         with store.session(write=True) as session:
             row = proposals.outbox_row(session, key=key)
             assert row is not None
@@ -135,7 +140,7 @@ async def deliver(
                     assert row is not None
                     return _unconfirmed(session, row, when, error=_message(exc))
             return _failed(store, key, exc, when)
-        return _sent(store, key, result, when, sent_now=True)
+        return _sent(store, key, result, when, sent_now=True, supersedes=supersedes)
     finally:
         _IN_FLIGHT.discard(key)
 
@@ -191,7 +196,13 @@ def _message(exc: Exception) -> str:
 
 
 def _sent(
-    store: Store, key: str, result: dict[str, Any], when: datetime, *, sent_now: bool
+    store: Store,
+    key: str,
+    result: dict[str, Any],
+    when: datetime,
+    *,
+    sent_now: bool,
+    supersedes: str | None = None,
 ) -> Delivered:
     with store.session(write=True) as session:
         row = proposals.outbox_row(session, key=key)
@@ -202,6 +213,8 @@ def _sent(
         row.last_error = None
         row.next_attempt_at = None
         session.add(row)
+        if supersedes is not None:
+            proposals.supersede_outbox(session, prefix=supersedes, sent=key)
     return Delivered(key, OutboxState.SENT, result, sent_now=sent_now)
 
 

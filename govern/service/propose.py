@@ -372,6 +372,7 @@ class Proposer:
         pushed = await outbox.deliver(
             self.store,
             key=f"push:{work.key}:{digest}",
+            supersedes=f"push:{work.key}:",  # a push of the file as it read before
             action="push",
             send=push,
             proposal_id=proposal,
@@ -462,6 +463,7 @@ class Proposer:
         done = await outbox.deliver(
             self.store,
             key=f"change:{work.key}:{work.version}",
+            supersedes=f"change:{work.key}:",  # the request for an older candidate
             action="open-change",
             send=open_or_update,
             find=find,

@@ -337,6 +337,7 @@ class Digester:
         done = await outbox.deliver(
             self.store,
             key=f"{prefix}{after}:{wanted.digest}",
+            supersedes=prefix,  # a text that was never published: this one replaces it
             action=PENDING_ACTION,
             send=publish,
             find=find,

@@ -297,6 +297,24 @@ def outbox_row(session: Session, *, key: str) -> Outbox | None:
     return session.exec(select(Outbox).where(col(Outbox.dedupe_key) == key)).first()
 
 
+def supersede_outbox(session: Session, *, prefix: str, sent: str) -> int:
+    """Mark the unsent rows whose key starts with ``prefix`` (but ``sent``) superseded: a
+    newer action for the same thing went out. Returns how many."""
+    rows = session.exec(
+        select(Outbox).where(
+            col(Outbox.dedupe_key).startswith(prefix, autoescape=True),
+            col(Outbox.dedupe_key) != sent,
+            col(Outbox.state).in_((OutboxState.PENDING, OutboxState.FAILED, OutboxState.DEAD)),
+        )
+    ).all()
+    for row in rows:  # asked for again later (a file back as it was), it starts afresh
+        row.state = OutboxState.SUPERSEDED
+        row.attempts = 0
+        row.next_attempt_at = None
+        session.add(row)
+    return len(rows)
+
+
 @dataclass(frozen=True, slots=True)
 class Troubled:
     """An outgoing action that failed (retried at ``next_attempt``) or gave up (``dead``),

@@ -19,6 +19,7 @@ from clirun import run_cli
 from reminderworld import NOW, TOKEN, verify
 from sqlmodel import select
 
+from fakes.api import Reply
 from fakes.forge_github import FakeGitHubForge
 from fakes.webhook import FakeWebhook
 from govern.config import Config, NotifyConfig, ProposeConfig
@@ -26,6 +27,7 @@ from govern.forge.base import Issue, marker
 from govern.forge.github import GitHubForge
 from govern.notify import channels, pending, templates
 from govern.service.remind import Digester, DigestResult
+from govern.store import proposals
 from govern.store.db import Store
 from govern.store.models import Annotation, Outbox
 
@@ -162,6 +164,25 @@ def test_a_body_that_comes_back_is_written_again(
     with tracked.session() as session:
         keys = [r.dedupe_key for r in session.exec(select(Outbox)).all()]
     assert len(keys) == len(set(keys)) == 3
+
+
+def test_a_text_that_failed_to_go_out_is_superseded_by_the_next_one_published(
+    tracked: Store, github: FakeGitHubForge, webhook: FakeWebhook
+) -> None:
+    settings = config(pending_issue=True)
+    github.fail(Reply(502, b"{}"), method="POST", path="/issues")  # the issue is not opened
+    failed = run(tracked, github, webhook, settings)
+    assert failed.repositories[0]["pending_issue"]["state"] == "failed"
+    with tracked.session(write=True) as session:
+        session.exec(select(Annotation)).one().review_by = date(2026, 1, 1)
+    run(tracked, github, webhook, settings)  # another text, published
+    (issue,) = pending_issues(github)
+    assert "## Overdue (1)" in issue["body"]
+    with tracked.session() as session:
+        states = sorted(r.state for r in session.exec(select(Outbox)).all())
+        total, _ = proposals.troubled(session)
+    assert states == ["sent", "superseded"]
+    assert total == 0, "the dashboard lists no failing delivery for a text nobody wants now"
 
 
 def test_a_crash_after_the_edit_finds_it_instead_of_editing_again(

@@ -17,6 +17,7 @@ from sqlmodel import select
 from govern.errors import GovernError
 from govern.exclusions.states import OutboxState
 from govern.service import outbox
+from govern.store import proposals
 from govern.store.db import Store
 from govern.store.models import Outbox
 
@@ -403,3 +404,36 @@ def test_a_claim_past_its_lease_is_stale_even_if_its_process_number_lives_on(
     )
     assert (done.state, done.sent_now) == (OutboxState.SENT, True)
     assert remote.received == ["pr"]
+
+
+def test_a_newer_action_sent_supersedes_the_unsent_ones_of_the_same_thing(
+    store: Store,
+) -> None:
+    remote = Remote()
+    remote.fail_with = GovernError("GitHub answered 502")
+    for key in ("push:a_b:1", "push:a_b:2", "push:a%b:3"):  # the file changed in between
+        asyncio.run(outbox.deliver(store, key=key, action="push", send=remote.send, now=NOW))
+    remote.fail_with = None
+    done = asyncio.run(
+        outbox.deliver(
+            store,
+            key="push:a_b:4",
+            action="push",
+            send=remote.send,
+            now=NOW,
+            supersedes="push:a_b:",
+        )
+    )
+    assert done.state is OutboxState.SENT
+    assert [_row(store, k).state for k in ("push:a_b:1", "push:a_b:2")] == ["superseded"] * 2
+    assert _row(store, "push:a_b:1").next_attempt_at is None
+    assert _row(store, "push:a%b:3").state == "failed", "a LIKE wildcard in the prefix is text"
+    with store.session() as session:
+        total, listed = proposals.troubled(session)
+    assert (total, [t.state for t in listed]) == (1, ["failed"])
+    # Asked for again (the file is back as it was), a superseded action is sent afresh.
+    again = asyncio.run(
+        outbox.deliver(store, key="push:a_b:1", action="push", send=remote.send, now=NOW)
+    )
+    assert again.state is OutboxState.SENT
+    assert (_row(store, "push:a_b:1").attempts, remote.received) == (1, ["pr", "pr"])
