@@ -282,21 +282,26 @@ def test_digest_periods_are_iso_weeks_and_dates() -> None:
 # -- the daemon -----------------------------------------------------------------------------
 
 
-def test_the_daemons_digest_job_sends_the_digest_once(
-    store: Store,
-    clone: Path,
-    database_url: str,
-    webhook: FakeWebhook,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
-) -> None:
+@pytest.fixture
+def daily_digest(
+    store: Store, clone: Path, webhook: FakeWebhook, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Store:
+    """The tracked clone configured for a daily digest to the webhook, run from elsewhere."""
     (clone / ".govern.toml").write_text(
         f'[notify]\nchannels = ["webhook"]\nwebhook-url-env = "{HOOK_ENV}"\ndigest = "daily"\n',
         encoding="utf-8",
     )
     monkeypatch.setenv(HOOK_ENV, webhook.hook_url)
     monkeypatch.chdir(tmp_path)
+    return store
+
+
+def test_the_daemons_digest_job_sends_the_digest_once(
+    daily_digest: Store,
+    database_url: str,
+    webhook: FakeWebhook,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     argv = ["daemon", "--db", database_url, "--poll-every", "off", "--verify-every", "off"]
     for _ in range(2):
         code, out, err = run_cli([*argv, "--digest-every", "1h", "--once", "-f", "json"], capsys)
@@ -316,20 +321,11 @@ def test_the_daemons_digest_job_sends_the_digest_once(
 
 
 def test_govern_digest_sends_the_period_s_digest_once(
-    store: Store,
-    clone: Path,
+    daily_digest: Store,
     database_url: str,
     webhook: FakeWebhook,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    (clone / ".govern.toml").write_text(
-        f'[notify]\nchannels = ["webhook"]\nwebhook-url-env = "{HOOK_ENV}"\ndigest = "daily"\n',
-        encoding="utf-8",
-    )
-    monkeypatch.setenv(HOOK_ENV, webhook.hook_url)
-    monkeypatch.chdir(tmp_path)
     code, out, err = run_cli(["digest", "--db", database_url], capsys)
     assert code == 0, err
     lines = out.splitlines()

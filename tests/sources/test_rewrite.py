@@ -547,29 +547,25 @@ def test_a_block_that_names_the_elements_below_is_left_to_them() -> None:
         '    "numpy<2",\n'
         "]\n"
     )
-    done = edit(
-        text,
-        "cupy-cuda13x<14.1.0",
-        "!=14.1.0",
-        line=7,
-        format="pyproject",
-        group="project.dependencies",
-        bad_versions=["14.1.0"],
-    )
+
+    def relax(on: str) -> Edit:
+        return edit(
+            on,
+            "cupy-cuda13x<14.1.0",
+            "!=14.1.0",
+            line=7,
+            format="pyproject",
+            group="project.dependencies",
+            bad_versions=["14.1.0"],
+        )
+
+    done = relax(text)
     assert done.text == text.replace('"cupy-cuda13x<14.1.0"', '"cupy-cuda13x!=14.1.0"')
     # A block that reaches the next element only through their shared clauses stops
     # reaching it once the clause changes, whatever is written in it: it is the edited
     # element's, and takes the evidence and the bad= as a block of its own does.
     unnamed = text.replace("cupy-cuda13x and cupy-cuda12x", "the runtime images")
-    done = edit(
-        unnamed,
-        "cupy-cuda13x<14.1.0",
-        "!=14.1.0",
-        line=7,
-        format="pyproject",
-        group="project.dependencies",
-        bad_versions=["14.1.0"],
-    )
+    done = relax(unnamed)
     assert done.text == unnamed.replace(
         '    # govern: bad=14.0.0\n    "cupy-cuda13x<14.1.0",\n',
         f'    # govern: bad=14.0.0,14.1.0\n    # {EVIDENCE}\n    "cupy-cuda13x!=14.1.0",\n',
