@@ -431,7 +431,8 @@ class Proposer:
     ) -> tuple[ChangeRequest, bool] | None:
         """The change request (opened, updated or found), and whether this call sent it."""
         mark = marker("proposal", work.key)
-        # Reviewers from the owner's @-mentions only: "Jane Doe" names no login.
+        # Reviewers from the owner's @-mentions only: "Jane Doe" names no login. The users
+        # are assigned too (a team cannot be), so the request shows in their own lists.
         users, teams = split_reviewers([o for o in (work.owner or "").split() if o[:1] == "@"])
         opening = Opening(
             branch=branch,
@@ -441,6 +442,7 @@ class Proposer:
             labels=settings.labels,
             reviewers=tuple(users),
             team_reviewers=tuple(teams),
+            assignees=tuple(users),
             draft=settings.draft,
         )
 

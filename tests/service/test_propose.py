@@ -36,7 +36,15 @@ from govern.service.track import TrackOptions, track
 from govern.service.verify import Verifier
 from govern.store.db import Store
 from govern.store.history import threads
-from govern.store.models import Candidate, Event, Exclusion, Outbox, Proposal, Release
+from govern.store.models import (
+    Annotation,
+    Candidate,
+    Event,
+    Exclusion,
+    Outbox,
+    Proposal,
+    Release,
+)
 
 NOW = datetime(2026, 6, 2, tzinfo=UTC)
 KV = """\
@@ -302,6 +310,19 @@ def test_the_pull_request_is_opened_once_across_runs_and_a_crash(
         ).all()
     assert exclusion.state == State.PROPOSED
     assert [e.pull_request for e in opened] == [pull["number"]]
+
+
+def test_the_owner_s_users_review_and_are_assigned_and_its_teams_review(
+    store: Store, origin: tuple[Path, Path], fake: FakeGitHubForge
+) -> None:
+    with store.session(write=True) as session:
+        note = session.exec(select(Annotation).where(col(Annotation.current))).one()
+        note.owner = "@alice @octo-org/platform Jane Doe"
+    _run_github(store, fake)
+    (pull,) = fake.pulls.values()
+    assert [r["login"] for r in pull["requested_reviewers"]] == ["alice"]
+    assert [t["slug"] for t in pull["requested_teams"]] == ["platform"]
+    assert [a["login"] for a in pull["assignees"]] == ["alice"]  # a team cannot be assigned
 
 
 def test_a_pull_request_closed_unmerged_holds_the_exclusion_and_is_not_reopened(
