@@ -183,7 +183,13 @@ class EmailNotifier:
                 tip="Set cafile in [tool.govern.notify] to the CA that signed it.",
             ) from None
         except ssl.SSLError as exc:
-            raise NotifyError(f"{where}: TLS failed: {exc.reason or exc}") from None
+            tip = (
+                'smtp-tls = "implicit" expects TLS from the first byte (port 465); a server '
+                'that starts in clear and offers STARTTLS (port 587) wants smtp-tls = "starttls".'
+                if self.implicit_tls
+                else None
+            )
+            raise NotifyError(f"{where}: TLS failed: {exc.reason or exc}", tip=tip) from None
         except OSError as exc:  # refused, unreachable, timed out, a name that does not resolve
             said = exc.strerror or str(exc) or type(exc).__name__
             if sending:

@@ -244,10 +244,22 @@ def relax_requirements(
     new_text, notes, new_hashes = build(True)
     plain = build(False)
     if plain[0] != new_text and read_differently(
-        reading(plain[0]), reading(new_text), first_line, len(notes)
+        reading(plain[0]),
+        reading(new_text),
+        line=first_line,
+        inserted=len(notes),
+        old=new_requirement,
+        new=new_requirement,
     ):
         new_text, notes, new_hashes = plain
-    elsewhere = read_differently(reading(text), reading(new_text), first_line, len(notes))
+    elsewhere = read_differently(
+        reading(text),
+        reading(new_text),
+        line=first_line,
+        inserted=len(notes),
+        old=held.text,
+        new=new_requirement,
+    )
     number = held.logical.first + len(notes)
     read = _check(new_text[len(bom) :], number, len(logicals), tracked, after, new_hashes, where)
     return Edit(

@@ -184,28 +184,38 @@ _READ = {
     "review_by": "review-by",
     "verify": "verify=",
     "profiles": "profiles=",
+    "suppress": "ignore=",
+    "links": "links",
 }
 
 
-def read_differently(before: Source, after: Source, line: int, inserted: int) -> list[str]:
-    """The exclusions but the one at ``line`` (``line + inserted`` after the edit) that the
-    audit reads differently after it (reason, known-bad versions, owner...), one line each.
-    A comment block above the edited line that the audit gives to other lines does that."""
+def read_differently(
+    before: Source, after: Source, *, line: int, inserted: int, old: str, new: str
+) -> list[str]:
+    """The exclusions but the edited one (``old`` at ``line``; ``new`` at ``line +
+    inserted`` after the edit) that the audit reads differently after it (reason, known-bad
+    versions, owner, ignore=...), one line each. A comment block above the edited line that
+    the audit gives to other lines does that."""
 
-    def others(source: Source, skip: int) -> list[tuple[Entry, Annotation]]:
+    def others(source: Source, at: int, text: str) -> list[tuple[Entry, Annotation]]:
+        pairs = list(zip(source.entries, read_annotations(source), strict=True))
+        on_line = [i for i, (e, _) in enumerate(pairs) if e.line == at]
+        edited = next(
+            (i for i in on_line if pairs[i][0].text == text), on_line[0] if on_line else -1
+        )
         return [
             (e, a)
-            for e, a in zip(source.entries, read_annotations(source), strict=True)
-            if e.line != skip
+            for i, (e, a) in enumerate(pairs)
+            if i != edited
             and e.requirement is not None
             and any(classify(spec) is not None for spec in e.requirement.specifier)
         ]
 
-    old, new = others(before, line), others(after, line + inserted)
-    if [e.text for e, _ in old] != [e.text for e, _ in new]:  # pragma: no cover - kept
+    was, now = others(before, line, old), others(after, line + inserted, new)
+    if [e.text for e, _ in was] != [e.text for e, _ in now]:  # pragma: no cover - kept
         return ["the file's other exclusions are not where they were"]
     out: list[str] = []
-    for (_, a), (entry, b) in zip(old, new, strict=True):
+    for (_, a), (entry, b) in zip(was, now, strict=True):
         changed = [shown for name, shown in _READ.items() if getattr(a, name) != getattr(b, name)]
         if changed:
             what = " and ".join([", ".join(changed[:-1]), changed[-1]] if changed[1:] else changed)

@@ -149,15 +149,19 @@ def relax_pyproject(
     if plain[0] != new_body and read_differently(
         parse_pyproject(plain[0], display_path=path),
         parse_pyproject(new_body, display_path=path),
-        number,
-        len(notes),
+        line=number,
+        inserted=len(notes),
+        old=new_value,
+        new=new_value,
     ):
         new_body, notes = plain
     elsewhere = read_differently(
         parse_pyproject(body, display_path=path),
         parse_pyproject(new_body, display_path=path),
-        number,
-        len(notes),
+        line=number,
+        inserted=len(notes),
+        old=value,
+        new=new_value,
     )
     _check(data, new_body, key, index, new_value, where)
     return Edit(

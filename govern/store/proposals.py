@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func
+from sqlalchemy import func, update
 from sqlalchemy import select as columns
 from sqlmodel import Session, col, select
 
@@ -300,19 +300,19 @@ def outbox_row(session: Session, *, key: str) -> Outbox | None:
 def supersede_outbox(session: Session, *, prefix: str, sent: str) -> int:
     """Mark the unsent rows whose key starts with ``prefix`` (but ``sent``) superseded: a
     newer action for the same thing went out. Returns how many."""
-    rows = session.exec(
-        select(Outbox).where(
+    # One UPDATE whose condition the database checks again on each row it locks: a row
+    # another run claimed meanwhile (sending) is left to it. Asked for again later (a file
+    # back as it was), a superseded action starts afresh.
+    done = session.execute(
+        update(Outbox)
+        .where(
             col(Outbox.dedupe_key).startswith(prefix, autoescape=True),
             col(Outbox.dedupe_key) != sent,
             col(Outbox.state).in_((OutboxState.PENDING, OutboxState.FAILED, OutboxState.DEAD)),
         )
-    ).all()
-    for row in rows:  # asked for again later (a file back as it was), it starts afresh
-        row.state = OutboxState.SUPERSEDED
-        row.attempts = 0
-        row.next_attempt_at = None
-        session.add(row)
-    return len(rows)
+        .values(state=OutboxState.SUPERSEDED, attempts=0, next_attempt_at=None)
+    )
+    return int(getattr(done, "rowcount", 0) or 0)
 
 
 @dataclass(frozen=True, slots=True)

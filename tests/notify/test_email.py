@@ -167,8 +167,8 @@ def test_implicit_tls_sends_over_tls_from_the_first_byte(tmp_path: Path) -> None
         assert received.login == SMTP_USER
         assert "warning" not in answer
         # The same server spoken to in clear first (STARTTLS) is no SMTP conversation.
-        with pytest.raises(NotifyUnavailable):
-            asyncio.run(notifier(server).send(MESSAGE))
+        with pytest.raises(NotifyUnavailable):  # each side waits for the other: timed out
+            asyncio.run(notifier(server, timeout=1.0).send(MESSAGE))
         assert len(server.messages) == 1
 
 
@@ -182,3 +182,14 @@ def test_port_465_means_implicit_tls_unless_configured_otherwise(tmp_path: Path)
     assert read('smtp-port = 465\nsmtp-tls = "starttls"').smtp_tls == "starttls"
     with pytest.raises(ConfigError, match="smtp-tls"):
         read('smtp-tls = "ssl"')
+
+
+def test_implicit_tls_against_a_server_that_starts_in_clear_says_which_setting(
+    smtp: SMTPServer,
+) -> None:
+    with pytest.raises(NotifyError) as caught:
+        asyncio.run(notifier(smtp, implicit_tls=True).send(MESSAGE))
+    assert caught.value.message.startswith(f"smtp 127.0.0.1:{smtp.port}: TLS failed")
+    assert caught.value.tip is not None
+    assert 'smtp-tls = "starttls"' in caught.value.tip
+    assert smtp.messages == []

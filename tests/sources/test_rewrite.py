@@ -574,6 +574,34 @@ def test_a_block_that_names_the_elements_below_is_left_to_them() -> None:
     assert done.elsewhere == ("`cupy-cuda12x<14.1.0` (line 9): its reason and bad= change",)
 
 
+def test_an_element_on_the_edited_line_is_named_when_it_reads_differently() -> None:
+    text = (
+        '[project]\nname = "x"\nversion = "1"\ndependencies = [\n  "z>=1",\n'
+        '  # 2.0 is broken\n  # govern: bad=2.0\n  "a<2.0", "b<2.0",\n  "c<2.0",\n]\n'
+    )
+    done = edit(
+        text,
+        "a<2.0",
+        "!=2.0",
+        line=8,
+        candidate="2.1",
+        format="pyproject",
+        group="project.dependencies",
+        bad_versions=["2.0"],
+    )
+    assert done.text == text.replace('"a<2.0"', '"a!=2.0"')
+    assert done.elsewhere == (
+        "`b<2.0` (line 8): its reason and bad= change",
+        "`c<2.0` (line 9): its reason and bad= change",
+    )
+
+
+def test_a_line_losing_its_ignore_field_is_named() -> None:
+    text = "-r base.txt\n# govern: ignore=missing-link\na<2.0\nb<2.0\n"
+    done = edit(text, "a<2.0", "!=2.0", line=3, candidate="2.1", evidence=())
+    assert done.elsewhere == ("`b<2.0` (line 4): its ignore= changes",)
+
+
 def test_an_element_of_an_inline_array_gets_no_comment() -> None:
     done = edit(
         PYPROJECT,
