@@ -237,8 +237,12 @@ def relax_requirements(
     # no evidence (the change request carries it). Compared with the edit that leaves the
     # block alone, so that what the changed clause alone does to the block's reach (the
     # audit groups lines under a block by their clauses) is not taken for it.
+    read_as: dict[str, Source] = {}  # each text is read once
+
     def reading(edited: str) -> Source:
-        return parse_requirements(edited[len(bom) :], display_path=path, environ={})
+        if edited not in read_as:
+            read_as[edited] = parse_requirements(edited[len(bom) :], display_path=path, environ={})
+        return read_as[edited]
 
     first_line = held.logical.first + 1
     new_text, notes, new_hashes = build(True)

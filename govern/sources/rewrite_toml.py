@@ -39,6 +39,7 @@ import tomllib
 from collections.abc import Sequence
 from typing import Any
 
+from govern.sources.model import Source
 from govern.sources.pyproject import line_starts, parse_pyproject
 from govern.sources.rewrite_common import (
     Comment,
@@ -143,12 +144,19 @@ def relax_pyproject(
             new_body = new_body[:start] + replacement + new_body[end:]
         return new_body, notes
 
+    read_as: dict[str, Source] = {}  # each text is read once
+
+    def reading(edited: str) -> Source:
+        if edited not in read_as:
+            read_as[edited] = parse_pyproject(edited, display_path=path)
+        return read_as[edited]
+
     # As in the requirements edit: compared with the edit that leaves the block alone.
     new_body, notes = build(opening or crowded)
     plain = build(True)
     if plain[0] != new_body and read_differently(
-        parse_pyproject(plain[0], display_path=path),
-        parse_pyproject(new_body, display_path=path),
+        reading(plain[0]),
+        reading(new_body),
         line=number,
         inserted=len(notes),
         old=new_value,
@@ -156,8 +164,8 @@ def relax_pyproject(
     ):
         new_body, notes = plain
     elsewhere = read_differently(
-        parse_pyproject(body, display_path=path),
-        parse_pyproject(new_body, display_path=path),
+        reading(body),
+        reading(new_body),
         line=number,
         inserted=len(notes),
         old=value,
