@@ -290,7 +290,8 @@ class Proposer:
 
     async def _one(self, work: Work, *, dry_run: bool) -> Outcome:
         root = Path(work.root)
-        settings = self.config_for(root).propose
+        config = self.config_for(root)
+        settings = config.propose
         mode = settings.mode_for(work.package, work.key)
         via = settings.via
         if mode == "none":
@@ -298,7 +299,6 @@ class Proposer:
         if mode == "remind":
             from govern.service.remind import remind  # the notifiers' stack, for reminders only
 
-            config = self.config_for(root)
             notifiers = self.notifiers_for(root, config) if self.notifiers_for else None
             done = await remind(self.store, work, notifiers, now=self.now(), dry_run=dry_run)
             return self._outcome(
@@ -486,28 +486,18 @@ class Proposer:
     # -- the store -----------------------------------------------------------------------
 
     def _proposal(self, work: Work, via: str, branch: str, old: str, new: str) -> int:
-        key = f"proposal:{work.key}:{work.version}"
         with self.store.session(write=True) as session:
-            row = proposals.proposal(session, key=key)
-            if row is None:
-                row = Proposal(
-                    exclusion_id=work.exclusion_id,
-                    candidate_id=work.candidate_id,
-                    kind=ProposalKind.PULL_REQUEST if via != "git" else ProposalKind.BRANCH,
-                    dedupe_key=key,
-                    state=ProposalState.OPEN,
-                    new_clause=work.relaxation.specifier if work.relaxation else None,
-                    created_at=self.now(),
-                    via=via,
-                    version=work.version,
-                    branch=branch,
-                    old=old,
-                    new=new,
-                )
-                session.add(row)
-                session.flush()
-            assert row.id is not None
-            return row.id
+            return proposals.open_proposal(
+                session,
+                key=f"proposal:{work.key}:{work.version}",
+                work=work,
+                kind=ProposalKind.PULL_REQUEST if via != "git" else ProposalKind.BRANCH,
+                via=via,
+                now=self.now(),
+                old=old,
+                new=new,
+                branch=branch,
+            )
 
     def _opened(
         self, work: Work, proposal_id: int, via: str, branch: str, change: ChangeRequest | None

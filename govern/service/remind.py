@@ -26,7 +26,6 @@ from govern.exclusions.states import (
     EventKind,
     OutboxState,
     ProposalKind,
-    ProposalState,
     RunState,
     State,
 )
@@ -161,28 +160,18 @@ async def remind(
 
 def _proposal(store: Store, work: Work, now: datetime) -> int:
     """The reminder's proposal row (one per exclusion and version), made once."""
-    key = f"reminder:{work.key}:{work.version}"
     relaxation = work.relaxation
     with store.session(write=True) as session:
-        row = proposals.proposal(session, key=key)
-        if row is None:
-            row = Proposal(
-                exclusion_id=work.exclusion_id,
-                candidate_id=work.candidate_id,
-                kind=ProposalKind.REMINDER,
-                dedupe_key=key,
-                state=ProposalState.OPEN,
-                new_clause=relaxation.specifier if relaxation else None,
-                created_at=now,
-                via="remind",
-                version=work.version,
-                old=work.requirement,
-                new=relaxation.requirement if relaxation else None,
-            )
-            session.add(row)
-            session.flush()
-        assert row.id is not None
-        return row.id
+        return proposals.open_proposal(
+            session,
+            key=f"reminder:{work.key}:{work.version}",
+            work=work,
+            kind=ProposalKind.REMINDER,
+            via="remind",
+            now=now,
+            old=work.requirement,
+            new=relaxation.requirement if relaxation else None,
+        )
 
 
 def _reminded(

@@ -21,6 +21,7 @@ from govern.exclusions.states import (
     Conclusion,
     EventKind,
     OutboxState,
+    ProposalKind,
     ProposalState,
     State,
 )
@@ -216,6 +217,42 @@ def _said(event: Event) -> str:
 def proposal(session: Session, *, key: str) -> Proposal | None:
     """The proposal with this dedupe key."""
     return session.exec(select(Proposal).where(col(Proposal.dedupe_key) == key)).first()
+
+
+def open_proposal(
+    session: Session,
+    *,
+    key: str,
+    work: Work,
+    kind: ProposalKind,
+    via: str,
+    now: datetime,
+    old: str,
+    new: str | None,
+    branch: str | None = None,
+) -> int:
+    """The id of the proposal with this dedupe key for ``work``'s candidate, opened once."""
+    row = proposal(session, key=key)
+    if row is None:
+        relaxation = work.relaxation
+        row = Proposal(
+            exclusion_id=work.exclusion_id,
+            candidate_id=work.candidate_id,
+            kind=kind,
+            dedupe_key=key,
+            state=ProposalState.OPEN,
+            new_clause=relaxation.specifier if relaxation else None,
+            created_at=now,
+            via=via,
+            version=work.version,
+            branch=branch,
+            old=old,
+            new=new,
+        )
+        session.add(row)
+        session.flush()
+    assert row.id is not None
+    return row.id
 
 
 def proposals_of(session: Session, *, exclusion_id: int) -> list[Proposal]:
