@@ -193,6 +193,7 @@ class Outgoing:
         self.http = http
         self.environ = environ
         self._pushers: dict[tuple[Path, str], Pusher] = {}
+        self._forges: dict[tuple[Path, ProposeConfig], Forge | None] = {}
 
     def pusher_for(self, root: Path, settings: ProposeConfig) -> Pusher:
         """The clone's remote that branches are pushed to."""
@@ -208,13 +209,21 @@ class Outgoing:
         return self._pushers[key]
 
     def forge_for(self, root: Path, settings: ProposeConfig) -> Forge | None:
-        """The forge of ``via`` (None for ``via = "git"``)."""
-        if settings.via == "git":
-            return None
-        remote = None if settings.forge else self.pusher_for(root, settings).url
-        return forge_for(
-            settings.via, remote, settings=settings, client=self.http, environ=self.environ
-        )
+        """The forge of ``via`` (None for ``via = "git"``), one per repository and settings:
+        an App's installation token is asked for once."""
+        key = (root, settings)
+        if key not in self._forges:
+            remote = None
+            if settings.via != "git" and not settings.forge:
+                remote = self.pusher_for(root, settings).url
+            self._forges[key] = (
+                None
+                if settings.via == "git"
+                else forge_for(
+                    settings.via, remote, settings=settings, client=self.http, environ=self.environ
+                )
+            )
+        return self._forges[key]
 
     def notifiers_for(self, root: Path, config: Config) -> list[Notifier]:
         """The channels of ``config.notify``; the issue channel comments through the forge,

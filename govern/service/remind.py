@@ -278,11 +278,15 @@ class Digester:
             try:
                 config = self.config_for(Path(root))
                 settings = config.notify
-                if settings.pending_issue:
-                    item["pending_issue"] = await self.pending_issue(name, Path(root), config)
                 when = pending.period(self.now(), settings.digest)
+                if settings.pending_issue or when is not None:
+                    overview = self._overview(name)  # read once for the issue and the digest
+                if settings.pending_issue:
+                    item["pending_issue"] = await self.pending_issue(
+                        name, Path(root), config, overview
+                    )
                 if when is not None:
-                    item["digest"] = await self.digest(name, Path(root), config, when)
+                    item["digest"] = await self.digest(name, Path(root), config, when, overview)
             except GovernError as exc:
                 item["error"] = exc.message
             if len(item) > 1:
@@ -293,7 +297,9 @@ class Digester:
         with self.store.session() as session:
             return notices.overview(session, repository=name, today=self.now().date())
 
-    async def pending_issue(self, name: str, root: Path, config: Config) -> dict[str, Any]:
+    async def pending_issue(
+        self, name: str, root: Path, config: Config, overview: notices.Overview
+    ) -> dict[str, Any]:
         """Open the repository's pending issue, or edit it when its text changed."""
         forge = self.forge_for(root, config.propose)
         if forge is None:
@@ -302,7 +308,7 @@ class Digester:
                 "message": 'the pending issue needs a forge: via = "github" in '
                 "[tool.govern.propose]",
             }
-        wanted = pending.render(self._overview(name))
+        wanted = pending.render(overview)
         prefix = f"pending:{repository_key(name)}:"
         with self.store.session() as session:
             last = notices.last_sent(session, action=PENDING_ACTION, prefix=prefix)
@@ -340,12 +346,13 @@ class Digester:
             "url": done.result.get("url"),
         }
 
-    async def digest(self, name: str, root: Path, config: Config, when: str) -> dict[str, Any]:
+    async def digest(
+        self, name: str, root: Path, config: Config, when: str, overview: notices.Overview
+    ) -> dict[str, Any]:
         """Send the period's digest to the webhook and email channels, once."""
         channels = [n for n in self.notifiers_for(root, config) if n.name != "issue"]
         if not channels:
             return {"state": RunState.SKIPPED, "message": "no webhook or email channel"}
-        overview = self._overview(name)
         if not overview.actionable:
             return {"state": RunState.SKIPPED, "message": "nothing relaxable or overdue"}
         message = templates.digest(overview, when)

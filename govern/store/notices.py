@@ -18,7 +18,7 @@ from govern.exclusions.model import SubKind
 from govern.exclusions.states import ENDED, OutboxState, State
 from govern.store import proposals
 from govern.store.models import Exclusion, Outbox, Repository
-from govern.store.queries import like_literal, ordered_rows
+from govern.store.queries import ordered_rows
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,9 +63,7 @@ def repositories(session: Session) -> list[tuple[str, str]]:
 def overview(session: Session, *, repository: str, today: date) -> Overview:
     """The open exclusions of ``repository``: relaxable first, then overdue, then held."""
     verified = {
-        work.exclusion_id: work
-        for work in proposals.verified(session)
-        if work.repository == repository
+        work.exclusion_id: work for work in proposals.verified(session, repository=repository)
     }
     relaxable: list[Entry] = []
     overdue: list[Entry] = []
@@ -107,7 +105,7 @@ def last_sent(session: Session, *, action: str, prefix: str) -> Outbox | None:
         .where(
             col(Outbox.action) == action,
             col(Outbox.state) == OutboxState.SENT,
-            col(Outbox.dedupe_key).like(like_literal(prefix) + "%", escape="\\"),
+            col(Outbox.dedupe_key).startswith(prefix, autoescape=True),
         )
         .order_by(col(Outbox.id).desc())
     ).first()

@@ -88,9 +88,11 @@ class Work:
     hashes: tuple[str, ...] = ()
 
 
-def verified(session: Session, *, query: str | None = None) -> list[Work]:
+def verified(
+    session: Session, *, query: str | None = None, repository: str | None = None
+) -> list[Work]:
     """Open exclusions with a passed candidate (the newest passed version of each), or the
-    one with id ``query`` / the package ``query``."""
+    one with id ``query`` / the package ``query``; of one ``repository`` when named."""
     statement = (
         select(Exclusion, Repository, Source)
         .join(Repository, col(Repository.id) == col(Exclusion.repository_id))
@@ -102,8 +104,10 @@ def verified(session: Session, *, query: str | None = None) -> list[Work]:
         statement = statement.where(
             (col(Exclusion.key) == query) | (col(Exclusion.package) == query.lower())
         )
+    if repository is not None:
+        statement = statement.where(col(Repository.name) == repository)
     out: list[Work] = []
-    for exclusion, repository, source in session.exec(statement).all():
+    for exclusion, repo, source in session.exec(statement).all():
         assert exclusion.id is not None
         best = _best_passed(session, exclusion.id)
         if best is None:
@@ -124,8 +128,8 @@ def verified(session: Session, *, query: str | None = None) -> list[Work]:
                 requirement=exclusion.requirement,
                 line=exclusion.line,
                 group=exclusion.group,
-                repository=repository.name,
-                root=repository.root,
+                repository=repo.name,
+                root=repo.root,
                 source=source.path,
                 format=source.format,
                 state=State(exclusion.state),
