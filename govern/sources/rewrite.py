@@ -71,7 +71,6 @@ from collections.abc import Sequence
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 
-from govern.sources.model import Source
 from govern.sources.requirements_txt import parse_requirements
 from govern.sources.rewrite_common import (
     Comment,
@@ -82,11 +81,11 @@ from govern.sources.rewrite_common import (
     evidence_text,
     missing_evidence,
     newly_excluded,
-    read_differently,
     record_bad,
     refuse_bad_admitted,
     relax_clause,
     requirement_or_none,
+    settle_block,
     shared_ends,
     structured,
     unchanged_or_superseded,
@@ -103,6 +102,7 @@ from govern.sources.rewrite_pip import (
     requirement_of,
     split_end,
 )
+from govern.sources.rewrite_toml import relax_pyproject
 
 __all__ = ["Edit", "EditRefused", "Superseded", "relax_requirements", "relax_source"]
 
@@ -142,8 +142,6 @@ def relax_source(
             hashes=hashes,
         )
     if format == "pyproject":
-        from govern.sources.rewrite_toml import relax_pyproject
-
         return relax_pyproject(
             text,
             path=path,
@@ -233,37 +231,18 @@ def relax_requirements(
                 out.append(_apply(body, edits.get(index, ())) + end)
         return bom + "".join(out), notes, new_hashes
 
-    # A block that also explains other exclusions is theirs too: it keeps its bad= and gets
-    # no evidence (the change request carries it). Compared with the edit that leaves the
-    # block alone, so that what the changed clause alone does to the block's reach (the
-    # audit groups lines under a block by their clauses) is not taken for it.
-    read_as: dict[str, Source] = {}  # each text is read once
-
-    def reading(edited: str) -> Source:
-        if edited not in read_as:
-            read_as[edited] = parse_requirements(edited[len(bom) :], display_path=path, environ={})
-        return read_as[edited]
-
-    first_line = held.logical.first + 1
-    new_text, notes, new_hashes = build(True)
-    plain = build(False)
-    if plain[0] != new_text and read_differently(
-        reading(plain[0]),
-        reading(new_text),
-        line=first_line,
-        inserted=len(notes),
-        old=new_requirement,
-        new=new_requirement,
-    ):
-        new_text, notes, new_hashes = plain
-    elsewhere = read_differently(
-        reading(text),
-        reading(new_text),
-        line=first_line,
-        inserted=len(notes),
+    with_block, without_block = build(True), build(False)
+    own, elsewhere = settle_block(
+        text,
+        with_block[0],
+        without_block[0],
+        len(with_block[1]),
+        lambda edited: parse_requirements(edited[len(bom) :], display_path=path, environ={}),
+        line=held.logical.first + 1,
         old=held.text,
         new=new_requirement,
     )
+    new_text, notes, new_hashes = with_block if own else without_block
     number = held.logical.first + len(notes)
     read = _check(new_text[len(bom) :], number, len(logicals), tracked, after, new_hashes, where)
     return Edit(
@@ -273,7 +252,7 @@ def relax_requirements(
         number + 1,
         unified_diff(path, text[len(bom) :], new_text[len(bom) :]),
         True,
-        tuple(elsewhere),
+        elsewhere,
     )
 
 

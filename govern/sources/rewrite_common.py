@@ -13,7 +13,7 @@ from __future__ import annotations
 import difflib
 import re
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from packaging.requirements import InvalidRequirement, Requirement
@@ -222,6 +222,42 @@ def read_differently(
             verb = "change" if changed[1:] else "changes"
             out.append(f"`{entry.text}` (line {entry.line}): its {what} {verb}")
     return out
+
+
+def settle_block(
+    original: str,
+    with_block: str,
+    without_block: str,
+    notes: int,
+    read: Callable[[str], Source],
+    *,
+    line: int,
+    old: str,
+    new: str,
+) -> tuple[bool, tuple[str, ...]]:
+    """Whether the edit may touch the comment block above the line (``with_block``, its
+    ``notes`` evidence lines inserted) rather than leave it alone (``without_block``); and
+    the other exclusions read differently after the one chosen (:func:`read_differently`).
+
+    A block that also explains other exclusions is theirs too: it keeps its ``bad=`` and
+    gets no evidence. It is judged against the edit that leaves it alone, so that what the
+    changed clause alone does to the block's reach (the audit groups lines under a block by
+    their clauses) is not taken for it. ``read`` reads a text as the audit does."""
+    read_as: dict[str, Source] = {}  # each text is read once
+
+    def reading(text: str) -> Source:
+        if text not in read_as:
+            read_as[text] = read(text)
+        return read_as[text]
+
+    own = with_block == without_block or not read_differently(
+        reading(without_block), reading(with_block), line=line, inserted=notes, old=new, new=new
+    )
+    final, inserted = (with_block, notes) if own else (without_block, 0)
+    elsewhere = read_differently(
+        reading(original), reading(final), line=line, inserted=inserted, old=old, new=new
+    )
+    return own, tuple(elsewhere)
 
 
 def evidence_text(items: Iterable[str]) -> list[str]:

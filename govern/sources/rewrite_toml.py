@@ -39,7 +39,6 @@ import tomllib
 from collections.abc import Sequence
 from typing import Any
 
-from govern.sources.model import Source
 from govern.sources.pyproject import line_starts, parse_pyproject
 from govern.sources.rewrite_common import (
     Comment,
@@ -50,10 +49,10 @@ from govern.sources.rewrite_common import (
     evidence_text,
     missing_evidence,
     newly_excluded,
-    read_differently,
     record_bad,
     refuse_bad_admitted,
     relax_clause,
+    settle_block,
     shared_ends,
     structured,
     unchanged_or_superseded,
@@ -119,17 +118,18 @@ def relax_pyproject(
     crowded = any(_line(starts, other.start) == number for i, other in elements if i != index)
     excluded = newly_excluded(tracked.specifier, after, bad_versions)
 
-    def build(shared: bool) -> tuple[str, list[str]]:
-        """The edited text and its evidence lines; ``shared``: the block above is left."""
+    def build(own_block: bool) -> tuple[str, list[str]]:
+        """The edited text and its evidence lines; ``own_block``: the block above may take
+        the evidence and its ``bad=`` be extended."""
         changes = [_string_edit(loc, value, new_value, where)]
-        own = [] if crowded else [*on_line, *([] if shared else above), *below]
+        own = [] if crowded else [*on_line, *(above if own_block else []), *below]
         recorded = record_bad(own, excluded)
         if recorded is not None:
             comment, new_comment = recorded
             at = starts[comment.line] + comment.column + 1
             changes.append((at, at + len(comment.text), new_comment))
         notes: list[str] = []
-        if not shared:  # a line of its own in a multi-line array: the evidence above it
+        if own_block:  # a line of its own in a multi-line array: the evidence above it
             head = starts[number - 1]
             end = _line_end(body, head)
             row = body[head:end]
@@ -144,33 +144,19 @@ def relax_pyproject(
             new_body = new_body[:start] + replacement + new_body[end:]
         return new_body, notes
 
-    read_as: dict[str, Source] = {}  # each text is read once
-
-    def reading(edited: str) -> Source:
-        if edited not in read_as:
-            read_as[edited] = parse_pyproject(edited, display_path=path)
-        return read_as[edited]
-
-    # As in the requirements edit: compared with the edit that leaves the block alone.
-    new_body, notes = build(opening or crowded)
-    plain = build(True)
-    if plain[0] != new_body and read_differently(
-        reading(plain[0]),
-        reading(new_body),
+    # As in the requirements edit (rewrite_common.settle_block).
+    with_block, without_block = build(not (opening or crowded)), build(False)
+    own_block, elsewhere = settle_block(
+        body,
+        with_block[0],
+        without_block[0],
+        len(with_block[1]),
+        lambda edited: parse_pyproject(edited, display_path=path),
         line=number,
-        inserted=len(notes),
-        old=new_value,
-        new=new_value,
-    ):
-        new_body, notes = plain
-    elsewhere = read_differently(
-        reading(body),
-        reading(new_body),
-        line=number,
-        inserted=len(notes),
         old=value,
         new=new_value,
     )
+    new_body, notes = with_block if own_block else without_block
     _check(data, new_body, key, index, new_value, where)
     return Edit(
         bom + new_body,
@@ -179,7 +165,7 @@ def relax_pyproject(
         number + len(notes),
         unified_diff(path, body, new_body),
         True,
-        tuple(elsewhere),
+        elsewhere,
     )
 
 
