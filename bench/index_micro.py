@@ -157,9 +157,9 @@ def stored_rows(parsed: list[ProjectPage]) -> list[list[dict[str, Any]]]:
 
 def from_rows(rows: list[list[dict[str, Any]]]) -> int:
     """The files rebuilt from stored rows, as a warm poll does before judging again."""
-    from govern.service.poll import _file_from_json
+    from govern.service.poll import file_from_json
 
-    return sum(len([_file_from_json(item) for item in items]) for items in rows)
+    return sum(len([file_from_json(item) for item in items]) for items in rows)
 
 
 # --------------------------------------------------------------------------- HTTP

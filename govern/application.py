@@ -29,6 +29,7 @@ from govern.index.profiles import Profile
 from govern.index.settings import index_settings, profiles_from
 from govern.notify import channels
 from govern.notify.base import Notifier
+from govern.redact import SECRET_NAME, ConfiguredSecrets, secret_forms
 from govern.service.propose import Proposer, ProposeResult
 from govern.service.remind import Digester, DigestResult
 from govern.service.verify import ProviderFor, Verifier, VerifyOptions, VerifyResult
@@ -80,6 +81,49 @@ class CIProviders:
     provider_for: ProviderFor
 
 
+def configured_secrets(
+    config: Config | None,
+    *,
+    store: Store | None = None,
+    index: IndexSettings | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> ConfiguredSecrets:
+    """Every secret configuration names, by variable and by value: the variables of
+    ``config`` and of each tracked repository's configuration (its ``[notify]`` and
+    ``[propose]`` are read when proposing), those named like credentials, and the index's
+    credentials (from its URLs or netrc)."""
+    environ = os.environ if environ is None else environ
+    configs = [config or Config(), *_tracked_configs(store)]
+    variables = {name for c in configs for name in c.secret_variables()}
+    variables.update(name for name in environ if SECRET_NAME.search(name))
+    values = [environ[name] for name in variables if environ.get(name)]
+    if index is not None:
+        from govern.index.client import credential_values
+
+        values += credential_values(index)
+    return ConfiguredSecrets(frozenset(variables), secret_forms(values))
+
+
+def _tracked_configs(store: Store | None) -> list[Config]:
+    """The configuration of each repository the store tracks (one unreadable is skipped:
+    its own sync says why)."""
+    if store is None:
+        return []
+    from sqlmodel import select
+
+    from govern.store.models import Repository
+
+    with store.session() as session:
+        roots = sorted(set(session.exec(select(Repository.root)).all()))
+    found: list[Config] = []
+    for root in roots:
+        try:
+            found.append(load_config(Path(root)))
+        except (GovernError, OSError):
+            continue
+    return found
+
+
 def ci_providers(
     config: Config,
     http: httpx.AsyncClient,
@@ -87,14 +131,19 @@ def ci_providers(
     command: str | None = None,
     isolated: bool = False,
     timeout: float | None = None,
+    secrets: ConfiguredSecrets | None = None,
 ) -> CIProviders:
-    """The configured providers, plus an ad hoc one for ``--command``/``--isolated``."""
+    """The configured providers, plus an ad hoc one for ``--command``/``--isolated``; a
+    local command is handed none of ``secrets``' variables (default: ``config``'s)."""
     root = config.path.parent if config.path is not None else Path.cwd()
     ad_hoc = command is not None or isolated
+    withheld = (secrets or configured_secrets(config)).variables
     providers: dict[str, Provider] = {}
     for ci in config.ci:
         try:
-            providers[ci.name] = build(ci, http=http, environ=os.environ, root=root)
+            providers[ci.name] = build(
+                ci, http=http, environ=os.environ, root=root, withheld=withheld
+            )
         except ConfigError:
             if not ad_hoc:
                 raise
@@ -114,6 +163,7 @@ def ci_providers(
             isolated=isolated,
             timeout=timeout or _COMMAND_TIMEOUT,
             workdir=root,
+            withheld=withheld,
         )
         providers[ADHOC] = adhoc
     by_profile = {p.name: p.ci for p in config.profiles}
@@ -144,9 +194,11 @@ def verifier(
     *,
     index: IndexSettings | None = None,
     clock: Callable[[], datetime] = utcnow,
+    secrets: ConfiguredSecrets | None = None,
 ) -> Verifier:
     """The verifier over a store and the CI providers; without ``ci`` it starts no run and
-    concludes only what a provider it is later given reports (the dashboard's webhooks)."""
+    concludes only what a provider it is later given reports (the dashboard's webhooks).
+    Every configured secret (:func:`configured_secrets`) is scrubbed out of what it stores."""
     return Verifier(
         store,
         provider_for=ci.provider_for if ci is not None else (lambda _profile: None),
@@ -154,6 +206,7 @@ def verifier(
         index=index,
         attempts=(config or Config()).verify_attempts,
         clock=clock,
+        secrets=secrets or configured_secrets(config, store=store, index=index),
     )
 
 
@@ -161,6 +214,7 @@ async def verify_once(
     store: Store, config: Config, settings: IndexSettings | None, options: VerifyOptions
 ) -> VerifyResult:
     """One verification call: new candidates' runs started, runs still going collected."""
+    secrets = configured_secrets(config, store=store, index=settings)
     async with ci_http() as http:
         ci = ci_providers(
             config,
@@ -168,6 +222,7 @@ async def verify_once(
             command=options.command,
             isolated=options.isolated,
             timeout=options.timeout,
+            secrets=secrets,
         )
         if not ci.by_name:
             raise UsageError(
@@ -176,7 +231,7 @@ async def verify_once(
                 '[tool.govern.ci.NAME] with provider = "command" (or github-actions, '
                 "buildkite, gitlab) and verify-with = NAME.",
             )
-        return await verifier(store, config, ci, index=settings).run(
+        return await verifier(store, config, ci, index=settings, secrets=secrets).run(
             options.query,
             profiles=options.profiles,
             wait=options.wait,

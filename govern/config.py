@@ -470,6 +470,26 @@ class Config:
                 )
         return self
 
+    def secret_variables(self) -> frozenset[str]:
+        """The environment variables this configuration names as holding secrets: the
+        forge's token and App key, the webhook's URL, the SMTP login, the dashboard's
+        tokens and every CI table's ``*-env`` (whatever the variables are called)."""
+        propose, notify = self.propose, self.notify
+        names = {
+            propose.token_env,
+            propose.private_key_env,  # an App's key (an App must name its variable)
+            notify.webhook_url_env,
+            notify.smtp_user_env,
+            notify.smtp_password_env,
+            self.web_token_env,
+            self.github_webhook_secret_env,
+            self.buildkite_webhook_token_env,
+            self.gitlab_webhook_token_env,
+        }
+        for ci in self.ci:  # token-env, read-token-env: each names a variable, never a value
+            names.update(v for k, v in ci.options if k.endswith("-env") and isinstance(v, str))
+        return frozenset(name for name in names if name)
+
     @property
     def comments(self) -> CommentSettings:
         """How comments are read into annotations."""

@@ -26,6 +26,7 @@ from packaging.version import InvalidVersion, Version
 
 from govern.errors import GovernError
 from govern.exclusions.states import Conclusion as Conclusion  # re-exported: what providers report
+from govern.index.model import DistributionFile
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +46,13 @@ class Trial:
     index_url: str | None = None  # where the candidate is installed from (may hold credentials)
     extra_index_urls: tuple[str, ...] = ()
     reproducer: str | None = None  # the exclusion's own check (its ``verify`` annotation)
+    # The release's files as the poll stored them from the index's page (with their
+    # hashes), the index whose page listed them (may hold credentials), and the origins
+    # it may send govern to besides its own: an isolated install takes the candidate from
+    # there only, and checks its sha256 (govern.ci.command).
+    files: tuple[DistributionFile, ...] = field(default=(), repr=False)
+    files_index: str | None = field(default=None, repr=False)
+    trusted_redirects: tuple[str, ...] = ()
 
     @property
     def requirement(self) -> str:

@@ -8,10 +8,15 @@ version, and they fill whole arguments, so nothing from an index can become shel
 shell runs only when configured explicitly (``shell = true``); the values are then quoted
 with :func:`shlex.quote`.
 
-``isolated``: a fresh virtual environment is created, the candidate is installed into it
-from the configured index with pip (``--index-url`` and the extra indexes govern reads;
-``pip.conf`` and ``PIP_*`` index variables are not consulted: the candidate comes from where
-the watcher saw it), and the command runs with that environment first on ``PATH``. The
+``isolated``: a fresh virtual environment is created and the candidate is installed into it
+from where the watcher saw it. Its file (the best wheel for this interpreter, else the sdist)
+is the one the poll stored from the index's page: govern downloads it itself, from the
+index's origin or a ``trusted-redirects`` one only (the poll's rule, link and redirects
+alike), checks it against the sha256 that page gave, and pip installs that local file alone
+(``--no-deps --require-hashes``), so a file from anywhere else cannot pass. Its dependencies
+then come from the configured index (``--index-url`` and the extra indexes govern reads;
+``pip.conf`` and ``PIP_*`` index variables are not consulted). The command runs with that
+environment first on ``PATH``. The
 installed version is then read from the environment itself (``importlib.metadata``): that is
 the evidence. Without ``isolated`` the command runs in the current environment, and the
 evidence must be in its output (a ``govern-verify: installed`` line, or pip's or uv's
@@ -21,8 +26,11 @@ With no command, an isolated trial imports every top-level module of the install
 distribution (CuPy 14.1.0 failed exactly there). An exclusion's own reproducer (its
 ``verify`` annotation) runs after the command, with the same placeholders.
 
-The output (stdout and stderr together) is kept up to ``log_limit`` bytes (the end of it),
-with URL credentials redacted; a run past ``timeout`` is killed with its process group.
+The command's environment holds none of govern's secrets: variables named like credentials
+and those configuration names (``withheld``: a forge token, a webhook's URL in
+``SLACK_WEBHOOK_URL``, the SMTP login) are left out. The output (stdout and stderr
+together) is kept up to ``log_limit`` bytes (the end of it), with URL credentials redacted
+and those secrets scrubbed by value; a run past ``timeout`` is killed with its process group.
 """
 
 from __future__ import annotations
@@ -31,12 +39,11 @@ import asyncio
 import contextlib
 import importlib.util
 import os
-import re
 import shlex
 import signal
 import sys
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -55,13 +62,12 @@ from govern.ci.base import (
     judge_evidence,
 )
 from govern.errors import ConfigError
-from govern.redact import redact, scrub
+from govern.index.model import DistributionFile, FileKind
+from govern.redact import SECRET_NAME, redact, scrub, secret_forms
 
 PLACEHOLDERS = ("package", "version", "requirement", "constraints", "profile", "python")
 _KEYS = {"provider", "command", "shell", "isolated", "timeout", "log-limit", "workdir"}
 _LOG_LIMIT = 1024 * 1024
-_SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSW|API_?KEY|CREDENTIAL|PRIVATE_KEY", re.IGNORECASE)
-_SECRET_MIN = 6  # shorter values are not scrubbed out of logs (too common)
 _COULD_NOT_RUN = (126, 127)  # a shell's "not executable" and "not found"
 _DRAIN_SECONDS = 2.0
 _EXIT_POLL = 0.02
@@ -100,6 +106,15 @@ for name in sorted(names):
     print("imported", name)
 """
 _VERSION_CHECK = "import importlib.metadata as m, sys; print(m.version(sys.argv[1]))"
+# The tags this interpreter installs, best first (packaging's, else the copy inside pip).
+_TAGS_CHECK = """
+try:
+    from packaging import tags
+except ImportError:
+    from pip._vendor.packaging import tags
+for tag in tags.sys_tags():
+    print(tag)
+"""
 
 
 def check_template(template: Sequence[str], what: str) -> None:
@@ -125,6 +140,7 @@ class _Output:
     returncode: int | None
     log: str
     started: bool = True  # False: the program could not be started at all
+    reason: str = ""  # why it did not go on, when govern refused before running anything
 
 
 class Command(Provider):
@@ -144,8 +160,10 @@ class Command(Provider):
         workdir: Path | None = None,
         python: str = sys.executable,
         environ: Mapping[str, str] | None = None,
+        withheld: Collection[str] = (),
     ) -> None:
-        """``command`` is the argv template (with ``shell``, one shell command string)."""
+        """``command`` is the argv template (with ``shell``, one shell command string);
+        ``withheld`` names the variables configuration reads secrets from."""
         super().__init__(name, timeout=timeout)
         if shell and len(command) != 1:
             raise ConfigError(f"[tool.govern.ci.{name}]: with shell = true, give one command")
@@ -157,13 +175,13 @@ class Command(Provider):
         self.workdir = workdir
         self.python = python
         given = dict(os.environ if environ is None else environ)
-        # Credentials in govern's own environment (CI tokens, the dashboard's) are not the
-        # check's business: a reproducer comes from a repository file, and the log is shown
-        # on the dashboard. They are left out of the child's environment and scrubbed.
-        self._environ = {k: v for k, v in given.items() if not _SECRET_NAME.search(k)}
-        self._secrets = tuple(
-            v for k, v in given.items() if _SECRET_NAME.search(k) and len(v) >= _SECRET_MIN
-        )
+        # Credentials in govern's own environment (CI and forge tokens, the dashboard's, a
+        # webhook's URL) are not the check's business: a reproducer comes from a repository
+        # file, and the log is shown on the dashboard. Those named like credentials and
+        # those configuration names are left out of the child's environment and scrubbed.
+        held = {k for k in given if SECRET_NAME.search(k) or k in withheld}
+        self._environ = {k: v for k, v in given.items() if k not in held}
+        self._secrets = secret_forms(given[k] for k in held if given[k])
         self._results: dict[str, RunStatus] = {}
 
     # -- Provider -----------------------------------------------------------------------------
@@ -215,10 +233,10 @@ class Command(Provider):
             prepared = await self._prepare(trial, venv, constraints, env)
             log.append(prepared.log)
             if prepared.returncode != 0:
+                why = prepared.reason or _exit(prepared.returncode, _INSTALL_TIMEOUT)
                 return self._finish(
                     Conclusion.ERRORED,
-                    f"{trial.requirement} could not be installed into a fresh environment "
-                    f"({_exit(prepared.returncode, _INSTALL_TIMEOUT)})",
+                    f"{trial.requirement} could not be installed into a fresh environment ({why})",
                     log,
                 )
             python = str(_venv_python(venv))
@@ -292,7 +310,12 @@ class Command(Provider):
     async def _prepare(
         self, trial: Trial, venv: Path, constraints: Path, env: Mapping[str, str]
     ) -> _Output:
-        """A fresh venv with the candidate installed from the configured index."""
+        """A fresh venv with the candidate installed from the file the poll saw on the index
+        (its sha256 checked), then its dependencies from the configured index."""
+        # The file first: a refused one needs no environment.
+        fetched = await self._fetch(trial, venv.parent / "dist", env)
+        if isinstance(fetched, str):
+            return _Output(1, f"{self._clean(fetched)}\n", reason=self._clean(fetched))
         pip_here = importlib.util.find_spec("pip") is not None
         create = [self.python, "-m", "venv", str(venv)]
         if pip_here:
@@ -308,14 +331,66 @@ class Command(Provider):
             if pip_here
             else [str(_venv_python(venv)), "-m", "pip"]
         )
-        argv = [*pip, "install", "--no-input", "--no-cache-dir"]
+        indexes: list[str] = []
         if trial.index_url:
-            argv += ["--index-url", trial.index_url]
+            indexes += ["--index-url", trial.index_url]
         for extra in trial.extra_index_urls:
-            argv += ["--extra-index-url", extra]
-        argv += ["--constraint", str(constraints), trial.requirement]
-        installed = await self._process(argv, install_env, _INSTALL_TIMEOUT)
-        return _Output(installed.returncode, f"{made.log}$ {_shown(argv)}\n{installed.log}")
+            indexes += ["--extra-index-url", extra]
+        # The candidate alone, from the file checked above, by its path: pip checks its
+        # hash again (--require-hashes), so nothing else can take its place. Its
+        # dependencies come next, from the index as usual: in hash-checking mode pip would
+        # want a hash of every dependency too, and the poll stored none (it reads only the
+        # pages of the excluded packages). The index is named in the first step only for
+        # an sdist's build requirements.
+        pinned = venv.parent / "candidate.txt"
+        hashes = " ".join(f"--hash=sha256:{h}" for h in fetched[1])
+        pinned.write_text(f"{trial.package} @ {fetched[0].as_uri()} {hashes}\n", "utf-8")
+        base = [*pip, "install", "--no-input", "--no-cache-dir"]
+        steps = [
+            [*base, "--no-deps", "--require-hashes", *indexes, "-r", str(pinned)],
+            [*base, *indexes, "--constraint", str(constraints), trial.requirement],
+        ]
+        log = fetched[2] + made.log
+        for argv in steps:
+            installed = await self._process(argv, install_env, _INSTALL_TIMEOUT)
+            log += f"$ {_shown(argv)}\n{installed.log}"
+            if installed.returncode != 0:
+                return _Output(installed.returncode, log)
+        return _Output(0, log)
+
+    async def _fetch(
+        self, trial: Trial, folder: Path, env: Mapping[str, str]
+    ) -> tuple[Path, tuple[str, ...], str] | str:
+        """The candidate's file, downloaded from the index the poll read and checked against
+        the sha256 it stored: (its path, its hashes, a line for the log), or why not."""
+        from govern.index.client import IndexClient, http_client
+        from govern.index.pipconfig import IndexSettings
+
+        if not trial.files or trial.files_index is None:
+            return (
+                f"the poll stored no file of {trial.requirement} from the index's page (poll again)"
+            )
+        tags = await self._tags(env)
+        file = best_file(trial.files, tags)
+        if file is None:
+            return f"no file of {trial.requirement} on the index fits {self.python}"
+        settings = IndexSettings(
+            index_url=trial.files_index, trusted_redirects=trial.trusted_redirects
+        )
+        folder.mkdir()
+        async with http_client(connections=1) as http:
+            got = await IndexClient(http, settings).download(
+                file, trial.files_index, folder, timeout=_INSTALL_TIMEOUT
+            )
+        if not isinstance(got, Path):
+            return f"{got.name} was not installed: {got.reason}"
+        digests = tuple(sorted({file.hashes["sha256"].lower()}))
+        return got, digests, f"downloaded {file.filename} (sha256 {digests[0]})\n"
+
+    async def _tags(self, env: Mapping[str, str]) -> list[str]:
+        """The wheel tags the interpreter installs, best first (none: sdists only)."""
+        output = await self._process([self.python, "-I", "-c", _TAGS_CHECK], env, 60.0)
+        return output.log.split() if output.returncode == 0 else []
 
     async def _installed(self, trial: Trial, python: str, env: Mapping[str, str]) -> str | None:
         """The version of the package in the environment the check ran in (the evidence)."""
@@ -404,6 +479,24 @@ class Command(Provider):
         )
 
 
+def best_file(files: Sequence[DistributionFile], tags: Sequence[str]) -> DistributionFile | None:
+    """The file pip would choose for an interpreter of ``tags`` (best first): the wheel of
+    the best tag, else an sdist; yanked files and files of other kinds never."""
+    rank = {tag: i for i, tag in enumerate(tags)}
+    wheels = [
+        (min(rank[str(t)] for t in f.tags if str(t) in rank), f.filename, f)
+        for f in files
+        if f.kind is FileKind.WHEEL and not f.yanked and any(str(t) in rank for t in f.tags)
+    ]
+    if wheels:
+        return min(wheels, key=lambda w: (w[0], w[1]))[2]
+    sdists = sorted(
+        (f for f in files if f.kind is FileKind.SDIST and not f.yanked),
+        key=lambda f: (not f.filename.endswith(".tar.gz"), f.filename),
+    )
+    return sdists[0] if sdists else None
+
+
 def _venv_python(venv: Path) -> Path:
     return venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
 
@@ -421,8 +514,15 @@ def _shown(argv: Sequence[str]) -> str:
     return redact(shlex.join(argv))
 
 
-def from_config(name: str, options: Mapping[str, Any], *, root: Path | None = None) -> Command:
-    """A command provider from ``[tool.govern.ci.NAME]`` (``provider = "command"``)."""
+def from_config(
+    name: str,
+    options: Mapping[str, Any],
+    *,
+    root: Path | None = None,
+    withheld: Collection[str] = (),
+) -> Command:
+    """A command provider from ``[tool.govern.ci.NAME]`` (``provider = "command"``);
+    ``withheld``: the variables configuration reads secrets from (never handed over)."""
     where = f"[tool.govern.ci.{name}]"
     unknown = set(options) - _KEYS
     if unknown:
@@ -463,4 +563,5 @@ def from_config(name: str, options: Mapping[str, Any], *, root: Path | None = No
         timeout=float(timeout),
         log_limit=log_limit,
         workdir=where_to or root,
+        withheld=withheld,
     )

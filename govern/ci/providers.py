@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -22,12 +22,14 @@ def build(
     http: httpx.AsyncClient,
     environ: Mapping[str, str],
     root: Path | None = None,
+    withheld: Collection[str] = (),
 ) -> Provider:
     """The provider of one ``[tool.govern.ci.NAME]`` table; its keys are checked here
-    (a ConfigError names the table and the key)."""
+    (a ConfigError names the table and the key). ``withheld``: the variables holding
+    secrets, never handed to a local command."""
     options = config.as_dict()
     if config.provider == "command":
-        return command.from_config(config.name, options, root=root)
+        return command.from_config(config.name, options, root=root, withheld=withheld)
     if config.provider == "github-actions":
         return github_from_config(config.name, options, http=http, environ=environ)
     if config.provider == "buildkite":

@@ -56,7 +56,8 @@ def _state(store: Store, config: Config, http: Any = None) -> Any:
     state.index = application.optional_index(config)
     if config.ci and http is not None:
         try:
-            ci = application.ci_providers(config, http)
+            withheld = application.configured_secrets(config, store=store)
+            ci = application.ci_providers(config, http, secrets=withheld)
         except ConfigError as exc:  # the pages do not need CI: serve them, say what is off
             typer.echo(
                 f"govern: warning: CI providers are off ({exc.message}): webhooks and "

@@ -35,9 +35,11 @@ import asyncio
 import contextlib
 import dataclasses
 import functools
+import hashlib
 import logging
 import netrc
 import os
+import re
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -53,6 +55,7 @@ from packaging.utils import InvalidName, canonicalize_name
 from govern import __version__
 from govern.errors import ConfigError
 from govern.index.model import (
+    DistributionFile,
     Fetched,
     FetchFailed,
     FetchResult,
@@ -94,6 +97,12 @@ _HTTP2_ANSWER = (
 _BAD_LOCATION = "Invalid URL in location header"  # httpx's words for a Location it cannot read
 _THREAD_PARSE = 1024 * 1024  # bodies larger than this are parsed off the event loop
 _SECRET_MIN = 4  # shorter user names / passwords are not scrubbed out of texts (too common)
+# A distribution file when its page gives no size (CUDA wheels run to hundreds of MB).
+FILE_LIMIT = 4 * 1024 * 1024 * 1024
+FILE_TIMEOUT = 900.0  # seconds one download may take, connect to last byte
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+# A file name that is only a name (PEP 427 / 625 characters): never a path.
+_FILENAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+!-]*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -423,6 +432,116 @@ class IndexClient:
                 group.create_task(one(project))
         return {project: results[project] for project in wanted}
 
+    async def download(
+        self,
+        file: DistributionFile,
+        index: str,
+        directory: Path,
+        *,
+        timeout: float = FILE_TIMEOUT,
+        max_bytes: int = FILE_LIMIT,
+    ) -> Path | FetchFailed:
+        """A distribution file a page of ``index`` listed, written into ``directory`` and
+        checked against the sha256 that page gave; else why not (a value, never raised).
+
+        The link and every redirect must stay on the index's origin or on a
+        ``trusted-redirects`` one (:meth:`may_follow`, the rule pages follow): a file from
+        anywhere else is never asked for. Credentials go to the index's own origin only.
+        The body is bounded by the size the page gave (else ``max_bytes``); a file without
+        a sha256 on the page, or whose sha256 is not the page's, is refused and deleted.
+        """
+        name = file.filename
+        expected = (file.hashes.get("sha256") or "").lower()
+        if not _SHA256.fullmatch(expected):
+            return FetchFailed(
+                name,
+                "the index's page gives no sha256 for it: where it came from cannot be checked",
+                retryable=False,
+                requests=0,
+            )
+        if not _FILENAME.fullmatch(name):
+            return FetchFailed(name, "not a plain file name", retryable=False, requests=0)
+        clean_index = strip_credentials(index)
+        try:
+            url = httpx.URL(strip_credentials(file.url))
+            origin = _origin(url)
+        except (httpx.InvalidURL, ValueError):
+            shown = redact_url(file.url)[:200]
+            return FetchFailed(name, f"invalid file URL {shown!r}", retryable=False, requests=0)
+        if not self.may_follow(origin, clean_index):
+            return FetchFailed(
+                name,
+                f"the page links it at {redact_url(str(url))[:200]}, another origin than the "
+                "index's (not fetched: list it in trusted-redirects to allow it)",
+                retryable=False,
+                requests=0,
+            )
+        foreign = origin != _origin(httpx.URL(clean_index))
+        auth = None if foreign else self._auth.get(index)
+        bound = file.size if file.size is not None else max_bytes
+        target = directory / name
+        # The bytes as stored (pip hashes them so too): no content coding to undo.
+        headers = {"Accept": "*/*", "Accept-Encoding": "identity"}
+
+        async def read(response: httpx.Response) -> Path | FetchFailed:
+            declared = _header_int(response.headers.get("Content-Length"))
+            if declared is not None and declared > bound:
+                return FetchFailed(name, f"body over {_size(bound)}", 200, retryable=False)
+            digest = hashlib.sha256()
+            total = 0
+            with target.open("wb") as out:
+                async for chunk in response.aiter_raw():
+                    total += len(chunk)
+                    if total > bound:
+                        return FetchFailed(name, f"body over {_size(bound)}", 200, False)
+                    digest.update(chunk)
+                    out.write(chunk)
+            if digest.hexdigest() != expected:
+                return FetchFailed(
+                    name,
+                    f"its sha256 is {digest.hexdigest()}, not the {expected} the index's page gave",
+                    status=200,
+                    retryable=False,
+                )
+            return target
+
+        outcome: _Body | _Transient | FetchResult | Path = _Transient("no attempt made")
+        for attempt in range(1, self._attempts + 1):
+            try:
+                async with self._in_flight, self._clients.lease() as http, asyncio.timeout(timeout):
+                    outcome = await self._attempt(
+                        http,
+                        str(url),
+                        headers,
+                        auth,
+                        name,
+                        False,
+                        clean_index,
+                        read=read,
+                        foreign=foreign,
+                    )
+            except TimeoutError:
+                outcome = _Transient(f"timed out after {timeout:g} s")
+            if isinstance(outcome, Path):
+                return outcome
+            target.unlink(missing_ok=True)  # a refused or partial file is never left
+            if not isinstance(outcome, _Transient):
+                break
+            too_long = (
+                outcome.retry_after is not None and outcome.retry_after > self._max_retry_after
+            )
+            if attempt == self._attempts or too_long:
+                return FetchFailed(
+                    name,
+                    f"{outcome.reason} after {_plural(attempt, 'attempt')}",
+                    status=outcome.status,
+                    requests=attempt,
+                )
+            await self._backoff.pause(attempt, outcome.retry_after)
+        if isinstance(outcome, FetchFailed):
+            return dataclasses.replace(outcome, requests=attempt)
+        return FetchFailed(name, "an answer that is not a file", retryable=False, requests=attempt)
+
     # -- one index ------------------------------------------------------------------------
 
     async def _fetch_from(
@@ -455,6 +574,7 @@ class IndexClient:
                 parsed = await self._parse(outcome, project, clean_index, validators)
                 return _counted(parsed, attempt)
             if not isinstance(outcome, _Transient):
+                assert not isinstance(outcome, Path)  # a page is read by _answer, not a reader
                 return _counted(outcome, attempt)
             transient = outcome
             logger.debug("%s: attempt %d: %s", redact_url(url), attempt, outcome.reason)
@@ -486,10 +606,17 @@ class IndexClient:
         project: str,
         conditional: bool,
         index: str,
-    ) -> _Body | _Transient | FetchResult:
-        """One request on ``http``: a body to parse, a transient failure, or a final result."""
+        *,
+        read: Callable[[httpx.Response], Awaitable[Path | FetchFailed]] | None = None,
+        foreign: bool = False,
+    ) -> _Body | _Transient | FetchResult | Path:
+        """One request on ``http``: a body to parse, a transient failure, or a final result.
+
+        ``read`` reads a 200 answer instead of :meth:`_answer` (a distribution file's);
+        ``foreign``: ``url`` is on a trusted origin other than the index's (no credentials).
+        """
         try:
-            response = await self._send(http, url, headers, auth)
+            response = await self._send(http, url, headers, auth, foreign=foreign)
             hops = 0
             while response.has_redirect_location:
                 followed = await self._redirect(http, response, project, index, hops)
@@ -519,6 +646,9 @@ class IndexClient:
         except httpx.HTTPError as exc:  # a bad URL, ...
             return FetchFailed(project, self._scrub(_describe(exc)), retryable=False)
         try:
+            if read is not None:
+                refused = await self._refusal(response, project, conditional)
+                return refused if refused is not None else await read(response)
             return await self._answer(response, project, conditional)
         except httpx.TimeoutException:
             return _Transient(f"timed out after {self._timeout:g} s")
@@ -576,8 +706,7 @@ class IndexClient:
             return _Transient(f"HTTP {status}: a redirect to an invalid URL {shown!r}", status)
         if hops >= http.max_redirects:
             return FetchFailed(project, "too many redirects", status=status, retryable=False)
-        allowed = {_origin(httpx.URL(index)), *self._trusted}
-        if origin not in allowed:
+        if not self.may_follow(origin, index):
             shown = redact_url(str(target))[:200]
             return FetchFailed(
                 project,
@@ -588,10 +717,16 @@ class IndexClient:
             )
         return target
 
-    async def _answer(
+    def may_follow(self, origin: tuple[str, str, int | None], index: str) -> bool:
+        """Whether govern may ask ``origin`` for what ``index`` points at: the index's own
+        origin, or one configured in ``trusted-redirects`` (the one rule for redirects and
+        for the file links of a page)."""
+        return origin == _origin(httpx.URL(index)) or origin in self._trusted
+
+    async def _refusal(
         self, response: httpx.Response, project: str, conditional: bool
-    ) -> _Body | _Transient | FetchResult:
-        """What one response means; reads the body of a 200 within ``max_bytes``."""
+    ) -> _Transient | FetchResult | None:
+        """What an answer other than 200 means (its small body drained); None for a 200."""
         status = response.status_code
         if logger.isEnabledFor(logging.DEBUG):  # the URL is not made into text for nothing
             logger.debug("GET %s -> %d", redact_url(str(response.url)), status)
@@ -620,7 +755,15 @@ class IndexClient:
             )
         if status != 200:
             return FetchFailed(project, f"HTTP {status}", status=status, retryable=False)
+        return None
 
+    async def _answer(
+        self, response: httpx.Response, project: str, conditional: bool
+    ) -> _Body | _Transient | FetchResult:
+        """What one response means; reads the body of a 200 within ``max_bytes``."""
+        refused = await self._refusal(response, project, conditional)
+        if refused is not None:
+            return refused
         content_type = response.headers.get("Content-Type", "")
         media_type = content_type.split(";", 1)[0].strip().lower()
         page_format: Literal["json", "html"]
@@ -762,6 +905,18 @@ def _credentials_for(index: str, entries: netrc.netrc | None) -> tuple[str, str]
         return None
     login, _account, password = found
     return login or "", password or ""
+
+
+def credential_values(
+    settings: IndexSettings, *, netrc: bool | str | Path = True
+) -> tuple[str, ...]:
+    """The user names and passwords the indexes of ``settings`` are read with (from their
+    URLs or netrc), as :class:`IndexClient` finds them: what a stored log must never show
+    (a token alone in a URL is its user name)."""
+    entries = _netrc_entries(netrc)
+    indexes = {settings.index_url, *settings.extra_index_urls, *settings.per_package.values()}
+    found = (_credentials_for(index, entries) for index in indexes)
+    return tuple(part for pair in filter(None, found) for part in pair if part)
 
 
 def _secrets(credentials: Iterable[tuple[str, str]]) -> tuple[str, ...]:

@@ -210,7 +210,8 @@ def _file_json(file: DistributionFile) -> dict[str, Any]:
     }
 
 
-def _file_from_json(item: dict[str, Any]) -> DistributionFile:
+def file_from_json(item: dict[str, Any]) -> DistributionFile:
+    """A file of a ``release.files`` row, as the poll stored it from the index's page."""
     uploaded = item.get("upload_time")
     return file_from(
         str(item["filename"]),
@@ -416,7 +417,7 @@ class _Recorder:
 
     def stored_files(self, package: str) -> list[DistributionFile]:
         """The files recorded for a package (a 304: the page has not changed)."""
-        return [_file_from_json(item) for _, row in self._of(package) for item in row["files"]]
+        return [file_from_json(item) for _, row in self._of(package) for item in row["files"]]
 
     def ids(self, package: str) -> tuple[dict[Version, int], dict[Version, datetime]]:
         """Release ids and first sightings of a package, by version."""

@@ -52,7 +52,11 @@ from govern.ci.base import (
     Trial,
 )
 from govern.exclusions.states import REJECTED, SETTLED, CandidateStatus, EventKind, State
+from govern.index.model import DistributionFile
 from govern.index.pipconfig import IndexSettings
+from govern.index.simple import strip_credentials
+from govern.redact import ConfiguredSecrets
+from govern.service.poll import file_from_json
 from govern.store import relaxations
 from govern.store.db import Store
 from govern.store.models import (
@@ -60,6 +64,7 @@ from govern.store.models import (
     Candidate,
     Event,
     Exclusion,
+    IndexPage,
     Release,
     Verification,
     as_utc,
@@ -84,6 +89,7 @@ class _Wanted:
     profile: str
     reproducer: str | None
     attempt: int  # the attempt this run would be
+    release_id: int = 0
 
 
 @dataclass(slots=True)
@@ -141,10 +147,13 @@ class Verifier:
         attempts: int = 3,
         clock: Callable[[], datetime] = utcnow,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        secrets: ConfiguredSecrets | None = None,
     ) -> None:
         """``provider_for(profile)`` picks the provider that starts a run on a profile;
-        ``providers`` by name are those that may own runs still going (to poll them)."""
+        ``providers`` by name are those that may own runs still going (to poll them);
+        ``secrets`` are scrubbed out of every log and detail stored."""
         self.store = store
+        self.secrets = secrets or ConfiguredSecrets()
         self.provider_for = provider_for
         self.providers = dict(providers)
         self.index = index
@@ -356,6 +365,7 @@ class Verifier:
                     profile=candidate.profile,
                     reproducer=note.verify if note else None,
                     attempt=done + 1,
+                    release_id=release.id or 0,
                 )
             )
         return out
@@ -392,6 +402,7 @@ class Verifier:
             return False
         first = group[0]
         indexes = self.index.indexes_for(first.package) if self.index is not None else ()
+        files, files_index = self._files(first)
         trial = Trial(
             package=first.package,
             version=first.version,
@@ -401,6 +412,9 @@ class Verifier:
             index_url=indexes[0] if indexes else None,
             extra_index_urls=tuple(indexes[1:]),
             reproducer=first.reproducer,
+            files=files,
+            files_index=files_index,
+            trusted_redirects=self.index.trusted_redirects if self.index is not None else (),
         )
         try:
             started = await provider.start(trial)
@@ -429,6 +443,21 @@ class Verifier:
             await self._conclude(rows, started.status)
         return True
 
+    def _files(self, wanted: _Wanted) -> tuple[tuple[DistributionFile, ...], str | None]:
+        """The candidate's files as the poll stored them (with their hashes), and the
+        configured index (with its credentials) whose page listed them: None when that
+        index is not configured any more (an install from elsewhere is never a guess)."""
+        with self.store.session() as session:
+            release = session.get(Release, wanted.release_id)
+            page = session.exec(
+                select(IndexPage.index_url).where(col(IndexPage.package) == wanted.package)
+            ).first()
+        stored = release.files if release is not None else []
+        files = tuple(file_from_json(item) for item in stored)
+        indexes = self.index.indexes_for(wanted.package) if self.index is not None else ()
+        listed = next((i for i in indexes if page and strip_credentials(i) == page), None)
+        return files, listed
+
     # -- conclusions ----------------------------------------------------------------------
 
     async def _conclude(self, rows: Sequence[Verification], status: RunStatus) -> None:
@@ -445,8 +474,9 @@ class Verifier:
                 row.conclusion = conclusion.value
                 row.finished_at = status.finished_at or now
                 row.installed_version = status.installed
-                row.log_excerpt = status.log_excerpt
-                row.detail = status.detail[:2000]
+                # Every configured secret by its value, whatever the provider printed.
+                row.log_excerpt = self._hide(status.log_excerpt)
+                row.detail = (self._hide(status.detail) or "")[:2000]
                 row.run_url = status.url or row.run_url
                 candidate = session.get(Candidate, row.candidate_id)
                 release = session.get(Release, candidate.release_id) if candidate else None
@@ -545,6 +575,9 @@ class Verifier:
             clause=exclusion.clause,
             reproducer=note.verify if note else None,
         )
+
+    def _hide(self, text: str | None) -> str | None:
+        return self.secrets.hide(text) if text is not None else None
 
     def _rename(self, rows: Sequence[Verification], run_id: str) -> None:
         """Store the id a provider found out for a run (``dispatch:...`` → its number)."""

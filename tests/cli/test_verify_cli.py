@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shlex
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,7 +23,7 @@ from govern.config import Config
 from govern.service.track import TrackOptions, track
 from govern.service.verify import VerifyOptions, VerifyResult
 from govern.store.db import Store
-from govern.store.models import Candidate, Exclusion, Release
+from govern.store.models import Candidate, Exclusion, Release, Verification
 
 NOW = datetime(2026, 8, 1, tzinfo=UTC)
 SAY = f"{sys.executable} -c \"print('govern-verify: installed demo==' + '{{version}}')\""
@@ -190,3 +191,76 @@ def test_the_options_reach_the_verification_call_as_one_frozen_value(
     ]
     with pytest.raises(dataclasses.FrozenInstanceError):
         seen[0].wait = False  # type: ignore[misc]
+
+
+# -- secrets: withheld from the command, scrubbed by value from what is stored and shown ------
+
+WEBHOOK = "https://hooks.chat.test/services/T0001/B0002/zyxwvutsrqponmlk"
+FORGE_TOKEN = "forge-pat-0123456789abcdefghij"
+INDEX_PASSWORD = "index-pass-9876543210"
+SECRET_CONFIG = """\
+[propose]
+via = "github"
+token-env = "FORGE_PAT"
+
+[notify]
+channels = ["webhook"]
+webhook-url-env = "SLACK_WEBHOOK_URL"
+"""
+# Writes its environment to argv[1], prints it, prints what argv[2] holds, then the evidence.
+DUMP = (
+    "import json, os, sys; json.dump(dict(os.environ), open(sys.argv[1], 'w')); "
+    "print(repr(dict(os.environ))); print(open(sys.argv[2]).read()); "
+    "print('govern-verify: installed demo==' + sys.argv[3])"
+)
+
+
+def test_configured_secrets_never_reach_the_command_nor_any_page(
+    seeded: tuple[Path, str],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The webhook's URL sits in SLACK_WEBHOOK_URL and the forge's token in FORGE_PAT (names
+    no pattern knows): the command gets neither, and when it prints them anyway (read from
+    a file), the stored log, the dashboard and the API show them scrubbed, as the index's
+    password."""
+    from fastapi.testclient import TestClient
+
+    from govern.web.app import create_app
+    from govern.web.security import Secrets
+    from govern.web.state import AppState
+
+    root, db = seeded
+    (root / ".govern.toml").write_text(SECRET_CONFIG, encoding="utf-8")
+    monkeypatch.setenv("SLACK_WEBHOOK_URL", WEBHOOK)
+    monkeypatch.setenv("FORGE_PAT", FORGE_TOKEN)
+    leaked = tmp_path / "leaked.txt"
+    leaked.write_text(f"{WEBHOOK}\n{FORGE_TOKEN}\n{INDEX_PASSWORD}\n", encoding="utf-8")
+    seen = tmp_path / "environment.json"
+    command = shlex.join([sys.executable, "-c", DUMP, str(seen), str(leaked), "{version}"])
+    index = f"http://reader:{INDEX_PASSWORD}@127.0.0.1:9/simple/"
+    code, out, err = _run(
+        ["verify", "--db", db, "--command", command, "--index-url", index], capsys
+    )
+    assert code == 0, err
+    environment = json.loads(seen.read_text(encoding="utf-8"))
+    assert "SLACK_WEBHOOK_URL" not in environment
+    assert "FORGE_PAT" not in environment
+    assert not {WEBHOOK, FORGE_TOKEN} & set(environment.values())
+
+    with Store(db) as store:
+        with store.session() as session:
+            key = session.exec(select(Exclusion)).one().key
+            run = session.exec(select(Verification)).one()
+        log = run.log_excerpt or ""
+        assert log.count("***") >= 3, log  # the three lines printed, each scrubbed
+        state = AppState(store=store, secrets=Secrets())  # no token: anyone can read it
+        with TestClient(create_app(state)) as client:
+            page = client.get(f"/exclusions/{key}")
+            api = client.get(f"/api/v1/exclusions/{key}")
+        assert page.status_code == api.status_code == 200
+        assert "***" in page.text
+        for shown in (log, run.detail or "", page.text, api.text, out, err):
+            for secret in (WEBHOOK, FORGE_TOKEN, INDEX_PASSWORD, "zyxwvutsrqponmlk"):
+                assert secret not in shown

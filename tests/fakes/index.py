@@ -57,7 +57,9 @@ class _Server(ThreadingHTTPServer):
     block_on_close = True  # server_close() joins every handler thread
 
     def __init__(self, handler: type[BaseHTTPRequestHandler], owner: Served) -> None:
-        super().__init__(("127.0.0.1", 0), handler)
+        if ":" in owner.host:  # an IPv6 address ("::1")
+            self.address_family = socket.AF_INET6
+        super().__init__((owner.host, 0), handler)
         self.owner = owner
         self.connections: set[socket.socket] = set()
         self.lock = threading.Lock()
@@ -132,6 +134,8 @@ class Served:
         # Set before start() to serve HTTPS with this server-side context.
         self.tls: ssl.SSLContext | None = None
         self.alpn: list[str | None] = []  # per TLS connection: the protocol ALPN agreed on
+        # The loopback address to listen on; set "::1" before start() for IPv6.
+        self.host = "127.0.0.1"
 
     def handle(self, handler: Handler, path: str) -> None:
         """Answer one GET (subclasses)."""
@@ -161,8 +165,9 @@ class Served:
 
     @property
     def base(self) -> str:
-        """``http://127.0.0.1:<port>`` (``https`` when :attr:`tls` is set)."""
-        return f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}"
+        """``http://127.0.0.1:<port>`` (``https`` when :attr:`tls` is set; ``[::1]`` on IPv6)."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{'https' if self.tls else 'http'}://{host}:{self.port}"
 
     @property
     def url(self) -> str:
@@ -281,7 +286,10 @@ class StaticIndex(Served):
 
     ``root/simple/<project>/index.json`` and ``index.html``, ``root/files/<filename>``.
     ``offer_json=False`` makes an HTML-only index; ``delay`` holds every page request that
-    long (to observe the client's concurrency in :attr:`max_in_flight`).
+    long (to observe the client's concurrency in :attr:`max_in_flight`); ``hashes=False``
+    leaves the files' hashes out of the pages (PEP 503 says they SHOULD be there, so an
+    index may omit them). :attr:`file_redirects` maps a file name to a ``Location`` its
+    URL answers with a 302 instead of the file (a file store on another host).
     """
 
     def __init__(
@@ -292,12 +300,15 @@ class StaticIndex(Served):
         serial: int = 1,
         offer_json: bool = True,
         delay: float = 0.0,
+        hashes: bool = True,
     ) -> None:
         """Write the tree for projects (each at the given serial); start() serves it."""
         super().__init__()
         self.root = root
         self.offer_json = offer_json
         self.delay = delay
+        self.hashes = hashes
+        self.file_redirects: dict[str, str] = {}
         self._mtime = 1704067200.0  # 2024-01-01; each publish moves it on by a second
         for name, files in (projects or {}).items():
             self.publish(name, files, serial=serial)
@@ -322,24 +333,25 @@ class StaticIndex(Served):
         document = {
             "meta": {"api-version": "1.1", "_last-serial": serial},
             "name": project,
-            "files": [self._json_file(file) for file in files],
+            "files": [self._json_file(file, self.hashes) for file in files],
             "versions": sorted({v for v in (_version_of(f.filename) for f in files) if v}),
         }
         self._mtime += 1
         for page, body in (
             ("index.json", json.dumps(document, indent=1).encode()),
-            ("index.html", self._html(project, files).encode()),
+            ("index.html", self._html(project, files, self.hashes).encode()),
         ):
             target = directory / page
             target.write_bytes(body)
             os.utime(target, (self._mtime, self._mtime))
 
     @staticmethod
-    def _json_file(file: IndexFile) -> dict[str, object]:
+    def _json_file(file: IndexFile, hashes: bool = True) -> dict[str, object]:
+        digest = hashlib.sha256(file.content).hexdigest()
         entry: dict[str, object] = {
             "filename": file.filename,
             "url": f"../../files/{file.filename}",
-            "hashes": {"sha256": hashlib.sha256(file.content).hexdigest()},
+            "hashes": {"sha256": digest} if hashes else {},  # PEP 691: may be empty
             "size": len(file.content),
         }
         if file.requires_python is not None:
@@ -351,7 +363,7 @@ class StaticIndex(Served):
         return entry
 
     @staticmethod
-    def _html(project: str, files: Sequence[IndexFile]) -> str:
+    def _html(project: str, files: Sequence[IndexFile], hashes: bool = True) -> str:
         lines = [
             "<!DOCTYPE html>",
             '<html><head><meta name="pypi:repository-version" content="1.1">',
@@ -360,7 +372,8 @@ class StaticIndex(Served):
         ]
         for file in files:
             digest = hashlib.sha256(file.content).hexdigest()
-            attributes = [f'href="../../files/{html.escape(file.filename)}#sha256={digest}"']
+            fragment = f"#sha256={digest}" if hashes else ""
+            attributes = [f'href="../../files/{html.escape(file.filename)}{fragment}"']
             if file.requires_python is not None:
                 attributes.append(f'data-requires-python="{html.escape(file.requires_python)}"')
             if file.yanked:
@@ -374,6 +387,10 @@ class StaticIndex(Served):
         """Serve a project page (negotiated, conditional) or a file."""
         parts = path.strip("/").split("/")
         if len(parts) == 2 and parts[0] == "files":
+            moved = self.file_redirects.get(parts[1])
+            if moved is not None:
+                handler.reply(302, headers={"Location": moved})
+                return
             target = self.root / "files" / parts[1]
             if target.is_file():
                 handler.reply(200, target.read_bytes(), content_type="application/octet-stream")

@@ -15,6 +15,7 @@ import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from clirun import run_cli as _run
@@ -191,3 +192,105 @@ def test_an_ad_hoc_command_with_a_reproducer(
     assert candidates == {"14.1.0": "failed"}
     assert runs[0][2] is not None
     assert "reproducer failed" in runs[0][2]
+
+
+# -- the candidate comes from the index the poll read, and only with its hash ------------------
+
+
+def _working(tmp: Path, version: str, tag: str) -> IndexFile:
+    """A wheel that passes the import check, told apart from another by ``tag``."""
+    path = build_wheel(
+        tmp / tag / version,
+        "cupy-demo",
+        version,
+        files={"cupy_demo/__init__.py": f'__version__ = "{version}"\nBUILT_BY = "{tag}"\n'},
+    )
+    return IndexFile.of(path, upload_time="2026-05-01T00:00:00Z")
+
+
+def _verify_isolated(
+    repo: Path, index: StaticIndex, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> tuple[str, dict[str, str], list[tuple[str, str | None, str | None]]]:
+    db = f"sqlite:///{tmp_path / 'govern.db'}"
+    assert _run(["track", str(repo), "--db", db], capsys)[0] == 0
+    code, out, err = _run(["poll", "--db", db, "--index-url", index.url], capsys)
+    assert code == 0, err
+    assert "candidate: cupy-demo 14.1.0" in out
+    _run(["verify", "cupy-demo", "--isolated", "--db", db, "--index-url", index.url], capsys)
+    return _state(db)
+
+
+def _never_a_verdict(state: tuple[str, dict[str, str], list[Any]]) -> list[str]:
+    """The candidate was not installed: no verdict, attempts used up; the runs' details."""
+    exclusion, candidates, runs = state
+    assert exclusion != "verified"
+    assert candidates == {"14.1.0": "errored"}  # tried again later, never known-bad
+    assert {conclusion for conclusion, _, _ in runs} == {"errored"}
+    assert all(installed is None for _, installed, _ in runs)
+    return [detail or "" for _, _, detail in runs]
+
+
+@pytest.mark.parametrize("where", ["another port", "127.1", "[::1]"])
+def test_a_file_redirected_to_another_origin_is_never_fetched(
+    where: str,
+    repo: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The index's page gives the wheel's sha256, and its file URL redirects to a host
+    nobody configured that serves that wheel: pip would follow; govern does not ask."""
+    wheel = _working(tmp_path, "14.1.0", "elsewhere")
+    elsewhere = StaticIndex(tmp_path / "elsewhere", {"cupy-demo": [wheel]})
+    if where == "[::1]":
+        elsewhere.host = "::1"
+    with (
+        StaticIndex(
+            tmp_path / "index", {"cupy-demo": [_wheel(tmp_path, "14.0.1"), wheel]}
+        ) as index,
+        elsewhere,
+    ):
+        base = f"http://127.1:{elsewhere.port}" if where == "127.1" else elsewhere.base
+        index.file_redirects[wheel.filename] = f"{base}/files/{wheel.filename}"
+        details = _never_a_verdict(
+            _verify_isolated(index=index, repo=repo, tmp_path=tmp_path, capsys=capsys)
+        )
+        assert elsewhere.count(f"/files/{wheel.filename}") == 0  # never asked
+        assert index.count(f"/files/{wheel.filename}") == 3  # one per attempt
+    assert all("another origin than the index's" in d for d in details), details
+    assert all("trusted-redirects" in d for d in details)
+
+
+def test_a_file_the_page_gives_no_hash_for_is_not_installed(
+    repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without a sha256 on the page nothing ties the file to what the poll saw: the
+    redirect to another port serving another wheel is not even looked at."""
+    theirs = _working(tmp_path, "14.1.0", "elsewhere")
+    files = [_wheel(tmp_path, "14.0.1"), _wheel(tmp_path, "14.1.0", broken=True)]
+    with (
+        StaticIndex(tmp_path / "index", {"cupy-demo": files}, hashes=False) as index,
+        StaticIndex(tmp_path / "elsewhere", {"cupy-demo": [theirs]}) as elsewhere,
+    ):
+        index.file_redirects[theirs.filename] = f"{elsewhere.base}/files/{theirs.filename}"
+        details = _never_a_verdict(_verify_isolated(repo, index, tmp_path, capsys))
+        assert elsewhere.count(f"/files/{theirs.filename}") == 0
+    assert all("gives no sha256" in d for d in details), details
+
+
+def test_a_wheel_whose_hash_is_not_the_stored_one_is_refused(
+    repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The poll stored 14.1.0's sha256; the index then serves another file under the same
+    name (and a page that agrees with it): the file is refused, whatever the page says now."""
+    with StaticIndex(
+        tmp_path / "index",
+        {"cupy-demo": [_wheel(tmp_path, "14.0.1"), _wheel(tmp_path, "14.1.0", broken=True)]},
+    ) as index:
+        db = f"sqlite:///{tmp_path / 'govern.db'}"
+        assert _run(["track", str(repo), "--db", db], capsys)[0] == 0
+        assert _run(["poll", "--db", db, "--index-url", index.url], capsys)[0] == 0
+        swapped = _working(tmp_path, "14.1.0", "swapped")
+        index.publish("cupy-demo", [_wheel(tmp_path, "14.0.1"), swapped], serial=2)
+        _run(["verify", "cupy-demo", "--isolated", "--db", db, "--index-url", index.url], capsys)
+        details = _never_a_verdict(_state(db))
+    assert all("not the" in d and "the index's page gave" in d for d in details), details
