@@ -532,3 +532,28 @@ def test_propose_modes_go_exclusion_then_package_then_repository(tmp_path: Path)
     assert settings.mode_for("cupy-cuda13x", "fedcba9876543210") == "pull-request"
     assert settings.mode_for("numpy") == "remind"
     assert settings.author_identity() == ("Release Bot", "bot@example.org")
+
+
+def test_the_variables_configuration_reads_secrets_from(tmp_path: Path) -> None:
+    """Whatever they are called: the forge's token and App key, the webhook's URL, the SMTP
+    login, the dashboard's and every CI table's ``*-env``."""
+    (tmp_path / ".govern.toml").write_text(
+        '[propose]\nvia = "github"\ntoken-env = "FORGE_PAT"\napp-id = 1\n'
+        'installation-id = 2\nprivate-key-env = "APP_PEM"\n'
+        '[notify]\nchannels = ["webhook"]\nwebhook-url-env = "SLACK_WEBHOOK_URL"\n'
+        'smtp-user-env = "MAIL_LOGIN"\nsmtp-password-env = "MAIL_PASS"\n'
+        '[web]\ntoken-env = "DASHBOARD_KEY"\n'
+        '[ci.bk]\nprovider = "buildkite"\ntoken-env = "BK_ACCESS"\n',
+        encoding="utf-8",
+    )
+    names = load_config(tmp_path).secret_variables()
+    assert {
+        "FORGE_PAT",
+        "APP_PEM",
+        "SLACK_WEBHOOK_URL",
+        "MAIL_LOGIN",
+        "MAIL_PASS",
+        "DASHBOARD_KEY",
+        "BK_ACCESS",
+    } <= names
+    assert "GOVERN_GITHUB_WEBHOOK_SECRET" in names  # the dashboard's defaults too

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from govern.redact import redact, redact_secret_params, scrub
+from govern.redact import ConfiguredSecrets, redact, redact_secret_params, scrub, secret_forms
 
 
 @pytest.mark.parametrize(
@@ -46,3 +46,24 @@ def test_scrub_replaces_the_longest_secret_first() -> None:
     # A token that begins with another secret is hidden whole, not left with its tail showing.
     assert scrub("auth abc and abcdef", ("abc", "abcdef")) == "auth *** and ***"
     assert scrub("nothing to hide", ("", "x1y2")) == "nothing to hide"
+
+
+def test_secret_forms_catch_a_secret_however_it_is_printed() -> None:
+    """The value, percent-encoded, a PEM key's lines (repr prints them with \\n), a
+    webhook URL's path (a request log prints it alone); short forms are left alone."""
+    key = (
+        "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n-----END PRIVATE KEY-----\n"
+    )
+    webhook = "https://hooks.chat.test/services/T01/B02/abcdefghijkl"
+    forms = secret_forms([key, webhook, "p@ss word!", "tiny"])
+    printed = "\n".join(
+        [repr({"KEY": key}), "POST /services/T01/B02/abcdefghijkl", "login p%40ss%20word%21"]
+    )
+    shown = scrub(printed, forms)
+    assert "MIIEvQIBADANBgkqhkiG9w0BAQEFAASC" not in shown
+    assert "abcdefghijkl" not in shown
+    assert "p%40ss%20word%21" not in shown
+    assert "tiny" not in forms
+    assert (
+        ConfiguredSecrets(values=forms).hide(f"{webhook} https://u:pw@h/x") == "*** https://***@h/x"
+    )

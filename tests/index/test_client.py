@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import logging
 import os
@@ -737,3 +738,59 @@ def test_requests_in_flight_each_lease_a_client_of_their_own() -> None:
         assert sorted(used) == ["one", "two"]
 
     asyncio.run(scenario())
+
+
+# -- a distribution file, by the rule pages follow -----------------------------------------------
+
+
+def test_a_file_is_downloaded_from_the_index_or_a_trusted_origin_only(
+    static: StaticIndex, dists: dict[str, Path], tmp_path: Path
+) -> None:
+    """The file is checked against the page's sha256; credentials go to the index's origin
+    only; a redirect to an origin in trusted-redirects is followed (with no credentials),
+    anywhere else never; a body past the size the page gave is refused and not kept."""
+    wheel = dists["wheel"]
+    index = static.url.replace("http://", f"http://ci:{SECRET}@")
+    page = fetched(run(fetch(index, "demo"))).page
+    file = next(f for f in page.files if f.kind is FileKind.WHEEL)
+    path = f"/files/{wheel.name}"
+
+    async def download(settings: IndexSettings, target: Path, **changes: Any) -> Path | FetchFailed:
+        target.mkdir()
+        async with http_client(trust_env=False) as http:
+            one = dataclasses.replace(file, **changes)
+            return await IndexClient(http, settings).download(one, index, target)
+
+    got = run(download(settings_for(index), tmp_path / "own"))
+    assert isinstance(got, Path)
+    assert got.read_bytes() == wheel.read_bytes()
+    assert static.headers[path][-1]["authorization"].startswith("Basic ")
+
+    with StaticIndex(tmp_path / "mirror", {"demo": [IndexFile.of(wheel)]}) as mirror:
+        static.file_redirects[wheel.name] = f"{mirror.base}{path}"
+        refused = run(download(settings_for(index), tmp_path / "untrusted"))
+        assert isinstance(refused, FetchFailed)
+        assert "another origin than the index's" in refused.reason
+        assert mirror.count(path) == 0
+        trusted = IndexSettings(index, trusted_redirects=(mirror.base,))
+        got = run(download(trusted, tmp_path / "trusted"))
+        assert isinstance(got, Path)
+        assert "authorization" not in mirror.headers[path][-1]
+        # A page linking the file on another origin is the same as a redirect there.
+        elsewhere = run(
+            download(settings_for(index), tmp_path / "link", url=f"{mirror.base}{path}")
+        )
+        assert isinstance(elsewhere, FetchFailed)
+        assert "the page links it at" in elsewhere.reason
+        assert mirror.count(path) == 1
+    static.file_redirects.clear()
+
+    small = run(download(settings_for(index), tmp_path / "small", size=10))
+    assert isinstance(small, FetchFailed)
+    assert small.reason == "body over 10 bytes"
+    assert list((tmp_path / "small").iterdir()) == []
+    bad = run(download(settings_for(index), tmp_path / "bad", hashes={"sha256": "0" * 64}))
+    assert isinstance(bad, FetchFailed)
+    assert f"not the {'0' * 64} the index's page gave" in bad.reason
+    assert list((tmp_path / "bad").iterdir()) == []
+    assert SECRET not in repr([refused, elsewhere, small, bad])
