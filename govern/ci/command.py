@@ -143,6 +143,14 @@ class _Output:
     reason: str = ""  # why it did not go on, when govern refused before running anything
 
 
+@dataclass(frozen=True, slots=True)
+class _Fetched:
+    """The candidate's file on disk, and the sha256 it was checked against."""
+
+    path: Path
+    sha256: str
+
+
 class Command(Provider):
     """Runs the check as a local process and reports its exit and its evidence."""
 
@@ -337,20 +345,21 @@ class Command(Provider):
         for extra in trial.extra_index_urls:
             indexes += ["--extra-index-url", extra]
         # The candidate alone, from the file checked above, by its path: pip checks its
-        # hash again (--require-hashes), so nothing else can take its place. Its
+        # hash again (--require-hashes; that one file's, tighter than any file of the
+        # release), so nothing else can take its place. Its
         # dependencies come next, from the index as usual: in hash-checking mode pip would
         # want a hash of every dependency too, and the poll stored none (it reads only the
         # pages of the excluded packages). The index is named in the first step only for
         # an sdist's build requirements.
         pinned = venv.parent / "candidate.txt"
-        hashes = " ".join(f"--hash=sha256:{h}" for h in fetched[1])
-        pinned.write_text(f"{trial.package} @ {fetched[0].as_uri()} {hashes}\n", "utf-8")
+        line = f"{trial.package} @ {fetched.path.as_uri()} --hash=sha256:{fetched.sha256}\n"
+        pinned.write_text(line, "utf-8")
         base = [*pip, "install", "--no-input", "--no-cache-dir"]
         steps = [
             [*base, "--no-deps", "--require-hashes", *indexes, "-r", str(pinned)],
             [*base, *indexes, "--constraint", str(constraints), trial.requirement],
         ]
-        log = fetched[2] + made.log
+        log = f"downloaded {fetched.path.name} (sha256 {fetched.sha256})\n{made.log}"
         for argv in steps:
             installed = await self._process(argv, install_env, _INSTALL_TIMEOUT)
             log += f"$ {_shown(argv)}\n{installed.log}"
@@ -358,11 +367,9 @@ class Command(Provider):
                 return _Output(installed.returncode, log)
         return _Output(0, log)
 
-    async def _fetch(
-        self, trial: Trial, folder: Path, env: Mapping[str, str]
-    ) -> tuple[Path, tuple[str, ...], str] | str:
+    async def _fetch(self, trial: Trial, folder: Path, env: Mapping[str, str]) -> _Fetched | str:
         """The candidate's file, downloaded from the index the poll read and checked against
-        the sha256 it stored: (its path, its hashes, a line for the log), or why not."""
+        the sha256 it stored, or why not."""
         from govern.index.client import IndexClient, http_client
         from govern.index.pipconfig import IndexSettings
 
@@ -384,8 +391,7 @@ class Command(Provider):
             )
         if not isinstance(got, Path):
             return f"{got.name} was not installed: {got.reason}"
-        digests = tuple(sorted({file.hashes["sha256"].lower()}))
-        return got, digests, f"downloaded {file.filename} (sha256 {digests[0]})\n"
+        return _Fetched(got, file.hashes["sha256"].lower())
 
     async def _tags(self, env: Mapping[str, str]) -> list[str]:
         """The wheel tags the interpreter installs, best first (none: sdists only)."""
