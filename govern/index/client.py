@@ -444,9 +444,10 @@ class IndexClient:
         """A distribution file a page of ``index`` listed, written into ``directory`` and
         checked against the sha256 that page gave; else why not (a value, never raised).
 
-        The link and every redirect must stay on the index's origin or on a
-        ``trusted-redirects`` one (:meth:`may_follow`, the rule pages follow): a file from
-        anywhere else is never asked for. Credentials go to the index's own origin only.
+        The link is the page's own (an index may keep its files on another host), and the
+        page's sha256 pins its bytes; a redirect from it is followed only to the index's
+        origin, the link's own or a ``trusted-redirects`` one (:meth:`may_follow`, the rule
+        pages follow). Credentials go to the index's own origin only.
         The body is bounded by the size the page gave (else ``max_bytes``); a file without
         a sha256 on the page, or whose sha256 is not the page's, is refused and deleted.
         """
@@ -468,14 +469,6 @@ class IndexClient:
         except (httpx.InvalidURL, ValueError):
             shown = redact_url(file.url)[:200]
             return FetchFailed(name, f"invalid file URL {shown!r}", retryable=False, requests=0)
-        if not self.may_follow(origin, clean_index):
-            return FetchFailed(
-                name,
-                f"the page links it at {redact_url(str(url))[:200]}, another origin than the "
-                "index's (not fetched: list it in trusted-redirects to allow it)",
-                retryable=False,
-                requests=0,
-            )
         foreign = origin != _origin(httpx.URL(clean_index))
         auth = None if foreign else self._auth.get(index)
         bound = file.size if file.size is not None else max_bytes
@@ -519,6 +512,7 @@ class IndexClient:
                         clean_index,
                         read=read,
                         foreign=foreign,
+                        also=origin,
                     )
             except TimeoutError:
                 outcome = _Transient(f"timed out after {timeout:g} s")
@@ -609,17 +603,19 @@ class IndexClient:
         *,
         read: Callable[[httpx.Response], Awaitable[Path | FetchFailed]] | None = None,
         foreign: bool = False,
+        also: tuple[str, str, int | None] | None = None,
     ) -> _Body | _Transient | FetchResult | Path:
         """One request on ``http``: a body to parse, a transient failure, or a final result.
 
         ``read`` reads a 200 answer instead of :meth:`_answer` (a distribution file's);
-        ``foreign``: ``url`` is on a trusted origin other than the index's (no credentials).
+        ``foreign``: ``url`` is on another origin than the index's (no credentials);
+        ``also``: one more origin a redirect may lead to (a file link's own).
         """
         try:
             response = await self._send(http, url, headers, auth, foreign=foreign)
             hops = 0
             while response.has_redirect_location:
-                followed = await self._redirect(http, response, project, index, hops)
+                followed = await self._redirect(http, response, project, index, hops, also)
                 if not isinstance(followed, httpx.URL):
                     return followed
                 hops += 1
@@ -685,6 +681,7 @@ class IndexClient:
         project: str,
         index: str,
         hops: int,
+        also: tuple[str, str, int | None] | None = None,
     ) -> httpx.URL | _Transient | FetchFailed:
         """Where a redirect leads, if it may be followed; else why not (the response closed).
 
@@ -706,7 +703,7 @@ class IndexClient:
             return _Transient(f"HTTP {status}: a redirect to an invalid URL {shown!r}", status)
         if hops >= http.max_redirects:
             return FetchFailed(project, "too many redirects", status=status, retryable=False)
-        if not self.may_follow(origin, index):
+        if origin != also and not self.may_follow(origin, index):
             shown = redact_url(str(target))[:200]
             return FetchFailed(
                 project,
@@ -719,8 +716,8 @@ class IndexClient:
 
     def may_follow(self, origin: tuple[str, str, int | None], index: str) -> bool:
         """Whether govern may ask ``origin`` for what ``index`` points at: the index's own
-        origin, or one configured in ``trusted-redirects`` (the one rule for redirects and
-        for the file links of a page)."""
+        origin, or one configured in ``trusted-redirects`` (the one rule for the redirects
+        of pages and of distribution files)."""
         return origin == _origin(httpx.URL(index)) or origin in self._trusted
 
     async def _refusal(
