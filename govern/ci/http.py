@@ -13,7 +13,12 @@
   seconds is slept through instead;
 - another 403 is an auth error (a token without the scope), 404 a configuration error
   (GitHub answers 404 for a repository the token cannot see);
-- a body that is not the JSON expected is :class:`~govern.ci.base.CIUnavailable`.
+- a body that is not the JSON expected, or that decodes to more than 8 MB, is
+  :class:`~govern.ci.base.CIUnavailable`.
+
+Each attempt is one :func:`govern.httpbody.exchange`: sent and its answer read (decoded
+within bounds, every ``Content-Encoding`` layer counted) within one deadline, the
+client's timeout, where httpx's own bounds each read only.
 
 Every error raised from an answer carries its HTTP status (``CIError.status``), so a
 provider tells a 404 or a 422 apart without reading the message. A request that must
@@ -43,11 +48,16 @@ import httpx
 
 from govern.ci.base import CIAuthError, CIError, CIRateLimited, CIUnavailable
 from govern.errors import GovernError
+from govern.httpbody import BodyTooLarge, exchange
 from govern.redact import scrub
 from govern.retry import Backoff, rate_limit_until
 
 _SHORT_WAIT = 10.0  # seconds of rate limit slept through rather than raised
 _MAX_JSON = 8 * 1024 * 1024
+# A log is kept by its end (text()'s limit); what streams past on the way is counted too,
+# and a log decoding to more than this is refused rather than inflated for ever.
+_MAX_LOG = 256 * 1024 * 1024
+_TIMEOUT = 30.0  # seconds for one request and its answer, when the client sets none
 _MESSAGE_LIMIT = 200
 
 
@@ -117,10 +127,14 @@ class ApiClient:
         clock: Callable[[], datetime] = _now,
         errors: Errors = CI_ERRORS,
         secondary_wait: float | None = None,
+        timeout: float | None = None,
     ) -> None:
         """``headers`` carry the token; ``secrets`` are scrubbed out of every message;
-        ``token_source`` says where the token came from ("$GITHUB_TOKEN") for messages."""
+        ``token_source`` says where the token came from ("$GITHUB_TOKEN") for messages.
+        ``timeout`` is each attempt's deadline, from sending to the answer's last byte
+        (default: the client's read timeout, which httpx applies to each read only)."""
         self._http = http
+        self._timeout = timeout if timeout is not None else (http.timeout.read or _TIMEOUT)
         self.vendor = vendor
         self.base_url = base_url.rstrip("/")
         self._headers = dict(headers)
@@ -149,6 +163,7 @@ class ApiClient:
             clock=self._clock,
             errors=self.errors,
             secondary_wait=self._secondary_wait,
+            timeout=self._timeout,
         )
 
     def url(self, path: str) -> str:
@@ -170,12 +185,16 @@ class ApiClient:
         params: Mapping[str, str] | None = None,
         follow_redirects: bool = False,
         attempts: int | None = None,
+        max_bytes: int = _MAX_JSON,
+        keep: int | None = None,
     ) -> httpx.Response:
         """One API call, retried when transient; a 2xx or 3xx response, read in full.
 
         ``attempts`` overrides the client's number of attempts for this call: 1 sends a
         request that must not be repeated once (no retry after a 5xx, a time-out or a
-        short rate limit).
+        short rate limit). Each attempt, answer read included, ends within the client's
+        timeout; its body, decoded, within ``max_bytes`` (``keep``: only its last bytes
+        are kept, :func:`govern.httpbody.read_body`).
         """
         errors = self.errors
         url = self.url(path)
@@ -186,16 +205,26 @@ class ApiClient:
         for attempt in range(1, tries + 1):
             status = None
             try:
-                response = await self._http.request(
-                    method,
-                    url,
-                    json=json_body,
-                    params=params,
-                    headers=self._headers,
-                    follow_redirects=follow_redirects,
+                request = self._http.build_request(
+                    method, url, json=json_body, params=params, headers=self._headers
                 )
-            except httpx.TimeoutException:
-                reason = "timed out"
+                response = await exchange(
+                    self._http,
+                    request,
+                    timeout=self._timeout,
+                    max_bytes=max_bytes,
+                    keep=keep,
+                    follow_redirects=follow_redirects,
+                    credentials=tuple(self._headers),
+                )
+            except BodyTooLarge as exc:  # the same answer again would be as large
+                raise errors.unavailable(
+                    f"{where}: HTTP {exc.response.status_code}: {exc}",
+                    tip=None,
+                    status=exc.response.status_code,
+                ) from None
+            except (httpx.TimeoutException, TimeoutError):  # a read's, or the deadline
+                reason = f"timed out after {self._timeout:g} s"
             except httpx.TransportError as exc:
                 reason = f"connection failed ({type(exc).__name__})"
             except httpx.HTTPError as exc:
@@ -276,12 +305,6 @@ class ApiClient:
         if not response.content.strip():
             return None
         status = response.status_code
-        if len(response.content) > _MAX_JSON:
-            raise self.errors.unavailable(
-                f"{self.vendor}: an answer of {len(response.content):,} bytes",
-                tip=None,
-                status=status,
-            )
         try:
             return json.loads(response.content)
         except (ValueError, UnicodeDecodeError):
@@ -292,11 +315,10 @@ class ApiClient:
 
     async def text(self, path: str, *, limit: int = 4 * 1024 * 1024) -> str:
         """A log or other text resource (redirects followed), its last ``limit`` bytes."""
-        response = await self.request("GET", path, follow_redirects=True)
-        data = response.content
-        if len(data) > limit:
-            data = data[-limit:]
-        return data.decode("utf-8", errors="replace")
+        response = await self.request(
+            "GET", path, follow_redirects=True, max_bytes=max(limit, _MAX_LOG), keep=limit
+        )
+        return response.content.decode("utf-8", errors="replace")
 
     def _shown(self, url: str) -> str:
         """A URL for messages: no query string (it may hold a token), no secrets."""

@@ -54,6 +54,7 @@ from packaging.utils import InvalidName, canonicalize_name
 
 from govern import __version__
 from govern.errors import ConfigError
+from govern.httpbody import ACCEPT_ENCODING, BodyTooLarge, format_size, read_body
 from govern.index.model import (
     DistributionFile,
     Fetched,
@@ -137,15 +138,6 @@ def _counted(result: FetchResult, requests: int) -> FetchResult:
 
 def _plural(count: int, word: str) -> str:
     return f"{count} {word}" if count == 1 else f"{count} {word}s"
-
-
-def _size(count: int) -> str:
-    """A byte count as the user set it: "20 MB", "64 KB" or "1000 bytes"."""
-    if count >= 1024 * 1024 and count % (1024 * 1024) == 0:
-        return f"{count // (1024 * 1024)} MB"
-    if count >= 1024 and count % 1024 == 0:
-        return f"{count // 1024} KB"
-    return _plural(count, "byte")
 
 
 def freshness(headers: httpx.Headers, now: datetime | None = None) -> float:
@@ -545,12 +537,12 @@ class IndexClient:
         clean_index = strip_credentials(index)
         url = f"{clean_index.rstrip('/')}/{project}/"
         auth = self._auth.get(index)
-        headers = {"Accept": ACCEPT}
+        headers = {"Accept": ACCEPT, "Accept-Encoding": ACCEPT_ENCODING}
         if validators is not None and validators.etag:
             headers["If-None-Match"] = validators.etag
         if validators is not None and validators.last_modified:
             headers["If-Modified-Since"] = validators.last_modified
-        conditional = len(headers) > 1
+        conditional = "If-None-Match" in headers or "If-Modified-Since" in headers
         transient = _Transient("no attempt made")
         for attempt in range(1, self._attempts + 1):
             try:
@@ -773,19 +765,13 @@ class IndexClient:
             return FetchFailed(
                 project, f"unexpected content type {shown!r}", status=200, retryable=False
             )
-        declared = _header_int(response.headers.get("Content-Length"))
-        if declared is not None and declared > self._max_bytes:
+        try:  # counted as it is decoded, every layer of it (govern.httpbody)
+            data = await read_body(response, self._max_bytes)
+        except BodyTooLarge:
             return self._too_big(project)
-        chunks: list[bytes] = []
-        total = 0
-        async for chunk in response.aiter_bytes():
-            total += len(chunk)
-            if total > self._max_bytes:
-                return self._too_big(project)
-            chunks.append(chunk)
         return _Body(
             format=page_format,
-            data=b"".join(chunks),
+            data=data,
             url=strip_credentials(str(response.url)),
             charset=response.charset_encoding,
             etag=response.headers.get("ETag"),
@@ -796,7 +782,7 @@ class IndexClient:
 
     def _too_big(self, project: str) -> FetchFailed:
         return FetchFailed(
-            project, f"body over {_size(self._max_bytes)}", status=200, retryable=False
+            project, f"body over {format_size(self._max_bytes)}", status=200, retryable=False
         )
 
     async def _parse(

@@ -1,7 +1,11 @@
 """Reminders and digests by email: SMTP with STARTTLS (RFC 3207) or implicit TLS
 (RFC 8314, port 465), and AUTH (RFC 4954).
 
-:mod:`smtplib` runs in a thread (:func:`asyncio.to_thread`). The connection is upgraded
+:mod:`smtplib` runs in a thread (:func:`asyncio.to_thread`), within one deadline
+(``timeout``) for the whole conversation: smtplib's own timeout bounds each socket
+operation only, so at the deadline the connection is shut down from the event loop and
+the thread says nothing more (a deadline met while the mail was going out is "maybe
+sent", as a broken line is). The connection is upgraded
 with STARTTLS before anything else is said, or is TLS from its first byte
 (``implicit_tls``), on a TLS context that verifies the server's certificate and name
 (``cafile`` adds a private CA); a server that does not offer STARTTLS is refused, unless
@@ -17,20 +21,124 @@ password never appears in a message.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
+import os
 import smtplib
+import socket
 import ssl
+import threading
 from collections.abc import Sequence
 from email.message import EmailMessage
 from email.utils import formatdate, getaddresses, parseaddr
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from govern.notify.base import Message, NotifyAuthError, NotifyError, NotifyUnavailable, Skipped
 from govern.redact import scrub
 
+if TYPE_CHECKING:
+    from _typeshed import ReadableBuffer
+
 __all__ = ["EmailNotifier", "message_id"]
 
 PLAINTEXT_WARNING = "without TLS: starttls = false"
+
+
+class _Line:
+    """The SMTP connection as the event loop sees it, so that a deadline can end it.
+
+    smtplib's timeout bounds each socket operation, and a server trickling a byte at a
+    time holds a conversation for ever. When the deadline passes, :meth:`abandon` shuts
+    the connection down (a blocked read in the thread returns at once), and from then on
+    the thread says nothing more to the server.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._socket: socket.socket | None = None  # a duplicate: shut down, it ends the TCP link
+        self._abandoned = False
+        self.sending = False  # the mail is going out: a broken line may come after it was taken
+
+    def watch(self, sock: socket.socket | None) -> None:
+        """Called before each reply is read: the connection to end at the deadline."""
+        with self._lock:
+            if self._socket is None and sock is not None:
+                self._socket = socket.socket(fileno=os.dup(sock.fileno()))
+            self._check()
+
+    def check(self) -> None:
+        """Called before each command is sent: nothing more once abandoned."""
+        with self._lock:
+            self._check()
+
+    def begin_sending(self) -> None:
+        """The mail is about to go: refused once abandoned, else marked as going."""
+        with self._lock:
+            self._check()
+            self.sending = True
+
+    def _check(self) -> None:
+        if self._abandoned:
+            if self._socket is not None:
+                self._end()
+            raise smtplib.SMTPServerDisconnected("the deadline passed")
+
+    def abandon(self) -> bool:
+        """End the conversation (the deadline passed); whether the mail was going out."""
+        with self._lock:
+            self._abandoned = True
+            self._end()
+            return self.sending
+
+    def _end(self) -> None:
+        if self._socket is not None:
+            with contextlib.suppress(OSError):  # closed already
+                self._socket.shutdown(socket.SHUT_RDWR)
+
+    def close(self) -> None:
+        """Close the duplicate (the thread is done with the connection)."""
+        with self._lock:
+            if self._socket is not None:
+                self._socket.close()
+                self._socket = None
+
+
+class _SMTP(smtplib.SMTP):
+    """smtplib's client that lets its :class:`_Line` end it."""
+
+    def __init__(self, line: _Line, host: str, port: int, *, timeout: float) -> None:
+        self.line = line
+        super().__init__(host, port, timeout=timeout)
+
+    def getreply(self) -> tuple[int, bytes]:
+        """The next reply, unless the deadline passed."""
+        self.line.watch(self.sock)
+        return super().getreply()
+
+    def send(self, s: ReadableBuffer | str) -> None:
+        """Send ``s``, unless the deadline passed."""
+        self.line.check()
+        super().send(s)
+
+
+class _SMTPSSL(smtplib.SMTP_SSL):
+    """smtplib's implicit-TLS client that lets its :class:`_Line` end it."""
+
+    def __init__(
+        self, line: _Line, host: str, port: int, *, timeout: float, context: ssl.SSLContext
+    ) -> None:
+        self.line = line
+        super().__init__(host, port, timeout=timeout, context=context)
+
+    def getreply(self) -> tuple[int, bytes]:
+        """The next reply, unless the deadline passed."""
+        self.line.watch(self.sock)
+        return super().getreply()
+
+    def send(self, s: ReadableBuffer | str) -> None:
+        """Send ``s``, unless the deadline passed."""
+        self.line.check()
+        super().send(s)
 
 
 def message_id(key: str, sender: str) -> str:
@@ -102,7 +210,7 @@ class EmailNotifier:
                 tip="Check smtp-from and smtp-to in [tool.govern.notify]: one address each, "
                 "on one line.",
             ) from None
-        refused = await asyncio.to_thread(self._deliver, mail)
+        refused = await self._converse(mail)
         answer: dict[str, Any] = {
             "message_id": mail["Message-ID"],
             "to": list(self.recipients),
@@ -113,16 +221,41 @@ class EmailNotifier:
             answer["warning"] = PLAINTEXT_WARNING
         return answer
 
+    async def _converse(self, mail: EmailMessage) -> dict[str, Any]:
+        """The conversation in a thread, ended at the deadline (``timeout`` in all)."""
+        line = _Line()
+        job = asyncio.ensure_future(asyncio.to_thread(self._deliver, mail, line))
+        try:
+            async with asyncio.timeout(self.timeout):
+                return await asyncio.shield(job)
+        except TimeoutError:
+            was_sending = line.abandon()
+            # The thread's blocked read ends with the connection: wait for it, briefly
+            # (a TLS handshake may hold it up to one socket timeout more).
+            await asyncio.wait({job}, timeout=1.0)
+            job.add_done_callback(_retrieved)
+            if job.done() and not job.cancelled() and job.exception() is None:
+                return job.result()  # it did end, just in time
+            raise NotifyUnavailable(
+                f"{self._where()}: no answer within {self.timeout:g} s",
+                maybe_sent=was_sending,
+            ) from None
+        finally:
+            if job.done():
+                line.close()
+            else:
+                job.add_done_callback(lambda _: line.close())
+
     def _where(self) -> str:
         return f"smtp {self.host}:{self.port}"
 
     def _scrub(self, text: str) -> str:
         return scrub(text, (self._password or "",))
 
-    def _deliver(self, mail: EmailMessage) -> dict[str, Any]:
-        """The SMTP conversation (blocking); errors translated to the notifier's."""
+    def _deliver(self, mail: EmailMessage, line: _Line) -> dict[str, Any]:
+        """The SMTP conversation (blocking; ``line`` ends it at the deadline); errors
+        translated to the notifier's."""
         where = self._where()
-        sending = False
         try:
             context = ssl.create_default_context(cafile=self.cafile)
         except OSError as exc:  # the cafile is missing or not PEM
@@ -132,9 +265,9 @@ class EmailNotifier:
             ) from None
         try:
             connect = (
-                smtplib.SMTP_SSL(self.host, self.port, timeout=self.timeout, context=context)
+                _SMTPSSL(line, self.host, self.port, timeout=self.timeout, context=context)
                 if self.implicit_tls
-                else smtplib.SMTP(self.host, self.port, timeout=self.timeout)
+                else _SMTP(line, self.host, self.port, timeout=self.timeout)
             )
             with connect as smtp:
                 smtp.ehlo()
@@ -149,7 +282,7 @@ class EmailNotifier:
                     smtp.ehlo()
                 if self.user is not None:
                     smtp.login(self.user, self._password or "")
-                sending = True  # from here a broken line may come after the server took it
+                line.begin_sending()  # from here a broken line may come after it was taken
                 refused: dict[str, Any] = smtp.send_message(
                     mail, from_addr=parseaddr(self.sender)[1], to_addrs=self._addresses()
                 )
@@ -176,7 +309,7 @@ class EmailNotifier:
             raise NotifyError(f"{where}: {self._scrub(str(exc))}") from None
         except smtplib.SMTPException as exc:  # disconnected, or an answer that is not SMTP
             said = self._scrub(str(exc)) or type(exc).__name__
-            raise NotifyUnavailable(f"{where}: {said}", maybe_sent=sending) from None
+            raise NotifyUnavailable(f"{where}: {said}", maybe_sent=line.sending) from None
         except ssl.SSLCertVerificationError as exc:
             raise NotifyError(
                 f"{where}: the server's certificate is not trusted: {exc.verify_message}",
@@ -192,7 +325,7 @@ class EmailNotifier:
             raise NotifyError(f"{where}: TLS failed: {exc.reason or exc}", tip=tip) from None
         except OSError as exc:  # refused, unreachable, timed out, a name that does not resolve
             said = exc.strerror or str(exc) or type(exc).__name__
-            if sending:
+            if line.sending:
                 raise NotifyUnavailable(
                     f"{where}: the line broke while sending: {said}", maybe_sent=True
                 ) from None
@@ -212,3 +345,9 @@ class EmailNotifier:
 
     def _reply(self, exc: smtplib.SMTPResponseException) -> str:
         return f"{exc.smtp_code} {self._text(exc.smtp_error)}"
+
+
+def _retrieved(job: asyncio.Future[Any]) -> None:
+    """Take a late thread's outcome, so that asyncio does not log it as never retrieved."""
+    if not job.cancelled():
+        job.exception()

@@ -9,7 +9,10 @@ message twice on its own (:func:`govern.service.outbox.deliver`).
 
 The URL embeds the webhook's token: it comes from an environment variable, and never
 appears in a message, an exception or a log line (httpx logs each request's URL at INFO;
-those records are scrubbed while the request runs). Slack's answers
+those records are scrubbed while the request runs). Sending and reading the answer end
+within one deadline (``timeout``), the answer read within 64 KB, decoded
+(:func:`govern.httpbody.exchange`); a deadline met before the request started to leave
+is "not sent", after it "maybe sent". Slack's answers
 (https://api.slack.com/changelog/2016-05-17-changes-to-errors-for-incoming-webhooks):
 429 and 5xx are transient (NotifyUnavailable, retried), 401/403 a revoked or refused
 URL (NotifyAuthError), other 4xx (``invalid_payload``, ``channel_not_found``,
@@ -26,6 +29,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from govern.httpbody import ERROR_BODY, BodyTooLarge, answered, exchange
 from govern.notify.base import Message, NotifyAuthError, NotifyError, NotifyUnavailable, Skipped
 from govern.redact import redact, scrub
 
@@ -35,6 +39,21 @@ _LOOPBACK = ("127.0.0.1", "::1", "localhost")
 _LOGGERS = ("httpx", "httpcore")
 # Failures before the request left: connecting, waiting for a connection, a bad URL.
 _NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout, httpx.UnsupportedProtocol)
+# httpcore's trace event as the request starts to leave (http11.send_request_headers.started,
+# http2.send_request_headers.started): before it, nothing of the message has been sent.
+_SENDING = "send_request_headers.started"
+
+
+class _Progress:
+    """Whether a request has started to leave, from httpcore's ``trace`` extension
+    (https://www.python-httpx.org/advanced/extensions/#trace)."""
+
+    def __init__(self) -> None:
+        self.sending = False
+
+    async def trace(self, event: str, info: dict[str, Any]) -> None:
+        if event.endswith(_SENDING):
+            self.sending = True
 
 
 def slack_text(message: Message) -> str:
@@ -119,14 +138,33 @@ class WebhookNotifier:
     async def send(self, message: Message) -> dict[str, Any]:
         """POST the message; what the webhook answered (Slack says ``ok``)."""
         where = f"webhook {self.host} ({self.source})"
+        progress = _Progress()
+        too_large = ""
         try:
             with _scrubbed_logs(self._secrets):
-                response = await self._client.post(
+                request = self._client.build_request(
+                    "POST",
                     self._url,
                     json={"text": slack_text(message)},
                     headers={"Idempotency-Key": message.key},
                     timeout=self._timeout,
+                    extensions={"trace": progress.trace},
                 )
+                # One deadline for sending and reading the answer (a read timeout
+                # bounds each read only); the answer is a few bytes ("ok").
+                response = await exchange(
+                    self._client, request, timeout=self._timeout, max_bytes=ERROR_BODY
+                )
+        except BodyTooLarge as exc:  # the status stands; the body is not read
+            response = answered(exc.response, b"")
+            too_large = f"(an answer {exc}, not read)"
+        except TimeoutError:
+            said = f"no answer within {self._timeout:g} s"
+            if not progress.sending:  # nothing left this machine: sent again later
+                raise NotifyUnavailable(f"{where} could not be reached: {said}") from None
+            raise NotifyUnavailable(
+                f"{where} did not answer after the message was sent: {said}", maybe_sent=True
+            ) from None
         except _NOT_SENT as exc:  # nothing left this machine: sent again later
             said = self._scrub(f"{type(exc).__name__}: {exc}".rstrip(": "))
             raise NotifyUnavailable(f"{where} could not be reached: {said}") from None
@@ -136,7 +174,7 @@ class WebhookNotifier:
                 f"{where} did not answer after the message was sent: {said}", maybe_sent=True
             ) from None
         status = response.status_code
-        said = self._scrub(" ".join(response.text.split())[:200]) or "(no body)"
+        said = too_large or self._scrub(" ".join(response.text.split())[:200]) or "(no body)"
         if 200 <= status < 300:
             return {"status": status, "answer": said}
         message_text = f"{where} answered {status}: {said}"
