@@ -203,6 +203,156 @@ def _dense_lines(work: Path) -> Callable[[], object]:
     return _audit_cli(work, file)
 
 
+_BOMB_GB = 4  # what the gzip-bomb page inflates to (the issue's 3,477-byte page: 4.1 GB)
+
+
+def _double_gzip_bomb(gigabytes: int) -> bytes:
+    """``gigabytes`` GiB of zeros gzipped twice, a few KB, built without compressing them
+    all: each MiB of zeros after a full flush deflates to the same bytes, so the inner
+    stream is one such piece repeated, with gzip's header and trailer (CRC-32, size)."""
+    import gzip
+    import struct
+    import zlib
+
+    block = bytes(1024 * 1024)
+    packer = zlib.compressobj(9, zlib.DEFLATED, -zlib.MAX_WBITS)  # raw deflate
+    piece = packer.compress(block) + packer.flush(zlib.Z_FULL_FLUSH)
+    again = packer.compress(block) + packer.flush(zlib.Z_FULL_FLUSH)
+    assert piece == again, "a full flush no longer repeats: build the bomb otherwise"
+    end = packer.flush()
+    count = gigabytes * 1024
+    crc = 0
+    for _ in range(count):
+        crc = zlib.crc32(block, crc)
+    header = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x02\xff"  # gzip, no name, no time
+    trailer = struct.pack("<II", crc, (count * len(block)) & 0xFFFFFFFF)
+    inner = header + piece * count + end + trailer
+    return gzip.compress(inner, compresslevel=9, mtime=0)
+
+
+def _serve_bytes(body: bytes, headers: dict[str, str], every: float | None = None) -> str:
+    """Answer every GET on 127.0.0.1 with ``body`` and ``headers`` (from a thread; one
+    byte each ``every`` seconds when set); returns the server's root URL."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self) -> None:
+            self.send_response(200)
+            for name, value in headers.items():
+                self.send_header(name, value)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            if every is None:
+                self.wfile.write(body)
+                return
+            for byte in body:
+                time.sleep(every)
+                self.wfile.write(bytes([byte]))
+                self.wfile.flush()
+
+        def log_message(self, format: str, *args: object) -> None:
+            """Quiet: the benchmark prints its own line."""
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return f"http://127.0.0.1:{server.server_address[1]}"
+
+
+@case(
+    "gzip-bomb",
+    f"a page sent as Content-Encoding: gzip, gzip that inflates to {_BOMB_GB} GiB, polled once",
+    max_seconds=5,
+    max_rss_mb=100,
+)
+def gzip_bomb(work: Path) -> Callable[[], object]:
+    """One tracked project whose index answers with a double-gzip bomb: the poll must
+    refuse it as too big (20 MB, the client's bound) without inflating it."""
+    body = _double_gzip_bomb(_BOMB_GB)
+    print(f"bomb: {len(body):,} bytes", file=sys.stderr)
+    repo = work / "repo"
+    repo.mkdir()
+    (repo / "requirements.txt").write_text("bombpkg >= 1.0, != 1.2.0  # 1.2.0 broke the CLI\n")
+    db = f"sqlite:///{work / 'govern.db'}"
+    env = {**os.environ, "HOME": str(work), "PIP_CONFIG_FILE": os.devnull}
+    subprocess.run(
+        [sys.executable, "-m", "govern", "track", str(repo), "--db", db],
+        check=True,
+        stdout=subprocess.DEVNULL,
+        cwd=work,
+        env=env,
+    )
+    headers = {"Content-Type": _JSON_TYPE, "Content-Encoding": "gzip, gzip"}
+    url = _serve_bytes(body, headers) + "/simple/"
+    os.chdir(work)
+
+    def run() -> object:
+        from govern.cli.poll import poll
+        from govern.errors import GovernError
+
+        try:
+            result = poll(index_url=url, db=db)
+        except GovernError as exc:  # every project failed: the run says so
+            said = exc.message
+        else:
+            said = "; ".join(reason for _, reason in result.failures)
+        # Printed, not asserted: the code before the bound is measured too.
+        print(f"poll: {said} (want: body over 20 MB)", file=sys.stderr)
+        return said
+
+    return run
+
+
+_TRICKLE_TIMEOUT = 2.0  # seconds: the API client's timeout in the trickle case
+
+
+@case(
+    "trickle",
+    f"a CI API answer trickled a byte a second, under a {_TRICKLE_TIMEOUT:g} s timeout",
+    max_seconds=_TRICKLE_TIMEOUT + 1,
+    max_rss_mb=100,
+)
+def trickle(work: Path) -> Callable[[], object]:
+    """A 30-byte JSON answer sent one byte a second: each read is inside the timeout,
+    the request must still end at it (a deadline, not a per-read limit)."""
+    url = _serve_bytes(
+        b'{"state": "' + b"x" * 17 + b'"}', {"Content-Type": "application/json"}, 1.0
+    )
+
+    def run() -> object:
+        import asyncio
+
+        import httpx
+
+        from govern.ci.base import CIError
+        from govern.ci.http import ApiClient
+
+        async def ask() -> str:
+            async with httpx.AsyncClient(timeout=_TRICKLE_TIMEOUT) as http:
+                api = ApiClient(
+                    http,
+                    vendor="buildkite",
+                    base_url=url,
+                    headers={"Authorization": "Bearer bench"},
+                    secrets=(),
+                    token_source="$BUILDKITE_TOKEN",
+                    attempts=1,
+                )
+                try:
+                    return repr(await api.json("GET", "/builds/1"))
+                except CIError as exc:
+                    return exc.message
+
+        said = asyncio.run(ask())
+        print(f"api: {said}", file=sys.stderr)
+        return said
+
+    return run
+
+
 def _child(name: str, work: Path) -> None:
     work_to_time = CASES[name].prepare(work)
     started = time.perf_counter()

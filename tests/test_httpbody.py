@@ -229,12 +229,13 @@ def test_a_reply_trickled_after_the_mail_is_maybe_sent() -> None:
 
 def test_a_conversation_at_its_deadline_says_nothing_more() -> None:
     with TrickleSMTP(slow_after="EHLO") as server:
-        result, _ = _mail(server)
+        result, seconds = _mail(server)
         time.sleep(0.3)  # what the thread might still send, had it gone on
     assert isinstance(result, NotifyUnavailable), result
     assert not result.maybe_sent
     sent = [line.upper() for line in server.received]  # smtplib writes its verbs in lower case
     assert sent == ["EHLO [127.0.0.1]"]  # no MAIL, RCPT or DATA after the deadline
+    assert seconds < TIMEOUT + SLACK
 
 
 # -- the reading itself -----------------------------------------------------------------------
