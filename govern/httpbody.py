@@ -201,7 +201,8 @@ async def exchange(
     the same deadline; a hop to another origin drops the ``credentials`` headers (httpx
     itself drops only ``Authorization``). Errors of httpx propagate.
     """
-    request.headers.setdefault("Accept-Encoding", ACCEPT_ENCODING)
+    # The client's default would offer br and zstd whenever their packages are installed.
+    request.headers["Accept-Encoding"] = ACCEPT_ENCODING
     origin = _origin(request.url)
     async with asyncio.timeout(timeout):
         response = await client.send(request, stream=True, follow_redirects=False)
