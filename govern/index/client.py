@@ -471,14 +471,14 @@ class IndexClient:
         async def read(response: httpx.Response) -> Path | FetchFailed:
             declared = _header_int(response.headers.get("Content-Length"))
             if declared is not None and declared > bound:
-                return FetchFailed(name, f"body over {_size(bound)}", 200, retryable=False)
+                return FetchFailed(name, f"body over {format_size(bound)}", 200, retryable=False)
             digest = hashlib.sha256()
             total = 0
             with target.open("wb") as out:
                 async for chunk in response.aiter_raw():
                     total += len(chunk)
                     if total > bound:
-                        return FetchFailed(name, f"body over {_size(bound)}", 200, False)
+                        return FetchFailed(name, f"body over {format_size(bound)}", 200, False)
                     digest.update(chunk)
                     out.write(chunk)
             if digest.hexdigest() != expected:
