@@ -408,12 +408,18 @@ def root_of(session: Session, *, exclusion_id: int) -> str | None:
     ).first()
 
 
-def by_change(session: Session, *, branch: str, number: int) -> Proposal | None:
-    """The open proposal of a change request (its head branch and number)."""
-    return session.exec(
-        select(Proposal).where(
-            col(Proposal.branch) == branch,
-            col(Proposal.number) == number,
-            col(Proposal.state) == ProposalState.OPEN,
+def by_change(session: Session, *, branch: str, number: int) -> list[Proposal]:
+    """The open proposals with a change request of this head branch and number, in any
+    repository (the caller keeps those of the repository it knows: numbers and branch
+    names repeat across repositories)."""
+    return list(
+        session.exec(
+            select(Proposal)
+            .where(
+                col(Proposal.branch) == branch,
+                col(Proposal.number) == number,
+                col(Proposal.state) == ProposalState.OPEN,
+            )
+            .order_by(col(Proposal.id))
         )
-    ).first()
+    )

@@ -34,6 +34,7 @@ from sqlalchemy import text
 from govern import __version__
 from govern.exclusions.model import Kind
 from govern.exclusions.states import State
+from govern.forge.webhooks import ChangeEnded, merge_request_ended, pull_request_ended
 from govern.store import history, queries
 from govern.store.debt import debt as debt_series
 from govern.store.location import SCHEMA_REVISION
@@ -330,54 +331,22 @@ def _throttled(request: Request, wait: int) -> HTMLResponse:
 # -- webhooks -------------------------------------------------------------------------------
 
 
-def _pull_request_closed(state: AppState, payload: Mapping[str, Any]) -> int:
-    """A ``pull_request`` ``closed`` event of a proposal's change request: merged, or declined.
-
-    https://docs.github.com/en/webhooks/webhook-events-and-payloads#pull_request
-    """
-    pull = payload.get("pull_request")
-    if payload.get("action") != "closed" or not isinstance(pull, Mapping):
-        return 0
-    head = pull.get("head")
-    branch = head.get("ref") if isinstance(head, Mapping) else None
-    return _change_closed(state, branch, pull.get("number"), merged=pull.get("merged") is True)
-
-
-def _merge_request_closed(state: AppState, payload: Mapping[str, Any]) -> int:
-    """A merge request event whose action is ``merge`` or ``close``, of a proposal's.
-
-    https://docs.gitlab.com/ee/user/project/integrations/webhook_events.html#merge-request-events
-    """
-    attributes = payload.get("object_attributes")
-    if payload.get("object_kind") != "merge_request" or not isinstance(attributes, Mapping):
-        return 0
-    action = attributes.get("action")
-    if action not in ("merge", "close"):
-        return 0
-    return _change_closed(
-        state, attributes.get("source_branch"), attributes.get("iid"), merged=action == "merge"
-    )
-
-
-def _change_closed(state: AppState, branch: Any, number: Any, *, merged: bool) -> int:
-    """Record a proposal's change request (found by branch and number) merged or closed."""
-    from govern.forge.base import ChangeState
+def _change_ended(state: AppState, ended: ChangeEnded | None) -> int:
+    """Record the proposal whose change request a webhook says merged or closed: found by
+    branch and number, and kept only when the event's repository is the proposal's."""
     from govern.service.propose import record_closed
     from govern.store.proposals import by_change
 
-    if not isinstance(branch, str) or not isinstance(number, int) or isinstance(number, bool):
+    if ended is None:
         return 0
     with state.store.session() as session:
-        row = by_change(session, branch=branch, number=number)
-    if row is None or row.id is None:
-        return 0
-    record_closed(
-        state.store,
-        proposal_id=row.id,
-        state=ChangeState.MERGED if merged else ChangeState.CLOSED,
-        now=state.clock(),
-    )
-    return 1
+        rows = by_change(session, branch=ended.branch, number=ended.number)
+        ids = [
+            row.id for row in rows if row.id is not None and ended.names(via=row.via, url=row.url)
+        ]
+    for proposal_id in ids:
+        record_closed(state.store, proposal_id=proposal_id, state=ended.state, now=state.clock())
+    return len(ids)
 
 
 def _hooks(app: FastAPI) -> None:
@@ -409,7 +378,7 @@ def _hooks(app: FastAPI) -> None:
                 if isinstance(ref, str) and ref:
                     runs.append(f"checks:{ref}")
         if event == "pull_request":
-            closed = _pull_request_closed(state, payload)
+            closed = _change_ended(state, pull_request_ended(payload))
             return JSONResponse({"ok": True, "event": event, "closed": closed})
         updated = await _refresh(state, "github-actions", runs)
         return JSONResponse({"ok": True, "event": event, "updated": updated})
@@ -427,7 +396,7 @@ def _hooks(app: FastAPI) -> None:
             payload = _json(body)
         except _NotJson:
             return _bad_json(request, "GitLab")
-        closed = _merge_request_closed(state, payload)
+        closed = _change_ended(state, merge_request_ended(payload))
         return JSONResponse({"ok": True, "event": payload.get("object_kind"), "closed": closed})
 
     @app.post("/webhooks/buildkite", include_in_schema=False)

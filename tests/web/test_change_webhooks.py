@@ -2,10 +2,11 @@
 request (GitLab merge request events) merged or closed, on SQLite and PostgreSQL.
 
 GitHub: https://docs.github.com/en/webhooks/webhook-events-and-payloads#pull_request
-(signed with ``X-Hub-Signature-256``); GitLab:
+(signed with ``X-Hub-Signature-256``; ``repository.full_name`` names the repository); GitLab:
 https://docs.gitlab.com/ee/user/project/integrations/webhook_events.html#merge-request-events
 (``X-Gitlab-Token``, ``object_kind: merge_request``, ``object_attributes.action`` ``merge``
-or ``close``).
+or ``close``; ``project.web_url`` and ``path_with_namespace`` name the project). An event
+decides a proposal only when its repository is the one the proposal's change request is in.
 """
 
 from __future__ import annotations
@@ -32,10 +33,17 @@ from govern.web.state import AppState
 GITHUB_SECRET = "gh-hook-" + "x" * 24
 GITLAB_TOKEN = "gl-hook-" + "y" * 24
 BRANCH = "govern/relax/cupy-cuda13x-0123456789"
+# The proposal's change request page, as the forge answered when it was opened.
+GITHUB_PAGE = "https://github.example/vllm-project/vllm/pull/7"
+GITLAB_PROJECT = "https://gitlab.example/acme/platform/app"
 
 
 @pytest.fixture
-def served(database_url: str, tmp_path: Path) -> Iterator[tuple[TestClient, str, Store]]:
+def served(
+    database_url: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> Iterator[tuple[TestClient, str, Store]]:
+    via = getattr(request, "param", "github")
+    url = GITHUB_PAGE if via == "github" else f"{GITLAB_PROJECT}/-/merge_requests/7"
     with Store(database_url) as store:
         key = seed(store, tmp_path, generated=3)
         with store.session(write=True) as session:
@@ -51,6 +59,8 @@ def served(database_url: str, tmp_path: Path) -> Iterator[tuple[TestClient, str,
                     version="14.1.1",
                     branch=BRANCH,
                     number=7,
+                    via=via,
+                    url=url,
                 )
             )
         secrets = Secrets(github_webhook_secret=GITHUB_SECRET, gitlab_webhook_token=GITLAB_TOKEN)
@@ -81,11 +91,12 @@ def _github(client: TestClient, payload: dict[str, Any], secret: str = GITHUB_SE
     )
 
 
-def _pull(merged: bool, number: int = 7) -> dict[str, Any]:
+def _pull(merged: bool, number: int = 7, repository: str = "vllm-project/vllm") -> dict[str, Any]:
     return {
         "action": "closed",
         "number": number,
         "pull_request": {"number": number, "merged": merged, "head": {"ref": BRANCH}},
+        "repository": {"full_name": repository, "html_url": f"https://github.example/{repository}"},
     }
 
 
@@ -115,11 +126,40 @@ def test_another_pull_request_or_a_wrong_signature_changes_nothing(
     assert _outcome(store, key) == ("proposed", "open", [])
 
 
-def _gitlab(client: TestClient, action: str, token: str = GITLAB_TOKEN, iid: int = 7) -> Any:
+def test_a_pull_request_of_another_repository_changes_nothing(
+    served: tuple[TestClient, str, Store],
+) -> None:
+    """Branch and number match, the signature is right: the repository is not the
+    proposal's, so the event is ignored (the branch name is shown on the dashboard)."""
+    client, key, store = served
+    for other in ("mallory/vllm", "vllm-project/vllm-fork", "mallory/vllm-project/vllm"):
+        answer = _github(client, _pull(merged=True, repository=other))
+        assert answer.status_code == 200
+        assert answer.json()["closed"] == 0
+    for malformed in ({}, {"full_name": 7}, {"full_name": ""}):
+        payload = {**_pull(merged=True), "repository": malformed}
+        assert _github(client, payload).json()["closed"] == 0
+    assert _outcome(store, key) == ("proposed", "open", [])
+    # The proposal's own repository, named in another case (GitHub's names ignore it).
+    assert _github(client, _pull(merged=True, repository="vLLM-Project/vllm")).json()["closed"] == 1
+    assert _outcome(store, key) == ("proposed", "merged", [("merged", 7)])
+
+
+def _gitlab(
+    client: TestClient,
+    action: str,
+    token: str = GITLAB_TOKEN,
+    iid: int = 7,
+    project: tuple[int, str] = (41, "acme/platform/app"),
+) -> Any:
     payload = {
         "object_kind": "merge_request",
         "event_type": "merge_request",
-        "project": {"path_with_namespace": "acme/platform/app"},
+        "project": {
+            "id": project[0],
+            "path_with_namespace": project[1],
+            "web_url": f"https://gitlab.example/{project[1]}",
+        },
         "object_attributes": {
             "iid": iid,
             "action": action,
@@ -135,6 +175,7 @@ def _gitlab(client: TestClient, action: str, token: str = GITLAB_TOKEN, iid: int
     )
 
 
+@pytest.mark.parametrize("served", ["gitlab"], indirect=True)
 def test_a_merged_merge_request_records_merged(served: tuple[TestClient, str, Store]) -> None:
     client, key, store = served
     assert _gitlab(client, "update").json()["closed"] == 0  # not an ending
@@ -142,15 +183,34 @@ def test_a_merged_merge_request_records_merged(served: tuple[TestClient, str, St
     assert _outcome(store, key) == ("proposed", "merged", [("merged", 7)])
 
 
+@pytest.mark.parametrize("served", ["gitlab"], indirect=True)
 def test_a_closed_merge_request_is_declined(served: tuple[TestClient, str, Store]) -> None:
     client, key, store = served
     assert _gitlab(client, "close").json()["closed"] == 1
     assert _outcome(store, key) == ("held", "declined", [("declined", 7)])
 
 
+@pytest.mark.parametrize("served", ["gitlab"], indirect=True)
 def test_a_gitlab_webhook_needs_its_token(served: tuple[TestClient, str, Store]) -> None:
     client, key, store = served
     assert _gitlab(client, "merge", token="wrong").status_code == 401
     assert client.post("/webhooks/gitlab", json={}).status_code == 401
     assert _gitlab(client, "merge", iid=8).json()["closed"] == 0
     assert _outcome(store, key) == ("proposed", "open", [])
+
+
+@pytest.mark.parametrize("served", ["gitlab"], indirect=True)
+def test_a_merge_request_of_another_project_changes_nothing(
+    served: tuple[TestClient, str, Store],
+) -> None:
+    """Branch and iid match, the token is right: another project (one whose path is a
+    tail of the proposal's too) is ignored; so is a GitHub event for a GitLab proposal."""
+    client, key, store = served
+    for project in ((99, "mallory/app"), (98, "platform/app"), (97, "acme/platform/app/x")):
+        answer = _gitlab(client, "merge", project=project)
+        assert answer.status_code == 200
+        assert answer.json()["closed"] == 0
+    assert _github(client, _pull(merged=True, repository="acme/app")).json()["closed"] == 0
+    assert _outcome(store, key) == ("proposed", "open", [])
+    assert _gitlab(client, "merge").json()["closed"] == 1
+    assert _outcome(store, key) == ("proposed", "merged", [("merged", 7)])
