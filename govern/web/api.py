@@ -26,12 +26,14 @@ from govern.store.models import (
 from govern.store.pending import pending as pending_page
 from govern.web import actions
 from govern.web.deps import SessionDep, StateDep, WriterDep
+from govern.web.limits import StrictJsonRoute
 
 router = APIRouter(
     prefix="/api/v1",
     tags=["api"],
+    route_class=StrictJsonRoute,  # a lone surrogate in a body is a 400, never a 500
     responses={
-        400: {"description": "A NUL byte in the path or the query"},
+        400: {"description": "A NUL byte in the path or the query, or a body that is not text"},
         413: {"description": "A request body over the limit"},
     },
 )

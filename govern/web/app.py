@@ -13,7 +13,6 @@ come from files and CI anyone can edit).
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Mapping
 from datetime import date
@@ -43,9 +42,15 @@ from govern.store.proposals import troubled
 from govern.web import actions, api
 from govern.web.charts import DebtPoint, age_histogram, debt_over_time
 from govern.web.deps import SessionDep, StateDep, get_state, peer
-from govern.web.limits import BodyLimit, RefuseNul
+from govern.web.limits import BodyLimit, LoneSurrogate, NotJson, RefuseNul, json_value
 from govern.web.metrics import render
-from govern.web.security import CSRF_COOKIE, SESSION_COOKIE, SESSION_SECONDS, SecurityHeaders
+from govern.web.security import (
+    CSRF_COOKIE,
+    HEADERS,
+    SESSION_COOKIE,
+    SESSION_SECONDS,
+    SecurityHeaders,
+)
 from govern.web.state import AppState
 from govern.web.templating import environment
 
@@ -68,6 +73,9 @@ def create_app(state: AppState) -> FastAPI:
     )
     app.state.govern = state
     app.add_exception_handler(_Refused, _refusal)
+    # Starlette answers an unexpected error outside every middleware: this handler gives
+    # that 500 the security headers too.
+    app.add_exception_handler(Exception, _crashed)
     app.include_router(api.router)
     _pages(app)
     _hooks(app)
@@ -282,6 +290,11 @@ async def _refusal(request: Request, exc: Exception) -> Response:
     return _refused(request, exc.message, status=exc.status)
 
 
+async def _crashed(request: Request, exc: Exception) -> Response:
+    """An unexpected error: a plain 500 with the security headers (and no detail of it)."""
+    return PlainTextResponse("Internal Server Error", status_code=500, headers=HEADERS)
+
+
 def _form(
     request: Request, state: StateDep, csrf: Annotated[str, Form(max_length=256)] = ""
 ) -> AppState:
@@ -357,14 +370,12 @@ def _hooks(app: FastAPI) -> None:
         signature = request.headers.get("X-Hub-Signature-256")
         if not state.secrets.github_signature_ok(body, signature):
             why = "unsigned" if not signature else "wrongly signed"
-            logger.warning("GitHub webhook refused (%s) from %s", why, peer(request))
-            state.log.append(f"github webhook refused: {why}")
-            return JSONResponse({"error": f"{why} request"}, status_code=401)
+            return _hook_refused(request, state, "GitHub", why)
         event = request.headers.get("X-GitHub-Event", "")
         try:
             payload = _json(body)
-        except _NotJson:
-            return _bad_json(request, "GitHub")
+        except NotJson as exc:
+            return _bad_json(request, "GitHub", exc)
         if event == "ping":
             return JSONResponse({"ok": True})
         runs: list[str] = []
@@ -379,9 +390,9 @@ def _hooks(app: FastAPI) -> None:
                     runs.append(f"checks:{ref}")
         if event == "pull_request":
             closed = _change_ended(state, pull_request_ended(payload))
-            return JSONResponse({"ok": True, "event": event, "closed": closed})
+            return JSONResponse({"ok": True, "event": _echo(event), "closed": closed})
         updated = await _refresh(state, "github-actions", runs)
-        return JSONResponse({"ok": True, "event": event, "updated": updated})
+        return JSONResponse({"ok": True, "event": _echo(event), "updated": updated})
 
     @app.post("/webhooks/gitlab", include_in_schema=False)
     async def gitlab(request: Request, state: StateDep) -> Response:
@@ -389,15 +400,14 @@ def _hooks(app: FastAPI) -> None:
         secret token header."""
         body = await request.body()
         if not state.secrets.gitlab_token_ok(request.headers.get("X-Gitlab-Token")):
-            logger.warning("GitLab webhook refused (token) from %s", peer(request))
-            state.log.append("gitlab webhook refused: token")
-            return JSONResponse({"error": "missing or wrong token"}, status_code=401)
+            return _hook_refused(request, state, "GitLab", "missing or wrong token")
         try:
             payload = _json(body)
-        except _NotJson:
-            return _bad_json(request, "GitLab")
+        except NotJson as exc:
+            return _bad_json(request, "GitLab", exc)
         closed = _change_ended(state, merge_request_ended(payload))
-        return JSONResponse({"ok": True, "event": payload.get("object_kind"), "closed": closed})
+        event = _echo(payload.get("object_kind"))
+        return JSONResponse({"ok": True, "event": event, "closed": closed})
 
     @app.post("/webhooks/buildkite", include_in_schema=False)
     async def buildkite(request: Request, state: StateDep) -> Response:
@@ -405,13 +415,11 @@ def _hooks(app: FastAPI) -> None:
         token = request.headers.get("X-Buildkite-Token")
         if not state.secrets.buildkite_token_ok(token):
             why = "unsigned" if not token else "wrong token"
-            logger.warning("Buildkite webhook refused (%s) from %s", why, peer(request))
-            state.log.append(f"buildkite webhook refused: {why}")
-            return JSONResponse({"error": f"{why} request"}, status_code=401)
+            return _hook_refused(request, state, "Buildkite", why)
         try:
             payload = _json(await request.body())
-        except _NotJson:
-            return _bad_json(request, "Buildkite")
+        except NotJson as exc:
+            return _bad_json(request, "Buildkite", exc)
         runs: list[str] = []
         build = payload.get("build")
         if payload.get("event") == "build.finished" and isinstance(build, Mapping):
@@ -419,31 +427,51 @@ def _hooks(app: FastAPI) -> None:
             if isinstance(number, int):
                 runs.append(str(number))
         updated = await _refresh(state, "buildkite", runs)
-        return JSONResponse({"ok": True, "event": payload.get("event"), "updated": updated})
+        event = _echo(payload.get("event"))
+        return JSONResponse({"ok": True, "event": event, "updated": updated})
 
 
-class _NotJson(Exception):
-    """A signed webhook whose body is not a JSON object."""
+def _hook_refused(request: Request, state: AppState, source: str, why: str) -> JSONResponse:
+    """A delivery without its signature or token: 401, and counted per address as a wrong
+    token is; past the limit 429 with ``Retry-After``, without a log line per request.
+
+    The signature is checked before the throttle: a forge's deliveries of many hooks share
+    its addresses, so one hook with a wrong secret must not hold back the right ones.
+    """
+    client = peer(request)
+    wait = state.throttle.retry_after(client)
+    if wait is not None:
+        message = f"too many refused deliveries from this address: try again in {wait} s"
+        return JSONResponse({"error": message}, status_code=429, headers={"Retry-After": str(wait)})
+    failures = state.throttle.failed(client)
+    logger.warning(
+        "%s webhook refused (%s) from %s (%d refused in %g s)",
+        source,
+        why,
+        client,
+        failures,
+        state.throttle.window,
+    )
+    return JSONResponse({"error": f"{why} request"}, status_code=401)
 
 
 def _json(body: bytes) -> dict[str, Any]:
-    """The delivery's JSON object; :class:`_NotJson` for anything else.
-
-    Nesting deep enough to exhaust the parser's recursion (``[[[[...]]]]`` in 1 MiB) is
-    RecursionError, not ValueError: a bad request all the same.
-    """
-    try:
-        value = json.loads(body)
-    except (ValueError, UnicodeDecodeError, RecursionError):
-        raise _NotJson from None
+    """The delivery's JSON object; :class:`NotJson` for anything else."""
+    value = json_value(body)
     if not isinstance(value, dict):
-        raise _NotJson
+        raise NotJson("not a JSON object")
     return value
 
 
-def _bad_json(request: Request, source: str) -> JSONResponse:
-    logger.warning("%s webhook refused (not a JSON object) from %s", source, peer(request))
-    return JSONResponse({"error": "the body is not a JSON object"}, status_code=400)
+def _bad_json(request: Request, source: str, exc: NotJson) -> JSONResponse:
+    shown = str(exc) if isinstance(exc, LoneSurrogate) else "the body is not a JSON object"
+    logger.warning("%s webhook refused (%s) from %s", source, shown, peer(request))
+    return JSONResponse({"error": shown}, status_code=400)
+
+
+def _echo(value: Any) -> str | None:
+    """An event's name from a delivery, echoed in the answer only when short text."""
+    return value if isinstance(value, str) and len(value) <= 64 else None
 
 
 async def _refresh(state: AppState, kind: str, runs: list[str]) -> int:

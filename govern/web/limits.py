@@ -8,10 +8,14 @@
 - :class:`RefuseNul` answers 400 to a NUL byte anywhere in the path or the query string:
   PostgreSQL refuses NUL in text (a 500) and SQLite ends a LIKE pattern at it (a filter
   that matched every row); no name, id or filter of govern's ever holds one.
-- :class:`Throttle` counts failed sign-ins and bearer tokens per client address in a
-  sliding window; a client past the limit gets 429 with ``Retry-After`` until its oldest
-  failure leaves the window. Only failures count: a client that knows the token is
-  never slowed down.
+- :class:`Throttle` counts failed sign-ins, bearer tokens and webhook signatures per
+  client address in a sliding window; a client past the limit gets 429 with
+  ``Retry-After`` until its oldest failure leaves the window. Only failures count: a
+  client that knows the token is never slowed down.
+- :func:`json_value` reads a JSON body strictly, and :class:`StrictJsonRoute` makes the
+  API's bodies so: a lone surrogate escape (``"\\ud800"``) is valid JSON but no text
+  (it cannot be encoded, stored or echoed in an answer), so it is a 400 where it arrives,
+  never a 500 later.
 """
 
 from __future__ import annotations
@@ -20,10 +24,11 @@ import json
 import math
 import time
 from collections import OrderedDict, deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
-from fastapi import HTTPException
+from fastapi import HTTPException, Request, Response
+from fastapi.routing import APIRoute
 
 MAX_BODY = 1024 * 1024
 """The default limit of a request body, in bytes (webhook deliveries are a few kB)."""
@@ -111,6 +116,81 @@ async def _answer(send: Any, status: int, detail: str) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
+LONE_SURROGATE = "the body holds a lone surrogate escape (\\ud800-\\udfff): not text"
+
+
+class NotJson(ValueError):
+    """A body that is not JSON govern can read: malformed, nested too deep, or holding a
+    lone surrogate escape (:class:`LoneSurrogate`)."""
+
+
+class LoneSurrogate(NotJson):
+    """Valid JSON that is no text: a lone surrogate escape in a string or a key."""
+
+    def __init__(self) -> None:
+        super().__init__(LONE_SURROGATE)
+
+
+def has_lone_surrogate(value: Any) -> bool:
+    """Whether a parsed JSON value holds a lone surrogate (``"\\ud800"`` is valid JSON and
+    parses to a str that UTF-8 cannot encode), in a key or a string at any depth."""
+    try:
+        # Encoded once in C: cheaper than walking every string, and exactly the test that
+        # an answer, a log line or a database would fail later.
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def json_value(body: bytes) -> Any:
+    """A JSON body, parsed; :class:`NotJson` for anything else.
+
+    Nesting deep enough to exhaust the parser's recursion (``[[[[...]]]]`` in 1 MiB) is
+    RecursionError, not ValueError: a bad request all the same.
+    """
+    try:
+        value = json.loads(body)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        raise NotJson("not JSON") from None
+    try:
+        lone = has_lone_surrogate(value)
+    except (ValueError, RecursionError):
+        raise NotJson("not JSON") from None
+    if lone:
+        raise LoneSurrogate
+    return value
+
+
+class StrictJsonRequest(Request):
+    """A request whose JSON body may not hold a lone surrogate (a 400, not a 500 later)."""
+
+    async def json(self) -> Any:
+        """The body as FastAPI parses it (malformed JSON: its own 422), surrogates refused."""
+        if not hasattr(self, "_json"):
+            value = await super().json()
+            try:
+                lone = has_lone_surrogate(value)
+            except (ValueError, RecursionError):
+                lone = False  # not text anyway: FastAPI's validation answers it
+            if lone:
+                raise HTTPException(400, LONE_SURROGATE)
+        return await super().json()
+
+
+class StrictJsonRoute(APIRoute):
+    """The API's routes: their request bodies are read by :class:`StrictJsonRequest`."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        """FastAPI's handler, given the strict request."""
+        handler = super().get_route_handler()
+
+        async def strict(request: Request) -> Response:
+            return await handler(StrictJsonRequest(request.scope, request.receive))
+
+        return strict
+
+
 class Throttle:
     """Failed token attempts per client, in a sliding window (kept in this process).
 
@@ -160,3 +240,8 @@ class Throttle:
         while len(self._seen) > self.clients:
             self._seen.popitem(last=False)
         return len(times)
+
+    def remembered(self) -> int:
+        """How many failure times are kept, over every client: at most ``failures`` per
+        client when failures are recorded only while :meth:`retry_after` is None."""
+        return sum(len(times) for times in self._seen.values())

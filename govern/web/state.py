@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -11,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 from govern.store.models import utcnow
 from govern.web.limits import MAX_BODY, Throttle
 from govern.web.security import Secrets
+
+LOG_LINES = 200
 
 if TYPE_CHECKING:
     from govern.application import CIProviders
@@ -32,7 +35,9 @@ class AppState:
     index: IndexSettings | None = None  # where an isolated verification installs from
     clock: Callable[[], datetime] = utcnow
     tasks: set[asyncio.Task[Any]] = field(default_factory=set)
-    log: list[str] = field(default_factory=list)  # refused webhooks etc., newest last
+    # What background actions said (verify now, propose now), newest last; the oldest are
+    # dropped, so a long-running server keeps at most LOG_LINES of them.
+    log: deque[str] = field(default_factory=lambda: deque(maxlen=LOG_LINES))
     max_body: int = MAX_BODY  # bytes of a request body; more is a 413
     throttle: Throttle = field(default_factory=Throttle)  # failed tokens per client
 
