@@ -14,7 +14,7 @@ import logging
 import re
 from datetime import date, datetime
 
-from sqlmodel import col, select
+from sqlmodel import Session, col, select
 
 from govern.exclusions.states import EventKind, State
 from govern.store.models import Event, Exclusion
@@ -22,6 +22,8 @@ from govern.store.queries import has_nul
 from govern.web.state import AppState
 
 logger = logging.getLogger(__name__)
+# The stored states "propose now" acts on (an overdue review is shown, never stored).
+PROPOSABLE = (State.VERIFIED, State.PROPOSED)
 MAX_OWNER = 256
 OWNER_PATTERN = r"^[^\x00-\x1f\x7f-\x9f]*$"  # no control characters
 
@@ -36,8 +38,6 @@ class ActionError(ValueError):
 
 
 def _exclusion(state: AppState, key: str, session: object) -> Exclusion:
-    from sqlmodel import Session
-
     assert isinstance(session, Session)
     if has_nul(key):
         raise ActionError(f"no exclusion with id {key!r}", status=404)
@@ -114,13 +114,22 @@ def verify_now(state: AppState, key: str) -> str:
     return "started"
 
 
+def proposable(session: Session, key: str) -> bool:
+    """Whether "propose now" can act on the exclusion: by its stored state, whatever the
+    page shows (``overdue`` hides a verified one's state)."""
+    if has_nul(key):
+        return False
+    stored = session.exec(select(Exclusion.state).where(col(Exclusion.key) == key)).first()
+    return stored in PROPOSABLE
+
+
 def propose_now(state: AppState, key: str) -> str:
     """Propose the exclusion's verified candidate in the background (sent once, as ever)."""
     from govern.application import propose_once
 
     with state.store.session() as session:
         row = _exclusion(state, key, session)
-        if row.state not in (State.VERIFIED, State.PROPOSED):
+        if row.state not in PROPOSABLE:
             raise ActionError(
                 f"nothing to propose: the exclusion is {row.state}, not verified", 409
             )

@@ -172,6 +172,7 @@ def _pages(app: FastAPI) -> None:
             proposals=shown.proposals,
             done=done if done in _DONE else None,
             today=now.date(),
+            proposable=actions.proposable(session, key),
         )
 
     @app.get("/debt", response_class=HTMLResponse, include_in_schema=False)
@@ -273,7 +274,7 @@ def _pages(app: FastAPI) -> None:
         )
 
 
-_DONE = ("snooze", "owner", "acknowledge", "verify")
+_DONE = ("snooze", "owner", "acknowledge", "verify", "propose")  # every form's action
 
 
 class _Refused(Exception):

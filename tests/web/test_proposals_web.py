@@ -3,6 +3,7 @@ outbox holds them (failed sends retried, dead ones waiting for a person), and "p
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator
 from datetime import timedelta
@@ -15,7 +16,7 @@ from webseed import NOW, seed
 
 from govern.exclusions.states import OutboxState, ProposalState, State
 from govern.store.db import Store
-from govern.store.models import Exclusion, Outbox, Proposal
+from govern.store.models import Annotation, Exclusion, Outbox, Proposal
 from govern.web.app import create_app
 from govern.web.security import Secrets
 from govern.web.state import AppState
@@ -136,6 +137,67 @@ def test_propose_now_needs_the_token_and_runs_the_proposer_in_the_background(
     assert said == f"propose {key}: failed"
     with state.store.session() as session:
         assert session.exec(select(Outbox)).all() == []
+
+
+def _signed_in(client: TestClient) -> str:
+    """Sign the test client in with the write token; the form's CSRF token."""
+    found = re.search(r'name="csrf" value="([0-9a-f]+)"', client.get("/login").text)
+    assert found
+    csrf = found.group(1)
+    answer = client.post("/login", data={"token": TOKEN, "csrf": csrf}, follow_redirects=False)
+    assert answer.status_code == 303
+    return csrf
+
+
+def test_the_propose_now_button_runs_the_proposer_as_the_api_does(
+    served: tuple[TestClient, str, AppState],
+) -> None:
+    client, key, state = served
+    csrf = _signed_in(client)
+    page = client.get(f"/exclusions/{key}").text
+    form = re.search(
+        r'<form method="post" action="([^"]+)">[^<]*<input[^>]*>[^<]*'
+        r'<button type="submit" id="propose-now">',
+        page,
+    )
+    assert form is not None
+    answer = client.post(form.group(1), data={"csrf": csrf}, follow_redirects=False)
+    assert answer.status_code == 303, answer.text
+    assert answer.headers["location"] == f"/exclusions/{key}?done=propose"
+    assert "Done: propose." in client.get(answer.headers["location"]).text
+    deadline = time.monotonic() + 30
+    while not any(line.startswith(f"propose {key}:") for line in state.log):
+        assert time.monotonic() < deadline, state.log
+        time.sleep(0.05)
+    # As through the API: the proposer ran (the seeded repository has no remote, so it
+    # recorded a failure to retry) and sent nothing.
+    assert [line for line in state.log if line.startswith(f"propose {key}:")] == [
+        f"propose {key}: failed"
+    ]
+    with state.store.session() as session:
+        assert session.exec(select(Outbox)).all() == []
+
+
+def test_propose_now_is_offered_for_a_verified_exclusion_whose_review_is_overdue(
+    served: tuple[TestClient, str, AppState],
+) -> None:
+    client, key, state = served
+    with state.store.session(write=True) as session:
+        exclusion = session.exec(select(Exclusion).where(col(Exclusion.key) == key)).one()
+        note = session.exec(
+            select(Annotation).where(
+                col(Annotation.exclusion_id) == exclusion.id, col(Annotation.current)
+            )
+        ).first()
+        assert note is not None
+        note.review_by = NOW.date() - timedelta(days=1)
+        session.add(note)
+    page = client.get(f"/exclusions/{key}").text
+    assert client.get(f"/api/v1/exclusions/{key}").json()["exclusion"]["state"] == "overdue"
+    assert 'id="propose-now"' in page
+    csrf = _signed_in(client)
+    answer = client.post(f"/exclusions/{key}/propose", data={"csrf": csrf}, follow_redirects=False)
+    assert answer.status_code == 303, answer.text
 
 
 def test_the_front_page_lists_the_deliveries_that_failed_or_gave_up(
