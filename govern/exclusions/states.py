@@ -144,3 +144,6 @@ class OutboxState(StrEnum):
     FAILED = "failed"  # failed; retried at ``next_attempt_at``
     DEAD = "dead"  # failed every attempt: a person looks (shown on the dashboard)
     SUPERSEDED = "superseded"  # unsent, a newer action for the same thing sent; asked again: sent
+    # Shown, never stored: a SENT row whose answer was lost (a webhook or an email cannot be
+    # asked whether it arrived), marked so (``result["unconfirmed"]``) and not sent again.
+    UNCONFIRMED = "unconfirmed"

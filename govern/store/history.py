@@ -12,6 +12,7 @@ from sqlalchemy import Text, cast, or_
 from sqlalchemy import select as columns
 from sqlmodel import Session, col, select
 
+from govern.exclusions.states import OutboxState
 from govern.store.models import (
     Annotation,
     Candidate,
@@ -280,6 +281,15 @@ def candidates_of(session: Session, *, exclusion_id: int) -> list[CandidatePubli
     return shown
 
 
+def delivery_state(row: Outbox) -> str:
+    """The state an outbox row is shown in: ``unconfirmed`` for one marked sent whose send
+    may have been lost (a person may check it arrived), else its stored state."""
+    said = row.result if isinstance(row.result, dict) else {}
+    if row.state == OutboxState.SENT and said.get(OutboxState.UNCONFIRMED) is True:
+        return OutboxState.UNCONFIRMED
+    return row.state
+
+
 def proposals_of(session: Session, *, exclusion_id: int) -> list[ProposalPublic]:
     """The proposals made for an exclusion, each with its outbox rows (oldest first)."""
     rows = session.exec(
@@ -296,7 +306,7 @@ def proposals_of(session: Session, *, exclusion_id: int) -> list[ProposalPublic]
             sent[o.proposal_id or 0].append(
                 DeliveryPublic.model_construct(
                     action=o.action,
-                    state=o.state,
+                    state=delivery_state(o),
                     attempts=o.attempts,
                     error=o.last_error,
                     next_attempt=as_utc(o.next_attempt_at) if o.next_attempt_at else None,

@@ -448,7 +448,8 @@ class CandidatePublic(CandidateBase):
 
 class DeliveryPublic(SQLModel):
     """One outgoing action of a proposal as the outbox holds it: failed sends are retried
-    with backoff (``next_attempt``) and ``dead`` ones wait for a person."""
+    with backoff (``next_attempt``), ``dead`` ones wait for a person, and ``unconfirmed``
+    ones (a webhook or an email whose answer was lost) may not have arrived."""
 
     model_config = SHOWN
 

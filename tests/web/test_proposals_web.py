@@ -139,6 +139,53 @@ def test_propose_now_needs_the_token_and_runs_the_proposer_in_the_background(
         assert session.exec(select(Outbox)).all() == []
 
 
+def test_a_send_whose_answer_was_lost_is_shown_unconfirmed_not_sent(
+    served: tuple[TestClient, str, AppState],
+) -> None:
+    """A reminder's chat webhook and email: one confirmed, one marked sent without an
+    answer (a run died while sending it; the outbox does not send it again)."""
+    client, key, state = served
+    with state.store.session(write=True) as session:
+        exclusion = session.exec(select(Exclusion).where(col(Exclusion.key) == key)).one()
+        reminder = Proposal(
+            exclusion_id=exclusion.id or 0,
+            kind="reminder",
+            dedupe_key=f"reminder:{key}:14.1.1",
+            state=ProposalState.OPEN,
+            created_at=NOW,
+            version="14.1.1",
+        )
+        session.add(reminder)
+        session.flush()
+        for action, result in (
+            ("webhook", {"unconfirmed": True, "attempts": 1}),
+            ("mail", {"status": 250}),
+        ):
+            session.add(
+                Outbox(
+                    dedupe_key=f"{action}:{key}",
+                    action=action,
+                    proposal_id=reminder.id,
+                    state=OutboxState.SENT,
+                    attempts=1,
+                    result=result,
+                    created_at=NOW,
+                    sent_at=NOW,
+                )
+            )
+    page = client.get(f"/exclusions/{key}").text
+    proposals = page[page.index("<h2>Proposals</h2>") : page.index("<h2>Actions</h2>")]
+    assert "webhook: unconfirmed" in proposals
+    assert "webhook: sent" not in proposals
+    assert "it may not have arrived" in proposals
+    assert "mail: sent</li>" in proposals
+    (shown,) = client.get(f"/api/v1/exclusions/{key}").json()["proposals"]
+    assert [(d["action"], d["state"]) for d in shown["deliveries"]] == [
+        ("webhook", "unconfirmed"),
+        ("mail", "sent"),
+    ]
+
+
 def _signed_in(client: TestClient) -> str:
     """Sign the test client in with the write token; the form's CSRF token."""
     found = re.search(r'name="csrf" value="([0-9a-f]+)"', client.get("/login").text)
