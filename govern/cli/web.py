@@ -6,6 +6,7 @@ from __future__ import annotations
 import enum
 import importlib
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -115,14 +116,26 @@ def serve(
         typer.echo(
             f"govern: serving {store.display_url} on http://{host}:{port}/ ({mode})", err=True
         )
-        uvicorn.run(
-            create_app(state),
-            host=host,
-            port=port,
-            log_level="warning",
-            proxy_headers=False,
-            server_header=False,
-        )
+        # uvicorn shuts down gracefully on SIGTERM, then raises the signal again for the
+        # handler it replaced: the default one ended the process with -15 (a failure to
+        # every supervisor) before the store closed. This one lets serve return, code 0.
+        previous = signal.signal(signal.SIGTERM, _stopped)
+        try:
+            uvicorn.run(
+                create_app(state),
+                host=host,
+                port=port,
+                log_level="warning",
+                proxy_headers=False,
+                server_header=False,
+            )
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+        typer.echo("govern: stopped", err=True)
+
+
+def _stopped(signum: int, frame: object) -> None:
+    """SIGTERM once uvicorn has shut down: nothing left to stop, ``serve`` returns."""
 
 
 class ReportFormat(enum.StrEnum):

@@ -1,14 +1,19 @@
 """``govern dashboard`` and ``govern report`` over a seeded store (``govern serve`` runs
-for real in ``tests/web/test_browser.py``)."""
+for real in ``tests/web/test_browser.py``, and here to be stopped with SIGTERM)."""
 
 from __future__ import annotations
 
 import json
+import os
+import signal
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from clirun import run_cli as _run
 from webseed import seed
@@ -189,3 +194,55 @@ def test_the_terminal_dashboard_shows_bidi_controls_and_escapes_visibly(
     assert code == 0
     assert "@gpu&lt;U+202E&gt;evil&lt;U+001B&gt;[31m" in out
     assert not set(out) & {"\u202e", "\x1b"}
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def test_serve_shuts_down_on_sigterm_with_code_0(db: str, tmp_path: Path) -> None:
+    """A supervisor's stop (systemd, Kubernetes, docker stop) is SIGTERM: the server shuts
+    down gracefully and says it ended well (it ended with -15, the signal's own death)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GOVERN_", "PYTEST_"))}
+    env["XDG_DATA_HOME"] = str(tmp_path / "data-home")
+    log = tmp_path / "serve.log"
+    for _attempt in range(3):
+        port = _free_port()
+        with log.open("wb") as output:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "govern", "serve", "--port", str(port), "--db", db],
+                cwd=tmp_path,  # no configuration of the checkout applies
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=output,
+                stderr=subprocess.STDOUT,
+            )
+        try:
+            deadline = time.monotonic() + 30
+            healthy = False
+            while not healthy and process.poll() is None and time.monotonic() < deadline:
+                try:
+                    url = f"http://127.0.0.1:{port}/healthz"
+                    healthy = httpx.get(url, timeout=2.0).status_code == 200
+                except httpx.TransportError:
+                    time.sleep(0.1)
+            if not healthy:
+                said = log.read_text(encoding="utf-8", errors="replace")
+                if "address already in use" in said.lower():
+                    continue  # another test took the port: try another
+                pytest.fail(f"govern serve did not start:\n{said}")
+            process.send_signal(signal.SIGTERM)
+            code = process.wait(timeout=20)
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait(timeout=10)
+        said = log.read_text(encoding="utf-8", errors="replace")
+        assert code == 0, said
+        assert "govern: stopped" in said
+        assert "Traceback" not in said
+        return
+    pytest.fail("govern serve found no free port in three attempts")
