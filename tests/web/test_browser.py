@@ -568,3 +568,18 @@ def test_the_csp_blocks_an_injected_inline_script(tab: Tab) -> None:
     assert tab.dialogs == []
     assert any("Content Security Policy" in e for e in tab.console_errors), tab.console_errors
     assert _color(page, "p.x") != "rgb(255, 0, 0)"
+
+
+def test_the_propose_now_button_is_accepted(tab: Tab, served: Served) -> None:
+    """The button posts a form the dashboard knows (it answered 404, "no such action")."""
+    page = tab.page
+    tab.open("/login")
+    page.get_by_label("Write token").fill(TOKEN)
+    tab.submit("form.login button[type=submit]")
+    tab.open(f"/exclusions/{served.cupy}")
+    assert page.locator("#propose-now").is_visible()
+    tab.submit("#propose-now")
+    assert page.url == f"{served.url}/exclusions/{served.cupy}?done=propose"
+    assert page.get_by_role("status").inner_text() == "Done: propose."
+    _shot(page, "exclusion-proposed")
+    assert tab.problems() == []
