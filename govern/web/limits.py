@@ -192,7 +192,8 @@ class StrictJsonRoute(APIRoute):
 
 
 class Throttle:
-    """Failed token attempts per client, in a sliding window (kept in this process).
+    """Failed token attempts per client (sign-ins, bearer tokens, webhook signatures), in a
+    sliding window (kept in this process).
 
     At most ``clients`` addresses are remembered (the least recently failing are
     forgotten first), so a flood of addresses cannot grow it without bound.
