@@ -7,13 +7,17 @@ characters hide text; control characters (ANSI escapes among them) drive a termi
 :func:`visible` writes each of them as ``<U+XXXX>``, the one form used on the pages, in
 the report and in the terminal. Joiners (U+200C, U+200D) are left alone: scripts and
 emoji need them, and they reorder nothing.
+
+Text govern sends to a forge, a chat or a mailbox is quoted by :func:`quoted`: a code
+span (a fenced block when it has several lines) that the forge renders as the text itself,
+so that a reason's ``@octocat``, ``closes #5``, HTML or Markdown is read, never acted on.
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["line", "visible"]
+__all__ = ["fenced", "is_link", "line", "link", "quoted", "visible"]
 
 _LINE_BREAKS = "\n\r"
 _CONTROLS = "\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f"  # C0 but tab and line breaks, DEL, C1
@@ -51,3 +55,61 @@ def line(value: object, width: int | None = None) -> str:
     if width is not None and len(text) > width:
         text = text[: width - 1].rstrip() + "…"
     return visible(text)
+
+
+_BACKTICKS = re.compile(r"`+")
+_BREAKS = re.compile(r"\r\n|\r|\n")
+_URL = re.compile(r"https?://[^\s<>\"'`()\[\]]+")
+
+
+def _inert(text: str) -> str:
+    """``text`` :func:`visible` but its line breaks, and no ``<!--`` left whole: quoted text
+    never holds the start of an HTML comment, where govern's markers live."""
+    return visible(_BREAKS.sub("\n", text), lines=True).replace("<!--", "<U+003C>!--")
+
+
+def _fence(text: str, least: int) -> str:
+    """A run of backticks longer than any in ``text`` (and at least ``least`` long)."""
+    longest = max((len(run) for run in _BACKTICKS.findall(text)), default=0)
+    return "`" * max(least, longest + 1)
+
+
+def fenced(text: str, info: str = "") -> str:
+    """``text`` as a fenced code block (``info``: its language), on lines of its own; the
+    fence is longer than any run of backticks inside, so no line of ``text`` closes it."""
+    body = _inert(text).rstrip("\n")
+    fence = _fence(body, 3)
+    return f"{fence}{info}\n{body}\n{fence}"
+
+
+def quoted(value: object) -> str:
+    """Outside text (a reason, a path, an owner, an answer) as Markdown that a forge or a
+    chat renders as the text itself: a code span, or for several lines a fenced block on
+    lines of its own.
+
+    Inside code, ``@mentions``, ``#123`` and ``closes org/app#7`` are inert on GitHub and
+    GitLab, HTML and Markdown are shown, not rendered. Bidi and control characters are
+    written ``<U+XXXX>`` (:func:`visible`), and ``<!--`` as ``<U+003C>!--``. A span whose
+    text starts or ends with a backtick is padded with a space on each side (CommonMark
+    strips them), so that backtick cannot join the fence.
+    """
+    text = str(value)
+    if "\n" in _BREAKS.sub("\n", text.strip()):
+        return f"\n{fenced(text.strip())}\n"
+    flat = _inert(text.strip())
+    fence = _fence(flat, 1)
+    pad = " " if not flat or flat[0] == "`" or flat[-1] == "`" else ""
+    return f"{fence}{pad}{flat}{pad}{fence}"
+
+
+def is_link(text: str) -> bool:
+    """Whether ``text`` is a link govern recognises: an ``http(s)`` URL with nothing in it
+    that Markdown reads (no space, quote, bracket or parenthesis) or that hides text."""
+    return _URL.fullmatch(text) is not None and visible(text) == text
+
+
+def link(value: object) -> str:
+    """A link govern recognised (:func:`is_link`) as itself, so the forge links it;
+    anything else :func:`quoted`."""
+    text = str(value).strip()
+    return text if is_link(text) else quoted(text)

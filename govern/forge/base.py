@@ -3,12 +3,22 @@
 A *change request* is GitHub's pull request or GitLab's merge request. Every forge sits
 behind :class:`Forge` and receives its HTTP client from outside; the git push itself is
 :mod:`govern.forge.push`'s. Anything govern creates carries a *marker*, an HTML comment
-naming what it is for (:func:`marker`), so that a run after a crash finds what the crashed
+naming what it is for (:class:`Marker`), so that a run after a crash finds what the crashed
 run sent instead of sending it again.
+
+A marker is govern's alone: it is signed with the store's secret (:class:`Seal`, an HMAC
+over its kind and key) and it counts only in one place, the lines that end the body
+(:func:`closing_markers`). A reason quoted in the body, or a comment written by anybody,
+cannot hold one that is found: it is not at the end, and it cannot be signed. The unsigned
+markers written before signing are accepted at that place for change requests alone (their
+branch is govern's, pushed by those who may push), so that a request opened before an
+upgrade is found, not opened again.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -31,17 +41,19 @@ __all__ = [
     "ForgeUnavailable",
     "Issue",
     "IssueRef",
+    "Marker",
     "Opening",
+    "Seal",
     "answer_field",
     "answer_items",
     "answer_labels",
     "answer_object",
     "answer_text",
+    "closing_markers",
     "create_once",
-    "first_marker",
-    "marker",
-    "marker_in",
     "may_have_applied",
+    "own_marker",
+    "with_markers",
     "safe_key",
     "split_reviewers",
 ]
@@ -103,7 +115,7 @@ class Opening:
     branch: str
     base: str
     title: str
-    body: str  # carries :func:`marker`
+    body: str  # ends with govern's markers (:class:`Marker`)
     labels: tuple[str, ...] = ()
     reviewers: tuple[str, ...] = ()  # user logins
     team_reviewers: tuple[str, ...] = ()  # team slugs (``@org/team`` owners)
@@ -157,9 +169,9 @@ class Forge(Protocol):
         """The branch change requests target when none is configured."""
         ...
 
-    async def find_change(self, *, branch: str, marker: str) -> ChangeRequest | None:
-        """The change request from ``branch`` whose body holds ``marker``, open or not
-        (the newest when several), or None."""
+    async def find_change(self, *, branch: str, marker: Marker) -> ChangeRequest | None:
+        """The change request from ``branch`` whose body ends with ``marker`` (signed, or
+        unsigned from before signing), open or not (the newest when several), or None."""
         ...
 
     async def get_change(self, number: int) -> ChangeRequest:
@@ -178,16 +190,16 @@ class Forge(Protocol):
         """Comment on a change request, then close it unmerged."""
         ...
 
-    async def find_comment(self, issue: IssueRef, marker: str) -> Comment | None:
-        """The comment on ``issue`` (or a change request) holding ``marker``, or None."""
+    async def find_comment(self, issue: IssueRef, marker: Marker) -> Comment | None:
+        """The comment on ``issue`` (or a change request) ending with ``marker``, or None."""
         ...
 
     async def comment(self, issue: IssueRef, body: str) -> Comment:
         """Add a comment to an issue (or a change request)."""
         ...
 
-    async def find_issue(self, marker: str) -> Issue | None:
-        """The issue of this repository whose body holds ``marker`` (open or closed)."""
+    async def find_issue(self, marker: Marker) -> Issue | None:
+        """The issue of this repository whose body ends with ``marker`` (open or closed)."""
         ...
 
     async def open_issue(self, *, title: str, body: str, labels: Sequence[str] = ()) -> Issue:
@@ -199,14 +211,50 @@ class Forge(Protocol):
         ...
 
 
-_MARKER = re.compile(r"<!-- govern:([a-z-]+)=([A-Za-z0-9._:/@+-]+) -->")
+_KIND = r"[a-z-]+"
+_KEY = r"[A-Za-z0-9._:/@+-]+"
+SIGNATURE_LENGTH = 32  # hex digits of the HMAC-SHA256 kept: 128 bits
+_SIGNED = re.compile(rf"<!-- govern:({_KIND})=({_KEY}) sig=([0-9a-f]{{{SIGNATURE_LENGTH}}}) -->")
+_UNSIGNED = re.compile(rf"<!-- govern:({_KIND})=({_KEY}) -->")
 
 
-def marker(kind: str, key: str) -> str:
-    """The hidden line that names what a body is for: ``<!-- govern:proposal=KEY -->``."""
-    if not re.fullmatch(r"[a-z-]+", kind) or not re.fullmatch(r"[A-Za-z0-9._:/@+-]+", key):
-        raise ValueError(f"a marker takes a plain kind and key, not {kind!r}={key!r}")
-    return f"<!-- govern:{kind}={key} -->"
+@dataclass(frozen=True, slots=True)
+class Marker:
+    """The hidden line that names what a body is for, signed:
+    ``<!-- govern:proposal=KEY sig=HEX -->`` (made by :meth:`Seal.marker`)."""
+
+    kind: str
+    key: str
+    signature: str
+
+    def __str__(self) -> str:
+        return f"<!-- govern:{self.kind}={self.key} sig={self.signature} -->"
+
+    @property
+    def unsigned(self) -> str:
+        """The form written before markers were signed: ``<!-- govern:KIND=KEY -->``."""
+        return f"<!-- govern:{self.kind}={self.key} -->"
+
+    def ends(self, body: str | None, *, unsigned: bool = False) -> bool:
+        """Whether ``body`` ends with this marker among its closing lines
+        (:func:`closing_markers`); with ``unsigned``, its unsigned form counts too (a change
+        request opened before markers were signed)."""
+        lines = closing_markers(body)
+        return str(self) in lines or (unsigned and self.unsigned in lines)
+
+
+@dataclass(frozen=True, slots=True)
+class Seal:
+    """The store's secret that signs markers; it is never shown (not even by ``repr``)."""
+
+    secret: bytes = field(repr=False)
+
+    def marker(self, kind: str, key: str) -> Marker:
+        """The marker of ``kind`` and ``key``, signed: nobody without the secret can write it."""
+        if not re.fullmatch(_KIND, kind) or not re.fullmatch(_KEY, key):
+            raise ValueError(f"a marker takes a plain kind and key, not {kind!r}={key!r}")
+        mac = hmac.new(self.secret, f"{kind}\0{key}".encode(), hashlib.sha256)
+        return Marker(kind, key, mac.hexdigest()[:SIGNATURE_LENGTH])
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._:/@+-]")
@@ -217,10 +265,31 @@ def safe_key(text: str) -> str:
     return _UNSAFE.sub("-", text)
 
 
-def first_marker(body: str) -> str | None:
-    """The first marker in ``body`` as written (what a lost create is looked for by)."""
-    found = _MARKER.search(body)
-    return found.group(0) if found else None
+def closing_markers(body: str | None) -> tuple[str, ...]:
+    """The marker lines that end ``body`` (trailing blank lines aside), last first: the one
+    place govern's markers count. A marker anywhere else (quoted text, a person's line
+    after it) is not govern's."""
+    found: list[str] = []
+    for line in reversed((body or "").rstrip().splitlines()):
+        text = line.strip()
+        if not (_SIGNED.fullmatch(text) or _UNSIGNED.fullmatch(text)):
+            break
+        found.append(text)
+    return tuple(found)
+
+
+def with_markers(text: str, *markers: Marker) -> str:
+    """``text`` ended by ``markers``, one a line, in the one place they count."""
+    return f"{text.rstrip()}\n\n" + "".join(f"{marker}\n" for marker in markers)
+
+
+def own_marker(body: str) -> Marker | None:
+    """The first signed marker of the lines that end ``body``, as govern wrote it there
+    (what a create whose answer was lost is looked for by)."""
+    for line in reversed(closing_markers(body)):
+        if found := _SIGNED.fullmatch(line):
+            return Marker(found.group(1), found.group(2), found.group(3))
+    return None
 
 
 def may_have_applied(error: ForgeError) -> bool:
@@ -235,7 +304,7 @@ _T = TypeVar("_T")
 async def create_once(
     send: Awaitable[Any],
     read: Callable[[Any], _T],
-    find: Callable[[str], Awaitable[_T | None]],
+    find: Callable[[Marker], Awaitable[_T | None]],
     body: str,
 ) -> _T:
     """``read`` of the answer to a create sent once; when that answer may have been lost
@@ -243,7 +312,7 @@ async def create_once(
     try:
         return read(await send)
     except ForgeError as error:
-        mark = first_marker(body)
+        mark = own_marker(body)
         found = await find(mark) if mark and may_have_applied(error) else None
         if found is None:
             raise
@@ -308,11 +377,3 @@ def split_reviewers(reviewers: Sequence[str]) -> tuple[list[str], list[str]]:
         elif name:
             users.append(name)
     return users, teams
-
-
-def marker_in(body: str | None, kind: str) -> str | None:
-    """The key of the first ``kind`` marker in ``body``, or None."""
-    for found in _MARKER.finditer(body or ""):
-        if found.group(1) == kind:
-            return found.group(2)
-    return None

@@ -31,6 +31,7 @@ from govern.forge.base import (
     ForgeUnavailable,
     Issue,
     IssueRef,
+    Marker,
     Opening,
     answer_field,
     answer_items,
@@ -38,7 +39,7 @@ from govern.forge.base import (
     answer_object,
     answer_text,
     create_once,
-    first_marker,
+    own_marker,
     split_reviewers,
 )
 
@@ -214,12 +215,12 @@ class GitHubForge:
             _field(await self._call("GET", f"/repos/{self.repository}"), "default_branch", str)
         )
 
-    async def find_change(self, *, branch: str, marker: str) -> ChangeRequest | None:
-        """The newest pull request from ``branch`` whose body holds ``marker``."""
+    async def find_change(self, *, branch: str, marker: Marker) -> ChangeRequest | None:
+        """The newest pull request from ``branch`` whose body ends with ``marker``."""
         params = {"head": f"{self.owner}:{branch}", "state": "all"}
         found: list[ChangeRequest] = []
         async for item in self._pages(self._repo("pulls"), params):
-            if marker in answer_text(item, "body"):
+            if marker.ends(answer_text(item, "body"), unsigned=True):
                 found.append(_change(item))
         return max(found, key=lambda change: change.number, default=None)
 
@@ -271,7 +272,7 @@ class GitHubForge:
         """Comment (unless a comment with the same marker is there: a retry after a failed
         close does not comment twice), then close."""
         issue = IssueRef(self.repository, number)
-        mark = first_marker(comment)
+        mark = own_marker(comment)
         if mark is None or await self.find_comment(issue, mark) is None:
             await self.comment(issue, comment)
         return _change(
@@ -280,11 +281,11 @@ class GitHubForge:
 
     # -- comments -------------------------------------------------------------------------
 
-    async def find_comment(self, issue: IssueRef, marker: str) -> Comment | None:
-        """The newest comment on ``issue`` holding ``marker``."""
+    async def find_comment(self, issue: IssueRef, marker: Marker) -> Comment | None:
+        """The newest comment on ``issue`` ending with ``marker``."""
         found = None
         async for item in self._pages(self._issue_path(issue, "comments"), {}):
-            if marker in answer_text(item, "body"):
+            if marker.ends(answer_text(item, "body")):
                 found = _comment(item)
         return found
 
@@ -302,11 +303,11 @@ class GitHubForge:
 
     # -- issues ---------------------------------------------------------------------------
 
-    async def find_issue(self, marker: str) -> Issue | None:
-        """The newest issue (not pull request) whose body holds ``marker``."""
+    async def find_issue(self, marker: Marker) -> Issue | None:
+        """The newest issue (not pull request) whose body ends with ``marker``."""
         params = {"state": "all", "sort": "created", "direction": "desc"}
         async for item in self._pages(self._repo("issues"), params):
-            if "pull_request" not in item and marker in answer_text(item, "body"):
+            if "pull_request" not in item and marker.ends(answer_text(item, "body")):
                 return _issue(item)
         return None
 

@@ -65,6 +65,7 @@ from govern.forge.base import (
     ForgeUnavailable,
     Issue,
     IssueRef,
+    Marker,
     Opening,
     answer_field,
     answer_items,
@@ -72,7 +73,7 @@ from govern.forge.base import (
     answer_object,
     answer_text,
     create_once,
-    first_marker,
+    own_marker,
 )
 from govern.forge.github import FORGE_ERRORS
 from govern.retry import is_digits
@@ -311,12 +312,15 @@ class GitLabForge:
             )
         return str(_field(project, "default_branch", str))
 
-    async def find_change(self, *, branch: str, marker: str) -> ChangeRequest | None:
-        """The newest merge request from ``branch`` whose description holds ``marker``."""
+    async def find_change(self, *, branch: str, marker: Marker) -> ChangeRequest | None:
+        """The newest merge request from ``branch`` whose description ends with ``marker``."""
         params = {"source_branch": branch, "state": "all"}
         found: list[ChangeRequest] = []
         async for item in self._pages(f"{self._project}/merge_requests", params):
-            if marker in answer_text(item, "description") and item.get("source_branch") == branch:
+            if (
+                marker.ends(answer_text(item, "description"), unsigned=True)
+                and item.get("source_branch") == branch
+            ):
                 found.append(_change(item))
         return max(found, key=lambda change: change.number, default=None)
 
@@ -385,26 +389,26 @@ class GitLabForge:
         """Add a note to the merge request (unless a note with the same marker is there:
         a retry after a failed close does not comment twice), then close it unmerged."""
         current = await self.get_change(number)
-        mark = first_marker(comment)
+        mark = own_marker(comment)
         if mark is None or await self._find_note(self._mr(number), mark) is None:
             await self._add_note(self._mr(number), comment, current.url)
         return _change(await self._call("PUT", self._mr(number), {"state_event": "close"}))
 
     # -- notes ----------------------------------------------------------------------------
 
-    async def _find_note(self, noteable: str, marker: str) -> dict[str, Any] | None:
-        """The newest note (not a system note) under ``noteable`` holding ``marker``."""
+    async def _find_note(self, noteable: str, marker: Marker) -> dict[str, Any] | None:
+        """The newest note (not a system note) under ``noteable`` ending with ``marker``."""
         found = None
         params = {"order_by": "created_at", "sort": "asc"}
         async for item in self._pages(f"{noteable}/notes", params):
-            if item.get("system") is not True and marker in answer_text(item, "body"):
+            if item.get("system") is not True and marker.ends(answer_text(item, "body")):
                 found = item
         return found
 
     async def _add_note(self, noteable: str, body: str, page: str) -> Comment:
         """Add a note (once; after a lost answer, the note with its marker is it)."""
 
-        async def find(mark: str) -> Comment | None:
+        async def find(mark: Marker) -> Comment | None:
             found = await self._find_note(noteable, mark)
             return None if found is None else _note(found, page)
 
@@ -424,8 +428,8 @@ class GitLabForge:
             )
         )
 
-    async def find_comment(self, issue: IssueRef, marker: str) -> Comment | None:
-        """The newest note on the issue ``issue`` holding ``marker``."""
+    async def find_comment(self, issue: IssueRef, marker: Marker) -> Comment | None:
+        """The newest note on the issue ``issue`` ending with ``marker``."""
         noteable = self._issue_path(issue.repository, issue.number)
         found = await self._find_note(noteable, marker)
         return None if found is None else _note(found, await self._issue_url(issue))
@@ -437,14 +441,14 @@ class GitLabForge:
 
     # -- issues ---------------------------------------------------------------------------
 
-    async def find_issue(self, marker: str) -> Issue | None:
-        """The newest issue whose description holds ``marker``, open or closed.
+    async def find_issue(self, marker: Marker) -> Issue | None:
+        """The newest issue whose description ends with ``marker``, open or closed.
 
         Every issue is listed and read: GitLab's ``search`` matches words, not an HTML
         comment, so it cannot be trusted to find a marker."""
         params = {"state": "all", "order_by": "created_at", "sort": "desc"}
         async for item in self._pages(f"{self._project}/issues", params):
-            if marker in answer_text(item, "description"):
+            if marker.ends(answer_text(item, "description")):
                 return _issue(item)
         return None
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from govern.errors import GovernError
-from govern.forge.base import safe_key
+from govern.forge.base import Marker, safe_key
 
 __all__ = [
     "Message",
@@ -62,7 +62,9 @@ class Message:
     """One message, rendered once for every channel (:mod:`govern.notify.templates`).
 
     ``key`` is the dedupe key: the outbox row's, the webhook's ``Idempotency-Key``, the
-    seed of the email's ``Message-ID`` and the issue comment's marker.
+    seed of the email's ``Message-ID`` and the issue comment's marker. ``marker`` is that
+    marker, signed with the store's secret by the service that sends the message
+    (:func:`govern.service.remind.deliver`); a channel that is searched needs it.
     """
 
     key: str
@@ -71,6 +73,7 @@ class Message:
     text: str  # plain text: the email's body, the chat message
     markdown: str  # the issue comment
     links: tuple[str, ...] = ()  # where the issue channel looks for the issue to comment on
+    marker: Marker | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,7 +5,9 @@ namespace: on its host (``https://github.com/vllm-project/vllm/issues/123``, Git
 ``https://gitlab.example/group/project/-/issues/7``, or a bare ``#123``) and under the
 owner or group of its repository. An upstream tracker (``cupy/cupy#9963``) is where the
 bug was reported, not where this repository's people talk: govern does not post there.
-The comment carries ``marker("reminder", key)``, so a run after a crash finds it.
+The comment ends with the message's signed marker (:class:`~govern.forge.base.Marker`),
+so a run after a crash finds it, and no other comment (a person's, or one that quotes a
+reason holding a marker) is taken for it.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ from govern.forge.base import (
     ForgeRateLimited,
     ForgeUnavailable,
     IssueRef,
-    marker,
+    Marker,
+    with_markers,
 )
 from govern.notify.base import (
     Message,
@@ -29,7 +32,6 @@ from govern.notify.base import (
     NotifyError,
     NotifyUnavailable,
     Skipped,
-    safe_key,
 )
 
 __all__ = ["IssueNotifier", "from_forge", "linked_issue"]
@@ -97,9 +99,12 @@ class IssueNotifier:
         return ref if isinstance(ref, Skipped) else str(ref)
 
     @staticmethod
-    def marker_of(message: Message) -> str:
-        """The hidden line the comment carries: ``<!-- govern:reminder=KEY -->``."""
-        return marker(message.kind, safe_key(message.key))
+    def marker_of(message: Message) -> Marker:
+        """The signed marker the comment ends with; a message without one is refused (it
+        could not be found again after a crash, and would be posted twice)."""
+        if message.marker is None:
+            raise NotifyError("issue comment: the message carries no marker; nothing was sent")
+        return message.marker
 
     def _issue(self, message: Message) -> tuple[Forge, IssueRef]:
         ref = self.issue_for(message)
@@ -111,7 +116,7 @@ class IssueNotifier:
     async def send(self, message: Message) -> dict[str, Any]:
         """Comment on the issue: the message's markdown, then its marker."""
         forge, ref = self._issue(message)
-        body = f"{message.markdown.rstrip()}\n\n{self.marker_of(message)}\n"
+        body = with_markers(message.markdown, self.marker_of(message))
         try:
             made = await forge.comment(ref, body)
         except ForgeError as exc:

@@ -1,6 +1,7 @@
 """The repository's "Pending relaxations" issue, kept up to date in place; digest periods.
 
-One issue per repository, found by ``marker("pending", <repository key>)`` in its body.
+One issue per repository, found by its signed marker ``pending=<repository key>`` at the
+end of its body.
 :func:`publish` opens it the first time, and later edits it only when its title or body
 differ from what it shows: a run in which nothing changed sends nothing. The outbox
 remembers the issue's number and the hash of the body it last sent
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from govern.forge.base import Forge, ForgeAuthError, ForgeError, Issue, marker
+from govern.forge.base import Forge, ForgeAuthError, ForgeError, Issue, Marker, Seal, with_markers
 from govern.notify.base import repository_key
 from govern.notify.issue import from_forge
 from govern.notify.templates import pending_issue
@@ -44,7 +45,7 @@ class PendingIssue:
     repository: str
     title: str
     body: str
-    marker: str
+    marker: Marker
 
     @property
     def digest(self) -> str:
@@ -53,11 +54,11 @@ class PendingIssue:
         return hashlib.sha256(raw).hexdigest()[:16]
 
 
-def render(overview: Overview) -> PendingIssue:
-    """The pending issue of ``overview``'s repository."""
+def render(overview: Overview, seal: Seal) -> PendingIssue:
+    """The pending issue of ``overview``'s repository, its marker signed by ``seal``."""
     title, body = pending_issue(overview)
-    mark = marker("pending", repository_key(overview.repository))
-    return PendingIssue(overview.repository, title, f"{body.rstrip()}\n\n{mark}\n", mark)
+    mark = seal.marker("pending", repository_key(overview.repository))
+    return PendingIssue(overview.repository, title, with_markers(body, mark), mark)
 
 
 def _answer(issue: Issue, wanted: PendingIssue, action: str) -> dict[str, Any]:

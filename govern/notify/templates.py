@@ -4,16 +4,24 @@ Plain functions over the store's read models (:class:`~govern.store.proposals.Wo
 :class:`~govern.store.notices.Overview`), each rendering plain text (email, chat) and
 Markdown (a forge). Nothing in them changes from one run to the next unless what they
 describe changed: the pending issue is updated only when its body differs.
+
+Text from the repository, the index or the CI (a reason, an owner's words, a line, a
+path, a link govern did not recognise) is :func:`~govern.text.quoted` in both forms: a
+forge, a chat and a mail reader show it, none acts on it (no ``@mention`` pings, no
+``closes #5`` closes, no HTML renders); an owner's ``@handles`` stay live (govern asks
+them to review).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from datetime import date
 
 from govern.notify.base import Message, repository_key
 from govern.store.notices import Entry, Overview
 from govern.store.proposals import Work
+from govern.text import is_link, link, quoted, visible
 
 __all__ = [
     "SECTION_LIMIT",
@@ -26,6 +34,23 @@ __all__ = [
 ]
 
 SECTION_LIMIT = 50  # entries listed per section; the rest are counted (an issue holds 64 KiB)
+_HANDLE = re.compile(r"@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:/[A-Za-z0-9_.-]+)?")
+
+
+def owner_text(owner: str) -> str:
+    """An owner as sent: its ``@user`` and ``@org/team`` handles live (they are asked to
+    review, and meant to be told), the rest of the words :func:`~govern.text.quoted`."""
+    words = owner.split()
+    handles = [word for word in words if _HANDLE.fullmatch(word)]
+    rest = " ".join(word for word in words if not _HANDLE.fullmatch(word))
+    return " ".join([*handles, *([quoted(rest)] if rest else [])])
+
+
+def _run_link(url: str | None) -> str:
+    """A CI run's page as a Markdown link when govern recognises it, else quoted."""
+    if not url:
+        return "-"
+    return f"[run]({url})" if is_link(url) else quoted(url)
 
 
 def reminder_key(work: Work) -> str:
@@ -46,37 +71,39 @@ def stop_hint(package: str, *, markdown: bool = False) -> str:
 
 def _change(work: Work) -> tuple[str, str]:
     """The relaxation as (plain, Markdown): ``old → new (note)``, or why there is none."""
-    old = work.requirement.strip()
+    old = quoted(work.requirement)
     relaxation = work.relaxation
     if relaxation is None or relaxation.requirement is None:
         why = relaxation.refused if relaxation is not None else "not computed yet"
         return f"none computed ({why})", f"none computed ({why})"
-    new = relaxation.requirement.strip()
+    new = quoted(relaxation.requirement)
     note = f" ({relaxation.note})" if relaxation.note else ""
-    return f"{old} → {new}{note}", f"`{old}` → `{new}`{note}"
+    return f"{old} → {new}{note}", f"{old} → {new}{note}"
 
 
 def reminder(work: Work) -> Message:
     """The reminder that ``work.version`` passed verification and the line can be relaxed."""
     old = work.requirement.strip()
     change, change_md = _change(work)
-    reason = work.reason or "(none recorded)"
+    reason = quoted(work.reason) if work.reason else "(none recorded)"
     runs = [
-        f"{r.profile} ({r.provider}): {r.url or 'no run URL'}, installed {r.installed or '?'}"
+        f"{r.profile} ({r.provider}): {link(r.url) if r.url else 'no run URL'}, "
+        f"installed {r.installed or '?'}"
         for r in work.runs
     ] or ["(no run recorded)"]
-    links = list(work.links) or ["(none recorded)"]
-    owner = [f"Owner: {work.owner}"] if work.owner else []
+    links = [link(each) for each in work.links] or ["(none recorded)"]
+    owner = [owner_text(work.owner)] if work.owner else []
+    where = f"{quoted(old)} in {quoted(work.source)} line {work.line}"
     text = "\n".join(
         [
             f"{work.package} {work.version} passed verification: the exclusion that keeps it "
             "out can be relaxed.",
             "",
-            f"Exclusion: {old} in {work.source} line {work.line} ({work.repository})",
+            f"Exclusion: {where} ({quoted(work.repository)})",
             f"Reason: {reason}",
             f"Candidate: {work.package} {work.version}",
             f"Change: {change}",
-            *owner,
+            *(f"Owner: {said}" for said in owner),
             "",
             "Verification:",
             *(f"- {line}" for line in runs),
@@ -88,8 +115,7 @@ def reminder(work: Work) -> Message:
         ]
     )
     rows = [
-        f"| {r.profile} | {r.provider} | {f'[run]({r.url})' if r.url else '-'} "
-        f"| {r.installed or '-'} |"
+        f"| {r.profile} | {r.provider} | {_run_link(r.url)} | {r.installed or '-'} |"
         for r in work.runs
     ] or ["| - | - | - | - |"]
     markdown = "\n".join(
@@ -97,11 +123,11 @@ def reminder(work: Work) -> Message:
             f"**govern:** `{work.package}` {work.version} passed verification; the exclusion "
             "that keeps it out can be relaxed.",
             "",
-            f"**Exclusion:** `{old}` in `{work.source}` line {work.line}",
+            f"**Exclusion:** {where}",
             f"**Reason:** {reason}",
             f"**Candidate:** {work.package} {work.version}",
             f"**Change:** {change_md}",
-            *(f"**Owner:** {work.owner}" for _ in owner),
+            *(f"**Owner:** {said}" for said in owner),
             "",
             "| profile | CI | run | installed |",
             "|---|---|---|---|",
@@ -116,7 +142,7 @@ def reminder(work: Work) -> Message:
     return Message(
         key=reminder_key(work),
         kind="reminder",
-        subject=f"{work.package} {work.version} passed verification: relax {old}",
+        subject=f"{work.package} {work.version} passed verification: relax {visible(old)}",
         text=text,
         markdown=markdown,
         links=work.links,
@@ -134,11 +160,11 @@ def _counts(overview: Overview) -> str:
 
 
 def _where(entry: Entry) -> str:
-    return f"{entry.source} line {entry.line}"
+    return f"{quoted(entry.source)} line {entry.line}"
 
 
 def _relaxable(entry: Entry, code: Callable[[str], str]) -> str:
-    run = f", run {entry.run_url}" if entry.run_url else ""
+    run = f", run {link(entry.run_url)}" if entry.run_url else ""
     return (
         f"{code(entry.requirement.strip())} → {code((entry.new or '').strip())}: "
         f"{entry.version} verified{run} ({_where(entry)})"
@@ -161,15 +187,14 @@ def _section(
     *,
     markdown: bool,
 ) -> list[str]:
-    code: Callable[[str], str] = (lambda s: f"`{s}`") if markdown else (lambda s: s)
     heading = f"## {title} ({len(entries)})" if markdown else f"{title} ({len(entries)}):"
     out = [heading]
     for entry in entries[:SECTION_LIMIT]:
-        out.append(f"- {line(entry, code)}")
+        out.append(f"- {line(entry, quoted)}")
         if entry.reason:
-            out.append(f"  Reason: {' '.join(entry.reason.split())}")
+            out.append(f"  Reason: {quoted(' '.join(entry.reason.split()))}")
         if entry.links:
-            out.append(f"  Links: {', '.join(entry.links)}")
+            out.append(f"  Links: {', '.join(link(each) for each in entry.links)}")
     if len(entries) > SECTION_LIMIT:
         out.append(f"- … and {len(entries) - SECTION_LIMIT} more")
     if not entries:

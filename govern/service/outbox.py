@@ -3,7 +3,9 @@
 A row goes ``pending`` → ``sending`` (committed just before the request) → ``sent`` (with
 what the other side answered). A row found in ``sending`` lost its process between the
 request and the record. Its action is looked for first (a change request or comment by
-its marker, a branch by its content) and only sent again when it is not there. A channel
+its marker, a branch by its content) and only sent again when it is not there; markers are
+signed with the store's own secret (:func:`seal`), so only what this govern wrote is found.
+A channel
 that cannot be searched (a chat webhook, email) is not sent again when the caller says
 so (``resend_unconfirmed=False``): the row is marked sent with ``{"unconfirmed": true}``,
 since the first attempt may well have arrived, and it carried the message's
@@ -31,7 +33,8 @@ from typing import Any
 
 from govern.errors import GovernError
 from govern.exclusions.states import OutboxState
-from govern.store import proposals
+from govern.forge.base import Seal
+from govern.store import proposals, secrets
 from govern.store.db import Store
 from govern.store.models import Outbox, as_utc
 
@@ -56,6 +59,11 @@ class Delivered:
     result: dict[str, Any]
     error: str | None = None
     sent_now: bool = False  # this call sent it (False: found, or sent before)
+
+
+def seal(store: Store) -> Seal:
+    """What signs the markers of the store's outgoing actions (its secret, made once)."""
+    return Seal(secrets.secret(store))
 
 
 def _now() -> datetime:

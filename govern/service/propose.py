@@ -43,10 +43,10 @@ from govern.forge.base import (
     ChangeState,
     Forge,
     Opening,
-    marker,
-    marker_in,
+    Seal,
     safe_key,
     split_reviewers,
+    with_markers,
 )
 from govern.notify.base import Notifier
 from govern.service import outbox
@@ -56,6 +56,7 @@ from govern.store import proposals
 from govern.store.db import Store
 from govern.store.models import Proposal
 from govern.store.proposals import Work
+from govern.text import fenced, is_link, link, quoted
 
 SCHEMA = "govern.propose/1"
 
@@ -167,46 +168,50 @@ def candidate_key(work: Work) -> str:
 
 def title(work: Work, new: str) -> str:
     """The change request's title."""
-    return f"Relax {work.package} to `{new.strip()}` ({work.version} verified)"
+    return f"Relax {work.package} to {quoted(new)} ({work.version} verified)"
 
 
 def body(work: Work, *, old: str, new: str, diff: str, elsewhere: Sequence[str] = ()) -> str:
-    """A body a reviewer can decide from, ending in the proposal's marker; ``elsewhere``:
-    the other exclusions of the file that the audit reads differently after the change."""
+    """A body a reviewer can decide from (its markers are added when it is sent);
+    ``elsewhere``: the other exclusions of the file that the audit reads differently after
+    the change. Text from the repository and the CI (the reason, the lines, the paths, the
+    runs) is :func:`~govern.text.quoted`: it is shown, never acted on."""
     runs = (
         "\n".join(
-            f"| {r.profile} | {r.provider} | {f'[run]({r.url})' if r.url else '-'} "
+            f"| {r.profile} | {r.provider} "
+            f"| {f'[run]({r.url})' if r.url and is_link(r.url) else quoted(r.url or '-')} "
             f"| {r.installed or '-'} |"
             for r in work.runs
         )
         or "| - | - | - | - |"
     )
-    links = "\n".join(f"- {link}" for link in work.links) or "- (none recorded)"
+    links = "\n".join(f"- {link(each)}" for each in work.links) or "- (none recorded)"
     history = (
         "\n".join(
-            f"- {at:%Y-%m-%d} {kind}{f' ({said})' if said else ''}"
+            f"- {at:%Y-%m-%d} {kind}{f' ({quoted(said)})' if said else ''}"
             for at, kind, said in work.history
         )
         or "- (no events)"
     )
-    bad = ", ".join(work.bad_versions) or "(none)"
+    bad = ", ".join(quoted(version) for version in work.bad_versions) or "(none)"
     note = work.relaxation.note if work.relaxation is not None else ""
     others = (
         "\n### Other lines read differently\n"
         "A comment above the line also explained these; after the change it no longer "
         "does (or now does). Copy it above them if it still applies:\n"
-        + "".join(f"- {line}\n" for line in elsewhere)
+        + "".join(f"- {quoted(line)}\n" for line in elsewhere)
         if elsewhere
         else ""
     )
+    reason = quoted(work.reason) if work.reason else "(none recorded)"
     return f"""\
 govern proposes relaxing an exclusion whose candidate passed verification.
 
-**Exclusion:** `{old.strip()}` in `{work.source}` line {work.line} (`{work.clause}`)
-**Reason:** {work.reason or "(none recorded)"}
+**Exclusion:** {quoted(old)} in {quoted(work.source)} line {work.line} ({quoted(work.clause)})
+**Reason:** {reason}
 **Known bad:** {bad}
 **Candidate:** {work.package} {work.version}
-**Change:** `{old.strip()}` → `{new.strip()}` ({note})
+**Change:** {quoted(old)} → {quoted(new)} ({note})
 
 ### Verification
 | profile | CI | run | installed |
@@ -220,17 +225,12 @@ govern proposes relaxing an exclusion whose candidate passed verification.
 {history}
 
 ### Diff
-```diff
-{diff.rstrip()}
-```
+{fenced(diff.rstrip(), "diff")}
 {others}
 To stop govern proposing this, set `propose = "none"` for `{work.package}` in
 `[tool.govern.propose.packages]`, or for this exclusion alone `"{work.key}" = "none"` in
 `[tool.govern.propose.exclusions]` (or drop the relaxation: close this without merging,
 and govern will not propose {work.version} again).
-
-{marker("proposal", work.key)}
-{marker("candidate", candidate_key(work))}
 """
 
 
@@ -258,6 +258,14 @@ class Proposer:
         self.config_for = config_for
         self.now = now
         self.notifiers_for = notifiers_for
+        self._seal: Seal | None = None
+
+    @property
+    def seal(self) -> Seal:
+        """What signs the markers of this store (read once; made by the first run)."""
+        if self._seal is None:
+            self._seal = outbox.seal(self.store)
+        return self._seal
 
     async def run(self, query: str | None = None, *, dry_run: bool = False) -> ProposeResult:
         """Propose every verified exclusion (or the one named); see the module docstring."""
@@ -430,7 +438,9 @@ class Proposer:
         proposal: int,
     ) -> tuple[ChangeRequest, bool] | None:
         """The change request (opened, updated or found), and whether this call sent it."""
-        mark = marker("proposal", work.key)
+        mark = self.seal.marker("proposal", work.key)
+        candidate = self.seal.marker("candidate", candidate_key(work))
+        text = with_markers(text, mark, candidate)
         # Reviewers from the owner's @-mentions only: "Jane Doe" names no login. The users
         # are assigned too (a team cannot be), so the request shows in their own lists.
         users, teams = split_reviewers([o for o in (work.owner or "").split() if o[:1] == "@"])
@@ -450,7 +460,7 @@ class Proposer:
             # This version's request (opened, or updated to it), whatever its state: one a
             # person closed after a crash is closed, not opened again (watch records it).
             found = await forge.find_change(branch=branch, marker=mark)
-            if found is None or marker_in(found.body, "candidate") != candidate_key(work):
+            if found is None or not candidate.ends(found.body, unsigned=True):
                 return None
             return _change_dict(found)
 
@@ -586,9 +596,10 @@ class Proposer:
         number, proposal_id = row.number, row.id
         assert number is not None
         assert proposal_id is not None
-        comment = (
+        comment = with_markers(
             f"govern closes this: {why}. A person changed the line after {row.version} was "
-            f"verified, so this relaxation is no longer proposed.\n\n{marker('superseded', key)}"
+            "verified, so this relaxation is no longer proposed.",
+            self.seal.marker("superseded", key),
         )
 
         async def close() -> dict[str, Any]:

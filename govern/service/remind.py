@@ -31,7 +31,14 @@ from govern.exclusions.states import (
 )
 from govern.forge.base import Forge
 from govern.notify import pending, templates
-from govern.notify.base import Message, Notifier, Searchable, Skipped, repository_key
+from govern.notify.base import (
+    Message,
+    Notifier,
+    Searchable,
+    Skipped,
+    repository_key,
+    safe_key,
+)
 from govern.service import outbox
 from govern.store import notices, proposals
 from govern.store.db import Store
@@ -77,8 +84,10 @@ async def deliver(
     now: datetime,
     proposal_id: int | None = None,
 ) -> outbox.Delivered:
-    """``message`` to one channel through the outbox, under ``<message key>:<channel>``."""
-    one = replace(message, key=f"{message.key}:{notifier.name}")
+    """``message`` to one channel through the outbox, under ``<message key>:<channel>``,
+    with that key's marker signed by the store."""
+    key = f"{message.key}:{notifier.name}"
+    one = replace(message, key=key, marker=outbox.seal(store).marker(message.kind, safe_key(key)))
 
     async def send() -> dict[str, Any]:
         return await notifier.send(one)
@@ -308,7 +317,7 @@ class Digester:
                 "message": 'the pending issue needs a forge: via = "github" in '
                 "[tool.govern.propose]",
             }
-        wanted = pending.render(overview)
+        wanted = pending.render(overview, outbox.seal(self.store))
         prefix = f"pending:{repository_key(name)}:"
         with self.store.session() as session:
             last = notices.last_sent(session, action=PENDING_ACTION, prefix=prefix)

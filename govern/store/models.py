@@ -347,6 +347,17 @@ class Outbox(SQLModel, table=True):
     sent_at: datetime | None = _when(nullable=True)
 
 
+class StoreSecret(SQLModel, table=True):
+    """A secret of this store, made once (``name``: what it is for, e.g. ``marker``);
+    never shown, logged or returned by the API (:mod:`govern.store.secrets`)."""
+
+    __tablename__ = "store_secret"
+
+    name: str = Field(primary_key=True, max_length=32)
+    value: str = Field(max_length=128)  # hex
+    created_at: datetime = _when()
+
+
 class PollRun(SQLModel, table=True):
     """One ``govern poll``: when, how long, what it found (for /metrics and the dashboard)."""
 

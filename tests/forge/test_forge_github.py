@@ -25,13 +25,15 @@ from govern.forge.base import (
     ForgeUnavailable,
     IssueRef,
     Opening,
-    marker,
+    Seal,
     split_reviewers,
 )
 from govern.forge.github import GitHubForge
 
 TOKEN = "ghp_" + "forge-secret-0123456789"
 T = TypeVar("T")
+
+marker = Seal(b"forge-tests").marker  # markers signed as a store signs them
 
 
 @pytest.fixture
@@ -121,8 +123,8 @@ def test_find_change_pages_through_and_matches_branch_and_marker(fake: FakeGitHu
     wanted = marker("proposal", "req-9")
     for _ in range(3):
         fake.add_pull("govern/req-9", "no marker here")
-    fake.add_pull("govern/other", wanted)
-    older = fake.add_pull("govern/req-9", wanted, state="closed")
+    fake.add_pull("govern/other", str(wanted))
+    older = fake.add_pull("govern/req-9", str(wanted), state="closed")
     for _ in range(3):
         fake.add_pull("govern/req-9", "still none")
     found = using(fake, lambda f: f.find_change(branch="govern/req-9", marker=wanted))
@@ -133,7 +135,13 @@ def test_find_change_pages_through_and_matches_branch_and_marker(fake: FakeGitHu
     first = listings[0].query
     assert first["head"] == [f"{fake.owner}:govern/req-9"]
     assert first["state"] == ["all"]
-    assert using(fake, lambda f: f.find_change(branch="govern/req-9", marker="<!-- x -->")) is None
+    assert (
+        using(
+            fake,
+            lambda f: f.find_change(branch="govern/req-9", marker=marker("proposal", "req-10")),
+        )
+        is None
+    )
 
 
 def test_get_update_and_close(fake: FakeGitHubForge) -> None:
@@ -211,7 +219,7 @@ READERS: dict[str, Unreadable] = {
     "open_issue": (
         "POST",
         "/issues",
-        lambda f, pull, issue: f.open_issue(title="t", body=marker("pending", "r")),
+        lambda f, pull, issue: f.open_issue(title="t", body=str(marker("pending", "r"))),
     ),
     "update_issue": (
         "PATCH",
@@ -272,14 +280,14 @@ def test_a_lost_comment_answer_is_found_by_marker(fake: FakeGitHubForge) -> None
     number = fake.add_pull("govern/a", "body")
     fake.on_create = lambda kind, document: message(503, "Unavailable")
     ref = IssueRef(fake.repository, number)
-    made = using(fake, lambda f: f.comment(ref, f"hi {marker('reminder', 'k')}"))
+    made = using(fake, lambda f: f.comment(ref, f"hi\n\n{marker('reminder', 'k')}"))
     assert len(fake.comments[number]) == 1
     assert made.id == fake.comments[number][0]["id"]
 
 
 def test_issues_open_find_and_update_reopening(fake: FakeGitHubForge) -> None:
     mark = marker("pending", "repo")
-    fake.add_pull("govern/a", mark)  # a pull request with the marker is not the issue
+    fake.add_pull("govern/a", str(mark))  # a pull request with the marker is not the issue
 
     async def body(forge: GitHubForge) -> tuple[Any, ...]:
         opened = await forge.open_issue(title="Pending", body=f"list\n{mark}", labels=["govern"])
@@ -299,7 +307,7 @@ def test_issues_open_find_and_update_reopening(fake: FakeGitHubForge) -> None:
 
 def test_a_lost_issue_answer_is_found_by_marker(fake: FakeGitHubForge) -> None:
     fake.on_create = lambda kind, document: message(500, "boom")
-    made = using(fake, lambda f: f.open_issue(title="t", body=marker("pending", "r")))
+    made = using(fake, lambda f: f.open_issue(title="t", body=str(marker("pending", "r"))))
     assert list(fake.issues) == [made.number]
 
 

@@ -28,7 +28,7 @@ from govern.forge.base import (
     ForgeUnavailable,
     IssueRef,
     Opening,
-    marker,
+    Seal,
 )
 from govern.forge.gitlab import BEARER, PRIVATE, GitLabForge
 from govern.forge.remote import forge_for
@@ -36,6 +36,8 @@ from govern.forge.remote import forge_for
 TOKEN = "glpat-" + "forge-secret-0123456789"
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 T = TypeVar("T")
+
+marker = Seal(b"forge-tests").marker  # markers signed as a store signs them
 
 
 @pytest.fixture
@@ -97,8 +99,8 @@ def test_a_merge_request_is_found_by_branch_and_marker_across_pages(
     wanted = marker("proposal", "req-9")
     for _ in range(3):
         fake.add_merge_request("govern/req-9", "no marker here", state="closed")
-    fake.add_merge_request("govern/other", wanted)
-    older = fake.add_merge_request("govern/req-9", wanted, state="closed")
+    fake.add_merge_request("govern/other", str(wanted))
+    older = fake.add_merge_request("govern/req-9", str(wanted), state="closed")
     newer = fake.add_merge_request("govern/req-9", f"again\n{wanted}", state="merged")
     for _ in range(2):
         fake.add_merge_request("govern/req-9", "still none", state="closed")
@@ -119,7 +121,13 @@ def test_a_merge_request_is_found_by_branch_and_marker_across_pages(
         "per_page": ["100"],
     }
     assert [r.query.get("page") for r in listings] == [None, ["2"], ["3"], ["4"]]
-    assert using(fake, lambda f: f.find_change(branch="govern/req-9", marker="<!-- x -->")) is None
+    assert (
+        using(
+            fake,
+            lambda f: f.find_change(branch="govern/req-9", marker=marker("proposal", "req-10")),
+        )
+        is None
+    )
 
 
 def test_a_merge_request_is_opened_once_with_labels_reviewers_assignees_and_draft(
@@ -334,7 +342,7 @@ READERS: dict[str, Unreadable] = {
     "open_issue": (
         "POST",
         "/issues",
-        lambda f, mr, issue: f.open_issue(title="t", body=marker("pending", "r")),
+        lambda f, mr, issue: f.open_issue(title="t", body=str(marker("pending", "r"))),
     ),
     "update_issue": (
         "PUT",
@@ -409,7 +417,7 @@ def test_a_lost_note_answer_is_found_by_its_marker(fake: FakeGitLabForge) -> Non
     issue = fake.add_issue("Pending", "list")
     fake.on_create = lambda kind, document: LOST
     ref = IssueRef(fake.project_path, issue)
-    made = using(fake, lambda f: f.comment(ref, f"hi {marker('reminder', 'k')}"))
+    made = using(fake, lambda f: f.comment(ref, f"hi\n\n{marker('reminder', 'k')}"))
     assert fake.created == ["note"]
     assert len(fake.notes[("issues", issue)]) == 1
     assert made.id == fake.notes[("issues", issue)][0]["id"]
@@ -422,7 +430,7 @@ def test_the_pending_issue_is_opened_found_and_updated_reopening_it(
     fake: FakeGitLabForge,
 ) -> None:
     mark = marker("pending", "repo")
-    fake.add_merge_request("govern/a", mark)  # a merge request with the marker is no issue
+    fake.add_merge_request("govern/a", str(mark))  # a merge request with the marker is no issue
 
     async def body(forge: GitLabForge) -> tuple[Any, ...]:
         opened = await forge.open_issue(title="Pending", body=f"list\n{mark}", labels=["govern"])
@@ -465,7 +473,7 @@ def test_the_pending_issue_is_opened_found_and_updated_reopening_it(
 
 def test_a_closed_issue_is_found_and_reported_closed(fake: FakeGitLabForge) -> None:
     mark = marker("pending", "repo")
-    issue = fake.add_issue("Pending", mark, state="closed")
+    issue = fake.add_issue("Pending", str(mark), state="closed")
     found = using(fake, lambda f: f.find_issue(mark))
     assert found is not None
     assert (found.number, found.state) == (issue, "closed")
@@ -473,7 +481,7 @@ def test_a_closed_issue_is_found_and_reported_closed(fake: FakeGitLabForge) -> N
 
 def test_a_lost_issue_answer_is_found_by_its_marker(fake: FakeGitLabForge) -> None:
     fake.on_create = lambda kind, document: message(500, "500 Internal Server Error")
-    made = using(fake, lambda f: f.open_issue(title="t", body=marker("pending", "r")))
+    made = using(fake, lambda f: f.open_issue(title="t", body=str(marker("pending", "r"))))
     assert fake.created == ["issue"]
     assert list(fake.issues) == [made.number]
 
@@ -486,7 +494,7 @@ def test_listings_follow_the_link_header_when_x_next_page_is_missing(
 ) -> None:
     fake.hidden_headers = frozenset({"X-Next-Page", "X-Total", "X-Total-Pages"})
     wanted = marker("proposal", "p")
-    fake.add_merge_request("govern/p", wanted)
+    fake.add_merge_request("govern/p", str(wanted))
     for _ in range(4):
         fake.add_merge_request("govern/p", "none", state="closed")
     found = using(fake, lambda f: f.find_change(branch="govern/p", marker=wanted))
@@ -500,7 +508,10 @@ def test_a_listing_without_next_page_headers_ends(fake: FakeGitLabForge) -> None
     fake.hidden_headers = frozenset({"X-Next-Page", "Link"})
     for _ in range(3):
         fake.add_merge_request("govern/p", "none")
-    assert using(fake, lambda f: f.find_change(branch="govern/p", marker="<!-- m -->")) is None
+    assert (
+        using(fake, lambda f: f.find_change(branch="govern/p", marker=marker("proposal", "q")))
+        is None
+    )
     assert len(fake.sent("GET", "/merge_requests")) == 1
 
 

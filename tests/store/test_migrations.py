@@ -25,6 +25,7 @@ TABLES = {
     "index_page",
     "poll_run",
     "outbox",
+    "store_secret",
 }
 
 
