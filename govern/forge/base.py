@@ -53,9 +53,9 @@ __all__ = [
     "create_once",
     "may_have_applied",
     "own_marker",
-    "with_markers",
     "safe_key",
     "split_reviewers",
+    "with_markers",
 ]
 
 

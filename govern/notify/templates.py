@@ -99,7 +99,7 @@ def reminder(work: Work) -> Message:
             f"{work.package} {work.version} passed verification: the exclusion that keeps it "
             "out can be relaxed.",
             "",
-            f"Exclusion: {where} ({quoted(work.repository)})",
+            f"Exclusion: {where} ({work.repository})",
             f"Reason: {reason}",
             f"Candidate: {work.package} {work.version}",
             f"Change: {change}",

@@ -199,7 +199,7 @@ def body(work: Work, *, old: str, new: str, diff: str, elsewhere: Sequence[str] 
         "\n### Other lines read differently\n"
         "A comment above the line also explained these; after the change it no longer "
         "does (or now does). Copy it above them if it still applies:\n"
-        + "".join(f"- {quoted(line)}\n" for line in elsewhere)
+        + "".join(f"- {line}\n" for line in elsewhere)
         if elsewhere
         else ""
     )

@@ -12,13 +12,15 @@ import pytest
 from reminderworld import TOKEN
 
 from fakes.forge_github import FakeGitHubForge
-from govern.forge.base import IssueRef
+from govern.forge.base import IssueRef, Seal
 from govern.forge.github import GitHubForge
 from govern.notify.base import Message, NotifyAuthError, NotifyError, Searchable, Skipped
 from govern.notify.issue import IssueNotifier, linked_issue
 
 T = TypeVar("T")
 OWN = "vllm-project/vllm"
+
+SEAL = Seal(b"issue-tests")  # markers signed as a store signs them
 
 
 @pytest.mark.parametrize(
@@ -59,6 +61,7 @@ def message(*links: str) -> Message:
         text="t",
         markdown="**14.1.1** passed.",
         links=links,
+        marker=SEAL.marker("reminder", "remind:0123456789abcdef:14.1.1:issue"),
     )
 
 
@@ -94,9 +97,7 @@ def test_the_comment_goes_to_the_first_issue_of_this_namespace_with_its_marker(
     assert before is None
     assert sent == {"issue": "vllm-project/vllm#1", "id": comment["id"], "url": comment["html_url"]}
     assert found == {**sent, "found": True}
-    assert comment["body"] == (
-        "**14.1.1** passed.\n\n<!-- govern:reminder=remind:0123456789abcdef:14.1.1:issue -->\n"
-    )
+    assert comment["body"] == (f"**14.1.1** passed.\n\n{SEAL.marker('reminder', wanted.key)}\n")
 
 
 def test_links_elsewhere_or_no_forge_are_skipped_with_the_reason(github: FakeGitHubForge) -> None:

@@ -23,7 +23,7 @@ from fakes.api import Reply
 from fakes.forge_github import FakeGitHubForge
 from fakes.webhook import FakeWebhook
 from govern.config import Config, NotifyConfig, ProposeConfig
-from govern.forge.base import Issue, marker
+from govern.forge.base import Issue
 from govern.forge.github import GitHubForge
 from govern.notify import channels, pending, templates
 from govern.service.remind import Digester, DigestResult
@@ -91,8 +91,11 @@ def run(
 
 
 def pending_issues(github: FakeGitHubForge) -> list[dict[str, Any]]:
-    mark = marker("pending", "vllm-project/vllm")
-    return [i for i in github.issues.values() if mark in (i["body"] or "")]
+    return [
+        i
+        for i in github.issues.values()
+        if "govern:pending=vllm-project/vllm sig=" in (i["body"] or "")
+    ]
 
 
 def writes(github: FakeGitHubForge) -> list[str]:
@@ -117,8 +120,8 @@ def test_the_pending_issue_is_opened_once_and_edited_only_when_it_changed(
     assert issue["title"] == "Pending relaxations: 0 relaxable, 0 overdue"
     assert "## Relaxable (0)\n- none" in issue["body"]
     assert (
-        "## Held (1)\n- `cupy-cuda13x < 14.1.0` (requirements/kv_connectors.txt line 5)\n"
-        "  Reason: CuPy 14.1.0 imports pytest at import time (cupy/cupy#9963); keep it out"
+        "## Held (1)\n- `cupy-cuda13x < 14.1.0` (`requirements/kv_connectors.txt` line 5)\n"
+        "  Reason: `CuPy 14.1.0 imports pytest at import time (cupy/cupy#9963); keep it out"
     ) in issue["body"]
     requests = len(github.sent())
     again = run(tracked, github, webhook, settings)
@@ -133,7 +136,7 @@ def test_the_pending_issue_is_opened_once_and_edited_only_when_it_changed(
     assert issue["title"] == "Pending relaxations: 1 relaxable, 0 overdue"
     assert (
         "## Relaxable (1)\n- `cupy-cuda13x < 14.1.0` → `cupy-cuda13x != 14.1.0`: 14.1.1 "
-        "verified, run https://ci.example/runs/14.1.1 (requirements/kv_connectors.txt line 5)"
+        "verified, run https://ci.example/runs/14.1.1 (`requirements/kv_connectors.txt` line 5)"
     ) in issue["body"]
     assert "## Held (0)\n- none" in issue["body"]
     run(tracked, github, webhook, settings)
@@ -244,7 +247,7 @@ def test_the_weekly_digest_is_sent_once_per_iso_week(
     assert text.startswith(
         "*govern digest 2026-W23 for vllm-project/vllm: 1 relaxable, 0 overdue, 0 held*"
     )
-    assert "cupy-cuda13x &lt; 14.1.0 → cupy-cuda13x != 14.1.0: 14.1.1 verified" in text
+    assert "`cupy-cuda13x &lt; 14.1.0` → `cupy-cuda13x != 14.1.0`: 14.1.1 verified" in text
     keys = [r.headers["idempotency-key"] for r in webhook.sent("POST")]
     assert keys == [
         "digest:vllm-project/vllm:2026-W23:webhook",
@@ -268,7 +271,7 @@ def test_a_daily_digest_with_nothing_to_act_on_is_not_sent(
     assert result.repositories[0]["digest"]["period"] == "2026-06-02"
     (message,) = webhook.messages
     assert "## " not in message["text"]
-    assert "Overdue (1):\n- cupy-cuda13x &lt; 14.1.0: review by 2026-01-01" in message["text"]
+    assert "Overdue (1):\n- `cupy-cuda13x &lt; 14.1.0`: review by 2026-01-01" in message["text"]
 
 
 def test_digest_periods_are_iso_weeks_and_dates() -> None:

@@ -33,7 +33,7 @@ from fakes.smtp import SMTPServer
 from fakes.webhook import FakeWebhook, slack
 from govern.config import Config, NotifyConfig, ProposeConfig
 from govern.exclusions.states import EventKind, OutboxState, State
-from govern.forge.base import marker
+from govern.service.outbox import seal
 from govern.forge.github import GitHubForge
 from govern.notify import channels
 from govern.notify.base import Message, Notifier
@@ -189,7 +189,7 @@ def test_three_runs_send_one_comment_one_chat_message_and_one_email(
     comment = world.comments[0]["body"]
     assert "`cupy-cuda13x < 14.1.0` → `cupy-cuda13x != 14.1.0`" in comment
     assert "| cuda13 | cuda13-ci | [run](https://ci.example/runs/14.1.1) | 14.1.1 |" in comment
-    assert comment.endswith(f"{marker('reminder', f'remind:{key}:14.1.1:issue')}\n")
+    assert comment.endswith(f"\n\n{seal(store).marker('reminder', f'remind:{key}:14.1.1:issue')}\n")
     assert set(world.github.comments) == {1}
     # The chat message: Slack's payload, escaped, with the dedupe key as Idempotency-Key.
     (posted,) = world.webhook.sent("POST")
@@ -200,7 +200,7 @@ def test_three_runs_send_one_comment_one_chat_message_and_one_email(
     assert text.startswith(
         "*cupy-cuda13x 14.1.1 passed verification: relax cupy-cuda13x &lt; 14.1.0*"
     )
-    assert "cupy-cuda13x &lt; 14.1.0 → cupy-cuda13x != 14.1.0" in text
+    assert "`cupy-cuda13x &lt; 14.1.0` → `cupy-cuda13x != 14.1.0`" in text
     assert "cuda13 (cuda13-ci): https://ci.example/runs/14.1.1, installed 14.1.1" in text
     # The email: through STARTTLS, logged in, with a Message-ID from the dedupe key.
     (mail,) = world.smtp.messages
@@ -217,7 +217,7 @@ def test_three_runs_send_one_comment_one_chat_message_and_one_email(
     body = headers.get_content()
     assert "Candidate: cupy-cuda13x 14.1.1" in body
     assert "- cuda13 (cuda13-ci): https://ci.example/runs/14.1.1, installed 14.1.1" in body
-    assert "Change: cupy-cuda13x < 14.1.0 → cupy-cuda13x != 14.1.0" in body
+    assert "Change: `cupy-cuda13x < 14.1.0` → `cupy-cuda13x != 14.1.0`" in body
     assert 'propose = "none" for cupy-cuda13x in [tool.govern.propose.packages]' in body
     # Recorded once: the outbox rows, the event, the exclusion proposed.
     rows = outbox_rows(store)

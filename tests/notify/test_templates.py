@@ -55,7 +55,7 @@ def test_a_reminder_without_a_narrow_change_says_why() -> None:
     assert message.text.splitlines()[:13] == [
         "numpy 2.0.1 passed verification: the exclusion that keeps it out can be relaxed.",
         "",
-        "Exclusion: numpy==1.26.4 in requirements.txt line 3 (octo-org/app)",
+        "Exclusion: `numpy==1.26.4` in `requirements.txt` line 3 (octo-org/app)",
         "Reason: (none recorded)",
         "Candidate: numpy 2.0.1",
         "Change: none computed (a pin is relaxed by hand)",
