@@ -55,11 +55,11 @@ class Passes(Provider):
         return None
 
 
-def verify(store: Store, version: str) -> None:
-    """Publish ``version`` as cupy-cuda13x's candidate and verify it (it passes)."""
+def verify(store: Store, version: str, package: str = "cupy-cuda13x") -> None:
+    """Publish ``version`` as ``package``'s candidate and verify it (it passes)."""
     with store.session(write=True) as session:
-        exclusion = session.exec(select(Exclusion)).one()
-        release = Release(package="cupy-cuda13x", version=version, first_seen_at=NOW)
+        exclusion = session.exec(select(Exclusion).where(Exclusion.package == package)).one()
+        release = Release(package=package, version=version, first_seen_at=NOW)
         session.add(release)
         session.flush()
         session.add(
