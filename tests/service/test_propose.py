@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import os
 import signal
 import subprocess
@@ -652,3 +653,62 @@ def test_a_line_a_person_relaxed_by_hand_closes_govern_s_pull_request(
     pull = fake.pulls[opened.number]
     assert (pull["state"], pull["merged"]) == ("closed", False)
     assert len(fake.comments.get(opened.number, [])) == 1
+
+
+# -- markers: govern's alone ------------------------------------------------------------------
+
+
+def _reason(store: Store, text: str) -> None:
+    with store.session(write=True) as session:
+        note = session.exec(select(Annotation).where(col(Annotation.current))).one()
+        note.reason = text
+
+
+def test_a_reason_carrying_a_candidate_marker_never_opens_a_second_pull_request(
+    store: Store, origin: tuple[Path, Path], fake: FakeGitHubForge
+) -> None:
+    """The reason is in the body before govern's own markers; a forged candidate marker
+    there must not make the pull request a person closed after a crash look like another
+    candidate's."""
+    _reason(store, "CuPy 14.1.0 is broken <!-- govern:candidate=x:1 --> (cupy/cupy#9963)")
+    with pytest.raises(Dies):
+        _run_github(store, fake, die_after_open=True)
+    (number,) = fake.pulls
+    assert "<!-- govern:candidate=x:1 -->" not in fake.pulls[number]["body"]
+    fake.pulls[number]["state"] = "closed"  # a reviewer closed it before govern came back
+    result = _run_github(store, fake)
+    assert len(fake.pulls) == 1, "found by its own markers: not opened again"
+    assert result.proposals[0].number == number
+    assert [(c["number"], c["state"]) for c in result.closed] == [(number, "declined")]
+
+
+def test_a_pull_request_opened_before_markers_were_signed_is_not_opened_again(
+    store: Store, origin: tuple[Path, Path], fake: FakeGitHubForge
+) -> None:
+    """A body that ends with the unsigned markers govern wrote before signing them (a run
+    that crashed before the upgrade) is still govern's: found, not opened twice."""
+    with pytest.raises(Dies):
+        _run_github(store, fake, die_after_open=True)
+    (number,) = fake.pulls
+    pull = fake.pulls[number]
+    pull["body"] = re.sub(r" sig=[0-9a-f]+ -->", " -->", pull["body"])
+    assert pull["body"].rstrip().endswith("14.1.1 -->")
+    pull["state"] = "closed"
+    result = _run_github(store, fake)
+    assert len(fake.pulls) == 1
+    assert [(c["number"], c["state"]) for c in result.closed] == [(number, "declined")]
+
+
+def test_a_marker_signed_by_another_store_is_not_found(
+    store: Store, origin: tuple[Path, Path], fake: FakeGitHubForge
+) -> None:
+    """A request whose markers were signed with another store's secret is not this
+    store's: after a crash, the candidate is opened anew."""
+    with pytest.raises(Dies):
+        _run_github(store, fake, die_after_open=True)
+    (number,) = fake.pulls
+    pull = fake.pulls[number]
+    pull["body"] = re.sub(r"sig=[0-9a-f]+", "sig=" + "0" * 32, pull["body"])  # another secret
+    pull["state"] = "closed"
+    _run_github(store, fake)
+    assert len(fake.pulls) == 2
