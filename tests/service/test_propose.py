@@ -674,10 +674,10 @@ def test_a_reason_carrying_a_candidate_marker_never_opens_a_second_pull_request(
     with pytest.raises(Dies):
         _run_github(store, fake, die_after_open=True)
     (number,) = fake.pulls
-    assert "<!-- govern:candidate=x:1 -->" not in fake.pulls[number]["body"]
     fake.pulls[number]["state"] = "closed"  # a reviewer closed it before govern came back
     result = _run_github(store, fake)
     assert len(fake.pulls) == 1, "found by its own markers: not opened again"
+    assert "<!-- govern:candidate=x:1 -->" not in fake.pulls[number]["body"]  # quoted, inert
     assert result.proposals[0].number == number
     assert [(c["number"], c["state"]) for c in result.closed] == [(number, "declined")]
 
