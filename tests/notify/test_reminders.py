@@ -33,11 +33,11 @@ from fakes.smtp import SMTPServer
 from fakes.webhook import FakeWebhook, slack
 from govern.config import Config, NotifyConfig, ProposeConfig
 from govern.exclusions.states import EventKind, OutboxState, State
-from govern.service.outbox import seal
 from govern.forge.github import GitHubForge
 from govern.notify import channels
 from govern.notify.base import Message, Notifier
 from govern.notify.email import message_id
+from govern.service.outbox import seal
 from govern.service.propose import Proposer, ProposeResult
 from govern.store.db import Store
 from govern.store.models import Event, Exclusion, Outbox

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 import os
+import re
 import signal
 import subprocess
 import sys
