@@ -90,12 +90,17 @@ def hostile(store: Store) -> Store:
 
 
 def _config(
-    webhook: FakeWebhook, smtp: SMTPServer, *, mode: str = "remind", pending: bool = False
+    webhook: FakeWebhook,
+    smtp: SMTPServer,
+    *,
+    mode: str = "remind",
+    pending: bool = False,
+    channel: str = "issue",
 ) -> Config:
     return Config(
         propose=ProposeConfig(via="github", mode=mode),
         notify=NotifyConfig(
-            channels=("issue", "webhook", "email"),
+            channels=(channel,),
             webhook_url_env=HOOK_ENV,
             smtp_host="127.0.0.1",
             smtp_port=smtp.port,
@@ -139,21 +144,29 @@ def _run(store: Store, github: FakeGitHubForge, config: Config, environ: dict[st
     return asyncio.run(main())
 
 
-def test_the_reminder_quotes_the_reason_in_the_comment_the_chat_and_the_email(
-    hostile: Store, github: FakeGitHubForge, webhook: FakeWebhook, smtp: SMTPServer
+@pytest.mark.parametrize("channel", ["issue", "webhook", "email"])
+def test_the_reminder_quotes_the_reason(
+    hostile: Store,
+    github: FakeGitHubForge,
+    webhook: FakeWebhook,
+    smtp: SMTPServer,
+    channel: str,
 ) -> None:
     environ = {HOOK_ENV: webhook.hook_url, "SMTP_USER": SMTP_USER, "SMTP_PASSWORD": SMTP_PASSWORD}
-    result = _run(hostile, github, _config(webhook, smtp), environ)
+    result = _run(hostile, github, _config(webhook, smtp, channel=channel), environ)
     assert result.proposals[0].state == "sent", result.proposals[0].message
-    (comment,) = github.comments[1]
-    assert_quoted(comment["body"])
-    # Slack escapes <, > and & (what a chat reads is the text unescaped); a Mattermost
-    # reads the same text as Markdown.
-    chat = webhook.messages[0]["text"]
-    assert "<" not in chat
-    assert_quoted(html.unescape(chat))
-    (mail,) = smtp.messages
-    assert_quoted(mail.mail.get_content())
+    if channel == "issue":
+        (comment,) = github.comments[1]
+        assert_quoted(comment["body"])
+    elif channel == "webhook":
+        # Slack escapes <, > and & (a chat reads the text unescaped); a Mattermost reads
+        # the same text as Markdown.
+        chat = webhook.messages[0]["text"]
+        assert "<" not in chat
+        assert_quoted(html.unescape(chat))
+    else:
+        (mail,) = smtp.messages
+        assert_quoted(mail.mail.get_content())
 
 
 def test_the_pending_issue_quotes_the_reason(
