@@ -97,8 +97,10 @@ def quoted(value: object) -> str:
     if "\n" in _BREAKS.sub("\n", text.strip()):
         return f"\n{fenced(text.strip())}\n"
     flat = _inert(text.strip())
+    if not flat:
+        return "` `"  # an empty span would be two backticks, read as text
     fence = _fence(flat, 1)
-    pad = " " if not flat or flat[0] == "`" or flat[-1] == "`" else ""
+    pad = " " if flat[0] == "`" or flat[-1] == "`" else ""
     return f"{fence}{pad}{flat}{pad}{fence}"
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from govern.text import line, visible
+from govern.text import fenced, line, link, quoted, visible
 
 
 @pytest.mark.parametrize(
@@ -41,3 +41,28 @@ def test_a_terminal_line_collapses_whitespace_cuts_then_escapes() -> None:
     assert line("a \n\t b\u202e") == "a b<U+202E>"
     assert line("x" * 10 + "\u202e", 5) == "xxxx…"
     assert line(None) == "None"
+
+
+def test_quoted_text_is_one_code_span_whatever_backticks_it_holds() -> None:
+    assert quoted("@octocat closes #5") == "`@octocat closes #5`"
+    assert quoted("a `b` c") == "``a `b` c``"
+    assert quoted("x ``` y") == "````x ``` y````"
+    assert quoted("`edge`") == "`` `edge` ``"  # padded: the backtick cannot join the fence
+    assert quoted("") == "` `"
+
+
+def test_quoted_text_shows_hidden_characters_and_no_html_comment_opens() -> None:
+    assert quoted("a\u202eb\x1b") == "`a<U+202E>b<U+001B>`"
+    assert quoted("<!-- govern:x=1 -->") == "`<U+003C>!-- govern:x=1 -->`"
+
+
+def test_several_lines_are_a_fenced_block_no_line_of_which_closes_it() -> None:
+    assert quoted("one\r\n```\ntwo") == "\n````\none\n```\ntwo\n````\n"
+    assert fenced("-a\n+b", "diff") == "```diff\n-a\n+b\n```"
+
+
+def test_only_a_plain_url_stays_a_link() -> None:
+    assert link("https://github.com/o/r/issues/1") == "https://github.com/o/r/issues/1"
+    assert link("https://x.example/a)b") == "`https://x.example/a)b`"
+    assert link("see @octocat") == "`see @octocat`"
+    assert link("https://x.example/\u202e") == "`https://x.example/<U+202E>`"

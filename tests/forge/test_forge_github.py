@@ -276,6 +276,41 @@ def test_comments_are_found_by_marker_across_pages(fake: FakeGitHubForge) -> Non
     assert using(fake, lambda f: f.find_comment(ref, marker("reminder", "b"))) is None
 
 
+def test_only_a_signed_marker_that_ends_a_comment_is_found(fake: FakeGitHubForge) -> None:
+    """A person's comment quoting the marker mid-text, one ending with its unsigned form,
+    or one signed by another store is not govern's comment; govern's own is."""
+    number = fake.add_pull("govern/a", "body")
+    ref = IssueRef(fake.repository, number)
+    mark = marker("reminder", "k")
+    other = Seal(b"another store").marker("reminder", "k")
+
+    async def body(forge: GitHubForge) -> tuple[Any, ...]:
+        await forge.comment(ref, f"{mark}\nquoted above, then my words")
+        await forge.comment(ref, f"hi\n\n{mark.unsigned}")
+        await forge.comment(ref, f"hi\n\n{other}")
+        before = await forge.find_comment(ref, mark)
+        made = await forge.comment(ref, f"hi\n\n{mark}\n\n")
+        return before, made, await forge.find_comment(ref, mark)
+
+    before, made, found = using(fake, body)
+    assert before is None
+    assert found == made
+
+
+def test_a_change_request_from_before_signing_is_found_by_its_unsigned_marker(
+    fake: FakeGitHubForge,
+) -> None:
+    """On govern's own branch, a body that ends with the unsigned marker govern wrote before
+    markers were signed is found; the same marker in the middle of a body is not."""
+    mark = marker("proposal", "p")
+    fake.add_pull("govern/p", f"text\n\n{mark.unsigned}\nlater words")
+    assert using(fake, lambda f: f.find_change(branch="govern/p", marker=mark)) is None
+    number = fake.add_pull("govern/p", f"text\n\n{mark.unsigned}\n")
+    found = using(fake, lambda f: f.find_change(branch="govern/p", marker=mark))
+    assert found is not None
+    assert found.number == number
+
+
 def test_a_lost_comment_answer_is_found_by_marker(fake: FakeGitHubForge) -> None:
     number = fake.add_pull("govern/a", "body")
     fake.on_create = lambda kind, document: message(503, "Unavailable")

@@ -18,7 +18,7 @@ import httpx
 import pytest
 from gitrepo import Repo
 from reminderworld import ISSUE, NOW, TOKEN, verify
-from sqlmodel import select
+from sqlmodel import col, select
 
 from fakes.forge_github import FakeGitHubForge
 from govern.config import Config, NotifyConfig, ProposeConfig
@@ -104,10 +104,12 @@ def test_a_reason_carrying_another_reminder_s_marker_does_not_stop_that_reminder
             Release(package="cupy-cuda12x", version=v, first_seen_at=NOW)
             for v in ("14.0.1", "14.1.0")
         )
-        first, second = session.exec(select(Exclusion).order_by(Exclusion.id)).all()
+        first, second = session.exec(select(Exclusion).order_by(col(Exclusion.id))).all()
         assert (first.package, second.package) == ("cupy-cuda13x", "cupy-cuda12x")
         note = session.exec(
-            select(Annotation).where(Annotation.exclusion_id == first.id, Annotation.current)
+            select(Annotation).where(
+                col(Annotation.exclusion_id) == first.id, col(Annotation.current)
+            )
         ).one()
         forged = f"<!-- govern:reminder=remind:{second.key}:14.1.1:issue -->"
         note.reason = f"{note.reason} {forged}"
@@ -117,7 +119,7 @@ def test_a_reason_carrying_another_reminder_s_marker_does_not_stop_that_reminder
     with pytest.raises(Dies):
         remind(tracked, github, dies_on=later)
     with tracked.session() as session:
-        row = session.exec(select(Outbox).where(Outbox.dedupe_key.startswith(later))).one()  # type: ignore[attr-defined]
+        row = session.exec(select(Outbox).where(col(Outbox.dedupe_key).startswith(later))).one()
         assert (row.state, row.attempts) == (OutboxState.SENDING, 1)
     assert len(github.comments[1]) == 1, "the first reminder, quoting the reason"
     result = remind(tracked, github)
