@@ -131,6 +131,8 @@ class RunState(StrEnum):
     DRY_RUN = "dry-run"
     SUPERSEDED = "superseded"  # the line changed by hand
     FAILED = "failed"  # retried at the next run
+    STOOD_ASIDE = "stood-aside"  # another run is sending it right now: left to that run
+    LEFT_ALONE = "left-alone"  # the branch holds commits govern did not make: not pushed
     SKIPPED = "skipped"  # nothing to propose (no relaxation, declined before)
     NONE = "none"  # ``propose = "none"`` for it
 

@@ -179,7 +179,21 @@ class Forge(Protocol):
         ...
 
     async def open_change(self, opening: Opening) -> ChangeRequest:
-        """Open a change request, then apply its labels, reviewers and assignees."""
+        """Open a change request (what its create request carries; the rest is
+        :meth:`label_change`'s, a delivery step of its own)."""
+        ...
+
+    async def label_change(self, number: int, opening: Opening) -> None:
+        """Apply the opening's labels, reviewers and assignees to a change request; each
+        is added to what is there, so a second call changes nothing."""
+        ...
+
+    async def changes_on(self, branch: str) -> list[ChangeRequest]:
+        """The open change requests from ``branch`` of this repository, whoever opened them."""
+        ...
+
+    async def comment_change(self, number: int, body: str) -> Comment:
+        """Comment on a change request once: a comment holding the body's marker is it."""
         ...
 
     async def update_change(self, number: int, *, title: str, body: str) -> ChangeRequest:

@@ -229,7 +229,8 @@ class GitHubForge:
         return _change(await self._call("GET", self._repo(f"pulls/{number}")))
 
     async def open_change(self, opening: Opening) -> ChangeRequest:
-        """Open a pull request (once), then its labels, reviewers and assignees."""
+        """Open a pull request (once); its labels, reviewers and assignees are
+        :meth:`label_change`'s (GitHub's create takes none of them)."""
         body = {
             "title": opening.title,
             "head": opening.branch,
@@ -237,13 +238,16 @@ class GitHubForge:
             "body": opening.body,
             "draft": opening.draft,
         }
-        change = await create_once(
+        return await create_once(
             self._call("POST", self._repo("pulls"), body, once=True),
             _change,
             lambda mark: self.find_change(branch=opening.branch, marker=mark),
             opening.body,
         )
-        number = change.number
+
+    async def label_change(self, number: int, opening: Opening) -> None:
+        """Add the labels, request the reviewers, add the assignees (each adds to what the
+        pull request has: a retry changes nothing)."""
         if opening.labels:
             await self._call(
                 "POST", self._repo(f"issues/{number}/labels"), {"labels": list(opening.labels)}
@@ -261,7 +265,18 @@ class GitHubForge:
             await self._call(
                 "POST", self._repo(f"issues/{number}/assignees"), {"assignees": assignees}
             )
-        return change
+
+    async def changes_on(self, branch: str) -> list[ChangeRequest]:
+        """The open pull requests whose head is ``branch`` of this repository."""
+        params = {"head": f"{self.owner}:{branch}", "state": "open"}
+        return [_change(item) async for item in self._pages(self._repo("pulls"), params)]
+
+    async def comment_change(self, number: int, body: str) -> Comment:
+        """Comment on a pull request (its issue's comments) unless the body's marker is there."""
+        issue = IssueRef(self.repository, number)
+        mark = own_marker(body)
+        found = await self.find_comment(issue, mark) if mark else None
+        return found if found is not None else await self.comment(issue, body)
 
     async def update_change(self, number: int, *, title: str, body: str) -> ChangeRequest:
         """Replace a pull request's title and body."""

@@ -353,6 +353,32 @@ class GitLabForge:
             opening.body,
         )
 
+    async def label_change(self, number: int, opening: Opening) -> None:
+        """Add the labels (``add_labels`` keeps the ones there); the reviewers and assignees
+        travelled in the create itself, which GitLab applies as one."""
+        if opening.labels:
+            await self._call("PUT", self._mr(number), {"add_labels": ",".join(opening.labels)})
+
+    async def changes_on(self, branch: str) -> list[ChangeRequest]:
+        """The open merge requests from ``branch`` of this project (a fork's branch of the
+        same name is another branch)."""
+        params = {"source_branch": branch, "state": "opened"}
+        return [
+            _change(item)
+            async for item in self._pages(f"{self._project}/merge_requests", params)
+            if item.get("source_branch") == branch
+            and item.get("source_project_id") == item.get("target_project_id")
+        ]
+
+    async def comment_change(self, number: int, body: str) -> Comment:
+        """Add a note to a merge request unless a note with the body's marker is there."""
+        current = await self.get_change(number)
+        mark = own_marker(body)
+        found = await self._find_note(self._mr(number), mark) if mark else None
+        if found is not None:
+            return _note(found, current.url)
+        return await self._add_note(self._mr(number), body, current.url)
+
     async def _user_ids(self, owners: Sequence[str]) -> list[int]:
         """The ids of the users named (groups and unknown users left out), in order."""
         ids: list[int] = []

@@ -4,8 +4,12 @@ Everything happens in a temporary bare repository that borrows the clone's objec
 (``objects/info/alternates``), fetches the remote's base branch, builds the commit with
 plumbing (a temporary index, ``write-tree``, ``commit-tree``) and pushes it by sha; the
 user's working tree, index and refs are never written. A branch that already holds the
-same change on the current base is left as it is (pushing is idempotent); a newer change
-replaces it with ``--force-with-lease``, so a branch someone else moved is never lost.
+same change on the current base is left as it is (pushing is idempotent). A branch is
+replaced only when its tip is govern's: a commit the caller says govern pushed there
+(``ours``), or govern's own commit of this very change (a push whose record a crash lost);
+the push is leased on that tip (``--force-with-lease=<ref>:<sha>``). Any other tip holds
+commits govern did not make (a reviewer's fix-up, a person's branch of the same name): it
+is left alone and reported (:attr:`PushOutcome.FOREIGN`), never overwritten.
 
 Credentials come from the environment only: for an https remote a ``GIT_ASKPASS`` script
 prints the token from an environment variable the child alone receives, so the token is
@@ -20,9 +24,10 @@ import re
 import stat
 import subprocess
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -31,7 +36,7 @@ from govern.forge.git import _REPOSITORY_ENV, GitError, _stderr_text
 from govern.forge.git import _run as _run  # re-exported: tests record the argv passed
 from govern.redact import redact, scrub
 
-__all__ = ["DEFAULT_AUTHOR", "PushError", "Pushed", "Pusher"]
+__all__ = ["DEFAULT_AUTHOR", "PushError", "PushOutcome", "Pushed", "Pusher"]
 
 DEFAULT_AUTHOR = ("govern", "govern@localhost")
 """Author and committer when none is given: the same on every machine, whatever the
@@ -77,6 +82,14 @@ class PushError(ForgeError):
     """A push (or a read of the remote) could not be done: a rejected push, a missing base, ..."""
 
 
+class PushOutcome(StrEnum):
+    """What :meth:`Pusher.push` did to the branch."""
+
+    PUSHED = "pushed"  # created, or replaced a tip that was govern's
+    UNCHANGED = "unchanged"  # it already held this change on the current base: no push
+    FOREIGN = "foreign"  # it holds commits govern did not make: left alone, no push
+
+
 @dataclass(frozen=True, slots=True)
 class Pushed:
     """What :meth:`Pusher.push` left on the remote."""
@@ -84,7 +97,12 @@ class Pushed:
     sha: str  # the branch's tip: the commit pushed, or the one already there
     branch: str
     url: str  # the remote's URL, redacted
-    unchanged: bool  # the branch already held this change on the current base: no push
+    outcome: PushOutcome = PushOutcome.PUSHED
+
+    @property
+    def unchanged(self) -> bool:
+        """The branch already held this change on the current base: nothing was pushed."""
+        return self.outcome is PushOutcome.UNCHANGED
 
 
 @dataclass(frozen=True, slots=True)
@@ -278,14 +296,24 @@ class Pusher:
     # -- the push ------------------------------------------------------------------------------
 
     def push(
-        self, *, branch: str, base: str, path: str, content: bytes, message: str, key: str
+        self,
+        *,
+        branch: str,
+        base: str,
+        path: str,
+        content: bytes,
+        message: str,
+        key: str,
+        ours: Collection[str] = (),
     ) -> Pushed:
         """Make branch hold one commit on the remote's base tip that sets path to content.
 
         The message is the commit's (the evidence); a ``Govern-Proposal: <key>`` trailer is
         added. When the branch already is that commit's equal (parent = base tip, same
-        tree), nothing is pushed and ``unchanged`` is True; otherwise the branch is created
-        or replaced, with a lease on the tip seen (a branch moved meanwhile is refused).
+        tree), nothing is pushed (``UNCHANGED``). A branch whose tip is neither in ``ours``
+        (the commits govern recorded pushing to it) nor govern's own commit of this change
+        is someone else's: nothing is pushed (``FOREIGN``). Otherwise the branch is created
+        or replaced, leased on the tip seen (a branch moved meanwhile is refused).
         """
         _check_branch(branch)
         _check_branch(base)
@@ -309,10 +337,35 @@ class Pusher:
                 parents = self._local(session, "rev-list", "--parents", "-n", "1", old).split()[1:]
                 old_tree = self._local(session, "rev-parse", f"{old}^{{tree}}")
                 if parents == [base_tip] and old_tree == tree:
-                    return Pushed(sha=old, branch=branch, url=self.url, unchanged=True)
+                    return Pushed(old, branch, self.url, PushOutcome.UNCHANGED)
+                if old not in ours and not self._own(session, old, relative, content, key):
+                    # A reviewer's fix-up, a person's branch of the same name: never lost.
+                    return Pushed(old, branch, self.url, PushOutcome.FOREIGN)
             sha = self._commit(session, tree, base_tip, message, key)
             self._push(session, sha, branch, old)
-            return Pushed(sha=sha, branch=branch, url=self.url, unchanged=False)
+            return Pushed(sha, branch, self.url, PushOutcome.PUSHED)
+
+    def _own(self, session: _Session, tip: str, path: str, content: bytes, key: str) -> bool:
+        """Whether tip is govern's own commit of this change: one parent, govern's author
+        and trailer, and a tree that is its parent's with path set to content (what a push
+        leaves when a crash lost its record; a commit a person added or amended is not)."""
+        parents = self._local(session, "rev-list", "--parents", "-n", "1", tip).split()[1:]
+        if len(parents) != 1:
+            return False
+        said = self._local(
+            session,
+            "log",
+            "-1",
+            f"--format=%an%x00%ae%x00%(trailers:key={TRAILER},valueonly,separator=%x00)",
+            tip,
+        ).split("\0")
+        if said[:2] != list(self._author) or said[2:] != [key]:
+            return False
+        tree = self._local(session, "rev-parse", f"{tip}^{{tree}}")
+        try:
+            return tree == self._tree(session, parents[0], path, content)
+        except PushError:  # path is no file on that parent: not this change
+            return False
 
     def _tree(self, session: _Session, base_tip: str, path: str, content: bytes) -> str:
         """The tree of base_tip with path set to content (the file's mode kept)."""

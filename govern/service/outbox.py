@@ -60,6 +60,11 @@ class Delivered:
     error: str | None = None
     sent_now: bool = False  # this call sent it (False: found, or sent before)
 
+    @property
+    def elsewhere(self) -> bool:
+        """Another run is sending it right now: this one stood aside (not a failure)."""
+        return self.state is OutboxState.SENDING
+
 
 def seal(store: Store) -> Seal:
     """What signs the markers of the store's outgoing actions (its secret, made once)."""

@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -48,6 +48,7 @@ from govern.forge.base import (
     split_reviewers,
     with_markers,
 )
+from govern.forge.push import PushError, PushOutcome
 from govern.notify.base import Notifier
 from govern.service import outbox
 from govern.sources import rewrite
@@ -59,6 +60,7 @@ from govern.store.proposals import Work
 from govern.text import fenced, is_link, link, quoted
 
 SCHEMA = "govern.propose/1"
+OTHER_NAMES = 8  # names tried after the exclusion's branch name, when it is taken
 
 
 class Pushes(Protocol):
@@ -69,7 +71,15 @@ class Pushes(Protocol):
     def read(self, path: str, *, base: str) -> bytes | None: ...
 
     def push(
-        self, *, branch: str, base: str, path: str, content: bytes, message: str, key: str
+        self,
+        *,
+        branch: str,
+        base: str,
+        path: str,
+        content: bytes,
+        message: str,
+        key: str,
+        ours: Collection[str] = (),
     ) -> Any: ...
 
 
@@ -122,7 +132,8 @@ class ProposeResult:
 
     @property
     def failed(self) -> bool:
-        """An action failed (and will be retried)."""
+        """An action failed (and will be retried); standing aside for another run that is
+        sending it, or leaving alone a branch with other people's commits, is no failure."""
         return any(p.state == RunState.FAILED for p in self.proposals)
 
     def as_dict(self) -> dict[str, Any]:
@@ -308,9 +319,14 @@ class Proposer:
             from govern.service.remind import remind  # the notifiers' stack, for reminders only
 
             notifiers = self.notifiers_for(root, config) if self.notifiers_for else None
-            done = await remind(self.store, work, notifiers, now=self.now(), dry_run=dry_run)
+            reminded = await remind(self.store, work, notifiers, now=self.now(), dry_run=dry_run)
             return self._outcome(
-                work, "remind", state=done.state, message=done.message, url=done.url, body=done.body
+                work,
+                "remind",
+                state=reminded.state,
+                message=reminded.message,
+                url=reminded.url,
+                body=reminded.body,
             )
         relaxation = work.relaxation
         if relaxation is None or relaxation.specifier is None:
@@ -343,12 +359,10 @@ class Proposer:
                 await self._close_superseded(work, settings, edit)
             return self._outcome(work, via, state=RunState.SUPERSEDED, message=edit, branch=branch)
         if not edit.changed:
-            return self._outcome(
-                work,
-                via,
-                state=RunState.UNCHANGED,
-                message=f"{base} already admits {work.version}",
-            )
+            admitted = f"{base} already admits {work.version}"
+            if not dry_run:  # a person's own change did it: govern's request is redundant
+                await self._close_superseded(work, settings, admitted)
+            return self._outcome(work, via, state=RunState.UNCHANGED, message=admitted)
         new_text, old_line, new_line, diff = edit.text.encode(), edit.old, edit.new, edit.diff
         text = body(work, old=old_line, new=new_line, diff=diff, elsewhere=edit.elsewhere)
         if dry_run:
@@ -364,18 +378,19 @@ class Proposer:
         proposal = self._proposal(work, via, branch, old_line, new_line)
         digest = hashlib.sha256(new_text).hexdigest()[:16]
         message = commit_message(work, old_line, new_line)
+        forge = self.forge_for(root, settings) if self.forge_for and via != "git" else None
 
         async def push() -> dict[str, Any]:
-            pushed = await asyncio.to_thread(
-                pusher.push,
+            return await self._push(
+                pusher,
+                forge,
+                work,
+                proposal,
                 branch=branch,
                 base=base,
-                path=work.source,
                 content=new_text,
                 message=message,
-                key=work.key,
             )
-            return {"sha": getattr(pushed, "sha", None), "branch": branch}
 
         pushed = await outbox.deliver(
             self.store,
@@ -387,34 +402,42 @@ class Proposer:
             now=self.now(),
         )
         if pushed.state is not OutboxState.SENT:
-            return self._outcome(
-                work,
-                via,
-                state=RunState.FAILED,
-                branch=branch,
-                message=pushed.error,
-                new=new_line,
+            return self._undelivered(work, via, pushed, branch=branch, new=new_line)
+        branch = str(pushed.result.get("branch") or branch)
+        if pushed.result.get("outcome") == PushOutcome.FOREIGN:
+            return await self._left_alone(
+                forge, work, via, proposal, pushed.result, old=old_line, new=new_line
             )
         change: ChangeRequest | None = None
         sent_now = pushed.sent_now
-        forge = self.forge_for(root, settings) if self.forge_for and via != "git" else None
         if forge is not None:
-            opened = await self._change(
-                forge, work, settings, branch, base, new_line, text, proposal
-            )
-            if opened is not None:
-                change, changed_now = opened
-                sent_now = sent_now or changed_now
+            opening = self._opening(work, settings, branch, base, new_line, text)
+            change, done = await self._change(forge, work, opening, proposal)
+            if change is None and done.state is OutboxState.SENT:
+                number = done.result.get("number")
+                left = {"branch": branch, "number": number, "note": _theirs(number, branch)}
+                return await self._left_alone(
+                    forge, work, via, proposal, left, old=old_line, new=new_line
+                )
             if change is None:
-                return self._outcome(
+                return self._undelivered(work, via, done, branch=branch, new=new_line)
+            sent_now = sent_now or done.sent_now
+        self._opened(work, proposal, via, branch, change)
+        if forge is not None and change is not None:
+            # Labels, reviewers and assignees are a delivery of their own: a crash right
+            # after the request was created, or a failed call, is retried, not forgotten.
+            dressed = await self._label(forge, work, opening, change.number, proposal)
+            if dressed.state is not OutboxState.SENT:
+                return self._undelivered(
                     work,
                     via,
-                    state=RunState.FAILED,
+                    dressed,
                     branch=branch,
                     new=new_line,
-                    message="see outbox",
+                    url=change.url,
+                    number=change.number,
                 )
-        self._opened(work, proposal, via, branch, change)
+            sent_now = sent_now or dressed.sent_now
         return self._outcome(
             work,
             via,
@@ -426,25 +449,183 @@ class Proposer:
             message=None if sent_now else "already proposed: nothing sent again",
         )
 
-    async def _change(
+    def _undelivered(self, work: Work, via: str, done: outbox.Delivered, **values: Any) -> Outcome:
+        """The outcome of an action not sent: another run is at it (this one stood aside),
+        or it failed and is retried."""
+        if done.elsewhere:
+            return self._outcome(
+                work,
+                via,
+                state=RunState.STOOD_ASIDE,
+                message=f"another run is sending it ({done.key}); left to that run",
+                **values,
+            )
+        return self._outcome(work, via, state=RunState.FAILED, message=done.error, **values)
+
+    async def _push(
         self,
-        forge: Forge,
+        pusher: Pushes,
+        forge: Forge | None,
         work: Work,
-        settings: ProposeConfig,
+        proposal: int,
+        *,
         branch: str,
         base: str,
-        new_line: str,
-        text: str,
+        content: bytes,
+        message: str,
+    ) -> dict[str, Any]:
+        """Push the change to the exclusion's branch, never over someone else's commits.
+
+        The branch is the one govern pushed to before, replaced only when its tip is a
+        commit govern pushed there. When it holds other commits (a reviewer's fix-up) or a
+        change request govern did not open, it is left alone while govern's change request
+        on it is open (``outcome: foreign``); otherwise (a name already taken, a branch
+        left behind) the next free name is used: ``branch``, ``branch-2``, ...
+        """
+        with self.store.session() as session:
+            record = proposals.pushed_to(session, prefix=f"push:{work.key}:")
+            live = {
+                p.branch
+                for p in proposals.proposals_of(session, exclusion_id=work.exclusion_id)
+                if p.id != proposal
+                and p.state == ProposalState.OPEN
+                and p.kind != ProposalKind.REMINDER
+                and (p.number is not None or p.kind == ProposalKind.BRANCH)
+            }
+        fresh = [branch, *(f"{branch}-{n}" for n in range(2, 2 + OTHER_NAMES))]
+        names = [record.branch, *(n for n in fresh if n != record.branch)] if record else fresh
+        for name in names:
+            mine = record is not None and name == record.branch
+            theirs = await self._foreign_change(forge, work, name)
+            if theirs is None:
+                pushed = await asyncio.to_thread(
+                    pusher.push,
+                    branch=name,
+                    base=base,
+                    path=work.source,
+                    content=content,
+                    message=message,
+                    key=work.key,
+                    ours=record.shas if record is not None and mine else frozenset(),
+                )
+                outcome = PushOutcome(getattr(pushed, "outcome", PushOutcome.PUSHED))
+                if outcome is not PushOutcome.FOREIGN:
+                    said = {"sha": pushed.sha, "branch": name, "outcome": str(outcome)}
+                    if name != names[0]:
+                        said["note"] = f"{names[0]} is someone else's: pushed to {name}"
+                    return said
+                if mine and name in live:
+                    return {
+                        "sha": pushed.sha,
+                        "branch": name,
+                        "outcome": str(PushOutcome.FOREIGN),
+                        "note": f"left alone: {name} holds commits govern did not make"
+                        f" (tip {str(pushed.sha)[:12]})",
+                    }
+            elif mine:
+                return {
+                    "branch": name,
+                    "outcome": str(PushOutcome.FOREIGN),
+                    "number": theirs.number,
+                    "note": _theirs(theirs.number, name),
+                }
+            # A name already taken (or govern's old branch, now someone else's): the next.
+        raise PushError(
+            f"the branches {names[0]} to {names[-1]} all hold commits govern did not make",
+            tip="Delete the branches no longer needed, or set another branch-prefix.",
+        )
+
+    async def _foreign_change(
+        self, forge: Forge | None, work: Work, branch: str
+    ) -> ChangeRequest | None:
+        """An open change request from ``branch`` that govern did not open for this
+        exclusion (a person's): pushing to the branch would change it."""
+        if forge is None:
+            return None
+        for change in await forge.changes_on(branch):
+            # Govern's own request ends in its signed marker (or, opened before markers
+            # were signed, the unsigned one: only people who can push to the branch can
+            # open a request from it).
+            if not self.seal.marker("proposal", work.key).ends(change.body, unsigned=True):
+                return change
+        return None
+
+    async def _left_alone(
+        self,
+        forge: Forge | None,
+        work: Work,
+        via: str,
         proposal: int,
-    ) -> tuple[ChangeRequest, bool] | None:
-        """The change request (opened, updated or found), and whether this call sent it."""
-        mark = self.seal.marker("proposal", work.key)
-        candidate = self.seal.marker("candidate", candidate_key(work))
-        text = with_markers(text, mark, candidate)
+        pushed: dict[str, Any],
+        *,
+        old: str,
+        new: str,
+    ) -> Outcome:
+        """The branch holds commits (or a change request) govern did not make: say so on
+        the change request there, once, instead of pushing over them."""
+        branch = str(pushed["branch"])
+        number = pushed.get("number")
+        if not isinstance(number, int):
+            with self.store.session() as session:
+                mine = [
+                    p.number
+                    for p in proposals.proposals_of(session, exclusion_id=work.exclusion_id)
+                    if p.state == ProposalState.OPEN and p.branch == branch and p.number
+                ]
+            number = mine[-1] if mine else None
+        note = str(pushed.get("note") or f"left alone: {branch}")
+        url: str | None = None
+        if forge is not None and isinstance(number, int):
+            evidence = "\n".join(f"- {quoted(line)}" for line in evidence_lines(work))
+            comment = with_markers(
+                f"govern did not push {quoted(work.package)} {quoted(work.version)} to"
+                f" {quoted(branch)}: the branch holds commits (or a change request) govern did"
+                f" not make, and govern never overwrites them. The change it would make:"
+                f" {quoted(old.strip())} → {quoted(new.strip())}.\n\n{evidence}",
+                self.seal.marker("left-alone", candidate_key(work)),
+            )
+            target = number
+
+            async def say() -> dict[str, Any]:
+                done = await forge.comment_change(target, comment)
+                return {"id": done.id, "url": done.url, "number": target}
+
+            said = await outbox.deliver(
+                self.store,
+                key=f"left-alone:{work.key}:{work.version}",
+                action="comment",
+                send=say,
+                proposal_id=proposal,
+                now=self.now(),
+            )
+            if said.state is not OutboxState.SENT:
+                return self._undelivered(work, via, said, branch=branch, new=new)
+            url = str(said.result.get("url") or "") or None
+        return self._outcome(
+            work,
+            via,
+            state=RunState.LEFT_ALONE,
+            branch=branch,
+            new=new,
+            url=url,
+            number=number if isinstance(number, int) else None,
+            message=note,
+        )
+
+    def _opening(
+        self, work: Work, settings: ProposeConfig, branch: str, base: str, new_line: str, text: str
+    ) -> Opening:
+        """What the change request is opened with: ``text`` ending in govern's signed
+        markers (this exclusion's proposal, and this candidate)."""
+        text = with_markers(
+            text,
+            self.seal.marker("proposal", work.key),
+            self.seal.marker("candidate", candidate_key(work)),
+        )
         # Reviewers from the owner's @-mentions only: "Jane Doe" names no login. The users
         # are assigned too (a team cannot be), so the request shows in their own lists.
         users, teams = split_reviewers([o for o in (work.owner or "").split() if o[:1] == "@"])
-        opening = Opening(
+        return Opening(
             branch=branch,
             base=base,
             title=title(work, new_line),
@@ -455,6 +636,34 @@ class Proposer:
             assignees=tuple(users),
             draft=settings.draft,
         )
+
+    async def _label(
+        self, forge: Forge, work: Work, opening: Opening, number: int, proposal: int
+    ) -> outbox.Delivered:
+        """The change request's labels, reviewers and assignees, once per request."""
+
+        async def label() -> dict[str, Any]:
+            await forge.label_change(number, opening)
+            return {"number": number, "labels": list(opening.labels)}
+
+        if not (opening.labels or opening.reviewers or opening.team_reviewers or opening.assignees):
+            return outbox.Delivered(f"labels:{work.key}:{number}", OutboxState.SENT, {})
+        return await outbox.deliver(
+            self.store,
+            key=f"labels:{work.key}:{number}",
+            action="labels",
+            send=label,
+            proposal_id=proposal,
+            now=self.now(),
+        )
+
+    async def _change(
+        self, forge: Forge, work: Work, opening: Opening, proposal: int
+    ) -> tuple[ChangeRequest | None, outbox.Delivered]:
+        """The change request (opened, updated or found) and its delivery (None: not sent)."""
+        mark = self.seal.marker("proposal", work.key)
+        candidate = self.seal.marker("candidate", candidate_key(work))
+        branch, base, text = opening.branch, opening.base, opening.body
 
         async def find() -> dict[str, Any] | None:
             # This version's request (opened, or updated to it), whatever its state: one a
@@ -470,6 +679,10 @@ class Proposer:
                 return _change_dict(
                     await forge.update_change(existing.number, title=opening.title, body=text)
                 )
+            theirs = await self._foreign_change(forge, work, branch)
+            if theirs is not None:  # a person opened one on govern's branch meanwhile:
+                # opening another is refused (GitLab's 409) on every retry; it is theirs
+                return {"foreign": True, "number": theirs.number, "url": theirs.url}
             return _change_dict(await forge.open_change(opening))
 
         done = await outbox.deliver(
@@ -482,8 +695,8 @@ class Proposer:
             proposal_id=proposal,
             now=self.now(),
         )
-        if done.state is not OutboxState.SENT:
-            return None
+        if done.state is not OutboxState.SENT or done.result.get("foreign"):
+            return None, done
         change = ChangeRequest(
             number=int(done.result["number"]),
             url=str(done.result["url"]),
@@ -491,7 +704,7 @@ class Proposer:
             branch=branch,
             base=base,
         )
-        return change, done.sent_now
+        return change, done
 
     # -- the store -----------------------------------------------------------------------
 
@@ -519,6 +732,7 @@ class Proposer:
             first = row.updated_at is None
             if change is not None:
                 row.number, row.url = change.number, change.url
+            row.branch = branch  # another name when the exclusion's was taken
             row.updated_at = when
             session.add(row)
             older = [  # change requests of older candidates (a reminder is no such thing)
@@ -576,7 +790,8 @@ class Proposer:
             )
 
     async def _close_superseded(self, work: Work, settings: ProposeConfig, why: str) -> None:
-        """Close the exclusion's open change requests with a comment saying why, once each."""
+        """Close the exclusion's open change requests with a comment saying why, once each
+        (a line a person changed, or one their own change relaxed: the base admits it)."""
         if self.forge_for is None or settings.via == "git":
             return
         with self.store.session() as session:
@@ -588,6 +803,16 @@ class Proposer:
         forge = self.forge_for(Path(work.root), settings) if still_open else None
         if forge is not None:
             for row in still_open:
+                assert row.number is not None
+                try:
+                    change = await forge.get_change(row.number)
+                except GovernError:
+                    continue  # asked again on the next run; never a verdict
+                if change.state is not ChangeState.OPEN:
+                    # Merged (the line admits it now) or closed meanwhile: recorded as
+                    # such, never commented on.
+                    self.closed(row.id or 0, change.state)
+                    continue
                 await self._close(forge, row, work.key, why)
 
     async def _close(self, forge: Forge, row: Proposal, key: str, why: str) -> None:
@@ -690,6 +915,11 @@ def record_closed(
                 only_from=(State.PROPOSED, State.VERIFIED),
             )
         return {"proposal": row.id, "number": row.number, "state": str(row.state)}
+
+
+def _theirs(number: object, branch: str) -> str:
+    """The note for a branch left alone because a person's change request is open on it."""
+    return f"left alone: change request #{number} on {branch} was not opened by govern"
 
 
 def _change_dict(change: ChangeRequest) -> dict[str, Any]:

@@ -311,6 +311,7 @@ def proposals_of(session: Session, *, exclusion_id: int) -> list[ProposalPublic]
                     error=o.last_error,
                     next_attempt=as_utc(o.next_attempt_at) if o.next_attempt_at else None,
                     sent=as_utc(o.sent_at) if o.sent_at else None,
+                    note=o.result.get("note") if isinstance(o.result.get("note"), str) else None,
                 )
             )
     return [

@@ -470,6 +470,7 @@ class DeliveryPublic(SQLModel):
     error: str | None  # never a token
     next_attempt: Moment | None
     sent: Moment | None
+    note: str | None = None  # what govern decided instead (a branch left alone, renamed)
 
 
 class ProposalPublic(ProposalBase):

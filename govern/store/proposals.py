@@ -357,6 +357,39 @@ def supersede_outbox(session: Session, *, prefix: str, sent: str) -> int:
 
 
 @dataclass(frozen=True, slots=True)
+class PushRecord:
+    """The branch govern last pushed an exclusion's change to, and every commit govern
+    pushed there (a tip among them is govern's to replace; any other is someone else's)."""
+
+    branch: str
+    shas: frozenset[str]
+
+
+def pushed_to(session: Session, *, prefix: str) -> PushRecord | None:
+    """What the sent ``push`` rows whose key starts with ``prefix`` record: the newest
+    one's branch and the commits pushed to it (a branch left alone adds none)."""
+    rows = session.exec(
+        select(Outbox)
+        .where(
+            col(Outbox.action) == "push",
+            col(Outbox.state) == OutboxState.SENT,
+            col(Outbox.dedupe_key).startswith(prefix, autoescape=True),
+        )
+        .order_by(col(Outbox.id))
+    ).all()
+    branch: str | None = None
+    shas: dict[str, set[str]] = {}
+    for row in rows:
+        said, sha = row.result.get("branch"), row.result.get("sha")
+        if not isinstance(said, str):
+            continue
+        branch = said
+        if isinstance(sha, str) and row.result.get("outcome") != "foreign":
+            shas.setdefault(said, set()).add(sha)
+    return None if branch is None else PushRecord(branch, frozenset(shas.get(branch, ())))
+
+
+@dataclass(frozen=True, slots=True)
 class Troubled:
     """An outgoing action that failed (retried at ``next_attempt``) or gave up (``dead``),
     with the exclusion it was for (None: a repository's pending issue or digest)."""

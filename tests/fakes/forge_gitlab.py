@@ -339,12 +339,17 @@ class FakeGitLabForge(FakeServer):
         ]
 
     def _edit(self, kind: str, item: dict[str, Any], fields: dict[str, Any]) -> Reply:
-        """PUT: title, description, labels, state_event (close, reopen)."""
+        """PUT: title, description, labels, add_labels, state_event (close, reopen)."""
         for key in ("title", "description"):
             if key in fields:
                 item[key] = fields[key]
         if isinstance(fields.get("labels"), str):
             item["labels"] = [label for label in fields["labels"].split(",") if label]
+        if isinstance(fields.get("add_labels"), str):
+            # add_labels: the names added to those there (PUT /merge_requests/:iid,
+            # https://docs.gitlab.com/ee/api/merge_requests.html#update-mr).
+            added = [label for label in fields["add_labels"].split(",") if label]
+            item["labels"] += [label for label in added if label not in item["labels"]]
         if kind == "merge_requests":
             draft = bool(_DRAFT.match(item["title"]))
             item.update(draft=draft, work_in_progress=draft)

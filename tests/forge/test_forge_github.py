@@ -80,7 +80,7 @@ def opening(key: str = "req-1", **changes: Any) -> Opening:
 # -- change requests ------------------------------------------------------------------------
 
 
-def test_open_sends_the_pull_then_labels_reviewers_and_assignees(fake: FakeGitHubForge) -> None:
+def test_open_sends_the_pull_and_label_change_its_labels_reviewers_and_assignees(fake: FakeGitHubForge) -> None:
     wanted = opening(
         labels=("dependencies", "govern"),
         reviewers=("@alice", "@octo-org/platform", "bob"),
@@ -91,6 +91,8 @@ def test_open_sends_the_pull_then_labels_reviewers_and_assignees(fake: FakeGitHu
     change = using(fake, lambda f: f.open_change(wanted))
     assert change.state is ChangeState.OPEN
     assert (change.branch, change.base, change.draft) == ("govern/req-1", "main", True)
+    assert fake.pulls[change.number]["labels"] == []  # a delivery step of its own:
+    using(fake, lambda f: f.label_change(change.number, wanted))
     created = fake.sent("POST", "/pulls")[0].json()
     assert created == {
         "title": "Relax req-1",

@@ -73,7 +73,9 @@ def _pusher(clone: Path) -> Pusher:
     return Pusher(clone, environ={**env, "GIT_CONFIG_GLOBAL": os.devnull})
 
 
-def _push(pusher: Pusher, content: str, base: str = "main") -> tuple[str, bool]:
+def _push(
+    pusher: Pusher, content: str, base: str = "main", ours: tuple[str, ...] = ()
+) -> tuple[str, bool]:
     pushed = pusher.push(
         branch="govern/x",
         base=base,
@@ -81,6 +83,7 @@ def _push(pusher: Pusher, content: str, base: str = "main") -> tuple[str, bool]:
         content=content.encode(),
         message="Relax x\n\nEvidence: 3 green runs.",
         key="p-1",
+        ours=ours,
     )
     assert pushed.branch == "govern/x"
     return pushed.sha, pushed.unchanged
@@ -111,7 +114,7 @@ def test_push_once_then_unchanged_then_updated(origin: Path, clone: Path) -> Non
     assert (again, unchanged) == (sha, True)
     assert _git(origin, "rev-list", "--count", "govern/x").strip() == "2"
 
-    newer, unchanged = _push(pusher, "[project]\nname = 'z'\n")
+    newer, unchanged = _push(pusher, "[project]\nname = 'z'\n", ours=(sha,))
     assert not unchanged
     assert newer != sha
     assert _git(origin, "rev-parse", "govern/x").strip() == newer
