@@ -809,10 +809,8 @@ class Proposer:
                 except GovernError:
                     continue  # asked again on the next run; never a verdict
                 if change.state is not ChangeState.OPEN:
-                    # Merged (the line admits it now) or closed meanwhile: recorded as
-                    # such, never commented on.
-                    self.closed(row.id or 0, change.state)
-                    continue
+                    continue  # merged (the line admits it now) or closed meanwhile: the
+                    # run's watch records which, and nothing is said on it
                 await self._close(forge, row, work.key, why)
 
     async def _close(self, forge: Forge, row: Proposal, key: str, why: str) -> None:

@@ -80,7 +80,9 @@ def opening(key: str = "req-1", **changes: Any) -> Opening:
 # -- change requests ------------------------------------------------------------------------
 
 
-def test_open_sends_the_pull_and_label_change_its_labels_reviewers_and_assignees(fake: FakeGitHubForge) -> None:
+def test_open_sends_the_pull_and_label_change_its_labels_reviewers_and_assignees(
+    fake: FakeGitHubForge,
+) -> None:
     wanted = opening(
         labels=("dependencies", "govern"),
         reviewers=("@alice", "@octo-org/platform", "bob"),
