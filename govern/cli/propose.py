@@ -33,8 +33,9 @@ def propose(
     via = "github" or "gitlab" a pull or merge request is opened, or updated for a newer
     candidate. With propose = "remind", a reminder goes to each channel of
     [tool.govern.notify] (issue comment, webhook, email) instead. Exit 0 when every
-    proposal was sent (or needed nothing), 1 when an action failed and will be retried,
-    2 when proposing could not be done.
+    proposal was sent (or needed nothing, or stood aside for another run sending it, or
+    left alone a branch holding someone else's commits), 1 when an action failed and will
+    be retried, 2 when proposing could not be done.
     """
     import asyncio  # here, with the stack below: see govern.cli
 

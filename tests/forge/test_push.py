@@ -14,7 +14,7 @@ from gitrepo import Repo
 import govern.forge.push as push_module
 from fakes import githttp
 from govern.forge.base import ForgeAuthError, ForgeError
-from govern.forge.push import TRAILER, Pusher, PushError
+from govern.forge.push import TRAILER, Pusher, PushError, PushOutcome
 
 
 def _git(cwd: Path, *args: str) -> str:
@@ -193,3 +193,25 @@ def test_token_over_http_through_askpass(
         assert argvs
         assert all(token not in arg for argv in argvs for arg in argv)
         assert token not in repr(pusher) + pusher.url
+
+
+def test_a_tip_govern_did_not_push_is_left_alone(tmp_path: Path, origin: Path, clone: Path) -> None:
+    pusher = _pusher(clone)
+    sha, _ = _push(pusher, "[project]\nname = 'y'\n")
+    other = tmp_path / "reviewer"
+    _git(tmp_path, "clone", "-q", "-b", "govern/x", str(origin), str(other))
+    (other / "README").write_text("fix-up\n")
+    _git(other, "-c", "user.name=R", "-c", "user.email=r@b", "commit", "-qam", "fix-up")
+    _git(other, "push", "-q", "origin", "govern/x")
+    fixed = _git(origin, "rev-parse", "govern/x").strip()
+    pushed = pusher.push(
+        branch="govern/x",
+        base="main",
+        path="pyproject.toml",
+        content=b"[project]\nname = 'z'\n",
+        message="Relax x",
+        key="p-1",
+        ours=(sha,),
+    )
+    assert (pushed.outcome, pushed.sha) == (PushOutcome.FOREIGN, fixed)
+    assert _git(origin, "rev-parse", "govern/x").strip() == fixed, "the fix-up survives"

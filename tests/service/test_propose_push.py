@@ -120,7 +120,7 @@ def _run(
     labels: tuple[str, ...] = (),
     transport: httpx.AsyncBaseTransport | None = None,
 ) -> ProposeResult:
-    settings = ProposeConfig(via=via, labels=labels)  # type: ignore[arg-type]
+    settings = ProposeConfig(via=via, labels=labels)
 
     async def main() -> ProposeResult:
         async with httpx.AsyncClient(timeout=5, transport=transport) as client:
