@@ -745,3 +745,23 @@ def test_forge_for_an_unknown_via_names_the_choices() -> None:
         run(main())
     assert caught.value.tip is not None
     assert 'via = "gitlab"' in caught.value.tip
+
+
+def test_label_change_adds_labels_and_changes_on_lists_the_branch_s_open_requests(
+    fake: FakeGitLabForge,
+) -> None:
+    number = using(fake, lambda f: f.open_change(opening(labels=("dependencies",)))).number
+    fake.merge_requests[number]["labels"].append("needs-review")  # a person's label
+    for _ in range(2):
+        using(fake, lambda f: f.label_change(number, opening(labels=("dependencies", "govern"))))
+    assert fake.merge_requests[number]["labels"] == ["dependencies", "needs-review", "govern"]
+    theirs = fake.add_merge_request("govern/req-2", "a person's own")
+    fork = fake.add_merge_request("govern/req-2", "from a fork")
+    fake.merge_requests[fork]["source_project_id"] = 999  # a fork's branch of the same name
+    found = using(fake, lambda f: f.changes_on("govern/req-2"))
+    assert [c.number for c in found] == [theirs]
+    said = [
+        using(fake, lambda f: f.comment_change(theirs, f"hi\n{marker('x', 'k')}")) for _ in "ab"
+    ]
+    assert said[0].id == said[1].id, "commented once"
+    assert len(fake.notes[("merge_requests", theirs)]) == 1
