@@ -72,7 +72,17 @@ def _line(name: str, where: str, done: outbox.Delivered) -> str:
         return f"{head}: {'sent' if done.sent_now else 'already sent'}"
     if done.state is OutboxState.DEAD:
         return f"{head}: gave up after every attempt failed: {done.error}"
+    if done.elsewhere:
+        return f"{head}: another run is sending it; left to that run"
     return f"{head}: failed, tried again later: {done.error}"
+
+
+def _state(sent: bool, failed: bool, aside: bool) -> RunState:
+    """A run's state over its channels: a failure counts; a channel another run is
+    sending (this run stood aside) does not, and is said when nothing else was sent."""
+    if failed:
+        return RunState.FAILED
+    return RunState.STOOD_ASIDE if aside and not sent else RunState.SENT
 
 
 async def deliver(
@@ -139,7 +149,7 @@ async def remind(
     proposal_id = _proposal(store, work, now)
     lines: list[str] = []
     sent: list[str] = []
-    failed = False
+    failed = aside = False
     url: str | None = None
     for notifier, where in targets:
         if isinstance(where, Skipped):
@@ -156,12 +166,14 @@ async def remind(
         if done.state is OutboxState.SENT:
             sent.append(notifier.name)
             url = url or (done.result.get("url") if notifier.name == "issue" else None)
+        elif done.elsewhere:
+            aside = True
         else:
             failed = True
     if sent:
         _reminded(store, work, proposal_id, sent, url, now)
     return Reminded(
-        RunState.FAILED if failed else RunState.SENT,
+        _state(bool(sent), failed, aside),
         "; ".join([*lines, *skipped]),
         url=url,
     )
@@ -347,6 +359,8 @@ class Digester:
             find=find,
             now=self.now(),
         )
+        if done.elsewhere:
+            return {"state": RunState.STOOD_ASIDE, "message": "another run is publishing it"}
         if done.state is not OutboxState.SENT:
             return {"state": RunState.FAILED, "message": done.error}
         return {
@@ -366,7 +380,7 @@ class Digester:
             return {"state": RunState.SKIPPED, "message": "nothing relaxable or overdue"}
         message = templates.digest(overview, when)
         lines: list[str] = []
-        failed = False
+        failed = aside = sent = False
         for notifier in channels:
             where = notifier.target(message)
             if isinstance(where, Skipped):
@@ -376,6 +390,8 @@ class Digester:
                 self.store, notifier, message, action=f"digest-{notifier.name}", now=self.now()
             )
             lines.append(_line(notifier.name, where, done))
-            failed = failed or done.state is not OutboxState.SENT
-        state = RunState.FAILED if failed else RunState.SENT
+            sent = sent or done.state is OutboxState.SENT
+            aside = aside or done.elsewhere
+            failed = failed or (done.state is not OutboxState.SENT and not done.elsewhere)
+        state = _state(sent, failed, aside)
         return {"state": state, "period": when, "message": "; ".join(lines)}

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import socket
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -332,6 +334,35 @@ def test_a_crash_between_sending_and_recording_never_sends_twice(
         assert "unconfirmed (a run died while sending it; not sent again)" in said
     assert results[0].proposals[0].state == "sent"
     assert len(events(store, EventKind.REMINDED)) == 1
+
+
+def test_a_reminder_another_run_is_sending_is_left_to_it_and_is_no_failure(
+    store: Store, world: World
+) -> None:
+    """Every channel's row is held right now by another live run: this run stands aside
+    (not a failure, so ``govern propose`` exits 0) and sends nothing."""
+    key = exclusion_key(store)
+    holder = {"host": socket.gethostname(), "pid": os.getppid(), "at": NOW.isoformat()}
+    with store.session(write=True) as session:
+        for channel in ALL:
+            session.add(
+                Outbox(
+                    dedupe_key=f"remind:{key}:14.1.1:{channel}",
+                    action=f"remind-{channel}",
+                    state=OutboxState.SENDING,
+                    attempts=1,
+                    next_attempt_at=NOW + timedelta(hours=1),
+                    result={"claimed": {**holder, "sending": True}},
+                    created_at=NOW,
+                )
+            )
+    result = propose(store, world)
+    (outcome,) = result.proposals
+    assert outcome.state == "stood-aside", outcome.message
+    assert not result.failed
+    assert outcome.message is not None
+    assert outcome.message.count("another run is sending it; left to that run") == 3
+    assert world.counts() == (0, 0, 0)
 
 
 def test_a_crash_before_sending_sends_on_the_next_run(store: Store, world: World) -> None:
