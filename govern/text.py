@@ -96,7 +96,12 @@ def quoted(value: object) -> str:
     text = str(value)
     if "\n" in _BREAKS.sub("\n", text.strip()):
         return f"\n{fenced(text.strip())}\n"
-    flat = _inert(text.strip())
+    return code_span(_inert(text.strip()))
+
+
+def code_span(flat: str) -> str:
+    """One line of text already made inert as a Markdown code span: its fence longer than
+    any run of backticks inside, padded when the text starts or ends with one."""
     if not flat:
         return "` `"  # an empty span would be two backticks, read as text
     fence = _fence(flat, 1)

@@ -19,7 +19,7 @@ from govern.exclusions.model import Exclusion, Link
 from govern.output import summary_line
 from govern.policy.model import Finding
 from govern.report import AuditReport
-from govern.text import visible
+from govern.text import code_span, visible
 
 MARKER = "<!-- govern-audit -->"
 """The first line of the comment, for finding it again."""
@@ -47,10 +47,8 @@ def code(text: str | None) -> str:
     """A table cell in a code span (``|`` escaped, which GFM tables require there too)."""
     if not text:
         return ""
-    flat = _controls(" ".join(text.split())).replace("|", "\\|")
-    fence = "``" if "`" in flat else "`"
-    pad = " " if "`" in flat else ""
-    return f"{fence}{pad}{flat}{pad}{fence}"
+    # The fence is longer than any backtick run inside: ``a``b`` cannot close it early.
+    return code_span(_controls(" ".join(text.split())).replace("|", "\\|"))
 
 
 def _link(link: Link) -> str:

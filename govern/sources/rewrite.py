@@ -103,6 +103,7 @@ from govern.sources.rewrite_pip import (
     split_end,
 )
 from govern.sources.rewrite_toml import relax_pyproject
+from govern.text import quoted
 
 __all__ = ["Edit", "EditRefused", "Superseded", "relax_requirements", "relax_source"]
 
@@ -421,7 +422,7 @@ def _check(
             tracked.extras,
             str(tracked.marker),
         ) or parsed.specifier != after:
-            problems.append(f"it reads `{req.text}`")
+            problems.append(f"it reads {quoted(req.text)}")
         if hashes is not None:
             spans = hash_spans(req, where)
             if tuple(bodies[line][start:end] for line, _, start, end in spans) != hashes:

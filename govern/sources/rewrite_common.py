@@ -27,6 +27,7 @@ from govern.exclusions.classify import classify
 from govern.exclusions.model import Annotation
 from govern.exclusions.relax import RelaxationRefused, rewrite_requirement
 from govern.sources.model import Entry, Source
+from govern.text import quoted
 
 
 class EditRefused(GovernError):
@@ -126,12 +127,12 @@ def relax_clause(
     with it; None when ``wanted`` already admits ``version``, a refusal when it cannot be."""
     tracked = requirement_or_none(wanted)
     if tracked is None:
-        raise EditRefused(f"{where}: `{wanted}` is not a requirement govern can rewrite")
+        raise EditRefused(f"{where}: {quoted(wanted)} is not a requirement govern can rewrite")
     if admits(tracked.specifier, version):
         return None
     after = specifier_set(specifier, path)
     if not admits(after, version):
-        raise EditRefused(f"{where}: `{after}` does not admit {version}")
+        raise EditRefused(f"{where}: {quoted(after)} does not admit {version}")
     try:
         return tracked, after, rewrite_requirement(value, after)
     except RelaxationRefused as exc:
@@ -158,9 +159,10 @@ def unchanged_or_superseded(
             same.append(value)
     if same:
         raise Superseded(
-            f"the {noun} now reads `{same[0]}` (tracked as `{wanted}`): a person changed it"
+            f"the {noun} now reads {quoted(same[0])} (tracked as {quoted(wanted)}):"
+            " a person changed it"
         )
-    raise Superseded(f"`{wanted}` is no longer in the file")
+    raise Superseded(f"{quoted(wanted)} is no longer in the file")
 
 
 def shared_ends(old: str, new: str) -> tuple[int, int]:
@@ -220,7 +222,7 @@ def read_differently(
         if changed:
             what = " and ".join([", ".join(changed[:-1]), changed[-1]] if changed[1:] else changed)
             verb = "change" if changed[1:] else "changes"
-            out.append(f"`{entry.text}` (line {entry.line}): its {what} {verb}")
+            out.append(f"{quoted(entry.text)} (line {entry.line}): its {what} {verb}")
     return out
 
 

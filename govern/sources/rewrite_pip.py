@@ -19,6 +19,7 @@ from packaging.version import Version
 
 from govern.sources.requirements_txt import break_args_options, lookup_option
 from govern.sources.rewrite_common import EditRefused
+from govern.text import quoted
 
 _LINE_ENDS = "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"  # str.splitlines' line boundaries
 _WORD = re.compile(r"[^ \t\r\n]+")  # shlex's words in an option string (quotes refused)
@@ -159,7 +160,7 @@ def edit_hashes(
     given = tuple(h.strip() for h in hashes)
     wrong = [h for h in given if not _HASH.fullmatch(h)]
     if wrong or not given:
-        shown = f"`{wrong[0]}`" if wrong else "no hash"
+        shown = quoted(wrong[0]) if wrong else "no hash"
         raise EditRefused(f"{where}: {shown} is not a sha256/384/512 hash as pip takes it")
     pins = list(after)
     pinned = len(pins) == 1 and (
@@ -173,7 +174,7 @@ def edit_hashes(
     if not pinned:
         raise EditRefused(
             f"{where}: a line with --hash options must stay pinned (pip's hash-checking mode "
-            f"refuses ranges); `{after}` is not a pin on {version}: use the exclude strategy"
+            f"refuses ranges); {quoted(after)} is not a pin on {version}: use the exclude strategy"
         )
     for (line, _name_at, value_at, value_end), new in zip(spans, given, strict=False):
         edits.setdefault(line, []).append((value_at, value_end, new))

@@ -59,6 +59,7 @@ from govern.sources.rewrite_common import (
     unified_diff,
 )
 from govern.sources.tomlpos import KeyPath, Loc, Scan, ScanError, Scanner, decode_string
+from govern.text import quoted
 
 __all__ = ["relax_pyproject"]
 
@@ -89,7 +90,7 @@ def relax_pyproject(
     wanted = requirement.strip()
     items = _walk(data, key)
     if items is None:
-        raise Superseded(f"`{wanted}` is no longer in the file (no {group} array)")
+        raise Superseded(f"{quoted(wanted)} is no longer in the file (no {group} array)")
     scan = Scanner(body).scan()
     starts = line_starts(body)
     elements = _elements(scan, key, items, path)
@@ -180,7 +181,7 @@ def _array_path(group: str | None, path: str) -> KeyPath:
     for prefix in ("project.optional-dependencies.", "dependency-groups."):
         if group is not None and group.startswith(prefix) and len(group) > len(prefix):
             return (*prefix.rstrip(".").split("."), group[len(prefix) :])
-    raise EditRefused(f"{path}: `{group}` is not a requirement array govern edits")
+    raise EditRefused(f"{path}: {quoted(group)} is not a requirement array govern edits")
 
 
 def _walk(data: dict[str, Any], key: KeyPath) -> list[Any] | None:

@@ -502,7 +502,10 @@ def test_markdown_without_findings() -> None:
 def test_markdown_cells() -> None:
     assert markdown.cell("a|b\nc") == "a\\|b<br>c"
     assert markdown.cell("<b>&") == "&lt;b&gt;&amp;"
-    assert markdown.code("x`y") == "`` x`y ``"
+    assert markdown.code("x`y") == "``x`y``"
+    # A run of two backticks inside cannot close the span: its fence is longer.
+    assert markdown.code("a``b|c") == "```a``b\\|c```"
+    assert markdown.code("`x") == "`` `x ``"
     assert markdown.code(None) == ""
     assert markdown.cell("a\x1b[31mb") == "a&lt;U+001B&gt;[31mb"  # shown as <U+001B>
 
