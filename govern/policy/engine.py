@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import functools
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -97,17 +98,24 @@ def _kinds(policy: Policy, rule: str, default: Sequence[str]) -> set[str]:
 @functools.lru_cache(maxsize=4096)
 def _probes_around(version: str) -> tuple[Version, ...]:
     """Versions at and around one bound: enough to compare clause sets."""
+    return tuple(probe for _, probe in _spelled_probes(version))
+
+
+def _spelled_probes(version: str) -> tuple[tuple[str, Version], ...]:
+    """:func:`_probes_around` with the spelling of each (``str(probe)``)."""
     try:
         v = Version(version.removesuffix(".*"))
         release = v.release
-        return (
-            v,
-            Version(f"{v.base_version}.dev0"),
-            Version(f"{v.base_version}.post1"),
-            Version(".".join(map(str, (*release, 1)))),
-            Version(".".join(map(str, (*release[:-1], release[-1] + 1)))),
-            Version(f"{release[0] + 1}"),
+        # Written as packaging spells them, so that no spelling is asked of a Version.
+        texts = (
+            str(v),
+            f"{v.base_version}.dev0",
+            f"{v.base_version}.post1",
+            ".".join(map(str, (*release, 1))),
+            ".".join(map(str, (*release[:-1], release[-1] + 1))),
+            f"{release[0] + 1}",
         )
+        return tuple(zip(texts, (v, *(Version(text) for text in texts[1:])), strict=True))
     except ValueError:  # InvalidVersion, or a number past the int-string limit
         return ()
 
@@ -130,44 +138,47 @@ def _parsed(version: str) -> Version | str:
         return version  # contains() judges the raw string itself
 
 
-def _exact_not_equal(spec: Specifier) -> Version | None:
-    """The version of a ``!=V`` clause without a wildcard, parsed; else None."""
-    if spec.operator != "!=" or spec.version.endswith(".*"):
-        return None
-    parsed = _parsed(spec.version)
-    return parsed if isinstance(parsed, Version) else None
-
-
-def _public_key(version: Version) -> tuple[object, ...]:
-    """Equal for versions whose public parts are equal (trailing zeros do not count)."""
-    release = version.release
+def _trimmed(release: tuple[int, ...]) -> tuple[int, ...]:
+    """``release`` without its trailing zeros (1.2.0 and 1.2 are one release)."""
     end = len(release)
     while end > 1 and release[end - 1] == 0:
         end -= 1
-    return (version.epoch, release[:end], version.pre, version.post, version.dev)
+    return release[:end]
+
+
+def _family(version: Version) -> tuple[int, tuple[int, ...]]:
+    """The epoch and release of ``version``: every version sharing them (its pre-, post-,
+    dev- and local releases) sorts together, and no other version sorts among them."""
+    return version.epoch, _trimmed(version.release)
+
+
+def _bumped(release: tuple[int, ...]) -> tuple[int, ...]:
+    """The release right after every release that starts with ``release`` (1.2 -> 1.3)."""
+    return (*release[:-1], release[-1] + 1)
+
+
+# A run of probe indices [start, end) that a clause keeps out.
+_Runs = list[tuple[int, int]]
 
 
 class _Clauses:
-    """The clauses of one requirement, indexed so that "do the others admit v?" is fast.
+    """The clauses of one requirement and, for each, whether the others already keep out
+    every version it keeps out (judged on probes: versions at and around every bound).
 
-    A line of thousands of ``!=V`` clauses is compared clause by clause with every
-    other one otherwise (8,000 of them took half a minute). A ``!=W`` can keep out
-    only versions whose public part equals W's, so those clauses are looked up by it
-    and only the few that share it are asked; the rest are asked one by one.
+    Every clause used to be asked about every probe (cubic on a line of thousands of
+    ``<V``). Now the probes are sorted once and each clause's excluded probes are found as
+    a few runs of that order: by comparison for ``<=``, ``>=``, ``==`` and ``!=``; for the
+    others, outside the versions sharing the clause's release (its family) a whole family
+    is in or out, so the runs are found by family and only the clause's own family is asked
+    one by one. Counting how many clauses keep each probe out then answers for every clause
+    at once: it is needed when it keeps out a probe that nothing else does.
     """
 
     def __init__(self, specs: Sequence[Specifier]) -> None:
         self.specs = specs
-        self.by_public: dict[tuple[object, ...], list[Specifier]] = defaultdict(list)
-        self.rest: list[Specifier] = []
-        for spec in specs:
-            version = _exact_not_equal(spec)
-            if version is None:
-                self.rest.append(spec)
-            else:
-                self.by_public[_public_key(version)].append(spec)
         self.upper = sum(1 for s in specs if s.operator in _UPPER)
         self._probes: list[Version] | None = None
+        self._verdicts: dict[int, bool] | None = None  # id(clause) -> redundant
 
     def probes(self) -> list[Version]:
         """Versions at and around every bound of the line (computed once per line).
@@ -178,37 +189,155 @@ class _Clauses:
         if self._probes is None:
             spelled = {str(v): v for v in _EDGES}
             for spec in self.specs:
-                spelled.update((str(v), v) for v in _probes_around(spec.version))
+                spelled.update(_spelled_probes(spec.version))
             self._probes = list(spelled.values())
         return self._probes
-
-    def others_admit(self, clause: Specifier, version: Version | str) -> bool:
-        """Whether every clause but ``clause`` admits ``version``."""
-        if isinstance(version, Version):
-            excluders = self.by_public.get(_public_key(version), ())
-        else:  # a raw string (=== is among the others): ask every != as before
-            excluders = [s for specs in self.by_public.values() for s in specs]
-        return _admits((s for s in excluders if s is not clause), version) and _admits(
-            (s for s in self.rest if s is not clause), version
-        )
 
     def redundant(self, clause: Specifier) -> bool:
         """True when the other clauses already keep out every version ``clause`` keeps out."""
         if len(self.specs) < 2:
             return False
-        if clause.operator == "!=" and not clause.version.endswith(".*"):
-            # One parse for all the others, unless one compares raw strings (===).
-            raw = clause.version
-            arbitrary = any(o.operator == "===" for o in self.rest if o is not clause)
-            return not self.others_admit(clause, raw if arbitrary else _parsed(raw))
-        if clause.operator in _UPPER and self.upper - 1 < 1:
-            return False  # floors and != never keep out everything above a ceiling
-        # Redundant unless some probe is kept out by the clause alone. Asking the one
-        # clause first leaves the (several) others for the few probes it keeps out.
-        return not any(
-            not clause.contains(v, prereleases=True) and self.others_admit(clause, v)
-            for v in self.probes()
-        )
+        if self._verdicts is None:
+            self._verdicts = self._judge()
+        return self._verdicts[id(clause)]
+
+    def _judge(self) -> dict[int, bool]:
+        order = sorted(self.probes())
+        index = _ProbeIndex(order)
+        runs = {id(spec): index.excluded(spec) for spec in self.specs}
+        counts = index.counts(runs.values())
+        # once[i]: how many of the first i probes exactly one clause keeps out.
+        once = [0]
+        for count in counts:
+            once.append(once[-1] + (count == 1))
+        arbitrary = [s for s in self.specs if s.operator == "==="]
+        verdicts: dict[int, bool] = {}
+        for clause in self.specs:
+            if clause.operator == "!=" and not clause.version.endswith(".*"):
+                verdicts[id(clause)] = self._not_equal(clause, index, counts, arbitrary)
+            elif clause.operator in _UPPER and self.upper - 1 < 1:
+                verdicts[id(clause)] = False  # floors and != never keep out all above a cap
+            else:
+                verdicts[id(clause)] = not any(
+                    once[end] > once[start] for start, end in runs[id(clause)]
+                )
+        return verdicts
+
+    def _not_equal(
+        self,
+        clause: Specifier,
+        index: _ProbeIndex,
+        counts: list[int],
+        arbitrary: list[Specifier],
+    ) -> bool:
+        """Whether another clause keeps out the one version ``!=V`` names."""
+        raw = clause.version
+        version = _parsed(raw)
+        others_arbitrary = [s for s in arbitrary if s is not clause]
+        position = index.spelled.get(str(version)) if isinstance(version, Version) else None
+        if position is None:  # V past the int-string limit: ask the others as written
+            others = (s for s in self.specs if s is not clause)
+            return not _admits(others, raw)
+        if not others_arbitrary:
+            return counts[position] >= 2  # this clause and at least one other
+        # A === compares the text as written (raw), not the parsed version's spelling.
+        standard = counts[position] - (len(arbitrary) - index.literal_count(arbitrary, position))
+        return standard - 1 > 0 or any(s.version.lower() != raw.lower() for s in others_arbitrary)
+
+
+class _ProbeIndex:
+    """Sorted probes, with what is needed to find the runs a clause keeps out."""
+
+    def __init__(self, order: list[Version]) -> None:
+        self.order = order
+        # For <=, == and != without a local version, which compare public versions only.
+        self.public = [Version(v.public) if v.local is not None else v for v in order]
+        self.families = [_family(v) for v in order]
+        self.spelled = {str(v): i for i, v in enumerate(order)}
+        self._literals: dict[str, int] | None = None
+
+    def literal_count(self, arbitrary: Sequence[Specifier], position: int) -> int:
+        """How many of the ``===`` clauses ``arbitrary`` admit the probe at ``position``
+        (its spelling is their text; versions spell themselves in lower case)."""
+        if self._literals is None:
+            self._literals = defaultdict(int)
+            for spec in arbitrary:
+                self._literals[spec.version.lower()] += 1
+        return self._literals.get(str(self.order[position]), 0)
+
+    def counts(self, all_runs: Iterable[_Runs]) -> list[int]:
+        """How many clauses keep out each probe."""
+        steps = [0] * (len(self.order) + 1)
+        for runs in all_runs:
+            for start, end in runs:
+                steps[start] += 1
+                steps[end] -= 1
+        counts: list[int] = []
+        running = 0
+        for step in steps[:-1]:
+            running += step
+            counts.append(running)
+        return counts
+
+    def excluded(self, spec: Specifier) -> _Runs:
+        """The runs of probes ``spec`` keeps out, as ``spec.contains`` judges them."""
+        size = len(self.order)
+        op, raw = spec.operator, spec.version
+        if op == "===":
+            found = self.spelled.get(raw.lower())
+            return _without((0, size), found, found + 1) if found is not None else [(0, size)]
+        wildcard = raw.endswith(".*")
+        version = _parsed(raw.removesuffix(".*"))
+        if not isinstance(version, Version):  # past the int-string limit: ask each probe
+            return self._asked(spec, 0, size)
+        if not wildcard and op in ("<=", ">=", "==", "!="):
+            return self._compared(op, version, size)
+        family = _family(version)
+        first = bisect.bisect_left(self.families, family)
+        last = bisect.bisect_right(self.families, family)
+        epoch, release = family[0], version.release
+        if op == "<":
+            outside = [(last, size)]
+        elif op == ">":
+            outside = [(0, first)]
+        else:  # ==V.*, !=V.*, ~=V: the families whose release starts with a prefix
+            prefix = release if wildcard else release[:-1]
+            low = bisect.bisect_left(self.families, (epoch, prefix))
+            high = bisect.bisect_left(self.families, (epoch, _bumped(prefix)))
+            if op == "~=":
+                low = max(low, last)  # and at or above V: the families after its own
+            admitted = (low, max(low, high))
+            outside = [admitted] if op == "!=" else _without((0, size), *admitted)
+        runs = [r for start, end in outside for r in _without((start, end), first, last)]
+        return sorted(runs + self._asked(spec, first, last))
+
+    def _compared(self, op: str, version: Version, size: int) -> _Runs:
+        """Runs for <=, >=, == and != (no wildcard): plain comparisons of versions."""
+        keys = self.order if version.local is not None or op == ">=" else self.public
+        if op == ">=":
+            return [(0, bisect.bisect_left(keys, version))]
+        if op == "<=":
+            return [(bisect.bisect_right(keys, version), size)]
+        equal = (bisect.bisect_left(keys, version), bisect.bisect_right(keys, version))
+        return [equal] if op == "!=" else _without((0, size), *equal)
+
+    def _asked(self, spec: Specifier, start: int, end: int) -> _Runs:
+        """Runs of the probes in [start, end) that ``spec`` keeps out, asked one by one."""
+        runs: _Runs = []
+        for position in range(start, end):
+            if not spec.contains(self.order[position], prereleases=True):
+                if runs and runs[-1][1] == position:
+                    runs[-1] = (runs[-1][0], position + 1)
+                else:
+                    runs.append((position, position + 1))
+        return runs
+
+
+def _without(run: tuple[int, int], start: int, end: int) -> _Runs:
+    """``run`` less [start, end), as at most two runs (empty ones dropped)."""
+    low, high = run
+    parts = [(low, min(high, start)), (max(low, end), high)]
+    return [(a, b) for a, b in parts if a < b]
 
 
 def _exclusion_rules(
@@ -310,13 +439,20 @@ def _redundancy(emit: Emitter, exclusions: Sequence[Exclusion], sources: dict[st
         by_text: dict[str, Specifier] = {}
         for spec in specs:
             by_text.setdefault(str(spec), spec)
+        # The clauses past the first few share one text (the first ones shown): written once.
+        shown_after = _others(specs, specs[_OTHERS_SHOWN]) if len(specs) > _OTHERS_SHOWN else ""
         for exc in group:
             clause = by_text.get(exc.clause)
             if clause is not None and clauses.redundant(clause):
+                beside = (
+                    shown_after
+                    if shown_after and all(clause is not s for s in specs[: _OTHERS_SHOWN + 1])
+                    else _others(specs, clause)
+                )
                 emit.exclusion(
                     "redundant-exclusion",
                     exc,
-                    f"{exc.package} {exc.clause} is already excluded by {_others(specs, clause)}",
+                    f"{exc.package} {exc.clause} is already excluded by {beside}",
                 )
 
 

@@ -133,3 +133,49 @@ def test_requirements_sharing_a_pyproject_line_are_judged_apart(tmp_path: Path) 
         for e in report.exclusions
         if e.group == "project.dependencies"
     )
+
+
+# Versions from a few releases only, so that clauses share a release (a family: 1.0, 1.0a1,
+# 1.0.post1, 1.0+local, 1!1.0 ...), where the rule asks probes one by one.
+_crowded_versions = st.builds(
+    lambda epoch, release, pre, post, dev, local: (
+        (f"{epoch}!" if epoch else "") + ".".join(map(str, release)) + pre + post + dev + local
+    ),
+    st.sampled_from([0, 0, 0, 0, 1]),
+    st.sampled_from([(1,), (1, 0), (1, 0, 0), (1, 1), (1, 0, 1), (2,), (0,), (0, 0)]),
+    st.sampled_from(["", "", "", "a1", "b2", "rc1"]),
+    st.sampled_from(["", "", "", ".post1", ".post2"]),
+    st.sampled_from(["", "", "", ".dev0", ".dev3"]),
+    st.sampled_from(["", "", "", "", "+local", "+1.2"]),
+)
+
+
+@st.composite
+def _crowded_clauses(draw: st.DrawFn) -> str:
+    operator = draw(st.sampled_from(["!=", "!=", "<", "<", "<=", "==", ">=", ">", "~=", "==="]))
+    version = draw(_crowded_versions)
+    if operator not in ("!=", "==", "===") and "+" in version:
+        version = version.split("+")[0]  # packaging refuses a local here
+    if operator == "~=" and "." not in version.split("!")[-1]:
+        version = version.replace("1", "1.0", 1) if "1" in version else version + ".0"
+    if operator in ("!=", "==") and draw(st.booleans()):
+        version = version.split("+")[0].split("a")[0].split("b")[0].split("rc")[0]
+        version = version.split(".post")[0].split(".dev")[0] + ".*"
+    return f"{operator}{version}"
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(_crowded_clauses(), min_size=2, max_size=14))
+@example(["<1.0.post1", ">=1.0a1", "!=1.0"])  # <V.post keeps out V's pre-releases only
+@example(["==1.0.0.*", "!=1.0rc1", "<2"])  # a wildcard's own release, probed one by one
+@example(["~=1.0.0", "!=1.0+local", "===1.0"])
+def test_the_sorted_judgement_agrees_on_clauses_that_share_a_release(texts: list[str]) -> None:
+    """The runs found by sorting and by family give the verdicts of asking every probe."""
+    try:
+        specs = list(SpecifierSet(",".join(texts)))
+    except ValueError:
+        return  # a combination packaging refuses is no input to the rule
+    clauses = _Clauses(specs)
+    for clause in specs:
+        others = [s for s in specs if s is not clause]
+        assert clauses.redundant(clause) is _oracle(clause, others), (clause, others)
