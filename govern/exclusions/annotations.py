@@ -334,17 +334,16 @@ def _entries_by_line(source: Source) -> dict[int, list[int]]:
 
 def _entries_after(source: Source, last: int, by_line: dict[int, list[int]]) -> list[int]:
     """Entries in the run of requirement lines directly after line ``last``."""
-    found: list[int] = []
+    found: dict[int, None] = {}  # in order, each once (a list's `in` made this quadratic)
     lines = source.lines
     for number in range(last, len(lines)):  # no slice: that would copy the rest of the file
         line = lines[number]
         if line.kind in (LineKind.ENTRY, LineKind.CONTINUATION):
             for index in by_line.get(line.number, ()):
-                if index not in found:
-                    found.append(index)
+                found[index] = None
         elif line.kind is not LineKind.OPTION:
             break
-    return found
+    return list(found)
 
 
 def _entry_before(source: Source, first: int) -> int | None:
@@ -510,8 +509,11 @@ def _freeze(draft: _Draft, links: LinkContext) -> Annotation:
                 values[key] = value
     reason = values.get("reason") or reason
     found_links = list(find_links(reason, links)) if reason else []
+    # Each link once, by its text (a set, not a rescan of the list per link).
+    seen = {str(f) for f in found_links}
     for link in values.get("links", []):
-        if str(link) not in {str(f) for f in found_links}:
+        if str(link) not in seen:
+            seen.add(str(link))
             found_links.append(link)
     return Annotation(
         reason=reason,

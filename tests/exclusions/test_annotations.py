@@ -341,3 +341,35 @@ def test_bad_versions_are_never_guessed_from_other_numbers(
     (tmp_path / "requirements.txt").write_text(line, encoding="utf-8")
     (exclusion,) = run_audit([tmp_path], tmp_path).exclusions
     assert list(exclusion.bad_versions) == bad
+
+
+def _annotated(tmp_path: Path, text: str) -> tuple[list[Annotation], float]:
+    """The annotations of ``text`` read as a requirements file, and the seconds they took
+    (the reading of the file itself not counted)."""
+    import time
+
+    file = tmp_path / "requirements.txt"
+    file.write_text(text, encoding="utf-8")
+    source = read_requirements(file, display_path="requirements.txt")
+    started = time.perf_counter()
+    annotations = read_annotations(source)
+    return annotations, time.perf_counter() - started
+
+
+def test_a_block_above_a_long_run_of_lines_is_read_in_linear_time(tmp_path: Path) -> None:
+    # Each line of the run was looked for in the list of those already found: 30,000
+    # lines below one block took about 10 s.
+    annotations, elapsed = _annotated(tmp_path, "# see o/r#1, these broke\n" + "foo<2\n" * 30_000)
+    assert len(annotations) == 30_000
+    assert {a.reason for a in annotations} == {"see o/r#1, these broke"}
+    assert elapsed < 1.0
+
+
+def test_an_issue_list_of_thousands_of_links_is_read_in_linear_time(tmp_path: Path) -> None:
+    # Each link was compared with every link kept before it: 20,000 took 29 s.
+    links = ",".join(f"o/r#{i}" for i in range(8_000))
+    annotations, elapsed = _annotated(tmp_path, f"# govern: issue={links},o/r#7\nfoo<2\n")
+    (annotation,) = annotations
+    assert [link.ref for link in annotation.links][:2] == ["o/r#0", "o/r#1"]
+    assert len(annotation.links) == 8_000  # the repeated o/r#7 is kept once
+    assert elapsed < 1.0
