@@ -4,8 +4,9 @@ Every command is registered in :mod:`govern.cli.app` (a run imports the module o
 command it names), and each module imports the store, HTTP, asyncio and web stacks (and
 :mod:`govern.application`, which builds them) inside the command that needs them:
 ``govern audit`` loads none of them (``tests/cli/test_audit_cli.py`` checks it). Errors
-cross one boundary (:func:`main`): one line, a ``Tip:``, exit code 2; the traceback only
-with ``--debug``.
+cross one boundary (:func:`main`): one line, a ``Tip:``, exit code 2; with ``--debug`` the
+traceback is printed first, and the exit code is still 2 (a traceback left to Python would
+exit 1, which CI reads as findings).
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ def main(argv: list[str] | None = None) -> None:
         _dispatch(argv)
     except GovernError as exc:
         if STATE.debug:
-            raise
+            _traceback(exc)
         print(f"govern: error: {exc.message}", file=sys.stderr)
         if exc.tip:
             print(f"Tip: {exc.tip}", file=sys.stderr)
@@ -59,14 +60,25 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(130)
     except Exception as exc:  # the boundary: a bug must not look like exit 1 (findings)
         if STATE.debug:
-            raise
+            _traceback(exc)
         print(f"govern: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
         print(
-            "Tip: this is a bug in govern; rerun as `govern --debug ...` for the traceback"
+            "Tip: this is a bug in govern; report it with the traceback above."
+            if STATE.debug
+            else "Tip: this is a bug in govern; rerun as `govern --debug ...` for the traceback"
             " and report it.",
             file=sys.stderr,
         )
         sys.exit(2)
+
+
+def _traceback(exc: BaseException) -> None:
+    """Print ``exc``'s traceback (``--debug``), credentials hidden, for the exit 2 to follow."""
+    import traceback
+
+    from govern.redact import redact
+
+    print(redact("".join(traceback.format_exception(exc))).rstrip("\n"), file=sys.stderr)
 
 
 def run() -> None:

@@ -407,8 +407,27 @@ def test_an_internal_error_exits_2_with_a_tip(
         "Tip: this is a bug in govern; rerun as `govern --debug ...` for the traceback"
         " and report it.",
     ]
-    with pytest.raises(RuntimeError, match="boom"):
-        main(["--debug", "audit"])
+    # --debug adds the traceback and keeps exit 2: an uncaught exception would exit 1,
+    # which CI reads as findings.
+    code, _, err = run_cli(["--debug", "audit"], capsys)
+    assert code == 2
+    assert err.startswith("Traceback (most recent call last):\n")
+    assert err.splitlines()[-2:] == [
+        "govern: internal error: RuntimeError: boom",
+        "Tip: this is a bug in govern; report it with the traceback above.",
+    ]
+    assert "RuntimeError: boom\n" in err
+
+
+def test_debug_keeps_exit_2_for_an_error_of_the_run(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = run_cli(["--debug", "audit", str(repo / "missing.txt")], capsys)
+    assert code == 2
+    assert "Traceback (most recent call last):" in err
+    assert "SourceNotFound" in err
+    assert err.splitlines()[-2].startswith("govern: error: ")
+    assert "missing.txt does not exist" in err.splitlines()[-2]
 
 
 def test_config_annotation_with_an_invalid_clause_is_exit_2(

@@ -90,6 +90,18 @@ def test_a_global_option_first_reaches_the_same_command(
     assert "Ask the package index about every tracked exclusion" in out
 
 
+def test_debug_keeps_exit_2_when_the_poll_cannot_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = f"sqlite:///{tmp_path / 'no-such-folder' / 'govern.db'}"
+    code, _, err = run_cli(["--debug", "poll", "--db", db], capsys)
+    assert code == 2  # not 1, which CI reads as findings
+    assert err.startswith("Traceback (most recent call last):\n")
+    message, tip = err.splitlines()[-2:]
+    assert message.startswith("govern: error: ")
+    assert tip.startswith("Tip: ")
+
+
 # -- end to end, against servers as real ones answer -----------------------------------------
 
 
