@@ -70,8 +70,9 @@ RULES: dict[str, Rule] = {
         Rule(
             "not-a-requirements-file",
             _I,
-            "A discovered *.in file whose content is not requirements: it is not read",
-            "Nothing to do if it is a template; name it requirements*.in or include it to read it.",
+            "A discovered *.in or *constraints*.txt file whose content is not requirements: "
+            "it is not read",
+            "Nothing to do if it is a template or another list; include it to read it.",
         ),
         Rule(
             "invalid-annotation",

@@ -4,14 +4,16 @@ A file is a source by its name when it is ``pyproject.toml``; a name that
 contains ``requirements`` and ends in ``.txt``, ``.pip`` or ``.in``
 (``requirements.txt``, ``test-requirements.txt``, ``requirements-dev.txt``,
 ``requirements.pip``, ``requirements.in``: every name Renovate's pip pattern
-matches, and pip-compile's inputs and outputs); a name that contains
-``constraints`` and ends in ``.txt`` (``upper-constraints.txt``); or any
-``*.txt`` or ``*.in`` below a directory named ``requirements`` (at any depth).
+matches, and pip-compile's inputs and outputs); or any ``*.txt`` or ``*.in``
+below a directory named ``requirements`` (at any depth).
 
-Other ``*.in`` files (``dev.in``) are read only if their content reads as
-requirements: most of their lines (of the first 64 KiB) parse as PEP 508
-requirements or pip options. One that does not is reported once, as
-``not-a-requirements-file``, instead of as a storm of parse errors. Templates
+Other ``*.in`` files (``dev.in``) and names that contain ``constraints`` and end in
+``.txt`` (``upper-constraints.txt``, but also OpenStack's
+``upper-constraints-xfails.txt``, whose ``dep==ver;affected,pkgs`` lines are no
+requirements) are read only if their content reads as requirements: most of their
+lines (of the first 64 KiB) parse as PEP 508 requirements or pip options. One that
+does not is reported once, as ``not-a-requirements-file``, instead of as a storm of
+parse errors. Templates
 (``MANIFEST.in``, ``Makefile.in``, ``config.h.in``, ``foo.pyx.in``,
 ``setup.cfg.in``: a known template name, or ``*.EXT.in`` for a known file type)
 are never sources. Files named on the command line and files an ``include``
@@ -153,14 +155,16 @@ _TEMPLATE_TYPES = (
 )  # fmt: skip
 _TEMPLATE = rf"(?:{'|'.join(_TEMPLATE_NAMES)}|[^/]*\.(?:{'|'.join(_TEMPLATE_TYPES)}))\.in"
 # Renovate's (^|/)[\w-]*requirements([-._]\w+)?\.(txt|pip)$ and more (py3.requirements-a-b.txt),
-# pip-compile's requirements*.in, *constraints*.txt, and all below a requirements/ directory.
-_NAMED = r"pyproject\.toml|[^/]*requirements[^/]*\.(?:txt|pip|in)|[^/]*constraints[^/]*\.txt"
+# pip-compile's requirements*.in, and all below a requirements/ directory.
+_NAMED = r"pyproject\.toml|[^/]*requirements[^/]*\.(?:txt|pip|in)"
 _BELOW = r"requirements/(?:[^/]+/)*"  # a directory named requirements, and any below it
-_SNIFFED = r"[^/]+\.in"
+# Read when their content is requirements: *.in (dev.in, or a template) and *constraints*.txt
+# (a constraints file, or a list in another shape named like one: upper-constraints-xfails.txt).
+_SNIFFED = r"[^/]*constraints[^/]*\.txt|[^/]+\.in"
 _DIRS = r"(?:[^/]+/)*"
 _TEMPLATE_RE = re.compile(rf"{_DIRS}{_TEMPLATE}")
 _BY_NAME_RE = re.compile(rf"{_DIRS}(?:{_NAMED}|{_BELOW}[^/]+\.(?:txt|in))")
-_SNIFFED_RE = re.compile(rf"{_DIRS}{_SNIFFED}")
+_SNIFFED_RE = re.compile(rf"{_DIRS}(?:{_SNIFFED})")
 
 # Each lookahead sits where the file name starts, so a search stays linear in the path.
 _NOT_TEMPLATE = rf"(?!{_TEMPLATE}$)"
@@ -244,7 +248,9 @@ def sniff(path: Path) -> Problem | None:
         f"{path.name} is not read as requirements: {len(bad)} of its "
         f"{'first ' if len(content) == _SNIFF_LINES else ''}{len(content)} lines "
         f"are neither requirements nor pip options (the first is line {bad[0]})",
-        hint="if it is one, name it requirements*.in or add it to the include globs",
+        hint="if it is one, name it requirements*.in or add it to the include globs"
+        if path.suffix == ".in"
+        else "if it is one, add it to the include globs",
     )
 
 

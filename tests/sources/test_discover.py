@@ -444,3 +444,31 @@ def test_several_directories_honour_the_configured_globs(tmp_path: Path) -> None
         [tmp_path / "a", tmp_path / "b"], tmp_path, exclude=("a/fixtures/**", "b/fixtures/**")
     )
     assert sorted(s.path for s in report.sources) == ["a/requirements.txt", "b/requirements.txt"]
+
+
+def test_a_constraints_named_list_of_another_shape_is_not_a_source(tmp_path: Path) -> None:
+    # OpenStack's upper-constraints-xfails.txt lists "<dependency>==<version>;<affected,
+    # packages>": after the ";" stands no marker, so each line was a parse error.
+    (tmp_path / "upper-constraints-xfails.txt").write_text(
+        "# Format is\n# <dependency that is incompatible>==<version>;<list,of,affected,packages>\n"
+        "somelib==1.2.0;consumer-a\notherlib==0.4.2;consumer-a,consumer-b\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "upper-constraints.txt").write_text(
+        "eventlet===0.36.1\nsomelib===1.3.0;python_version=='3.12'\n", encoding="utf-8"
+    )
+    rejected: list[tuple[Path, Problem]] = []
+    paths = discover(tmp_path, rejected=rejected)
+    assert [p.name for p in paths] == ["upper-constraints.txt"]
+    ((path, problem),) = rejected
+    assert path.name == "upper-constraints-xfails.txt"
+    assert problem.rule == NOT_REQUIREMENTS_RULE
+    assert problem.line == 3
+    assert "2 of its 2 lines are neither requirements nor pip options" in problem.message
+    report = run_audit([tmp_path], tmp_path)
+    assert [(s.path, s.format) for s in report.sources] == [
+        ("upper-constraints.txt", SourceFormat.CONSTRAINTS)
+    ]
+    assert [(f.source, f.rule) for f in report.findings] == [
+        ("upper-constraints-xfails.txt", NOT_REQUIREMENTS_RULE)
+    ]
