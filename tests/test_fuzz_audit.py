@@ -3,7 +3,7 @@
 Whatever the bytes, the audit answers with exit 0 or 1 and valid JSON, or a one-line
 exit 2 error with a tip; never an internal error, a traceback or a hang (each example
 has a time bound). The inputs are the corpus copies under ``tests/data/`` mutated by
-byte flips, line duplications, truncations and insertions of hostile fragments (huge
+byte flips, line duplications and repetitions, truncations and insertions of hostile fragments (huge
 versions, NUL bytes, bidirectional controls, coding lines, deep nesting, long lines,
 ``-r`` to itself, odd operators), and pyproject tables built from the same fragments.
 Issue 14: "a Hypothesis fuzz test ... that never sees an internal error or a hang".
@@ -48,6 +48,11 @@ _HOSTILE_TEXT = [
     "evil\u202epkg<2  # \u2066reason\u2069 \u202b",
     "foo<2  # govern: reason=\u202egnorw bad=1." + "9" * 5000 + " review-by=99999-01-01",
     "foo" + ",".join(f"!=1.{i}" for i in range(3000)),
+    # Issue 22, item 9 (kept small): many caps or wildcards on a line, a long issue list.
+    "foo" + ",".join(f"<1.{i}" for i in range(500)),
+    "foo" + ",".join(f"!=1.{i}.*" for i in range(2000)),
+    "foo" + ",".join(f"{op}1.0{tail}" for op in ("<", ">", "~=") for tail in (".post1", "a1", "")),
+    "# govern: issue=" + ",".join(f"o/r#{i}" for i in range(2000)),
     " " * 20000 + "#" + "x" * 20000,
     "foo===1.0",
     "foo~=1",
@@ -118,7 +123,9 @@ def _audit(directory: Path, capsys: pytest.CaptureFixture[str]) -> None:
 
 @st.composite
 def _mutation(draw: st.DrawFn, data: bytes) -> bytes:
-    kind = draw(st.sampled_from(["flip", "duplicate", "insert", "insert-bytes", "truncate"]))
+    kind = draw(
+        st.sampled_from(["flip", "duplicate", "repeat", "insert", "insert-bytes", "truncate"])
+    )
     lines = data.split(b"\n")
     if kind == "flip" and data:
         at = draw(st.integers(0, len(data) - 1))
@@ -126,6 +133,10 @@ def _mutation(draw: st.DrawFn, data: bytes) -> bytes:
     if kind == "duplicate":
         at = draw(st.integers(0, len(lines) - 1))
         lines.insert(at, lines[at] * draw(st.sampled_from([1, 1, 50])))
+        return b"\n".join(lines)
+    if kind == "repeat":  # one real line as a run of thousands (issue 22, item 9)
+        at = draw(st.integers(0, len(lines) - 1))
+        lines[at : at + 1] = [lines[at]] * 2000
         return b"\n".join(lines)
     if kind == "truncate":
         return data[: draw(st.integers(0, len(data)))]
