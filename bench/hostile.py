@@ -17,6 +17,7 @@ import argparse
 import os
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -355,6 +356,105 @@ def trickle(work: Path) -> Callable[[], object]:
     return run
 
 
+# Issue 22, item 9: shapes that were quadratic or cubic; each target is 2 s.
+
+_DATA = Path(__file__).resolve().parent.parent / "tests" / "data"
+
+
+def _one_line_case(work: Path, line: str) -> Callable[[], object]:
+    """A requirements file of one reason and one (long) requirement line."""
+    file = work / "requirements.txt"
+    file.write_text(f"# 1.x broke us, see o/r#1\n{line}\n", encoding="utf-8")
+    return _audit_cli(work, file)
+
+
+@case("caps-2k", "one line of 2,000 <V clauses (11 KB)", max_seconds=2, max_rss_mb=300)
+def _caps_2k(work: Path) -> Callable[[], object]:
+    return _one_line_case(work, "foo" + ",".join(f"<1.{i}" for i in range(2_000)))
+
+
+@case("caps-100k", "one line of 100,000 <V clauses", max_seconds=2, max_rss_mb=600)
+def _caps_100k(work: Path) -> Callable[[], object]:
+    return _one_line_case(work, "foo" + ",".join(f"<1.{i}" for i in range(100_000)))
+
+
+@case("wildcards-100k", "one line of 100,000 !=V.* clauses", max_seconds=2, max_rss_mb=600)
+def _wildcards_100k(work: Path) -> Callable[[], object]:
+    return _one_line_case(work, "foo" + ",".join(f"!=1.{i}.*" for i in range(100_000)))
+
+
+@case("issue-links", "# govern: issue= with 20,000 links", max_seconds=2, max_rss_mb=300)
+def _issue_links(work: Path) -> Callable[[], object]:
+    links = ",".join(f"o/r#{i}" for i in range(20_000))
+    file = work / "requirements.txt"
+    file.write_text(f"# govern: issue={links}\nfoo<2\n", encoding="utf-8")
+    return _audit_cli(work, file)
+
+
+# Real lines of the corpus under tests/data (each file's PROVENANCE.md says where from).
+_REAL_LINES = {
+    "vllm-transformers": "transformers >= 4.56.0, < 5",  # vllm/requirements/common.txt
+    "vllm-mhcs": "model-hosting-container-standards >= 0.1.13, < 1.0.0",  # the same
+    "ha-pubnub": "pubnub!=6.4.0",  # home-assistant/homeassistant__package_constraints.txt
+    "ha-urllib3": "urllib3>=1.26.5,<2",  # the same
+    "ha-pandas": "pandas~=2.2.3",  # the same
+    "os-eventlet": (  # openstack/global-requirements.txt
+        "eventlet!=0.18.3,!=0.20.1,!=0.21.0,!=0.23.0,!=0.25.0,!=0.32.0,!=0.34.1,!=0.34.2,"
+        "!=0.34.3,!=0.35.0,!=0.36.0  # MIT"
+    ),
+    "os-alembic": "alembic!=1.2.0,!=1.6.3  # MIT",  # the same
+    "af-otel": "opentelemetry-proto<9999,>=1.27.0",  # airflow/airflow-core__pyproject.toml
+    "af-fastapi": "fastapi[standard-no-fastapi-cloud-cli]>=0.121.0, <0.126.0",  # the same
+}
+
+
+def _repeated_line(key: str) -> Callable[[Path], Callable[[], object]]:
+    def prepare(work: Path) -> Callable[[], object]:
+        file = work / "requirements.txt"
+        file.write_text((_REAL_LINES[key] + "\n") * 100_000, encoding="utf-8")
+        return _audit_cli(work, file)
+
+    return prepare
+
+
+for _key in _REAL_LINES:
+    case(f"x100k-{_key}", f"{_key}'s line repeated 100,000 times", max_seconds=2, max_rss_mb=600)(
+        _repeated_line(_key)
+    )
+
+
+@case(
+    "denylist-runs",
+    "OpenStack's denylist.txt, each requirement line repeated 1,100 times (82,523 lines)",
+    max_seconds=2,
+    max_rss_mb=300,
+)
+def _denylist_runs(work: Path) -> Callable[[], object]:
+    lines: list[str] = []
+    for line in (_DATA / "openstack" / "denylist.txt").read_text(encoding="utf-8").splitlines():
+        lines.extend([line] * (1_100 if line and not line.startswith("#") else 1))
+    file = work / "denylist.txt"
+    file.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return _audit_cli(work, file)
+
+
+@case(
+    "denylist-caps",
+    "OpenStack's denylist.txt, each name given 1,000 <V clauses",
+    max_seconds=2,
+    max_rss_mb=300,
+)
+def _denylist_caps(work: Path) -> Callable[[], object]:
+    caps = ",".join(f"<1.{i}" for i in range(1_000))
+    lines = [
+        line + caps if line and not line.startswith("#") else line
+        for line in (_DATA / "openstack" / "denylist.txt").read_text(encoding="utf-8").splitlines()
+    ]
+    file = work / "denylist.txt"
+    file.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return _audit_cli(work, file)
+
+
 def _child(name: str, work: Path) -> None:
     work_to_time = CASES[name].prepare(work)
     started = time.perf_counter()
@@ -362,16 +462,40 @@ def _child(name: str, work: Path) -> None:
     print(f"{time.perf_counter() - started:.3f}")
 
 
-def _measure(name: str, work: Path) -> tuple[float, float]:
-    """Wall seconds of the case's own work and the child's peak RSS in MB."""
+def _measure(
+    name: str, work: Path, *, code: str | None = None, limit: float | None = None
+) -> tuple[float, float] | None:
+    """Wall seconds of the case's own work and the child's peak RSS in MB.
+
+    ``code``: a checkout whose govern the child imports (``PYTHONPATH``; by default this
+    one), for a baseline;
+    ``limit``: seconds after which the child is killed (None is returned).
+    """
+    # This checkout's govern unless told otherwise (an installed govern may be another's).
+    env = {**os.environ, "PYTHONPATH": code or str(Path(__file__).resolve().parent.parent)}
     process = subprocess.Popen(
         [sys.executable, __file__, "--child", name, "--work", str(work)],
         stdout=subprocess.PIPE,
         text=True,
+        env=env,
     )
     assert process.stdout is not None
+    killed = threading.Event()
+
+    def kill() -> None:
+        killed.set()
+        process.kill()
+
+    # A timer, not communicate(timeout=): the child is reaped here, by wait4, for its RSS.
+    timer = threading.Timer(limit, kill) if limit else None
+    if timer:
+        timer.start()
     output = process.stdout.read()
     _, status, usage = os.wait4(process.pid, 0)
+    if timer:
+        timer.cancel()
+    if killed.is_set():
+        return None
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"case {name} failed (exit {os.waitstatus_to_exitcode(status)})")
     seconds = float(output.strip().splitlines()[-1])
@@ -385,21 +509,34 @@ def main() -> None:
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--work", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--keep", action="store_true", help="keep the scratch directory")
+    parser.add_argument(
+        "--baseline",
+        metavar="CHECKOUT",
+        help="also run each case on this checkout's govern (killed after 60 s), side by side",
+    )
     args = parser.parse_args()
     if args.child:
         _child(args.child, args.work)
         return
     names = args.case or sorted(CASES)
-    print(f"{'case':<12} {'seconds':>9} {'peak MB':>9}  target")
+    wide = max(len(name) for name in names)
+    before = f" {'baseline':>9}" if args.baseline else ""
+    print(f"{'case':<{wide}}{before} {'seconds':>9} {'peak MB':>9}  target")
     with work_directory(args.keep, "hostile") as work:
         for name in names:
             spec = CASES[name]
+            if args.baseline:
+                (work / f"{name}.baseline").mkdir()
+                old = _measure(name, work / f"{name}.baseline", code=args.baseline, limit=60)
+                before = f" {'>60 s':>9}" if old is None else f" {old[0]:>9.3f}"
             scratch = work / name
             scratch.mkdir()
-            seconds, rss = _measure(name, scratch)
+            measured = _measure(name, scratch)
+            assert measured is not None  # no limit: it runs to its end
+            seconds, rss = measured
             verdict = "PASS" if seconds <= spec.max_seconds and rss <= spec.max_rss_mb else "FAIL"
             print(
-                f"{name:<12} {seconds:>9.3f} {rss:>9.1f}  "
+                f"{name:<{wide}}{before} {seconds:>9.3f} {rss:>9.1f}  "
                 f"≤ {spec.max_seconds:g} s, ≤ {spec.max_rss_mb:g} MB  {verdict}  ({spec.what})"
             )
 

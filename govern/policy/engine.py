@@ -138,6 +138,19 @@ def _parsed(version: str) -> Version | str:
         return version  # contains() judges the raw string itself
 
 
+def _exact_not_equal(spec: Specifier) -> Version | None:
+    """The version of a ``!=V`` clause without a wildcard, parsed; else None."""
+    if spec.operator != "!=" or spec.version.endswith(".*"):
+        return None
+    parsed = _parsed(spec.version)
+    return parsed if isinstance(parsed, Version) else None
+
+
+def _public_key(version: Version) -> tuple[object, ...]:
+    """Equal for versions whose public parts are equal (trailing zeros do not count)."""
+    return (version.epoch, _trimmed(version.release), version.pre, version.post, version.dev)
+
+
 def _trimmed(release: tuple[int, ...]) -> tuple[int, ...]:
     """``release`` without its trailing zeros (1.2.0 and 1.2 are one release)."""
     end = len(release)
@@ -165,17 +178,26 @@ class _Clauses:
     """The clauses of one requirement and, for each, whether the others already keep out
     every version it keeps out (judged on probes: versions at and around every bound).
 
-    Every clause used to be asked about every probe (cubic on a line of thousands of
-    ``<V``). Now the probes are sorted once and each clause's excluded probes are found as
-    a few runs of that order: by comparison for ``<=``, ``>=``, ``==`` and ``!=``; for the
-    others, outside the versions sharing the clause's release (its family) a whole family
-    is in or out, so the runs are found by family and only the clause's own family is asked
-    one by one. Counting how many clauses keep each probe out then answers for every clause
-    at once: it is needed when it keeps out a probe that nothing else does.
+    A short line is judged as the rule is written: a ``!=V`` asks the others about V (only
+    the ``!=`` that share V's public version, looked up by it, and the rest), any other
+    clause asks every probe. On a long line that is quadratic or cubic (2,000 ``<V`` took
+    46 s), so the probes are sorted once and each clause's excluded probes are found as a
+    few runs of that order (:class:`_ProbeIndex`); counting how many clauses keep each probe
+    out then answers for every clause at once: it is needed when it keeps out a probe that
+    nothing else does. ``small`` is the length of line still judged the first way.
     """
 
-    def __init__(self, specs: Sequence[Specifier]) -> None:
+    def __init__(self, specs: Sequence[Specifier], *, small: int = 16) -> None:
         self.specs = specs
+        self.small = small
+        self.by_public: dict[tuple[object, ...], list[Specifier]] = defaultdict(list)
+        self.rest: list[Specifier] = []
+        for spec in specs:
+            version = _exact_not_equal(spec)
+            if version is None:
+                self.rest.append(spec)
+            else:
+                self.by_public[_public_key(version)].append(spec)
         self.upper = sum(1 for s in specs if s.operator in _UPPER)
         self._probes: list[Version] | None = None
         self._verdicts: dict[int, bool] | None = None  # id(clause) -> redundant
@@ -193,10 +215,35 @@ class _Clauses:
             self._probes = list(spelled.values())
         return self._probes
 
+    def others_admit(self, clause: Specifier, version: Version | str) -> bool:
+        """Whether every clause but ``clause`` admits ``version``."""
+        if isinstance(version, Version):
+            excluders = self.by_public.get(_public_key(version), ())
+        else:  # a raw string (=== is among the others): ask every != as before
+            excluders = [s for specs in self.by_public.values() for s in specs]
+        return _admits((s for s in excluders if s is not clause), version) and _admits(
+            (s for s in self.rest if s is not clause), version
+        )
+
     def redundant(self, clause: Specifier) -> bool:
         """True when the other clauses already keep out every version ``clause`` keeps out."""
         if len(self.specs) < 2:
             return False
+        exact = clause.operator == "!=" and not clause.version.endswith(".*")
+        if not exact and clause.operator in _UPPER and self.upper - 1 < 1:
+            return False  # floors and != never keep out everything above a ceiling
+        if exact and len(self.rest) <= self.small:
+            # One parse for all the others, unless one compares raw strings (===).
+            raw = clause.version
+            arbitrary = any(o.operator == "===" for o in self.rest if o is not clause)
+            return not self.others_admit(clause, raw if arbitrary else _parsed(raw))
+        if not exact and len(self.specs) <= self.small:
+            # Redundant unless some probe is kept out by the clause alone. Asking the one
+            # clause first leaves the (several) others for the few probes it keeps out.
+            return not any(
+                not clause.contains(v, prereleases=True) and self.others_admit(clause, v)
+                for v in self.probes()
+            )
         if self._verdicts is None:
             self._verdicts = self._judge()
         return self._verdicts[id(clause)]
