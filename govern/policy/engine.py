@@ -475,6 +475,9 @@ def _redundancy(emit: Emitter, exclusions: Sequence[Exclusion], sources: dict[st
         for source in sources.values()
         for entry in source.entries
     }
+    # A verdict depends on the clauses alone: lines written alike (`<2` on many lines, a
+    # generated file) are judged once. Keyed by the clauses' texts in order.
+    judged: dict[tuple[str, ...], tuple[_Clauses, dict[str, Specifier], dict[str, bool]]] = {}
     for place, group in by_line.items():
         entry = entries.get(place)
         if entry is None or entry.requirement is None:
@@ -482,19 +485,32 @@ def _redundancy(emit: Emitter, exclusions: Sequence[Exclusion], sources: dict[st
         specs = list(entry.requirement.specifier)
         if len(specs) < 2:
             continue  # a lone clause cannot be made redundant by others
-        clauses = _Clauses(specs)
-        by_text: dict[str, Specifier] = {}
-        for spec in specs:
-            by_text.setdefault(str(spec), spec)
+        key = tuple(str(spec) for spec in specs)
+        if key not in judged:
+            by_text: dict[str, Specifier] = {}
+            for spec in specs:
+                by_text.setdefault(str(spec), spec)
+            judged[key] = (_Clauses(specs), by_text, {})
+        clauses, by_text, verdicts = judged[key]
+        judged_specs = clauses.specs  # the objects judged on (identity counts below)
         # The clauses past the first few share one text (the first ones shown): written once.
-        shown_after = _others(specs, specs[_OTHERS_SHOWN]) if len(specs) > _OTHERS_SHOWN else ""
+        shown_after = (
+            _others(judged_specs, judged_specs[_OTHERS_SHOWN])
+            if len(judged_specs) > _OTHERS_SHOWN
+            else ""
+        )
         for exc in group:
             clause = by_text.get(exc.clause)
-            if clause is not None and clauses.redundant(clause):
+            if clause is None:
+                continue
+            if exc.clause not in verdicts:
+                verdicts[exc.clause] = clauses.redundant(clause)
+            if verdicts[exc.clause]:
                 beside = (
                     shown_after
-                    if shown_after and all(clause is not s for s in specs[: _OTHERS_SHOWN + 1])
-                    else _others(specs, clause)
+                    if shown_after
+                    and all(clause is not s for s in judged_specs[: _OTHERS_SHOWN + 1])
+                    else _others(judged_specs, clause)
                 )
                 emit.exclusion(
                     "redundant-exclusion",

@@ -37,6 +37,13 @@ def _marker(text: str) -> Marker:
     return Marker(text)
 
 
+@functools.lru_cache(maxsize=4096)
+def _specifier_set(text: str) -> SpecifierSet:
+    """``SpecifierSet(text)``, built once per distinct text: files repeat clauses (``<2``,
+    a generated file's pins) on many lines, and no caller changes a requirement's set."""
+    return SpecifierSet(text)
+
+
 def _parse_simple(text: str) -> Requirement | None:
     """Build the :class:`Requirement` packaging would for a line of the common shape.
 
@@ -52,7 +59,7 @@ def _parse_simple(text: str) -> Requirement | None:
         return None
     extras, specifier, marker = match.group("extras", "specifier", "marker")
     try:
-        specifiers = SpecifierSet(specifier or "")
+        specifiers = _specifier_set(specifier or "")
         markers = _marker(marker) if marker is not None else None
     except (InvalidSpecifier, InvalidMarker):
         return None
