@@ -1,4 +1,4 @@
-"""Classify specifier clauses into exclusion kinds (DESIGN.md "exclusion").
+"""Classify specifier clauses into exclusion kinds (docs/design.md "exclusion").
 
 Floors (``>=``, ``>``) keep nothing out that a project would want back, so they
 are not exclusions. Everything else is, and ``keeps_out`` agrees with

@@ -11,7 +11,7 @@ from govern.sources.model import Problem
 
 
 class Kind(enum.StrEnum):
-    """How a clause keeps released versions out (DESIGN.md vocabulary)."""
+    """How a clause keeps released versions out (docs/design.md vocabulary)."""
 
     NOT_EQUAL = "not-equal"
     CAP = "cap"
@@ -70,7 +70,7 @@ def exclusion_key(
     """The stable id of an exclusion: line numbers move, keys do not.
 
     ``group`` (a pyproject table: two extras may cap the same package) takes part
-    only when set, so requirements-file keys are exactly DESIGN.md's.
+    only when set, so requirements-file keys are exactly docs/design.md's.
     """
     parts = (repository, source, package, marker or "", clause, *([group] if group else []))
     raw = "\x1f".join(parts)

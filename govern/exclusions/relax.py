@@ -1,4 +1,4 @@
-"""The narrow relaxation govern proposes once a candidate is verified (DESIGN.md "Relaxation").
+"""The narrow relaxation govern proposes for a verified candidate (docs/design.md "Relaxation").
 
 Pure functions, no I/O. Given a specifier set S, the one exclusion clause k being
 relaxed, the known-bad versions and a verified candidate c, :func:`relax` returns the

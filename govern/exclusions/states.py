@@ -1,4 +1,4 @@
-"""The closed sets of the lifecycle (DESIGN.md): an exclusion's state, a candidate's status,
+"""The closed sets of the lifecycle (docs/design.md): an exclusion's state, a candidate's status,
 a CI run's conclusion, the kinds of event in an exclusion's thread.
 
 Each value is the string the store and the JSON contracts hold, so code and SQL name a
@@ -11,7 +11,7 @@ from enum import StrEnum
 
 
 class State(StrEnum):
-    """Where an exclusion is in its lifecycle (DESIGN.md's diagram), in the order shown."""
+    """Where an exclusion is in its lifecycle (docs/design.md's diagram), in the order shown."""
 
     HELD = "held"
     CANDIDATE = "candidate"

@@ -1,4 +1,4 @@
-"""Which published releases could lift an exclusion, per runtime profile (DESIGN.md "candidate").
+"""Which published releases could lift an exclusion, per profile (docs/design.md "candidate").
 
 For one exclusion's :class:`~govern.exclusions.clause.Clause`, one runtime :class:`Profile`
 and the project's releases, :func:`candidates` walks the releases the exclusion keeps out
@@ -30,7 +30,7 @@ A release is eligible when, checked in this order (the first failure is the reas
    it meets and counts the others in that reason ("15.0rc1 is a pre-release (and 49 more
    pre-releases)"), so walking past a nightly series stays readable;
 2. it is not known bad (``Clause.known_bad``, matched as ``==V``, so local versions of a bad
-   version are bad too), nor the version a ``<V`` cap names (DESIGN.md: the capped version
+   version are bad too), nor the version a ``<V`` cap names (docs/design.md: the capped version
    stays out);
 3. it is not yanked (all files yanked, PEP 592); the reason carries the yank reason;
 4. it has a file the profile can install: a non-yanked wheel with a tag in

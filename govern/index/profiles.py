@@ -40,7 +40,7 @@ _WINDOWS_MACHINES = {"win_amd64": "AMD64", "win32": "x86", "win_arm64": "ARM64"}
 
 @dataclass(frozen=True, slots=True)
 class Profile:
-    """A runtime target where a candidate must work (DESIGN.md "runtime profile").
+    """A runtime target where a candidate must work (docs/design.md "runtime profile").
 
     ``python`` and ``platforms`` describe the target; left empty they mean the running
     interpreter and this machine. A platform names the target system, and the system runs

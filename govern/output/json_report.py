@@ -1,4 +1,4 @@
-"""``govern audit --format json``: the ``govern.audit/1`` contract of DESIGN.md.
+"""``govern audit --format json``: the ``govern.audit/1`` contract of docs/contracts.md.
 
 Fields of the contract are never renamed or removed; fields beyond it (``sub_kind``,
 ``column``, ``group``, ``verify``, ``profiles`` on exclusions, ``column`` and ``hint`` on

@@ -91,7 +91,7 @@ class Pushes(Protocol):
 
 @dataclass(slots=True)
 class Outcome:
-    """One exclusion's proposal, as ``--format json`` prints it (DESIGN.md's contract)."""
+    """One exclusion's proposal, as ``--format json`` prints it (docs/contracts.md)."""
 
     exclusion: str
     package: str

@@ -1,6 +1,6 @@
 """The store's tables: what govern remembers between runs.
 
-One row per repository, source and exclusion (keyed as in DESIGN.md); annotations
+One row per repository, source and exclusion (keyed as in docs/design.md); annotations
 are kept as versions, so a reason that changed is never lost; events are the
 append-only governance thread; releases, candidates, verifications and proposals are
 the watcher's, the verifier's and the proposer's records.

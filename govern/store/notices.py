@@ -73,7 +73,7 @@ def overview(session: Session, *, repository: str, today: date) -> Overview:
     )
     for exclusion, note, source, _repo in rows:
         if exclusion.state in ENDED or exclusion.sub_kind == SubKind.SENTINEL:
-            continue  # a <9999-style sentinel is no debt (DESIGN.md)
+            continue  # a <9999-style sentinel is no debt (docs/design.md)
         entry = Entry(
             key=exclusion.key,
             package=exclusion.package,
