@@ -553,7 +553,7 @@ def _annotation(item: Any, where: str) -> ConfigAnnotation:
     if not isinstance(item, dict) or not isinstance(item.get("package"), str):
         raise ConfigError(
             f'{where}: each [[annotations]] entry needs package = "name"',
-            tip="See the README section 'Annotations for generated files'.",
+            tip="See 'Annotations for generated files' in docs/configuration.md.",
         )
     known_keys(item, ANNOTATION_KEYS, where, what="annotation key(s)")
     fields: dict[str, Any] = {}
@@ -599,7 +599,7 @@ def parse_config(table: dict[str, Any], path: Path) -> Config:
     if not isinstance(annotations, list):
         raise ConfigError(
             f"{where}: annotations must be an array of tables ([[tool.govern.annotations]])",
-            tip="See the README section 'Annotations for generated files'.",
+            tip="See 'Annotations for generated files' in docs/configuration.md.",
         )
     return Config(
         path=path,
