@@ -22,8 +22,8 @@ from govern.ci.providers import build
 from govern.config import Config, ProposeConfig, load_config
 from govern.errors import ConfigError, GovernError, UsageError
 from govern.forge.base import Forge
-from govern.forge.push import Pusher
 from govern.forge.remote import forge_for, parse_remote
+from govern.git.push import Pusher
 from govern.index.pipconfig import IndexNotConfigured, IndexSettings
 from govern.index.profiles import Profile
 from govern.index.settings import index_settings, profiles_from

@@ -13,7 +13,8 @@ are never errors: they are :class:`govern.policy.Finding` values.
     ├── SourceNotFound           a path named by the user does not exist
     ├── StoreError               the database cannot be opened, migrated or written
     │   └── SchemaOutOfDate      the database is at an older revision: govern db upgrade
-    ├── GitError                 git is missing, or a git command failed (forge/git.py)
+    ├── GitError                 git is missing, or a git command failed (git/runner.py)
+    │   └── GitMissing           the git executable cannot be started
     ├── PackageIndexError        the package index cannot be used
     │   ├── IndexNotConfigured   no index URL anywhere (index/pipconfig.py)
     │   └── IndexUnavailable     a poll could read no project from the index
@@ -25,7 +26,7 @@ are never errors: they are :class:`govern.policy.Finding` values.
     │   ├── ForgeAuthError       the forge refused the credentials (forge/base.py)
     │   ├── ForgeRateLimited     the forge asks to wait, until a given moment
     │   ├── ForgeUnavailable     a transient failure: connection, 5xx, an unreadable answer
-    │   └── PushError            a push was rejected or could not be made (forge/push.py)
+    │   └── PushError            a push was rejected or could not be made (git/push.py)
     ├── NotifyError              a reminder channel could not deliver (notify/base.py)
     │   ├── NotifyAuthError      the channel refused the credentials (SMTP login, webhook 401/403)
     │   └── NotifyUnavailable    a transient failure: connection, 429, 5xx, SMTP 4xx; retried

@@ -2,7 +2,7 @@
 
 A *change request* is GitHub's pull request or GitLab's merge request. Every forge sits
 behind :class:`Forge` and receives its HTTP client from outside; the git push itself is
-:mod:`govern.forge.push`'s. Anything govern creates carries a *marker*, an HTML comment
+:mod:`govern.git.push`'s. Anything govern creates carries a *marker*, an HTML comment
 naming what it is for (:class:`Marker`), so that a run after a crash finds what the crashed
 run sent instead of sending it again.
 

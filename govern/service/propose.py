@@ -54,7 +54,7 @@ from govern.forge.base import (
     split_reviewers,
     with_markers,
 )
-from govern.forge.push import PushError, PushOutcome
+from govern.git.push import PushError, PushOutcome
 from govern.notify.base import Notifier
 from govern.service import outbox
 from govern.sources import rewrite
@@ -70,7 +70,7 @@ OTHER_NAMES = 8  # names tried after the exclusion's branch name, when it is tak
 
 
 class Pushes(Protocol):
-    """What the proposer needs of the git remote (:class:`govern.forge.push.Pusher`)."""
+    """What the proposer needs of the git remote (:class:`govern.git.push.Pusher`)."""
 
     def default_branch(self) -> str: ...
 

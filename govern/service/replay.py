@@ -34,7 +34,7 @@ from govern.exclusions.model import Exclusion as Seen
 from govern.sources.model import LineKind, Problem, Source, SourceFormat
 
 if TYPE_CHECKING:
-    from govern.forge.git import Hunk
+    from govern.git.history import Hunk
 
 Keep = Callable[[str], bool] | None  # package name -> its vanished exclusions are kept
 

@@ -38,7 +38,7 @@ from govern.store.db import Store
 from govern.store.tracking import StoredSource, stored_sources
 
 if TYPE_CHECKING:
-    from govern.forge.git import Commit, Git, Hunk, Patch, Revision
+    from govern.git.history import Commit, Git, Hunk, Patch, Revision
     from govern.service.sync import Sync
 
 
@@ -346,7 +346,7 @@ def track(
     concurrent sync waits only for the other's database work.
     """
     from govern.audit import AuditOptions, audit_targets
-    from govern.forge.git import Git
+    from govern.git.history import Git
     from govern.policy.loader import load_policy
     from govern.sources.discover import discover
 

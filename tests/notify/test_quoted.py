@@ -27,7 +27,7 @@ from fakes.smtp import SMTPServer
 from fakes.webhook import FakeWebhook
 from govern.config import Config, NotifyConfig, ProposeConfig
 from govern.forge.github import GitHubForge
-from govern.forge.push import Pusher
+from govern.git.push import Pusher
 from govern.notify import channels
 from govern.service.propose import Proposer
 from govern.service.remind import Digester

@@ -31,7 +31,7 @@ from govern.config import Config, ProposeConfig
 from govern.exclusions.states import EventKind, State
 from govern.forge.base import ChangeRequest, Opening
 from govern.forge.github import GitHubForge
-from govern.forge.push import Pusher
+from govern.git.push import Pusher
 from govern.service.propose import Proposer, ProposeResult
 from govern.service.track import TrackOptions, track
 from govern.service.verify import Verifier

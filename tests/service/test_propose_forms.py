@@ -28,7 +28,7 @@ from fakes.forge_gitlab import FakeGitLabForge
 from govern.config import Config, ProposeConfig
 from govern.exclusions.states import EventKind
 from govern.forge.gitlab import GitLabForge
-from govern.forge.push import Pusher
+from govern.git.push import Pusher
 from govern.service.propose import Proposer, ProposeResult
 from govern.service.track import TrackOptions, track
 from govern.service.verify import Verifier

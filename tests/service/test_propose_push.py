@@ -34,7 +34,7 @@ from govern.config import Config, ProposeConfig
 from govern.daemon.jobs import ProposeJob
 from govern.forge.github import GitHubForge
 from govern.forge.gitlab import GitLabForge
-from govern.forge.push import Pusher
+from govern.git.push import Pusher
 from govern.service.propose import Proposer, ProposeResult
 from govern.service.track import TrackOptions, track
 from govern.store.db import Store

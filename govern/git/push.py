@@ -32,8 +32,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from govern.forge.base import ForgeAuthError, ForgeError, ForgeUnavailable
-from govern.forge.git import _REPOSITORY_ENV, GitError, _stderr_text
-from govern.forge.git import _run as _run  # re-exported: tests record the argv passed
+from govern.git.runner import REPOSITORY_ENV, GitError, run, stderr_text
 from govern.redact import redact, scrub
 
 __all__ = ["DEFAULT_AUTHOR", "PushError", "PushOutcome", "Pushed", "Pusher"]
@@ -132,7 +131,7 @@ class Pusher:
         self._executable = executable
         self._timeout = timeout
         source = os.environ if environ is None else environ
-        self._env = {k: v for k, v in source.items() if k not in _REPOSITORY_ENV}
+        self._env = {k: v for k, v in source.items() if k not in REPOSITORY_ENV}
         self._env.update({"GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", "GIT_OPTIONAL_LOCKS": "0"})
         self._env.pop(_TOKEN_VAR, None)
         self._token = source.get(token_env) if token_env else None
@@ -159,9 +158,7 @@ class Pusher:
     ) -> subprocess.CompletedProcess[bytes]:
         """Run git; a timeout becomes ForgeUnavailable, git missing a PushError."""
         try:
-            return _run(
-                self._executable, args, cwd=cwd, env=env, timeout=self._timeout, stdin=stdin
-            )
+            return run(self._executable, args, cwd=cwd, env=env, timeout=self._timeout, stdin=stdin)
         except GitError as exc:
             cls = ForgeUnavailable if "did not finish" in str(exc) else PushError
             raise cls(self._scrub(str(exc)), tip=exc.tip and self._scrub(exc.tip)) from None
@@ -172,7 +169,7 @@ class Pusher:
 
     def _clean(self, stderr: bytes) -> str:
         """git's complaint on one line, without credentials."""
-        return self._scrub(_stderr_text(stderr))
+        return self._scrub(stderr_text(stderr))
 
     def _remote_error(self, what: str, stderr: bytes) -> ForgeError:
         """The error for a failed talk with the remote, by what git said."""

@@ -11,10 +11,11 @@ from typing import Any
 import pytest
 from gitrepo import Repo
 
-import govern.forge.push as push_module
+import govern.git.push as push_module
 from fakes import githttp
 from govern.forge.base import ForgeAuthError, ForgeError
-from govern.forge.push import TRAILER, Pusher, PushError, PushOutcome
+from govern.git import runner
+from govern.git.push import TRAILER, Pusher, PushError, PushOutcome
 
 
 def _git(cwd: Path, *args: str) -> str:
@@ -164,7 +165,7 @@ def test_token_over_http_through_askpass(
 ) -> None:
     token = "s3cr3t-token-value"
     argvs: list[list[str]] = []
-    real = push_module._run
+    real = runner.run
 
     def recording(executable: str, args: Sequence[str], **kwargs: Any) -> Any:
         argvs.append([executable, *args])
@@ -173,7 +174,7 @@ def test_token_over_http_through_askpass(
             assert token not in Path(script).read_text()
         return real(executable, args, **kwargs)
 
-    monkeypatch.setattr(push_module, "_run", recording)
+    monkeypatch.setattr(push_module, "run", recording)
     with githttp.serve(tmp_path, user="x-access-token", password=token) as (base, seen):
         _git(clone, "remote", "set-url", "origin", f"{base}/origin.git")
         env = {"PATH": os.environ.get("PATH", ""), "HOME": str(clone), "GIT_CONFIG_NOSYSTEM": "1"}

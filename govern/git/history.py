@@ -6,11 +6,10 @@ over time (:meth:`Git.file_history`), what it contained at each of those commits
 (:meth:`Git.blame`). Each question costs one ``git`` process (blame two), never
 one per commit, so long histories stay cheap.
 
-git is always run without a shell: argv lists, ``--`` before paths, literal
-pathspecs, a timeout, no prompts (``GIT_TERMINAL_PROMPT=0``), no optional locks
-and the C locale. Anything that stops git from answering becomes a
-:class:`GitError` with a one-line message and a tip; credentials in URLs never
-reach a message.
+git is run by :func:`govern.git.runner.run` (no shell, ``--`` before paths, literal
+pathspecs, a timeout, no prompts); anything that stops it from answering is a
+:class:`govern.git.runner.GitError` with a one-line message and a tip, and credentials
+in URLs never reach a message.
 """
 
 from __future__ import annotations
@@ -20,22 +19,14 @@ import os
 import re
 import secrets
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time
 from pathlib import Path
 
-from govern.errors import GovernError
+from govern.git.runner import GitMissing, environment, failed, git_error, run, toplevel
 
-__all__ = ["Commit", "Git", "GitError", "Hunk", "Patch", "Revision", "pull_request_number"]
-
-
-class GitError(GovernError):
-    """git could not be run, or could not answer (not a repository, a timeout, ...)."""
-
-
-class _GitMissing(GitError):
-    """The git executable could not be started at all."""
+__all__ = ["Commit", "Git", "Hunk", "Patch", "Revision", "pull_request_number"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,130 +150,6 @@ def _subject(message: str) -> str:
         if line.strip():
             return line.strip()
     return ""
-
-
-# -- running git -------------------------------------------------------------------------------
-
-# Variables that point git at one particular repository (`git rev-parse --local-env-vars`).
-# A Git object names its repository by directory, so when govern runs inside a git hook
-# (which sets GIT_DIR, GIT_INDEX_FILE, ...) these must not redirect it elsewhere.
-_REPOSITORY_ENV = (
-    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-    "GIT_COMMON_DIR",
-    "GIT_DIR",
-    "GIT_GRAFT_FILE",
-    "GIT_IMPLICIT_WORK_TREE",
-    "GIT_INDEX_FILE",
-    "GIT_INTERNAL_SUPER_PREFIX",
-    "GIT_NAMESPACE",
-    "GIT_OBJECT_DIRECTORY",
-    "GIT_PREFIX",
-    "GIT_SHALLOW_FILE",
-    "GIT_WORK_TREE",
-)
-
-# Options before the subcommand: stable, parseable output whatever the user's config says.
-_GLOBAL_OPTIONS = (
-    "--no-pager",
-    "--literal-pathspecs",  # a path is a path, never a glob
-    "-c",
-    "core.quotepath=off",
-    "-c",
-    "color.ui=false",
-    "-c",
-    "log.showSignature=false",
-    "-c",
-    "i18n.logOutputEncoding=UTF-8",
-    "-c",
-    "log.diffMerges=first-parent",  # what -m means for a merge (older git ignores the key)
-)
-
-_USERINFO_RE = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)[^/\s@]*@")
-
-
-def _strip_userinfo(text: str) -> str:
-    """Drop ``user:password@`` from every URL in text, so no token reaches a message."""
-    return _USERINFO_RE.sub(r"\1", text)
-
-
-def _error(message: str, *, tip: str | None = None, cls: type[GitError] = GitError) -> GitError:
-    """A GitError whose message and tip carry no credentials."""
-    return cls(_strip_userinfo(message), tip=tip and _strip_userinfo(tip))
-
-
-def _environment() -> dict[str, str]:
-    """The environment git runs in: the caller's, minus repository overrides, plus ours."""
-    env = {name: value for name, value in os.environ.items() if name not in _REPOSITORY_ENV}
-    env.update({"GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", "GIT_OPTIONAL_LOCKS": "0"})
-    return env
-
-
-def _stderr_text(stderr: bytes) -> str:
-    """git's complaint on one line, without the ``fatal:`` prefix (at most 300 characters)."""
-    lines = [line.strip() for line in stderr.decode("utf-8", "replace").splitlines()]
-    lines = [line.removeprefix("fatal: ").removeprefix("error: ") for line in lines if line]
-    text = "; ".join(lines) or "no message"
-    return text if len(text) <= 300 else text[:297] + "..."
-
-
-def _run(
-    executable: str,
-    args: Sequence[str],
-    *,
-    cwd: Path,
-    env: Mapping[str, str],
-    timeout: float,
-    stdin: bytes | None = None,
-) -> subprocess.CompletedProcess[bytes]:
-    """Run ``git <args>`` in cwd; failing to start or to finish in time raises GitError."""
-    argv = [executable, *_GLOBAL_OPTIONS, *args]
-    try:
-        return subprocess.run(
-            argv,
-            check=False,
-            capture_output=True,
-            timeout=timeout,
-            cwd=cwd,
-            env=env,
-            input=stdin if stdin is not None else b"",
-        )
-    except subprocess.TimeoutExpired:
-        raise _error(
-            f"git {args[0]} did not finish within {timeout:g} s in {cwd}",
-            tip="The repository may be very large or busy; try again, or allow a longer timeout.",
-        ) from None
-    except OSError as exc:
-        reason = exc.strerror or type(exc).__name__
-        raise _error(
-            f"cannot run git ({executable}): {reason}",
-            tip="Install git (https://git-scm.com/downloads) and make sure it is on PATH.",
-            cls=_GitMissing,
-        ) from None
-
-
-def _failed(args: Sequence[str], proc: subprocess.CompletedProcess[bytes], cwd: Path) -> GitError:
-    """The GitError for a git command that exited with an error."""
-    stderr = _stderr_text(proc.stderr)
-    if "dubious ownership" in stderr:
-        tip = f"Mark the repository as safe: git config --global --add safe.directory {cwd}"
-    else:
-        tip = "Run the same git command in that directory to see the full error."
-    return _error(f"git {args[0]} failed in {cwd}: {stderr}", tip=tip)
-
-
-_NOT_A_REPOSITORY = (b"not a git repository", b"must be run in a work tree")
-
-
-def _toplevel(start: Path, executable: str, timeout: float, env: Mapping[str, str]) -> Path | None:
-    """The top of the working tree containing the directory start; None outside any."""
-    args = ("rev-parse", "--show-toplevel")
-    proc = _run(executable, args, cwd=start, env=env, timeout=timeout)
-    if proc.returncode != 0:
-        if any(marker in proc.stderr for marker in _NOT_A_REPOSITORY):
-            return None
-        raise _failed(args, proc, start)
-    top = os.fsdecode(proc.stdout.rstrip(b"\n"))
-    return Path(top) if top else None
 
 
 # -- parsing ------------------------------------------------------------------------------------
@@ -428,16 +295,16 @@ class Git:
         """Open the working tree containing root; GitError if there is none or git is missing."""
         self._executable = executable
         self._timeout = timeout
-        self._env = _environment()
+        self._env = environment()
         start = Path(root)
         if not start.is_dir():
-            raise _error(
+            raise git_error(
                 f"cannot read git history: {start} is not a directory",
                 tip="Pass the directory of a git checkout.",
             )
-        top = _toplevel(start, executable, timeout, self._env)
+        top = toplevel(start, executable, timeout, self._env)
         if top is None:
-            raise _error(
+            raise git_error(
                 f"{start} is not inside a git repository",
                 tip="Run govern in a git checkout, or pass the path of one.",
             )
@@ -453,10 +320,10 @@ class Git:
         start = Path(path).absolute()
         while not start.is_dir() and start != start.parent:
             start = start.parent
-        env = _environment()
+        env = environment()
         try:
-            top = _toplevel(start, executable, timeout, env)
-        except _GitMissing:
+            top = toplevel(start, executable, timeout, env)
+        except GitMissing:
             return None
         if top is None:
             return None
@@ -475,7 +342,7 @@ class Git:
 
     def _git(self, *args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
         """Run ``git <args>`` at the top of the working tree."""
-        return _run(
+        return run(
             self._executable,
             args,
             cwd=self._top,
@@ -495,13 +362,13 @@ class Git:
                 except ValueError:
                     continue
             else:
-                raise _error(
+                raise git_error(
                     f"{path} is outside the git repository at {self._top}",
                     tip="Pass a path inside the repository.",
                 )
         relative = candidate.as_posix()
         if relative in ("", ".") or ".." in candidate.parts:
-            raise _error(
+            raise git_error(
                 f"{path!r} does not name a file in the git repository at {self._top}",
                 tip="Pass the path of a file, relative to the top of the repository.",
             )
@@ -515,7 +382,7 @@ class Git:
             return proc.stdout.decode("ascii").strip()
         if proc.returncode == 1 and not proc.stderr.strip():
             return None  # --verify --quiet: HEAD does not resolve (an unborn branch)
-        raise _failed(args, proc, self._top)
+        raise failed(args, proc, self._top)
 
     def file_history(self, path: str, *, since: date | None = None) -> list[Revision]:
         """The commits that changed one file, oldest first, following renames.
@@ -549,7 +416,7 @@ class Git:
         if proc.returncode != 0:
             if self.head() is None:
                 return []  # no commits yet: nothing has a history
-            raise _failed(args, proc, self._top)
+            raise failed(args, proc, self._top)
 
         revisions: list[Revision] = []
         current = relative  # the file's path at the commit being read (newest first)
@@ -584,7 +451,7 @@ class Git:
         if proc.returncode != 0:
             if self.head() is None:
                 return {}
-            raise _failed(args, proc, self._top)
+            raise failed(args, proc, self._top)
         return {commit.sha: _patch(rest) for commit, rest in _records(proc.stdout, start, end)}
 
     def read_blobs(self, revisions: Sequence[tuple[str, str]]) -> list[bytes | None]:
@@ -605,7 +472,7 @@ class Git:
         args = ("cat-file", "--batch")
         proc = self._git(*args, stdin=b"".join(request + b"\n" for request in sent))
         if proc.returncode != 0:
-            raise _failed(args, proc, self._top)
+            raise failed(args, proc, self._top)
 
         out = proc.stdout
         answers: list[bytes | None] = []
@@ -613,7 +480,7 @@ class Git:
         for _ in sent:
             newline = out.find(b"\n", position)
             if newline < 0:
-                raise _error(
+                raise git_error(
                     f"git cat-file --batch ended early in {self._top}",
                     tip="Run `git fsck` to check the repository.",
                 )
@@ -644,7 +511,7 @@ class Git:
             unknown = (b"no such path", b"Cannot lstat", b"no such ref: HEAD")
             if any(marker in proc.stderr for marker in unknown):
                 return {}
-            raise _failed(args, proc, self._top)
+            raise failed(args, proc, self._top)
 
         line_sha: dict[int, str] = {}
         expect_header = True
@@ -667,5 +534,5 @@ class Git:
         args = ("log", "--no-walk=unsorted", "--stdin", "--no-color", f"--format={fmt}")
         proc = self._git(*args, stdin="".join(f"{sha}\n" for sha in sorted(shas)).encode())
         if proc.returncode != 0:
-            raise _failed(args, proc, self._top)
+            raise failed(args, proc, self._top)
         return {commit.sha: commit for commit, _ in _records(proc.stdout, start, end)}

@@ -1,4 +1,4 @@
-"""Tests for :mod:`govern.forge.git` against real git repositories built in tmp_path."""
+"""Tests for :mod:`govern.git.history` and :mod:`govern.git.runner` on real repositories."""
 
 from __future__ import annotations
 
@@ -12,8 +12,9 @@ import pytest
 from gitrepo import AUTHOR, Repo
 
 from govern.errors import GovernError
-from govern.forge import git as git_module
-from govern.forge.git import Commit, Git, GitError, Revision, pull_request_number
+from govern.git import runner
+from govern.git.history import Commit, Git, Revision, pull_request_number
+from govern.git.runner import GitError
 
 
 @pytest.fixture
@@ -496,10 +497,10 @@ def test_repository_variables_from_a_git_hook_do_not_redirect(
 
 def test_credentials_never_reach_a_message() -> None:
     text = "unable to access 'https://user:ghp_secret@github.com/o/r.git/' or ssh://tok@h/x"
-    assert git_module._strip_userinfo(text) == (
+    assert runner.strip_userinfo(text) == (
         "unable to access 'https://github.com/o/r.git/' or ssh://h/x"
     )
-    error = git_module._error(f"failed: {text}", tip="see https://a:b@c.example/")
+    error = runner.git_error(f"failed: {text}", tip="see https://a:b@c.example/")
     assert "secret" not in error.message
     assert "tok@" not in error.message
     assert error.tip == "see https://c.example/"
