@@ -30,7 +30,7 @@ are never errors: they are :class:`govern.policy.Finding` values.
     ├── NotifyError              a reminder channel could not deliver (notify/base.py)
     │   ├── NotifyAuthError      the channel refused the credentials (SMTP login, webhook 401/403)
     │   └── NotifyUnavailable    a transient failure: connection, 429, 5xx, SMTP 4xx; retried
-    ├── EditRefused              a proposal's file cannot be edited as proposed (sources/rewrite.py)
+    ├── EditRefused              a proposal's file cannot be edited as proposed (edit/common.py)
     │   └── Superseded           the line changed since it was tracked: never forced
     ├── DaemonRunning            another govern daemon holds the store (daemon/lock.py)
     └── LockLost                 the daemon no longer holds its store's lock (daemon/lock.py)

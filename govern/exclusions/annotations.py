@@ -31,7 +31,7 @@ from packaging.version import Version
 from govern.exclusions.links import LinkContext, find_links
 from govern.exclusions.model import Annotation, Link
 from govern.sources.model import Entry, LineKind, Problem, Source
-from govern.sources.requirements_txt import shell_split
+from govern.sources.pipline import shell_split
 
 _KEYS = {
     "reason",

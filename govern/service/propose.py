@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from govern.config import Config, ProposeConfig, load_config
+from govern.edit import Edit, Superseded, relax_source
 from govern.errors import GovernError
 from govern.exclusions.states import (
     EventKind,
@@ -57,8 +58,6 @@ from govern.forge.base import (
 from govern.git.push import PushError, PushOutcome
 from govern.notify.base import Notifier
 from govern.service import outbox
-from govern.sources import rewrite
-from govern.sources.rewrite_common import Edit
 from govern.store import proposals
 from govern.store.db import Store
 from govern.store.models import Proposal
@@ -934,7 +933,7 @@ def _edit(work: Work, content: bytes) -> Edit | str:
     """The file's edit (``changed`` False: nothing to change), or why the proposal is
     superseded.
 
-    Every source format is edited (:func:`govern.sources.rewrite.relax_source`). A
+    Every source format is edited (:func:`govern.edit.relax_source`). A
     ``--hash`` line takes the candidate's hashes from the index's file list, as the poll
     stored it; without every one of them it is refused with the reason.
     """
@@ -945,7 +944,7 @@ def _edit(work: Work, content: bytes) -> Edit | str:
     except UnicodeDecodeError:
         raise GovernError(f"{work.source} is not UTF-8 text") from None
     try:
-        done = rewrite.relax_source(
+        done = relax_source(
             text,
             format=work.format,
             path=work.source,
@@ -959,7 +958,7 @@ def _edit(work: Work, content: bytes) -> Edit | str:
             bad_versions=work.bad_versions,
             hashes=work.hashes or None,
         )
-    except rewrite.Superseded as exc:
+    except Superseded as exc:
         return exc.message
     return done
 

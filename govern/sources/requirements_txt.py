@@ -1,12 +1,12 @@
 """pip requirements and constraints files, read by pip's own rules.
 
-This mirrors ``pip._internal.req.req_file``: backslash continuations are joined
-first (the logical line is numbered by its first physical line), then comments
-are removed (``#`` at the start of a line or after whitespace: ``#egg=`` and
-``#sha256=`` inside URLs are not comments), then ``${VAR}`` is expanded, then
-the line is split into a requirement and options at the first token starting
-with ``-``. Everything pip rejects becomes a :class:`Problem` with a column and
-a hint; nothing raises.
+This mirrors ``pip._internal.req.req_file`` (its line rules are
+:mod:`govern.sources.pipline`'s): backslash continuations are joined first (the logical
+line is numbered by its first physical line), then comments are removed (``#`` at the
+start of a line or after whitespace: ``#egg=`` and ``#sha256=`` inside URLs are not
+comments), then ``${VAR}`` is expanded, then the line is split into a requirement and
+options at the first token starting with ``-``. Everything pip rejects becomes a
+:class:`Problem` with a column and a hint; nothing raises.
 """
 
 from __future__ import annotations
@@ -15,9 +15,7 @@ import codecs
 import dataclasses
 import os
 import re
-import shlex
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
@@ -34,62 +32,21 @@ from govern.sources.model import (
     SourceFormat,
 )
 from govern.sources.pep508 import parse_requirement, requirement_hint
+from govern.sources.pipline import (
+    OptionError,
+    break_args_options,
+    logical_lines,
+    parse_options,
+    split_comment,
+)
 from govern.sources.reading import Unreadable, read_bounded
 
-# pip's rules (req_file.py): a comment starts at the line start or after
-# whitespace (pip's COMMENT_RE, "(^|\s+)#.*$", found here without a regex: that
-# expression backtracks quadratically over a long run of spaces); only
-# upper-case ${NAME} is expanded (POSIX names).
+# pip's rules (req_file.py): only upper-case ${NAME} is expanded (POSIX names).
 _ENV_VAR_RE = re.compile(r"\$\{([A-Z0-9_]+)\}")
 _CODING_RE = re.compile(rb"coding[:=]\s*([-\w.]+)")
 _SCHEME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://|^file:")
-# shlex.split's words when the text has no backslash: runs of plain characters,
-# "double-quoted" and 'single-quoted' strings, separated by shlex's whitespace.
-_SHELL_WORD_RE = re.compile(r"""(?:[^ \t\r\n'"\\]|"[^"\\]*"|'[^']*')+""")
-_SHELL_QUOTED_RE = re.compile(r""""([^"]*)"|'([^']*)'""")
-_SHELL_SPACE = " \t\r\n"
 _ARCHIVE_SUFFIXES = (".whl", ".zip", ".tar.gz", ".tgz", ".tar.bz2", ".tbz", ".tar.xz", ".tar")
 _STRONG_HASHES = ("sha256", "sha384", "sha512")
-
-
-@dataclass(frozen=True, slots=True)
-class _Option:
-    """One pip option accepted in a requirements file."""
-
-    names: tuple[str, ...]
-    takes_value: bool
-    on_requirement: bool = False  # allowed after a requirement (per-requirement option)
-
-
-_OPTIONS = (
-    _Option(("-i", "--pypi-url", "--index-url"), True),
-    _Option(("--extra-index-url",), True),
-    _Option(("--no-index",), False),
-    _Option(("-c", "--constraint"), True),
-    _Option(("-r", "--requirement"), True),
-    _Option(("-e", "--editable"), True),
-    _Option(("-f", "--find-links"), True),
-    _Option(("--no-binary",), True),
-    _Option(("--only-binary",), True),
-    _Option(("--prefer-binary",), False),
-    _Option(("--require-hashes",), False),
-    _Option(("--pre",), False),
-    _Option(("--trusted-host",), True),
-    _Option(("--use-feature",), True),
-    _Option(("--hash",), True, on_requirement=True),
-    _Option(("-C", "--config-settings"), True, on_requirement=True),
-    _Option(("--global-option",), True, on_requirement=True),
-)
-_BY_NAME = {name: opt for opt in _OPTIONS for name in opt.names}
-_LONG_NAMES = sorted(name for name in _BY_NAME if name.startswith("--"))
-
-
-class _OptionError(ValueError):
-    """An option pip's parser would reject (optparse's ``no such option``)."""
-
-    def __init__(self, message: str, token: str | None = None) -> None:
-        super().__init__(message)
-        self.token = token  # the offending option, for the caret
 
 
 def decode(data: bytes) -> tuple[str, tuple[Problem, ...]]:
@@ -154,50 +111,6 @@ def _coding_problem(number: int, line: bytes, match: re.Match[bytes], exc: Excep
     )
 
 
-def _join_lines(physical: list[str]) -> list[tuple[int, int, str]]:
-    """Join backslash continuations: (first line, last line, logical text).
-
-    A comment line ends a continuation, exactly as in pip's ``join_lines``.
-    """
-    out: list[tuple[int, int, str]] = []
-    pending: list[str] = []
-    first = 0
-    for number, text in enumerate(physical, start=1):
-        if not pending and not text.endswith("\\"):
-            # The usual line: nothing to join. (A comment line would get a space
-            # prepended below; outside a continuation that changes nothing.)
-            out.append((number, number, text))
-            continue
-        # pip: a comment line has "#" at the start, or after leading whitespace.
-        is_comment = text.lstrip().startswith("#")
-        if not text.endswith("\\") or is_comment:
-            if is_comment:
-                text = " " + text
-            if pending:
-                pending.append(text)
-                out.append((first, number, "".join(pending)))
-                pending = []
-            else:
-                out.append((number, number, text))
-        else:
-            if not pending:
-                first = number
-            pending.append(text.strip("\\"))
-    if pending:
-        out.append((first, len(physical), "".join(pending)))
-    return out
-
-
-def _split_comment(text: str) -> tuple[str, str | None]:
-    """Split a logical line into its content and its comment (without ``#``)."""
-    index = text.find("#")
-    while index != -1:
-        if index == 0 or text[index - 1].isspace():
-            return text[:index].rstrip(), text[index + 1 :].strip()
-        index = text.find("#", index + 1)
-    return text, None
-
-
 def _expand(text: str, environ: Mapping[str, str]) -> tuple[str, bool]:
     """Expand ``${NAME}`` from ``environ`` (unset or empty names stay as written)."""
     if "${" not in text:
@@ -213,96 +126,6 @@ def _expand(text: str, environ: Mapping[str, str]) -> tuple[str, bool]:
         return value
 
     return _ENV_VAR_RE.sub(sub, text), changed
-
-
-def break_args_options(line: str) -> tuple[str, str]:
-    """pip's ``break_args_options``: the requirement ends at the first ``-`` token."""
-    if " -" not in line and not line.startswith("-"):
-        return line, ""  # no token starts with "-" (tokens are split on single spaces)
-    tokens = line.split(" ")
-    args: list[str] = []
-    for index, token in enumerate(tokens):
-        if token.startswith("-"):
-            return " ".join(args), " ".join(tokens[index:])
-        args.append(token)
-    return " ".join(args), ""
-
-
-def shell_split(text: str) -> list[str]:
-    """``shlex.split(text)`` (POSIX rules, no comments), without shlex's slow path.
-
-    shlex reads one character at a time in Python; the usual text (no backslash,
-    balanced quotes) is split here with two expressions instead. Anything else,
-    errors included, is left to shlex itself.
-    """
-    if "\\" not in text:
-        words: list[str] = []
-        end = 0
-        for match in _SHELL_WORD_RE.finditer(text):
-            if text[end : match.start()].strip(_SHELL_SPACE):
-                break  # an unmatched quote: shlex raises
-            word = match.group()
-            if '"' in word or "'" in word:
-                word = _SHELL_QUOTED_RE.sub(_unquote, word)
-            words.append(word)
-            end = match.end()
-        else:
-            if not text[end:].strip(_SHELL_SPACE):
-                return words
-    return shlex.split(text)  # the rare text the fast path leaves
-
-
-def _unquote(match: re.Match[str]) -> str:
-    return match.group(match.lastindex or 0)
-
-
-def lookup_option(token: str) -> tuple[_Option, str, str | None]:
-    """Resolve one option token to (option, canonical name, attached value)."""
-    if token.startswith("--"):
-        name, eq, value = token.partition("=")
-        if name not in _BY_NAME:
-            # optparse accepts any unambiguous prefix of a long option.
-            matches = [n for n in _LONG_NAMES if n.startswith(name)]
-            if len(matches) != 1:
-                raise _OptionError(
-                    f"no such option: {name}"
-                    if not matches
-                    else f"ambiguous option: {name} ({', '.join(matches)}?)",
-                    token,
-                )
-            name = matches[0]
-        opt = _BY_NAME[name]
-        return opt, opt.names[-1], (value if eq else None)
-    short, rest = token[:2], token[2:]
-    if short not in _BY_NAME:
-        raise _OptionError(f"no such option: {short}", token)
-    opt = _BY_NAME[short]
-    return opt, opt.names[-1], (rest or None)
-
-
-def _parse_options(options: str) -> list[tuple[str, str | None]]:
-    """Parse an option string as pip's optparse parser would."""
-    try:
-        tokens = shell_split(options)
-    except ValueError as exc:
-        raise _OptionError(str(exc)) from exc
-    parsed: list[tuple[str, str | None]] = []
-    i = 0
-    while i < len(tokens):
-        token = tokens[i]
-        i += 1
-        if not token.startswith("-") or token == "-":  # noqa: S105 - an option token
-            continue  # optparse hands leftover arguments back; pip ignores them
-        opt, name, value = lookup_option(token)
-        if opt.takes_value and value is None:
-            if i >= len(tokens):
-                raise _OptionError(f"{name} option requires an argument", token)
-            value = tokens[i]
-            i += 1
-        elif not opt.takes_value and value is not None:
-            raise _OptionError(f"{name} option does not take a value", token)
-        parsed.append((name, value))
-    return parsed
 
 
 def _looks_like_url(text: str) -> bool:
@@ -380,8 +203,8 @@ class _Reader:
         # Every physical line belongs to exactly one logical line, and each logical
         # line is marked once, in order: _mark appends rather than overwrites.
         self.lines = []
-        for first, last, logical in _join_lines(physical):
-            self._logical(first, last, logical)
+        for logical in logical_lines(physical):
+            self._logical(logical.first + 1, logical.last + 1, logical.text)
         return Source(
             path=self.display_path,
             file=self.file,
@@ -404,7 +227,7 @@ class _Reader:
             self.lines.append(Line(number, cont, None, entry))
 
     def _logical(self, first: int, last: int, logical: str) -> None:
-        content, comment = _split_comment(logical)
+        content, comment = split_comment(logical)
         body = content.strip()
         if not body:
             kind = LineKind.COMMENT if comment is not None else LineKind.BLANK
@@ -416,8 +239,8 @@ class _Reader:
         # reach an entry, a message or an include; they are expanded where used.
         raw_args, opts = break_args_options(body)
         try:
-            parsed = _parse_options(opts) if opts else []
-        except _OptionError as exc:
+            parsed = parse_options(opts) if opts else []
+        except OptionError as exc:
             self._mark(first, last, LineKind.OTHER, comment)
             # The caret goes under the offending option (its first occurrence as a word).
             where = body.find(exc.token or opts.split(" ", 1)[0], len(raw_args))

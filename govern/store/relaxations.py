@@ -2,7 +2,7 @@
 
 It depends on the exclusion's line and clause, the candidate's version, the versions known
 bad (the annotation's ``bad=`` and the releases whose verification failed) and the releases
-published. :func:`refresh` computes it (:mod:`govern.exclusions.relax`) when a verification
+published. :func:`refresh` computes it (:mod:`govern.edit.relax`) when a verification
 concludes and when a sync changes an exclusion's line or annotation; :func:`fill_missing`
 for candidates that have none yet (found by a poll, or stored before the column). Pages
 read the stored value (:func:`stored`), as proposals do: no page view computes one.
@@ -22,7 +22,7 @@ from sqlalchemy import Connection, Table, bindparam, update
 from sqlalchemy import select as columns
 from sqlmodel import Session, col
 
-from govern.exclusions import relax as relaxation
+from govern.edit import relax as relaxation
 from govern.store.models import Annotation, Candidate, Exclusion, Release, StoredRelaxation
 from govern.store.queries import failed_versions
 

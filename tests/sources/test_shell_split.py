@@ -7,7 +7,7 @@ import shlex
 
 import pytest
 
-from govern.sources.requirements_txt import shell_split
+from govern.sources.pipline import shell_split
 
 
 def _shlex(text: str) -> list[str] | str:

@@ -64,7 +64,7 @@ def test_no_page_computes_a_relaxation(
     served: tuple[TestClient, str, Store], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The pages and the API read the relaxation stored on the candidate."""
-    from govern.exclusions import relax
+    from govern.edit import relax
 
     def refuse(*_args: object, **_kwargs: object) -> None:
         raise AssertionError("relax() called on a page view")

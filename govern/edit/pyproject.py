@@ -20,13 +20,13 @@ key's line) or on a line with another element gets no comment (a line above
 ``dependencies = [...]`` reads as the reason of every element below it): the evidence is
 then carried only by the commit message and the change request's body.
 ``# govern:`` comments (on the element's line, in the block above it, ``# ^govern:`` right
-below) keep their fields, and ``bad=`` is extended as in :mod:`govern.sources.rewrite`,
+below) keep their fields, and ``bad=`` is extended as in :mod:`govern.edit.requirements`,
 except where the audit reads the comment for other elements too: the block above the line
 of the array's ``[`` is left unchanged, and so is every comment around a line that holds
 another element (its ``bad=`` would become theirs), and a block that also explains the
 elements below (the same clauses, or named in it): it gets no evidence either. A
 relaxation that lets in a version those comments' ``bad=`` list (or ``bad_versions``) is
-refused, as in :mod:`govern.sources.rewrite`: all of them count there, shared or not.
+refused, as in :mod:`govern.edit.requirements`: all of them count there, shared or not.
 An element that changed is :class:`Superseded`; one that already admits the candidate
 is left as it is (``changed=False``).
 """
@@ -39,25 +39,27 @@ import tomllib
 from collections.abc import Sequence
 from typing import Any
 
-from govern.sources.pyproject import line_starts, parse_pyproject
-from govern.sources.rewrite_common import (
+from govern.edit.blocks import (
     Comment,
-    Edit,
-    EditRefused,
-    Superseded,
-    candidate_version,
     evidence_text,
     missing_evidence,
     newly_excluded,
     record_bad,
     refuse_bad_admitted,
-    relax_clause,
     settle_block,
-    shared_ends,
     structured,
+)
+from govern.edit.common import (
+    Edit,
+    EditRefused,
+    Superseded,
+    candidate_version,
+    relax_clause,
+    shared_ends,
     unchanged_or_superseded,
     unified_diff,
 )
+from govern.sources.pyproject import line_starts, parse_pyproject
 from govern.sources.tomlpos import KeyPath, Loc, Scan, ScanError, Scanner, decode_string
 from govern.text import quoted
 
@@ -145,7 +147,7 @@ def relax_pyproject(
             new_body = new_body[:start] + replacement + new_body[end:]
         return new_body, notes
 
-    # As in the requirements edit (rewrite_common.settle_block).
+    # As in the requirements edit (blocks.settle_block).
     with_block, without_block = build(not (opening or crowded)), build(False)
     own_block, elsewhere = settle_block(
         body,

@@ -70,6 +70,7 @@ from packaging.version import InvalidVersion, Version
 
 from govern.exclusions.classify import classify
 from govern.exclusions.model import Kind, SubKind
+from govern.sources.pipline import comment_index
 
 Strategy = Literal["exclude", "raise-cap", "drop", "raise-floor"]
 STRATEGIES: tuple[Strategy, ...] = get_args(Strategy)
@@ -499,13 +500,11 @@ _COMMA = re.compile(r"[ \t]*,[ \t]*")
 
 def _split_comment(line: str) -> tuple[str, str]:
     """The content and the rest (whitespace, ``#`` and the comment), as pip splits them."""
-    index = line.find("#")
-    while index != -1:
-        if index == 0 or line[index - 1].isspace():
-            content = line[:index].rstrip()
-            return content, line[len(content) :]
-        index = line.find("#", index + 1)
-    return line, ""
+    index = comment_index(line)
+    if index is None:
+        return line, ""
+    content = line[:index].rstrip()
+    return content, line[len(content) :]
 
 
 def rewrite_requirement(requirement: str, after: SpecifierSet) -> str:

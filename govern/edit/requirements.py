@@ -1,9 +1,9 @@
-"""The edit that relaxes one clause of a requirement source, keeping the file's form.
+"""The edit that relaxes one clause of a requirements or constraints file, keeping its form.
 
-Pure: text in, text out. :func:`relax_source` is the one entry point, for every format:
-requirements and constraints files here (pip's lines with positions in
-:mod:`govern.sources.rewrite_pip`), ``pyproject.toml`` in :mod:`govern.sources.rewrite_toml`,
-what both share in :mod:`govern.sources.rewrite_common`. Every byte the relaxation does not
+Pure: text in, text out; :func:`govern.edit.relax_source` calls it for these formats
+(pip's lines with positions in :mod:`govern.sources.pipline` and :mod:`govern.edit.pip`;
+``pyproject.toml`` is :mod:`govern.edit.pyproject`'s; what both share is in
+:mod:`govern.edit.common` and :mod:`govern.edit.blocks`). Every byte the relaxation does not
 need to change stays, line ends (CRLF too) and a byte-order mark included, and the edited
 text is read again (pip's rules, or :mod:`tomllib`) before it is returned.
 
@@ -16,7 +16,7 @@ Finding the line
     person's change (:class:`Superseded`, never forced).
 
 The requirement
-    :func:`govern.exclusions.relax.rewrite_requirement` rewrites the requirement (name,
+    :func:`govern.edit.relax.rewrite_requirement` rewrites the requirement (name,
     extras, marker, spacing and clause order kept); only the characters that differ are
     replaced, where they are. A requirement continued over several lines keeps its layout:
     the clause is edited on the line it sits on, a continued line keeps its indentation
@@ -71,91 +71,40 @@ from collections.abc import Sequence
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 
-from govern.sources.requirements_txt import parse_requirements
-from govern.sources.rewrite_common import (
+from govern.edit.blocks import (
     Comment,
-    Edit,
-    EditRefused,
-    Superseded,
-    candidate_version,
     evidence_text,
     missing_evidence,
     newly_excluded,
     record_bad,
     refuse_bad_admitted,
+    settle_block,
+    structured,
+)
+from govern.edit.common import (
+    Edit,
+    EditRefused,
+    candidate_version,
     relax_clause,
     requirement_or_none,
-    settle_block,
     shared_ends,
-    structured,
     unchanged_or_superseded,
     unified_diff,
 )
-from govern.sources.rewrite_pip import (
+from govern.edit.pip import (
     Edits,
-    Logical,
     Req,
-    Segment,
     edit_hashes,
     hash_spans,
-    logical_lines,
+    position,
     requirement_of,
     split_end,
 )
-from govern.sources.rewrite_toml import relax_pyproject
+from govern.sources.pipline import Logical, Segment, logical_lines
+from govern.sources.requirements_txt import parse_requirements
 from govern.text import quoted
 
-__all__ = ["Edit", "EditRefused", "Superseded", "relax_requirements", "relax_source"]
-
-
-def relax_source(
-    text: str,
-    *,
-    format: str,
-    path: str,
-    line: int,
-    requirement: str,
-    group: str | None,
-    package: str,
-    specifier: str,
-    candidate: str,
-    evidence: Sequence[str] = (),
-    bad_versions: Sequence[str] = (),
-    hashes: Sequence[str] | None = None,
-) -> Edit:
-    """Relax ``requirement`` (tracked at ``line``, in ``group`` for a pyproject) of the
-    ``format`` source ``text`` to ``specifier``, which admits ``candidate``.
-
-    Raises :class:`Superseded` when a person changed the line, :class:`EditRefused` when
-    the file cannot be edited as proposed; see the module docstring for the rules.
-    """
-    if format in ("requirements", "constraints"):
-        return relax_requirements(
-            text,
-            path=path,
-            line=line,
-            requirement=requirement,
-            package=package,
-            specifier=specifier,
-            candidate=candidate,
-            evidence=evidence,
-            bad_versions=bad_versions,
-            hashes=hashes,
-        )
-    if format == "pyproject":
-        return relax_pyproject(
-            text,
-            path=path,
-            line=line,
-            requirement=requirement,
-            group=group,
-            package=package,
-            specifier=specifier,
-            candidate=candidate,
-            evidence=evidence,
-            bad_versions=bad_versions,
-        )
-    raise EditRefused(f"{path}: a {format} source is not edited by govern")
+__all__ = ["relax_requirements"]
 
 
 # -- the edit -----------------------------------------------------------------------
@@ -268,7 +217,7 @@ def _edit_requirement(held: Req, new: str, edits: Edits) -> None:
     start, stop = held.at + prefix, held.at + len(old) - suffix
     replacement = new[prefix : len(new) - suffix]
     if start == stop:
-        line, column = held.logical.where(start, end=True)
+        line, column = position(held.logical, start, end=True)
         edits.setdefault(line, []).append((column, column, replacement))
         return
     pieces = _pieces(held.logical, start, stop, replacement, indent=True)
@@ -311,7 +260,7 @@ def _comments(logicals: Sequence[Logical], bodies: Sequence[str], held: Req) -> 
     """The requirement's ``# govern:`` comments: inline, in the block above, right below."""
     found: list[Comment] = []
     if held.comment_at is not None:
-        line, column = held.logical.where(held.comment_at)
+        line, column = position(held.logical, held.comment_at)
         if line == held.logical.last:
             body = bodies[line]
             if structured(body[column + 1 :]):

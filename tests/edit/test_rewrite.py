@@ -1,4 +1,4 @@
-"""The file edit of a proposal (:mod:`govern.sources.rewrite`), with exact expected files.
+"""The file edit of a proposal (:mod:`govern.edit`), with exact expected files.
 
 The CuPy lines are copied from the corpus (vllm-project/vllm requirements/kv_connectors.txt
 after PR #43530, reconstructed from the diff context quoted in PR #45843). The cuDNN line is
@@ -13,8 +13,8 @@ from collections.abc import Sequence
 
 import pytest
 
-from govern.exclusions.relax import relax
-from govern.sources.rewrite import Edit, EditRefused, Superseded, relax_source
+from govern.edit import Edit, EditRefused, Superseded, relax_source
+from govern.edit.relax import relax
 
 EVIDENCE = "14.1.1 verified on cuda13: https://ci.example/runs/14.1.1, installed 14.1.1"
 SHA_A = "sha256:" + "a" * 64

@@ -18,9 +18,7 @@ from packaging.requirements import Requirement
 from packaging.specifiers import Specifier, SpecifierSet
 from packaging.version import Version
 
-from govern.exclusions.classify import classify
-from govern.exclusions.model import Kind
-from govern.exclusions.relax import (
+from govern.edit.relax import (
     STRATEGIES,
     Relaxation,
     RelaxationRefused,
@@ -29,6 +27,8 @@ from govern.exclusions.relax import (
     relax,
     rewrite_requirement,
 )
+from govern.exclusions.classify import classify
+from govern.exclusions.model import Kind
 
 V = Version
 

@@ -2,11 +2,11 @@
 
 Each case draws a specifier set (1 to 4 clauses over a small version universe, one of them
 the exclusion), known-bad versions, a strategy and a candidate it can admit; the relaxation
-is :func:`govern.exclusions.relax.relax`'s, computed as the store computes it (from the
+is :func:`govern.edit.relax.relax`'s, computed as the store computes it (from the
 requirement the audit read). The requirement is written into a requirements file among
 other lines (comments, other packages, markers, options, a continuation, ``--hash`` pins)
 or into a ``pyproject.toml`` array; the file is edited with
-:func:`govern.sources.rewrite.relax_source` and read again by the audit's own readers
+:func:`govern.edit.relax_source` and read again by the audit's own readers
 (:func:`read_requirements`, :func:`read_pyproject`). Then:
 
 - the requirement read again has the relaxation's specifiers: it admits the candidate and
@@ -40,14 +40,14 @@ from hypothesis import strategies as st
 from packaging.specifiers import Specifier, SpecifierSet
 from packaging.version import Version
 
+from govern.edit import Edit, EditRefused, relax_source
+from govern.edit.relax import STRATEGIES, Relaxation, RelaxationRefused, Strategy, relax
 from govern.exclusions.annotations import read_annotations
 from govern.exclusions.classify import classify
 from govern.exclusions.model import Kind
-from govern.exclusions.relax import STRATEGIES, Relaxation, RelaxationRefused, Strategy, relax
 from govern.sources.model import Entry, Source
 from govern.sources.pyproject import read_pyproject
 from govern.sources.requirements_txt import read_requirements
-from govern.sources.rewrite import Edit, EditRefused, relax_source
 
 V = Version
 REQUIREMENTS_CASES = 7_000

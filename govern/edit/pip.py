@@ -1,11 +1,11 @@
-"""pip's logical lines with where each character came from, and a line's ``--hash`` options.
+"""A requirements line as the edit sees it: its requirement, options, comment and ``--hash``.
 
-What :mod:`govern.sources.rewrite` needs to edit a requirements file in place: pip's
-``join_lines`` (``\\`` continuations; the same rules as
-:mod:`govern.sources.requirements_txt`, which reads the file for the audit) keeping, for each
-run of a logical line, the physical line and columns it came from; the requirement, options
-and comment of a logical line; and the rewrite of the ``--hash`` options of a pin (see
-:func:`edit_hashes` and the docstring of :mod:`govern.sources.rewrite` for the rules).
+What :mod:`govern.edit.requirements` needs to edit a requirements file in place, on pip's
+logical lines (:func:`govern.sources.pipline.logical_lines`, which keep, for each run of a
+logical line, the physical line and columns it came from): the requirement, options and
+comment of a logical line (:func:`requirement_of`), a logical offset's place in the file
+(:func:`position`), and the rewrite of the ``--hash`` options of a pin (see
+:func:`edit_hashes` and the docstring of :mod:`govern.edit.requirements` for the rules).
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from govern.sources.requirements_txt import break_args_options, lookup_option
-from govern.sources.rewrite_common import EditRefused
+from govern.edit.common import EditRefused
+from govern.sources.pipline import Logical, break_args_options, comment_index, lookup_option
 from govern.text import quoted
 
 _LINE_ENDS = "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"  # str.splitlines' line boundaries
@@ -26,34 +26,6 @@ _WORD = re.compile(r"[^ \t\r\n]+")  # shlex's words in an option string (quotes 
 _HASH = re.compile(r"(sha256:[0-9a-f]{64}|sha384:[0-9a-f]{96}|sha512:[0-9a-f]{128})")
 
 Edits = dict[int, list[tuple[int, int, str]]]  # physical line -> (start, end, replacement)
-
-
-@dataclass(frozen=True, slots=True)
-class Segment:
-    """A run of a logical line's text: physical ``line``, ``start``..``end``, at offset ``at``."""
-
-    line: int  # 0-based; -1 for the space pip puts before a comment line it joins
-    start: int
-    end: int
-    at: int
-
-
-@dataclass(frozen=True, slots=True)
-class Logical:
-    first: int  # 0-based physical lines
-    last: int
-    text: str
-    segments: tuple[Segment, ...]
-
-    def where(self, offset: int, *, end: bool = False) -> tuple[int, int]:
-        """The physical (line, column) of a logical offset (``end``: of the end of a run)."""
-        for seg in self.segments:
-            size = seg.end - seg.start
-            if seg.at <= offset < seg.at + size or (end and offset == seg.at + size):
-                if seg.line < 0:
-                    break
-                return seg.line, seg.start + offset - seg.at
-        raise EditRefused("the line's layout is not followed (a joined comment line)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,50 +48,13 @@ def split_end(line: str) -> tuple[str, str]:
     return line, ""
 
 
-def logical_lines(bodies: Sequence[str]) -> list[Logical]:
-    """pip's ``join_lines`` (as :mod:`govern.sources.requirements_txt` mirrors it)."""
-    out: list[Logical] = []
-    pending: list[Segment] = []
-    first = 0
-
-    def close(last: int) -> None:
-        text = "".join(" " if s.line < 0 else bodies[s.line][s.start : s.end] for s in pending)
-        out.append(Logical(first, last, text, tuple(pending)))
-        pending.clear()
-
-    for index, body in enumerate(bodies):
-        continued = body.endswith("\\")
-        if not pending and not continued:
-            out.append(Logical(index, index, body, (Segment(index, 0, len(body), 0),)))
-            continue
-        at = sum(s.end - s.start for s in pending)
-        if not continued or body.lstrip().startswith("#"):
-            if not pending:
-                first = index
-            if body.lstrip().startswith("#"):
-                pending.append(Segment(-1, 0, 1, at))
-                at += 1
-            pending.append(Segment(index, 0, len(body), at))
-            close(index)
-        else:
-            if not pending:
-                first = index
-            start = len(body) - len(body.lstrip("\\"))
-            end = max(start, len(body.rstrip("\\")))
-            pending.append(Segment(index, start, end, at))
-    if pending:
-        close(len(bodies) - 1)
-    return out
-
-
-def comment_index(text: str) -> int | None:
-    """Where pip's comment starts: ``#`` at the start or after whitespace."""
-    index = text.find("#")
-    while index != -1:
-        if index == 0 or text[index - 1].isspace():
-            return index
-        index = text.find("#", index + 1)
-    return None
+def position(logical: Logical, offset: int, *, end: bool = False) -> tuple[int, int]:
+    """The physical (line, column) of a logical offset (``end``: of the end of a run), or a
+    refusal where pip's joining put a character no line holds."""
+    found = logical.where(offset, end=end)
+    if found is None:
+        raise EditRefused("the line's layout is not followed (a joined comment line)")
+    return found
 
 
 def requirement_of(logical: Logical) -> Req | None:
@@ -229,7 +164,7 @@ def hash_spans(held: Req, where: str) -> list[tuple[int, int, int, int]]:
         if "'" in value_token.group() or '"' in value_token.group():
             raise EditRefused(f"{where}: a quoted --hash value is not rewritten")
         positions = [
-            held.logical.where(held.options_at + offset)
+            position(held.logical, held.options_at + offset)
             for offset in (token.start(), value_at, value_token.end() - 1)
         ]
         if len({line for line, _ in positions}) != 1:

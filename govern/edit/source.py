@@ -1,0 +1,66 @@
+"""The one entry point of the edit: relax one clause of a requirement source, any format.
+
+Requirements and constraints files are :mod:`govern.edit.requirements`'s, ``pyproject.toml``
+is :mod:`govern.edit.pyproject`'s; each module's docstring holds its rules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from govern.edit.common import Edit, EditRefused
+from govern.edit.pyproject import relax_pyproject
+from govern.edit.requirements import relax_requirements
+
+__all__ = ["relax_source"]
+
+
+def relax_source(
+    text: str,
+    *,
+    format: str,
+    path: str,
+    line: int,
+    requirement: str,
+    group: str | None,
+    package: str,
+    specifier: str,
+    candidate: str,
+    evidence: Sequence[str] = (),
+    bad_versions: Sequence[str] = (),
+    hashes: Sequence[str] | None = None,
+) -> Edit:
+    """Relax ``requirement`` (tracked at ``line``, in ``group`` for a pyproject) of the
+    ``format`` source ``text`` to ``specifier``, which admits ``candidate``.
+
+    Raises :class:`~govern.edit.common.Superseded` when a person changed the line,
+    :class:`EditRefused` when the file cannot be edited as proposed; the rules are in the
+    docstring of the format's module.
+    """
+    if format in ("requirements", "constraints"):
+        return relax_requirements(
+            text,
+            path=path,
+            line=line,
+            requirement=requirement,
+            package=package,
+            specifier=specifier,
+            candidate=candidate,
+            evidence=evidence,
+            bad_versions=bad_versions,
+            hashes=hashes,
+        )
+    if format == "pyproject":
+        return relax_pyproject(
+            text,
+            path=path,
+            line=line,
+            requirement=requirement,
+            group=group,
+            package=package,
+            specifier=specifier,
+            candidate=candidate,
+            evidence=evidence,
+            bad_versions=bad_versions,
+        )
+    raise EditRefused(f"{path}: a {format} source is not edited by govern")
