@@ -1,7 +1,7 @@
 """pip's line rules, once: logical lines, where a comment starts, options and their words.
 
 This mirrors ``pip._internal.req.req_file``: backslash continuations are joined first
-(:func:`logical_lines`, pip's ``join_lines``; a comment line ends a continuation), then
+(:func:`join_lines`, :func:`logical_lines`; a comment line ends a continuation), then
 the comment is removed (:func:`comment_index`: ``#`` at the start of a line or after
 whitespace, so ``#egg=`` and ``#sha256=`` inside URLs are not comments), then the line
 is split into a requirement and options at the first token starting with ``-``
@@ -20,12 +20,14 @@ from dataclasses import dataclass
 
 __all__ = [
     "OPTIONS",
+    "Joined",
     "Logical",
     "OptionError",
     "PipOption",
     "Segment",
     "break_args_options",
     "comment_index",
+    "join_lines",
     "logical_lines",
     "lookup_option",
     "parse_options",
@@ -61,7 +63,13 @@ class Logical:
     first: int
     last: int
     text: str
-    segments: tuple[Segment, ...]
+    joined: tuple[Segment, ...] = ()  # empty: one physical line, read whole (the usual line)
+
+    @property
+    def segments(self) -> tuple[Segment, ...]:
+        """Where each run of :attr:`text` came from, in order."""
+        # Made on demand: the reader, which reads every line, never needs them.
+        return self.joined or (Segment(self.first, 0, len(self.text), 0),)
 
     def where(self, offset: int, *, end: bool = False) -> tuple[int, int] | None:
         """The physical (line, column) of a logical offset (``end``: of the end of a run);
@@ -75,20 +83,26 @@ class Logical:
         return None
 
 
-def logical_lines(bodies: Sequence[str]) -> list[Logical]:
-    """pip's ``join_lines`` over physical lines without their line ends.
+Joined = tuple[int, int, str, tuple[Segment, ...]]  # first, last, text, runs (empty: one line)
+
+
+def join_lines(bodies: Sequence[str]) -> list[Joined]:
+    """pip's ``join_lines`` over physical lines without their line ends: each logical
+    line's first and last physical line (0-based), its text and, for a line joined from
+    several, where each run of the text came from (:class:`Logical` reads the same).
 
     A line ending in ``\\`` continues on the next (its trailing backslashes dropped); a
     comment line (``#`` at the start or after leading whitespace) ends a continuation and
-    is joined with a space before it, exactly as pip does.
+    is joined with a space before it, exactly as pip does. Plain tuples: the reader reads
+    every line of a file through here.
     """
-    out: list[Logical] = []
+    out: list[Joined] = []
     pending: list[Segment] = []
     first = 0
 
     def close(last: int) -> None:
         text = "".join(" " if s.line < 0 else bodies[s.line][s.start : s.end] for s in pending)
-        out.append(Logical(first, last, text, tuple(pending)))
+        out.append((first, last, text, tuple(pending)))
         pending.clear()
 
     for index, body in enumerate(bodies):
@@ -96,7 +110,7 @@ def logical_lines(bodies: Sequence[str]) -> list[Logical]:
         if not pending and not continued:
             # The usual line: nothing to join. (A comment line would get a space
             # prepended below; outside a continuation that changes nothing.)
-            out.append(Logical(index, index, body, (Segment(index, 0, len(body), 0),)))
+            out.append((index, index, body, ()))
             continue
         at = sum(s.end - s.start for s in pending)
         comment = body.lstrip().startswith("#")
@@ -117,6 +131,11 @@ def logical_lines(bodies: Sequence[str]) -> list[Logical]:
     if pending:
         close(len(bodies) - 1)
     return out
+
+
+def logical_lines(bodies: Sequence[str]) -> list[Logical]:
+    """:func:`join_lines` as :class:`Logical` values, for the edit."""
+    return [Logical(*joined) for joined in join_lines(bodies)]
 
 
 # -- comments -----------------------------------------------------------------------

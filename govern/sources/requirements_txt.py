@@ -35,7 +35,7 @@ from govern.sources.pep508 import parse_requirement, requirement_hint
 from govern.sources.pipline import (
     OptionError,
     break_args_options,
-    logical_lines,
+    join_lines,
     parse_options,
     split_comment,
 )
@@ -203,8 +203,8 @@ class _Reader:
         # Every physical line belongs to exactly one logical line, and each logical
         # line is marked once, in order: _mark appends rather than overwrites.
         self.lines = []
-        for logical in logical_lines(physical):
-            self._logical(logical.first + 1, logical.last + 1, logical.text)
+        for first, last, logical, _ in join_lines(physical):
+            self._logical(first + 1, last + 1, logical)
         return Source(
             path=self.display_path,
             file=self.file,
