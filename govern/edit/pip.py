@@ -41,6 +41,7 @@ class Req:
 
 
 def split_end(line: str) -> tuple[str, str]:
+    """A physical line and its line end (``str.splitlines``' boundaries, CRLF as one)."""
     if line.endswith("\r\n"):
         return line[:-2], "\r\n"
     if line and line[-1] in _LINE_ENDS:
@@ -58,6 +59,8 @@ def position(logical: Logical, offset: int, *, end: bool = False) -> tuple[int, 
 
 
 def requirement_of(logical: Logical) -> Req | None:
+    """The requirement a logical line holds, as pip splits it (None: a comment, a blank or
+    an option line)."""
     comment = comment_index(logical.text)
     content = logical.text if comment is None else logical.text[:comment]
     body = content.strip()
