@@ -330,8 +330,8 @@ def trickle(work: Path) -> Callable[[], object]:
 
         import httpx
 
-        from govern.ci.base import CIError
         from govern.ci.http import ApiClient
+        from govern.errors import CIError
 
         async def ask() -> str:
             async with httpx.AsyncClient(timeout=_TRICKLE_TIMEOUT) as http:

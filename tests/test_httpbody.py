@@ -18,13 +18,13 @@ import httpx
 import pytest
 
 from fakes.hostile import HostileHTTP, TrickleSMTP, double_gzip
-from govern.ci.base import CIError, CIUnavailable
 from govern.ci.http import ApiClient
+from govern.errors import CIError, CIUnavailable, NotifyUnavailable
 from govern.httpbody import BodyTooLarge, exchange
 from govern.index.client import IndexClient, http_client
 from govern.index.model import FetchFailed, FetchResult
 from govern.index.pipconfig import IndexSettings
-from govern.notify.base import Message, NotifyUnavailable
+from govern.notify.base import Message
 from govern.notify.email import EmailNotifier
 from govern.notify.webhook import WebhookNotifier
 

@@ -14,8 +14,8 @@ import httpx
 import pytest
 
 from fakes.sleeps import Sleeps
-from govern.ci.base import CIRateLimited
 from govern.ci.http import ApiClient
+from govern.errors import CIRateLimited
 from govern.index.client import IndexClient
 from govern.index.model import Fetched, FetchFailed
 from govern.index.pipconfig import IndexSettings

@@ -11,7 +11,7 @@ old lock file proves nothing. Providers look for it in the run's log (:func:`fin
 knows govern's own marker line and the summaries of pip and uv) or, for the command
 provider, ask the environment itself. A green run without evidence is ``errored``.
 
-Providers raise only :class:`CIError` subclasses; their messages never carry a token.
+Providers raise only :class:`~govern.errors.CIError` subclasses; their messages never carry a token.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ from datetime import datetime
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from govern.errors import GovernError
 from govern.exclusions.states import Conclusion as Conclusion  # re-exported: what providers report
 from govern.index.model import DistributionFile
 
@@ -104,41 +103,6 @@ class Started:
 
     run: RunRef
     status: RunStatus = field(default_factory=lambda: RunStatus(None))
-
-
-class CIError(GovernError):
-    """A CI provider could not do what was asked. Never a verdict on the candidate.
-
-    ``status`` is the HTTP status of the answer that caused the error, when an answer
-    did (a connection error, a time-out or a local check has none).
-    """
-
-    def __init__(self, message: str, *, tip: str | None = None, status: int | None = None):
-        super().__init__(message, tip=tip)
-        self.status = status
-
-
-class CIAuthError(CIError):
-    """The provider refused the credentials (a missing, wrong or under-scoped token)."""
-
-
-class CIRateLimited(CIError):
-    """The provider asks to wait: ``until`` is when to try again (None: unknown)."""
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        until: datetime | None = None,
-        tip: str | None = None,
-        status: int | None = None,
-    ):
-        super().__init__(message, tip=tip, status=status)
-        self.until = until
-
-
-class CIUnavailable(CIError):
-    """A transient failure: connection errors, 5xx, an answer that could not be read."""
 
 
 class Provider(ABC):

@@ -17,7 +17,7 @@ https://buildkite.com/docs/apis/rest-api/jobs):
 Rate limits (https://buildkite.com/docs/apis/rest-api/limits): a 429 carries
 ``RateLimit-Reset``, the seconds until the organization's window resets (and
 ``RateLimit-User-Reset`` for the user's own limit); :class:`~govern.ci.http.ApiClient`
-sleeps through a short wait and raises :class:`~govern.ci.base.CIRateLimited` otherwise.
+sleeps through a short wait and raises :class:`~govern.errors.CIRateLimited` otherwise.
 
 What every hosted provider does (the API client, judging the logs, cancelling) is
 :class:`~govern.ci.hosted.PipelineProvider`'s; this module says how Buildkite names and

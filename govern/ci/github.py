@@ -38,7 +38,7 @@ import httpx
 
 from govern import __version__
 from govern.ci import options as opts
-from govern.ci.base import CIError, Conclusion, RunRef, RunStatus, Trial
+from govern.ci.base import Conclusion, RunRef, RunStatus, Trial
 from govern.ci.hosted import (
     HostedProvider,
     Job,
@@ -48,7 +48,7 @@ from govern.ci.hosted import (
     timestamp,
 )
 from govern.ci.http import expect
-from govern.errors import ConfigError
+from govern.errors import CIError, ConfigError
 from govern.tomltables import show
 
 log = logging.getLogger(__name__)

@@ -21,9 +21,10 @@ import logging
 from datetime import timedelta
 from typing import Any
 
-from govern.ci.base import CIError, RunRef, Started, Trial
+from govern.ci.base import RunRef, Started, Trial
 from govern.ci.github import DISPATCHED, GitHubActions
 from govern.ci.hosted import optional_str, trial_fields
+from govern.errors import CIError
 
 log = logging.getLogger(__name__)
 

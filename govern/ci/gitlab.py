@@ -43,10 +43,10 @@ from urllib.parse import quote
 import httpx
 
 from govern.ci import options as opts
-from govern.ci.base import CIAuthError, CIError, Trial
+from govern.ci.base import Trial
 from govern.ci.hosted import Job, PipelineProvider, RunStates, Settings, one_line, trial_env
 from govern.ci.http import expect
-from govern.errors import ConfigError
+from govern.errors import CIAuthError, CIError, ConfigError
 from govern.tomltables import show
 
 __all__ = [

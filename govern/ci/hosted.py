@@ -29,10 +29,6 @@ import httpx
 
 from govern.ci import options as opts
 from govern.ci.base import (
-    CIAuthError,
-    CIError,
-    CIRateLimited,
-    CIUnavailable,
     Conclusion,
     Provider,
     RunRef,
@@ -45,6 +41,7 @@ from govern.ci.base import (
     strip_ansi,
 )
 from govern.ci.http import ApiClient, expect
+from govern.errors import CIAuthError, CIError, CIRateLimited, CIUnavailable
 
 __all__ = [
     "HostedProvider",

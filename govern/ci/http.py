@@ -4,17 +4,17 @@
 ``httpx.AsyncClient`` and maps what comes back to govern's CI errors:
 
 - connection errors, time-outs and 5xx are retried with exponential backoff and full
-  jitter, then raised as :class:`~govern.ci.base.CIUnavailable`;
-- 401 is :class:`~govern.ci.base.CIAuthError` ("the token in $GITHUB_TOKEN was refused");
+  jitter, then raised as :class:`~govern.errors.CIUnavailable`;
+- 401 is :class:`~govern.errors.CIAuthError` ("the token in $GITHUB_TOKEN was refused");
 - 429, and 403 with a rate-limit signal (``Retry-After``, ``X-RateLimit-Remaining: 0``
   with ``X-RateLimit-Reset``, ``RateLimit-Reset``, Buildkite's per-user
-  ``RateLimit-User-*``), is :class:`~govern.ci.base.CIRateLimited`
+  ``RateLimit-User-*``), is :class:`~govern.errors.CIRateLimited`
   with the moment to try again (:func:`govern.retry.rate_limit_until`); a wait of a few
   seconds is slept through instead;
 - another 403 is an auth error (a token without the scope), 404 a configuration error
   (GitHub answers 404 for a repository the token cannot see);
 - a body that is not the JSON expected, or that decodes to more than 8 MB, is
-  :class:`~govern.ci.base.CIUnavailable`.
+  :class:`~govern.errors.CIUnavailable`.
 
 Each attempt is one :func:`govern.httpbody.exchange`: sent and its answer read (decoded
 within bounds, every ``Content-Encoding`` layer counted) within one deadline, the
@@ -40,14 +40,12 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
 
-from govern.ci.base import CIAuthError, CIError, CIRateLimited, CIUnavailable
-from govern.errors import GovernError
+from govern.errors import CI_ERRORS, CIUnavailable, ErrorFamily
 from govern.httpbody import BodyTooLarge, exchange
 from govern.redact import scrub
 from govern.retry import Backoff, rate_limit_until
@@ -65,18 +63,6 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-@dataclass(frozen=True, slots=True)
-class Errors:
-    """The error family a client raises: each is called as ``(message, *, tip, status)``,
-    ``rate_limited`` also with ``until``."""
-
-    error: Callable[..., GovernError]
-    auth: Callable[..., GovernError]
-    rate_limited: Callable[..., GovernError]
-    unavailable: Callable[..., GovernError]
-
-
-CI_ERRORS = Errors(CIError, CIAuthError, CIRateLimited, CIUnavailable)
 _SECONDARY = "secondary rate limit"
 
 
@@ -125,7 +111,7 @@ class ApiClient:
         backoff: float = 0.5,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         clock: Callable[[], datetime] = _now,
-        errors: Errors = CI_ERRORS,
+        errors: ErrorFamily = CI_ERRORS,
         secondary_wait: float | None = None,
         timeout: float | None = None,
     ) -> None:

@@ -22,23 +22,18 @@ import hmac
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from enum import StrEnum
 from typing import Any, Protocol, TypeVar
 
 import httpx
 
-from govern.errors import GovernError
+from govern.errors import ForgeError, ForgeUnavailable
 
 __all__ = [
     "ChangeRequest",
     "ChangeState",
     "Comment",
     "Forge",
-    "ForgeAuthError",
-    "ForgeError",
-    "ForgeRateLimited",
-    "ForgeUnavailable",
     "Issue",
     "IssueRef",
     "Marker",
@@ -57,32 +52,6 @@ __all__ = [
     "split_reviewers",
     "with_markers",
 ]
-
-
-class ForgeError(GovernError):
-    """A forge (git remote, GitHub, GitLab) could not do what was asked."""
-
-    def __init__(self, message: str, *, tip: str | None = None, status: int | None = None) -> None:
-        super().__init__(message, tip=tip)
-        self.status = status  # the HTTP status of the answer, when there was one
-
-
-class ForgeAuthError(ForgeError):
-    """The forge refused the credentials (or they lack a permission)."""
-
-
-class ForgeRateLimited(ForgeError):
-    """The forge asks to wait; ``until`` is when to try again (aware UTC), if it said."""
-
-    def __init__(
-        self, message: str, *, until: datetime | None = None, tip: str | None = None
-    ) -> None:
-        super().__init__(message, tip=tip, status=429)
-        self.until = until
-
-
-class ForgeUnavailable(ForgeError):
-    """A transient failure: connection, 5xx, an answer that cannot be read. Retried."""
 
 
 class ChangeState(StrEnum):

@@ -19,16 +19,15 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from govern.ci.http import ApiClient, Errors
-from govern.errors import GovernError
+from govern.ci.http import ApiClient
+from govern.errors import (
+    FORGE_ERRORS,
+    ForgeError,
+)
 from govern.forge.base import (
     ChangeRequest,
     ChangeState,
     Comment,
-    ForgeAuthError,
-    ForgeError,
-    ForgeRateLimited,
-    ForgeUnavailable,
     Issue,
     IssueRef,
     Marker,
@@ -46,7 +45,7 @@ from govern.forge.base import (
 if TYPE_CHECKING:
     from govern.forge.github_app import AppTokens
 
-__all__ = ["API_URL", "FORGE_ERRORS", "GitHubForge"]
+__all__ = ["API_URL", "GitHubForge"]
 
 API_URL = "https://api.github.com"
 API_VERSION = "2022-11-28"
@@ -55,20 +54,6 @@ PER_PAGE = 100
 DEFAULT_ENV = "GITHUB_TOKEN"
 _MAX_PAGES = 50
 _LINK_NEXT = re.compile(r'<([^>]+)>\s*;\s*rel="?next"?')
-
-
-def _rate_limited(
-    message: str,
-    *,
-    until: datetime | None = None,
-    tip: str | None = None,
-    status: int | None = None,
-) -> GovernError:
-    del status  # ForgeRateLimited carries 429 whatever the answer's status
-    return ForgeRateLimited(message, until=until, tip=tip)
-
-
-FORGE_ERRORS = Errors(ForgeError, ForgeAuthError, _rate_limited, ForgeUnavailable)
 
 
 def _now() -> datetime:

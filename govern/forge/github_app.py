@@ -17,8 +17,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
 from govern.ci.http import ApiClient
-from govern.forge.base import ForgeAuthError, ForgeUnavailable
-from govern.forge.github import FORGE_ERRORS
+from govern.errors import FORGE_ERRORS, ForgeAuthError, ForgeUnavailable
 
 __all__ = ["AppTokens", "b64url"]
 

@@ -56,13 +56,11 @@ from urllib.parse import quote
 import httpx
 
 from govern.ci.http import ApiClient
+from govern.errors import FORGE_ERRORS, ForgeAuthError, ForgeError, ForgeUnavailable
 from govern.forge.base import (
     ChangeRequest,
     ChangeState,
     Comment,
-    ForgeAuthError,
-    ForgeError,
-    ForgeUnavailable,
     Issue,
     IssueRef,
     Marker,
@@ -75,7 +73,6 @@ from govern.forge.base import (
     create_once,
     own_marker,
 )
-from govern.forge.github import FORGE_ERRORS
 from govern.retry import is_digits
 
 __all__ = [

@@ -22,7 +22,8 @@ from urllib.parse import urlsplit
 import httpx
 
 from govern.config import ProposeConfig
-from govern.forge.base import Forge, ForgeAuthError, ForgeError
+from govern.errors import ForgeAuthError, ForgeError
+from govern.forge.base import Forge
 from govern.forge.github import API_URL, DEFAULT_ENV, GitHubForge
 from govern.forge.gitlab import DEFAULT_ENV as GITLAB_ENV
 from govern.forge.gitlab import GitLabForge, gitlab_api_url

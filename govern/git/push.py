@@ -31,7 +31,7 @@ from enum import StrEnum
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from govern.forge.base import ForgeAuthError, ForgeError, ForgeUnavailable
+from govern.errors import ForgeAuthError, ForgeError, ForgeUnavailable
 from govern.git.runner import REPOSITORY_ENV, GitError, run, stderr_text
 from govern.redact import redact, scrub
 

@@ -15,46 +15,16 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from govern.errors import GovernError
 from govern.forge.base import Marker, safe_key
 
 __all__ = [
     "Message",
     "Notifier",
-    "NotifyAuthError",
-    "NotifyError",
-    "NotifyUnavailable",
     "Searchable",
     "Skipped",
     "repository_key",
     "safe_key",
 ]
-
-
-class NotifyError(GovernError):
-    """A channel could not deliver a message (a refusal that trying again will not fix)."""
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        tip: str | None = None,
-        status: int | None = None,
-        maybe_sent: bool = False,
-    ) -> None:
-        super().__init__(message, tip=tip)
-        self.status = status  # the HTTP status or SMTP reply code, when there was one
-        # The message may have arrived all the same (a time-out after it left): a channel
-        # that cannot be searched does not send it again (govern.service.outbox).
-        self.maybe_sent = maybe_sent
-
-
-class NotifyAuthError(NotifyError):
-    """The channel refused the credentials (an SMTP login, a revoked webhook)."""
-
-
-class NotifyUnavailable(NotifyError):
-    """A transient failure: connection, time-out, 429, 5xx, an SMTP 4xx. Retried."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,7 +33,8 @@ from email.message import EmailMessage
 from email.utils import formatdate, getaddresses, parseaddr
 from typing import TYPE_CHECKING, Any
 
-from govern.notify.base import Message, NotifyAuthError, NotifyError, NotifyUnavailable, Skipped
+from govern.errors import NotifyAuthError, NotifyError, NotifyUnavailable
+from govern.notify.base import Message, Skipped
 from govern.redact import scrub
 
 if TYPE_CHECKING:

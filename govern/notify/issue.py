@@ -16,23 +16,17 @@ import re
 from typing import Any
 from urllib.parse import urlsplit
 
-from govern.forge.base import (
-    Forge,
+from govern.errors import (
     ForgeAuthError,
     ForgeError,
     ForgeRateLimited,
     ForgeUnavailable,
-    IssueRef,
-    Marker,
-    with_markers,
-)
-from govern.notify.base import (
-    Message,
     NotifyAuthError,
     NotifyError,
     NotifyUnavailable,
-    Skipped,
 )
+from govern.forge.base import Forge, IssueRef, Marker, with_markers
+from govern.notify.base import Message, Skipped
 
 __all__ = ["IssueNotifier", "from_forge", "linked_issue"]
 

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from govern.forge.base import Forge, ForgeAuthError, ForgeError, Issue, Marker, Seal, with_markers
+from govern.errors import ForgeAuthError, ForgeError
+from govern.forge.base import Forge, Issue, Marker, Seal, with_markers
 from govern.notify.base import repository_key
 from govern.notify.issue import from_forge
 from govern.notify.templates import pending_issue

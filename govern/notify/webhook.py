@@ -29,8 +29,9 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from govern.errors import NotifyAuthError, NotifyError, NotifyUnavailable
 from govern.httpbody import ERROR_BODY, BodyTooLarge, answered, exchange
-from govern.notify.base import Message, NotifyAuthError, NotifyError, NotifyUnavailable, Skipped
+from govern.notify.base import Message, Skipped
 from govern.redact import redact, scrub
 
 __all__ = ["WebhookNotifier", "slack_text"]

@@ -41,16 +41,8 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 from sqlmodel import Session, col, select
 
-from govern.ci.base import (
-    CIAuthError,
-    CIError,
-    CIRateLimited,
-    Conclusion,
-    Provider,
-    RunRef,
-    RunStatus,
-    Trial,
-)
+from govern.ci.base import Conclusion, Provider, RunRef, RunStatus, Trial
+from govern.errors import CIAuthError, CIError, CIRateLimited
 from govern.exclusions.states import REJECTED, SETTLED, CandidateStatus, EventKind, State
 from govern.index.model import DistributionFile
 from govern.index.pipconfig import IndexSettings

@@ -27,9 +27,9 @@ from fakes.ci import (
 )
 from fakes.sleeps import run
 from govern.ci import buildkite as buildkite_module
-from govern.ci.base import CIError, CIRateLimited, CIUnavailable, Conclusion
+from govern.ci.base import Conclusion
 from govern.ci.buildkite import Buildkite
-from govern.errors import ConfigError
+from govern.errors import CIError, CIRateLimited, CIUnavailable, ConfigError
 
 TOKEN = BuildkiteVendor.token
 

@@ -21,14 +21,7 @@ from fakes.ci import TRIAL as KIT_TRIAL
 from fakes.ci import Ending, GitHubVendor
 from fakes.github import JobPlan, RunPlan, github_log, message
 from fakes.sleeps import Sleeps, run
-from govern.ci.base import (
-    CIError,
-    CIUnavailable,
-    Conclusion,
-    RunRef,
-    RunStatus,
-    Trial,
-)
+from govern.ci.base import Conclusion, RunRef, RunStatus, Trial
 from govern.ci.github import (
     CheckRunInfo,
     GitHubActions,
@@ -38,7 +31,7 @@ from govern.ci.github import (
 from govern.ci.github_checks import GitHubChecks
 from govern.ci.github_dispatch import GitHubDispatch
 from govern.ci.providers import github_from_config
-from govern.errors import ConfigError
+from govern.errors import CIError, CIUnavailable, ConfigError
 
 TOKEN = GitHubVendor.token
 TRIAL = replace(KIT_TRIAL, profile="linux-cuda13", correlation_id="govern-7-1")

@@ -27,9 +27,9 @@ from fakes.ci import (
     start_and_poll,
 )
 from fakes.sleeps import run
-from govern.ci.base import CIAuthError, CIError, CIRateLimited, CIUnavailable, Conclusion
+from govern.ci.base import Conclusion
 from govern.ci.gitlab import GitLab, from_config
-from govern.errors import ConfigError
+from govern.errors import CIAuthError, CIError, CIRateLimited, CIUnavailable, ConfigError
 
 TOKEN = GitLabVendor.token
 TRIGGER = GitLabVendor.trigger

@@ -28,20 +28,10 @@ from fakes.ci import (
     start_and_poll,
 )
 from fakes.sleeps import Sleeps, run
-from govern.ci.base import (
-    CIAuthError,
-    CIError,
-    CIRateLimited,
-    CIUnavailable,
-    Conclusion,
-    RunRef,
-    RunStatus,
-    find_evidence,
-    strip_ansi,
-)
+from govern.ci.base import Conclusion, RunRef, RunStatus, find_evidence, strip_ansi
 from govern.ci.hosted import HostedProvider
 from govern.ci.http import ApiClient
-from govern.errors import ConfigError
+from govern.errors import CIAuthError, CIError, CIRateLimited, CIUnavailable, ConfigError
 
 TOKEN = "tok_SECRETTOKEN123456"
 PIPELINES = ["buildkite", "gitlab"]  # a trial is a run created by one (retried) request

@@ -17,17 +17,8 @@ import pytest
 from fakes.api import Reply, json_reply
 from fakes.forge_github import FakeGitHubForge, message
 from fakes.sleeps import Sleeps, run
-from govern.forge.base import (
-    ChangeState,
-    ForgeAuthError,
-    ForgeError,
-    ForgeRateLimited,
-    ForgeUnavailable,
-    IssueRef,
-    Opening,
-    Seal,
-    split_reviewers,
-)
+from govern.errors import ForgeAuthError, ForgeError, ForgeRateLimited, ForgeUnavailable
+from govern.forge.base import ChangeState, IssueRef, Opening, Seal, split_reviewers
 from govern.forge.github import GitHubForge
 
 TOKEN = "ghp_" + "forge-secret-0123456789"

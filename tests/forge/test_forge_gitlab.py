@@ -20,16 +20,8 @@ from fakes.api import Reply, json_reply
 from fakes.forge_gitlab import LOST, FakeGitLabForge, message, rate_limited
 from fakes.sleeps import Sleeps, run
 from govern.config import ProposeConfig
-from govern.forge.base import (
-    ChangeState,
-    ForgeAuthError,
-    ForgeError,
-    ForgeRateLimited,
-    ForgeUnavailable,
-    IssueRef,
-    Opening,
-    Seal,
-)
+from govern.errors import ForgeAuthError, ForgeError, ForgeRateLimited, ForgeUnavailable
+from govern.forge.base import ChangeState, IssueRef, Opening, Seal
 from govern.forge.gitlab import BEARER, PRIVATE, GitLabForge
 from govern.forge.remote import forge_for
 

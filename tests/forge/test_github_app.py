@@ -21,8 +21,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from fakes.forge_github import FakeGitHubForge
 from fakes.sleeps import Sleeps, run
 from govern.config import Config, ProposeConfig, load_config
-from govern.errors import ConfigError
-from govern.forge.base import ForgeAuthError
+from govern.errors import ConfigError, ForgeAuthError
 from govern.forge.github import GitHubForge
 from govern.forge.github_app import AppTokens, b64url
 from govern.forge.remote import forge_for

@@ -11,7 +11,7 @@ import pytest
 from fakes.forge_github import FakeGitHubForge
 from fakes.sleeps import run
 from govern.config import ProposeConfig
-from govern.forge.base import ForgeAuthError, ForgeError
+from govern.errors import ForgeAuthError, ForgeError
 from govern.forge.github import GitHubForge
 from govern.forge.remote import Remote, forge_for, github_api_url, parse_remote
 

@@ -13,7 +13,7 @@ from gitrepo import Repo
 
 import govern.git.push as push_module
 from fakes import githttp
-from govern.forge.base import ForgeAuthError, ForgeError
+from govern.errors import ForgeAuthError, ForgeError
 from govern.git import runner
 from govern.git.push import TRAILER, Pusher, PushError, PushOutcome
 

@@ -14,8 +14,8 @@ from reminderworld import SMTP_PASSWORD, SMTP_USER
 
 from fakes.smtp import SMTPServer
 from govern.config import NotifyConfig, load_config
-from govern.errors import ConfigError
-from govern.notify.base import Message, NotifyAuthError, NotifyError, NotifyUnavailable
+from govern.errors import ConfigError, NotifyAuthError, NotifyError, NotifyUnavailable
+from govern.notify.base import Message
 from govern.notify.email import EmailNotifier, message_id
 
 MESSAGE = Message(

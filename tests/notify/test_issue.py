@@ -12,9 +12,10 @@ import pytest
 from reminderworld import TOKEN
 
 from fakes.forge_github import FakeGitHubForge
+from govern.errors import NotifyAuthError, NotifyError
 from govern.forge.base import IssueRef, Seal
 from govern.forge.github import GitHubForge
-from govern.notify.base import Message, NotifyAuthError, NotifyError, Searchable, Skipped
+from govern.notify.base import Message, Searchable, Skipped
 from govern.notify.issue import IssueNotifier, linked_issue
 
 T = TypeVar("T")

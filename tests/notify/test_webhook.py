@@ -13,7 +13,8 @@ import pytest
 
 from fakes.api import Reply
 from fakes.webhook import FakeWebhook, slack
-from govern.notify.base import Message, NotifyAuthError, NotifyError, NotifyUnavailable
+from govern.errors import NotifyAuthError, NotifyError, NotifyUnavailable
+from govern.notify.base import Message
 from govern.notify.webhook import WebhookNotifier, slack_text
 
 T = TypeVar("T")

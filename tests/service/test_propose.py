@@ -612,7 +612,7 @@ def test_a_pull_request_a_person_closed_after_a_crash_is_not_opened_again(
 def test_a_forge_that_cannot_be_built_stops_only_its_own_watch(
     store: Store, origin: tuple[Path, Path], fake: FakeGitHubForge
 ) -> None:
-    from govern.forge.base import ForgeAuthError
+    from govern.errors import ForgeAuthError
 
     _run_github(store, fake)  # a pull request to watch
 

@@ -17,17 +17,9 @@ from pathlib import Path
 import pytest
 from sqlmodel import col, select
 
-from govern.ci.base import (
-    CIAuthError,
-    CIRateLimited,
-    Conclusion,
-    Provider,
-    RunRef,
-    RunStatus,
-    Started,
-    Trial,
-)
+from govern.ci.base import Conclusion, Provider, RunRef, RunStatus, Started, Trial
 from govern.config import Config
+from govern.errors import CIAuthError, CIRateLimited
 from govern.service.track import TrackOptions, track
 from govern.service.verify import Verifier, VerifyResult
 from govern.store.db import Store
