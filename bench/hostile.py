@@ -330,8 +330,8 @@ def trickle(work: Path) -> Callable[[], object]:
 
         import httpx
 
-        from govern.ci.http import ApiClient
-        from govern.errors import CIError
+        from govern.errors import CI_ERRORS, CIError
+        from govern.http.client import ApiClient
 
         async def ask() -> str:
             async with httpx.AsyncClient(timeout=_TRICKLE_TIMEOUT) as http:
@@ -343,6 +343,7 @@ def trickle(work: Path) -> Callable[[], object]:
                     secrets=(),
                     token_source="$BUILDKITE_TOKEN",  # noqa: S106 - a variable name
                     attempts=1,
+                    errors=CI_ERRORS,
                 )
                 try:
                     return repr(await api.json("GET", "/builds/1"))

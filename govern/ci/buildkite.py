@@ -16,7 +16,7 @@ https://buildkite.com/docs/apis/rest-api/jobs):
 
 Rate limits (https://buildkite.com/docs/apis/rest-api/limits): a 429 carries
 ``RateLimit-Reset``, the seconds until the organization's window resets (and
-``RateLimit-User-Reset`` for the user's own limit); :class:`~govern.ci.http.ApiClient`
+``RateLimit-User-Reset`` for the user's own limit); :class:`~govern.http.client.ApiClient`
 sleeps through a short wait and raises :class:`~govern.errors.CIRateLimited` otherwise.
 
 What every hosted provider does (the API client, judging the logs, cancelling) is
@@ -35,8 +35,7 @@ import httpx
 
 from govern.ci import options as opts
 from govern.ci.base import Trial
-from govern.ci.hosted import Job, PipelineProvider, RunStates, Settings, one_line, trial_env
-from govern.ci.http import expect
+from govern.ci.hosted import Job, PipelineProvider, RunStates, Settings, expect, one_line, trial_env
 
 __all__ = ["API_URL", "Buildkite", "from_config", "trial_env"]
 

@@ -36,27 +36,25 @@ from urllib.parse import quote
 
 import httpx
 
-from govern import __version__
 from govern.ci import options as opts
 from govern.ci.base import Conclusion, RunRef, RunStatus, Trial
 from govern.ci.hosted import (
     HostedProvider,
     Job,
     Settings,
+    expect,
     judged,
     optional_str,
     timestamp,
 )
-from govern.ci.http import expect
 from govern.errors import CIError, ConfigError
+from govern.http.github import API_URL, github_headers
 from govern.tomltables import show
 
 log = logging.getLogger(__name__)
 
 KIND = "github-actions"
 VENDOR = "GitHub"
-API_VERSION = "2022-11-28"
-DEFAULT_API_URL = "https://api.github.com"
 MODES = ("dispatch", "checks")
 #: The check runs of GitHub Actions jobs carry this app slug; their ids are job ids.
 ACTIONS_APP = "github-actions"
@@ -116,7 +114,7 @@ class GitHubActions(HostedProvider):
     kind = KIND
     vendor = VENDOR
     keys = opts.COMMON_KEYS | {"repository", "workflow", "ref", "mode"}
-    default_api_url = DEFAULT_API_URL
+    default_api_url = API_URL
     env_variable = "GITHUB_TOKEN"
     needs = "the actions:write (and checks:read) permission on the repository"
     shown = ("repository", "mode", "workflow", "ref")
@@ -142,12 +140,7 @@ class GitHubActions(HostedProvider):
             raise ValueError(f"repository must be owner/name, not {repository!r}")
         if self.workflow_required and not str(workflow):
             raise ValueError(f"{self.mode} mode needs a workflow (a file name or an id)")
-        headers = {
-            "Authorization": f"Bearer {token}",
-            "Accept": "application/vnd.github+json",
-            "X-GitHub-Api-Version": API_VERSION,
-            "User-Agent": f"govern/{__version__}",
-        }
+        headers = github_headers(token)
         super().__init__(name, http=http, headers=headers, secrets=(token,), **settings)
         self.repository = repository
         self.workflow = str(workflow)

@@ -44,13 +44,13 @@ import httpx
 
 from govern.ci import options as opts
 from govern.ci.base import Trial
-from govern.ci.hosted import Job, PipelineProvider, RunStates, Settings, one_line, trial_env
-from govern.ci.http import expect
+from govern.ci.hosted import Job, PipelineProvider, RunStates, Settings, expect, one_line, trial_env
 from govern.errors import CIAuthError, CIError, ConfigError
+from govern.http.gitlab import API_URL, gitlab_headers
+from govern.http.pages import pages
 from govern.tomltables import show
 
 __all__ = [
-    "API_URL",
     "PRIVATE",
     "TOKEN_KINDS",
     "TRIGGER",
@@ -59,7 +59,6 @@ __all__ = [
 ]
 
 VENDOR = "gitlab"
-API_URL = "https://gitlab.com/api/v4"
 #: the kinds of token that start a pipeline: an access token, or a pipeline trigger token
 PRIVATE, TRIGGER = TOKEN_KINDS = ("private", "trigger")
 _STATES = RunStates(
@@ -157,7 +156,7 @@ class GitLab(PipelineProvider):
         # The API client reads with the access token; a trigger token only starts.
         token_source = settings.get("token_source", f"${self.env_variable}")
         settings["token_source"] = read_token_source or token_source
-        headers = {"PRIVATE-TOKEN": read_token or token}
+        headers = gitlab_headers(read_token or token)
         super().__init__(name, http=http, headers=headers, secrets=(token, read_token), **settings)
         self.project = project
         self.ref = ref
@@ -205,16 +204,10 @@ class GitLab(PipelineProvider):
     async def jobs(self, number: int, run: Mapping[str, Any]) -> list[Job]:
         """The pipeline's jobs, oldest first (GitLab lists them newest first, by pages)."""
         items: list[dict[str, Any]] = []
-        for page in range(1, _MAX_PAGES + 1):
-            answer = await self._api.json(
-                "GET",
-                f"{self.run_path(number)}/jobs",
-                params={"per_page": str(_PER_PAGE), "page": str(page)},
-            )
-            listed = expect(answer, list, "the pipeline's jobs", VENDOR)
+        path = f"{self.run_path(number)}/jobs"
+        async for page in pages(self._api, path, {}, per_page=_PER_PAGE, max_pages=_MAX_PAGES):
+            listed = expect(self._api.decode(page), list, "the pipeline's jobs", VENDOR)
             items.extend(j for j in listed if isinstance(j, dict) and isinstance(j.get("id"), int))
-            if len(listed) < _PER_PAGE:
-                break
         return [self._job(item) for item in sorted(items, key=lambda job: int(job["id"]))]
 
     def _job(self, job: Mapping[str, Any]) -> Job:

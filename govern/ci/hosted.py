@@ -1,12 +1,13 @@
 """What the hosted CI providers (GitHub Actions, Buildkite, GitLab) share.
 
-:class:`HostedProvider` holds a provider's :class:`~govern.ci.http.ApiClient`, built from
-the headers that carry the token: the token lives only there, never in an attribute of
-the provider nor in its repr. It cancels a run on a best-effort basis and judges a
-finished run from the logs of its jobs (:meth:`HostedProvider.judge_logs`): each log is
-read (one that cannot be read is a problem named in the detail, and no evidence; an
-auth error, a rate limit or an outage still raises), cleaned of the vendor's decorations
-(:meth:`HostedProvider.clean_log`), scrubbed of the secrets and searched for the
+:class:`HostedProvider` holds a provider's :class:`~govern.http.client.ApiClient`, built
+from the headers that carry the token (GitHub's and GitLab's from :mod:`govern.http.github`
+and :mod:`govern.http.gitlab`, as the forges build theirs): the token lives only there,
+never in an attribute of the provider nor in its repr. It cancels a run on a best-effort
+basis and judges a finished run from the logs of its jobs (:meth:`HostedProvider.judge_logs`):
+each log is read (one that cannot be read is a problem named in the detail, and no
+evidence; an auth error, a rate limit or an outage still raises), cleaned of the vendor's
+decorations (:meth:`HostedProvider.clean_log`), scrubbed of the secrets and searched for the
 evidence (:func:`judged`).
 
 :class:`PipelineProvider` adds what Buildkite and GitLab share: a trial is one numbered
@@ -40,8 +41,8 @@ from govern.ci.base import (
     judge_evidence,
     strip_ansi,
 )
-from govern.ci.http import ApiClient, expect
-from govern.errors import CIAuthError, CIError, CIRateLimited, CIUnavailable
+from govern.errors import CI_ERRORS, CIAuthError, CIError, CIRateLimited, CIUnavailable
+from govern.http.client import ApiClient
 
 __all__ = [
     "HostedProvider",
@@ -49,6 +50,7 @@ __all__ = [
     "PipelineProvider",
     "RunStates",
     "Settings",
+    "expect",
     "judged",
     "now",
     "one_line",
@@ -164,6 +166,13 @@ def judged(
     )
 
 
+def expect(value: Any, kind: type, what: str, vendor: str) -> Any:
+    """``value`` if it is a ``kind``, else CIUnavailable: the vendor answered unexpectedly."""
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise CIUnavailable(f"{vendor}: unexpected answer: {what} is not a {kind.__name__}")
+    return value
+
+
 # -- the providers --------------------------------------------------------------------------
 
 
@@ -224,6 +233,7 @@ class HostedProvider(Provider):
             token_source=token_source,
             sleep=sleep,
             clock=clock,
+            errors=CI_ERRORS,
         )
 
     @classmethod

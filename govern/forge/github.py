@@ -1,29 +1,25 @@
 """GitHub's pull requests, issues and comments over its REST API (version 2022-11-28).
 
 :class:`GitHubForge` is :class:`~govern.forge.base.Forge` on one repository, on the
-REST client of :mod:`govern.ci.http` with the forge's errors. A create (pull request,
+REST client built by :mod:`govern.http.github` with the forge's errors. A create (pull request,
 issue, comment) is sent once: when its answer is lost (a time-out, a 5xx), the thing
 is looked for by the marker in its body before anyone sends it again. Rate limits:
 the primary (``x-ratelimit-remaining: 0`` with ``x-ratelimit-reset``) and the secondary
 (``retry-after``, or the "secondary rate limit" message alone: at least 60 s, doubled
-at each hit) are slept through when short, else raised as ForgeRateLimited.
+at each hit) are slept through when short, else raised as ForgeRateLimited. Listings
+follow ``Link: rel="next"`` under the API's own root (:mod:`govern.http.pages`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import httpx
 
-from govern.ci.http import ApiClient
-from govern.errors import (
-    FORGE_ERRORS,
-    ForgeError,
-)
+from govern.errors import FORGE_ERRORS, ForgeError
 from govern.forge.base import (
     ChangeRequest,
     ChangeState,
@@ -41,19 +37,13 @@ from govern.forge.base import (
     own_marker,
     split_reviewers,
 )
+from govern.http.client import ApiClient
+from govern.http.github import API_URL, DEFAULT_ENV, GitHubApi, TokenSource
+from govern.http.pages import pages
 
-if TYPE_CHECKING:
-    from govern.forge.github_app import AppTokens
+__all__ = ["GitHubForge"]
 
-__all__ = ["API_URL", "GitHubForge"]
-
-API_URL = "https://api.github.com"
-API_VERSION = "2022-11-28"
-SECONDARY_WAIT = 60.0  # seconds, GitHub's advice when a secondary limit gives no header
 PER_PAGE = 100
-DEFAULT_ENV = "GITHUB_TOKEN"
-_MAX_PAGES = 50
-_LINK_NEXT = re.compile(r'<([^>]+)>\s*;\s*rel="?next"?')
 
 
 def _now() -> datetime:
@@ -128,7 +118,7 @@ class GitHubForge:
         attempts: int = 3,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         clock: Callable[[], datetime] = _now,
-        app: AppTokens | None = None,
+        app: TokenSource | None = None,
     ) -> None:
         """``repository`` is ``owner/repo``; ``token`` is sent as a bearer token and
         never shown (``token_source`` names where it came from in messages); ``app``
@@ -139,38 +129,21 @@ class GitHubForge:
         self.repository = repository
         self.owner = owner
         self._per_page = per_page
-        self._app = app
-        self._token = token
-        self._options = (client, api_url, token_source or f"${DEFAULT_ENV}", attempts, sleep, clock)
-        self._api = self._build(token)
-
-    def _build(self, token: str | None) -> ApiClient:
-        client, api_url, token_source, attempts, sleep, clock = self._options
-        headers = {"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": API_VERSION}
-        if token:
-            headers["Authorization"] = f"Bearer {token}"
-        return ApiClient(
+        self._api = GitHubApi(
             client,
-            vendor="github",
-            base_url=api_url,
-            headers=headers,
-            secrets=(token,) if token else (),
-            token_source=token_source,
+            errors=FORGE_ERRORS,
+            token=token,
+            token_source=token_source or f"${DEFAULT_ENV}",
+            app=app,
+            api_url=api_url,
             attempts=attempts,
             sleep=sleep,
             clock=clock,
-            errors=FORGE_ERRORS,
-            secondary_wait=SECONDARY_WAIT,
         )
 
     async def _client(self) -> ApiClient:
         """The REST client, with the App's current installation token when there is one."""
-        if self._app is not None:
-            token = await self._app.token()
-            if token != self._token:
-                self._token = token
-                self._api = self._build(token)
-        return self._api
+        return await self._api.client()
 
     def _repo(self, rest: str) -> str:
         return f"/repos/{self.repository}/{rest.lstrip('/')}"
@@ -181,16 +154,9 @@ class GitHubForge:
 
     async def _pages(self, path: str, params: Mapping[str, str]) -> AsyncIterator[Any]:
         """Every item of a listing, following the ``Link: rel="next"`` pages."""
-        url: str | None = path
-        query: Mapping[str, str] | None = {**params, "per_page": str(self._per_page)}
-        for _ in range(_MAX_PAGES):
-            if url is None:
-                return
-            response = await (await self._client()).request("GET", url, params=query)
+        async for response in pages(await self._client(), path, params, per_page=self._per_page):
             for item in answer_items("github", response):
                 yield item
-            found = _LINK_NEXT.search(response.headers.get("Link", ""))
-            url, query = (found.group(1), None) if found else (None, None)
 
     # -- change requests ------------------------------------------------------------------
 

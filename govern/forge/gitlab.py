@@ -1,7 +1,7 @@
 """GitLab's merge requests, issues and notes over its REST API v4.
 
 :class:`GitLabForge` is :class:`~govern.forge.base.Forge` on one project, on the REST
-client of :mod:`govern.ci.http` with the forge's errors (as :mod:`govern.forge.github`).
+client built by :mod:`govern.http.gitlab` with the forge's errors (as :mod:`govern.forge.github`).
 The project is its path at any depth (``group/sub/project``) or its numeric id, sent
 URL-encoded as ``:id``; a change request's number is the merge request's ``iid`` (the
 number a person sees, ``!12``), never its global ``id``.
@@ -25,7 +25,8 @@ How govern's requests become GitLab's:
 A create (merge request, issue, note) is sent once: when its answer is lost (a time-out,
 a dropped connection, a 5xx), the thing is looked for by the marker in its body before
 anyone sends it again. Listings follow ``X-Next-Page`` (or a ``Link: rel="next"`` on the
-same API), 100 items a page. Rate limits are :class:`~govern.ci.http.ApiClient`'s: a 429
+same API, :mod:`govern.http.pages`), 100 items a page. Rate limits are
+:class:`~govern.http.client.ApiClient`'s: a 429
 (or a 403 with ``RateLimit-Remaining: 0``) waits for ``Retry-After``, else
 ``RateLimit-Reset`` (a Unix time), slept through when short and raised as
 ForgeRateLimited otherwise. A 401 or 403 is ForgeAuthError naming the variable the token
@@ -55,7 +56,6 @@ from urllib.parse import quote
 
 import httpx
 
-from govern.ci.http import ApiClient
 from govern.errors import FORGE_ERRORS, ForgeAuthError, ForgeError, ForgeUnavailable
 from govern.forge.base import (
     ChangeRequest,
@@ -73,28 +73,15 @@ from govern.forge.base import (
     create_once,
     own_marker,
 )
-from govern.retry import is_digits
+from govern.http.gitlab import API_URL, DEFAULT_ENV, PRIVATE, TOKEN_KINDS, gitlab_client
+from govern.http.pages import pages
+from govern.http.retry import is_digits
 
-__all__ = [
-    "API_URL",
-    "BEARER",
-    "DEFAULT_ENV",
-    "PRIVATE",
-    "TOKEN_KINDS",
-    "GitLabForge",
-    "gitlab_api_url",
-]
+__all__ = ["GitLabForge"]
 
-API_URL = "https://gitlab.com/api/v4"
-DEFAULT_ENV = "GITLAB_TOKEN"
-#: ``private``: an access token sent as ``PRIVATE-TOKEN``; ``bearer``: an OAuth (or access)
-#: token sent as ``Authorization: Bearer``
-PRIVATE, BEARER = TOKEN_KINDS = ("private", "bearer")
 PER_PAGE = 100
 SCOPE = "api"
 DRAFT_PREFIX = "Draft: "
-_MAX_PAGES = 50
-_LINK_NEXT = re.compile(r'<([^>]+)>\s*;\s*rel="?next"?')
 # GitLab's own reading of a draft title: [Draft], (Draft) or Draft: at the start.
 _DRAFT = re.compile(r"^\s*(?:(?:\[draft\]|\(draft\)|draft:)\s*)+", re.IGNORECASE)
 _PROJECT = re.compile(r"[A-Za-z0-9_.][A-Za-z0-9_.+-]*(?:/[A-Za-z0-9_.][A-Za-z0-9_.+-]*)+\Z")
@@ -106,11 +93,6 @@ _STATES = {
 }
 
 log = logging.getLogger(__name__)
-
-
-def gitlab_api_url(host: str) -> str:
-    """GitLab's REST API root on a host (GitLab.com or a self-managed instance)."""
-    return f"https://{host}/api/v4"
 
 
 def _now() -> datetime:
@@ -223,23 +205,16 @@ class GitLabForge:
         self._per_page = per_page
         self._token_source = token_source or f"${DEFAULT_ENV}"
         self._users: dict[str, int | None] = {}
-        headers = {"Accept": "application/json"}
-        if token:
-            if token_kind == PRIVATE:
-                headers["PRIVATE-TOKEN"] = token
-            else:
-                headers["Authorization"] = f"Bearer {token}"
-        self._api = ApiClient(
+        self._api = gitlab_client(
             client,
-            vendor="gitlab",
-            base_url=api_url,
-            headers=headers,
-            secrets=(token,) if token else (),
+            token=token,
             token_source=self._token_source,
+            errors=FORGE_ERRORS,
+            kind=token_kind,
+            api_url=api_url,
             attempts=attempts,
             sleep=sleep,
             clock=clock,
-            errors=FORGE_ERRORS,
         )
 
     # -- requests -------------------------------------------------------------------------
@@ -273,22 +248,10 @@ class GitLabForge:
     async def _pages(self, path: str, params: Mapping[str, str]) -> AsyncIterator[Any]:
         """Every item of a listing: ``X-Next-Page``, else a ``Link: rel="next"`` under the
         API's own URL (the token is never sent elsewhere)."""
-        url = path
-        query: Mapping[str, str] | None = {**params, "per_page": str(self._per_page)}
-        for _ in range(_MAX_PAGES):
-            with self._scoped():
-                response = await self._api.request("GET", url, params=query)
-            for item in answer_items("gitlab", response):
-                yield item
-            next_page = response.headers.get("X-Next-Page", "").strip()
-            link = _LINK_NEXT.search(response.headers.get("Link", ""))
-            if is_digits(next_page):
-                url = path
-                query = {**params, "per_page": str(self._per_page), "page": next_page}
-            elif link and link.group(1).startswith(f"{self._api.base_url}/"):
-                url, query = link.group(1), None
-            else:
-                return
+        with self._scoped():
+            async for response in pages(self._api, path, params, per_page=self._per_page):
+                for item in answer_items("gitlab", response):
+                    yield item
 
     def _mr(self, iid: int, rest: str = "") -> str:
         return f"{self._project}/merge_requests/{iid}{rest}"

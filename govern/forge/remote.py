@@ -22,16 +22,18 @@ from urllib.parse import urlsplit
 import httpx
 
 from govern.config import ProposeConfig
-from govern.errors import ForgeAuthError, ForgeError
+from govern.errors import FORGE_ERRORS, ForgeAuthError, ForgeError
 from govern.forge.base import Forge
-from govern.forge.github import API_URL, DEFAULT_ENV, GitHubForge
-from govern.forge.gitlab import DEFAULT_ENV as GITLAB_ENV
-from govern.forge.gitlab import GitLabForge, gitlab_api_url
+from govern.forge.github import GitHubForge
+from govern.forge.gitlab import GitLabForge
+from govern.http.github import DEFAULT_ENV, github_api_url
+from govern.http.gitlab import DEFAULT_ENV as GITLAB_ENV
+from govern.http.gitlab import gitlab_api_url
 
 if TYPE_CHECKING:
-    from govern.forge.github_app import AppTokens
+    from govern.http.github_app import AppTokens
 
-__all__ = ["Remote", "forge_for", "github_api_url", "parse_remote"]
+__all__ = ["Remote", "forge_for", "parse_remote"]
 
 _SCP = re.compile(r"^(?:[^@/\s]+@)?(?P<host>[^:/\s]+):(?P<path>(?!/)[^\s]+)$")
 _TIP = "Write the remote as git@host:owner/repo.git or https://host/owner/repo."
@@ -65,11 +67,6 @@ def parse_remote(url: str) -> Remote:
 def _shown(url: str) -> str:
     """A URL for messages without the credentials it may hold."""
     return re.sub(r"//[^/@\s]+@", "//", url)
-
-
-def github_api_url(host: str) -> str:
-    """GitHub's REST API root for a host: its public API, else Enterprise's ``/api/v3``."""
-    return API_URL if host in ("github.com", "www.github.com") else f"https://{host}/api/v3"
 
 
 def forge_for(
@@ -124,9 +121,9 @@ def _app_tokens(
     if settings.app_id is None or settings.installation_id is None:
         return None
     try:  # cryptography, installed for app users only
-        from govern.forge.github_app import AppTokens
+        from govern.http.github_app import AppTokens
     except ModuleNotFoundError as exc:
-        if not (exc.name or "").startswith(("cryptography", "govern.forge.github_app")):
+        if not (exc.name or "").startswith(("cryptography", "govern.http.github_app")):
             raise
         raise ForgeError(
             "a GitHub App signs its token requests with RS256, which needs the cryptography "
@@ -149,4 +146,5 @@ def _app_tokens(
         client=client,
         api_url=api_url,
         key_source=f"${variable}",
+        errors=FORGE_ERRORS,
     )

@@ -3,7 +3,7 @@
 A fetch ends as a value, never an exception: :class:`~govern.index.model.Fetched`,
 :class:`~govern.index.model.NotModified` or :class:`~govern.index.model.FetchFailed`.
 Connection errors, timeouts, 429 and 5xx are retried with full-jitter backoff
-(:mod:`govern.retry`); a server's ``Retry-After`` or rate-limit reset is honoured up to a
+(:mod:`govern.http.retry`); a server's ``Retry-After`` or rate-limit reset is honoured up to a
 cap: a longer pause comes from the next poll instead, so one throttled index never stalls
 a poll for an hour.
 
@@ -54,7 +54,8 @@ from packaging.utils import InvalidName, canonicalize_name
 
 from govern import __version__
 from govern.errors import ConfigError
-from govern.httpbody import ACCEPT_ENCODING, BodyTooLarge, format_size, read_body
+from govern.http.body import ACCEPT_ENCODING, BodyTooLarge, format_size, read_body
+from govern.http.retry import MAX_BACKOFF, Backoff, http_date, is_digits, seconds_until
 from govern.index.model import (
     DistributionFile,
     Fetched,
@@ -76,7 +77,6 @@ from govern.index.simple import (
 )
 from govern.redact import redact as redact_url
 from govern.redact import scrub
-from govern.retry import MAX_BACKOFF, Backoff, http_date, is_digits, seconds_until
 
 logger = logging.getLogger(__name__)
 
@@ -765,7 +765,7 @@ class IndexClient:
             return FetchFailed(
                 project, f"unexpected content type {shown!r}", status=200, retryable=False
             )
-        try:  # counted as it is decoded, every layer of it (govern.httpbody)
+        try:  # counted as it is decoded, every layer of it (govern.http.body)
             data = await read_body(response, self._max_bytes)
         except BodyTooLarge:
             return self._too_big(project)

@@ -11,7 +11,7 @@ The URL embeds the webhook's token: it comes from an environment variable, and n
 appears in a message, an exception or a log line (httpx logs each request's URL at INFO;
 those records are scrubbed while the request runs). Sending and reading the answer end
 within one deadline (``timeout``), the answer read within 64 KB, decoded
-(:func:`govern.httpbody.exchange`); a deadline met before the request started to leave
+(:func:`govern.http.body.exchange`); a deadline met before the request started to leave
 is "not sent", after it "maybe sent". Slack's answers
 (https://api.slack.com/changelog/2016-05-17-changes-to-errors-for-incoming-webhooks):
 429 and 5xx are transient (NotifyUnavailable, retried), 401/403 a revoked or refused
@@ -30,7 +30,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from govern.errors import NotifyAuthError, NotifyError, NotifyUnavailable
-from govern.httpbody import ERROR_BODY, BodyTooLarge, answered, exchange
+from govern.http.body import ERROR_BODY, BodyTooLarge, answered, exchange
 from govern.notify.base import Message, Skipped
 from govern.redact import redact, scrub
 

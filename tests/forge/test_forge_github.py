@@ -271,6 +271,22 @@ def test_comments_are_found_by_marker_across_pages(fake: FakeGitHubForge) -> Non
     assert using(fake, lambda f: f.find_comment(ref, marker("reminder", "b"))) is None
 
 
+def test_a_next_page_on_another_host_is_not_followed_and_gets_no_token(
+    fake: FakeGitHubForge,
+) -> None:
+    """A listing's ``Link: rel="next"`` is the server's text: one that points off the API's
+    own root (another port of 127.0.0.1 here) ends the listing; the token never goes there."""
+    number = fake.add_pull("govern/a", "body")
+    ref = IssueRef(fake.repository, number)
+    with FakeGitHubForge(token=TOKEN) as elsewhere:
+        link = f"<{elsewhere.url}/repos/{fake.repository}/issues/{number}/comments?page=2>"
+        fake.fail(json_reply(200, [], {"Link": f'{link}; rel="next"'}), method="GET")
+        found = using(fake, lambda f: f.find_comment(ref, marker("reminder", "a-1")))
+        assert elsewhere.sent() == []
+    assert found is None
+    assert len(fake.sent("GET", f"/issues/{number}/comments")) == 1
+
+
 def test_only_a_signed_marker_that_ends_a_comment_is_found(fake: FakeGitHubForge) -> None:
     """A person's comment quoting the marker mid-text, one ending with its unsigned form,
     or one signed by another store is not govern's comment; govern's own is."""

@@ -22,8 +22,9 @@ from fakes.sleeps import Sleeps, run
 from govern.config import ProposeConfig
 from govern.errors import ForgeAuthError, ForgeError, ForgeRateLimited, ForgeUnavailable
 from govern.forge.base import ChangeState, IssueRef, Opening, Seal
-from govern.forge.gitlab import BEARER, PRIVATE, GitLabForge
+from govern.forge.gitlab import GitLabForge
 from govern.forge.remote import forge_for
+from govern.http.gitlab import BEARER, PRIVATE
 
 TOKEN = "glpat-" + "forge-secret-0123456789"
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)

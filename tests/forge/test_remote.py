@@ -13,7 +13,8 @@ from fakes.sleeps import run
 from govern.config import ProposeConfig
 from govern.errors import ForgeAuthError, ForgeError
 from govern.forge.github import GitHubForge
-from govern.forge.remote import Remote, forge_for, github_api_url, parse_remote
+from govern.forge.remote import Remote, forge_for, parse_remote
+from govern.http.github import github_api_url
 
 TOKEN = "ghp_" + "remote-test-token-42"
 
@@ -114,7 +115,7 @@ def test_forge_for_refuses_what_it_cannot_build(via: str, remote: str | None, ma
 def test_a_github_app_without_cryptography_installed_says_which_extra(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setitem(sys.modules, "govern.forge.github_app", None)  # import fails
+    monkeypatch.setitem(sys.modules, "govern.http.github_app", None)  # import fails
     settings = ProposeConfig(via="github", app_id="1", installation_id=2)
 
     async def main() -> None:

@@ -487,7 +487,7 @@ def test_the_backoff_is_full_jitter_under_a_doubling_capped_ceiling(
         drawn.append((low, high))
         return high
 
-    monkeypatch.setattr(random, "uniform", highest)  # what govern.retry draws its jitter from
+    monkeypatch.setattr(random, "uniform", highest)  # what govern.http.retry draws its jitter from
     result, delays = fetch(Index({DEMO: reply(500)}), attempts=4, backoff=backoff)
     assert result.requests == 4
     assert drawn == [(0.0, ceiling) for ceiling in ceilings]

@@ -1,4 +1,4 @@
-"""Answers read within bounds and requests within a deadline (govern/httpbody.py), through
+"""Answers read within bounds and requests within a deadline (govern/http/body.py), through
 every client that talks to a server: the index client, the CI and forge API client, the
 chat webhook and SMTP, each against a hostile server on 127.0.0.1 (tests/fakes/hostile.py).
 """
@@ -18,9 +18,9 @@ import httpx
 import pytest
 
 from fakes.hostile import HostileHTTP, TrickleSMTP, double_gzip
-from govern.ci.http import ApiClient
-from govern.errors import CIError, CIUnavailable, NotifyUnavailable
-from govern.httpbody import BodyTooLarge, exchange
+from govern.errors import CI_ERRORS, CIError, CIUnavailable, NotifyUnavailable
+from govern.http.body import BodyTooLarge, exchange
+from govern.http.client import ApiClient
 from govern.index.client import IndexClient, http_client
 from govern.index.model import FetchFailed, FetchResult
 from govern.index.pipconfig import IndexSettings
@@ -125,6 +125,7 @@ async def _api_get(url: str) -> object:
             secrets=("tok_SECRET123456",),
             token_source="$GITHUB_TOKEN",
             attempts=1,
+            errors=CI_ERRORS,
         )
         try:
             return await api.json("GET", "/repos/o/r")

@@ -1,35 +1,36 @@
-"""The REST plumbing shared by the hosted providers (GitHub Actions, Buildkite, GitLab).
+"""The REST client shared by the hosted CI providers, the forges and the GitHub App tokens.
 
 :class:`ApiClient` sends one request with a token header on an injected
-``httpx.AsyncClient`` and maps what comes back to govern's CI errors:
+``httpx.AsyncClient`` and maps what comes back to errors of the family its caller passes
+(:class:`~govern.errors.ErrorFamily`: ``CI_ERRORS`` for a CI provider, ``FORGE_ERRORS`` for
+a forge), so ``except CIError`` or ``except ForgeError`` catches everything it raises:
 
 - connection errors, time-outs and 5xx are retried with exponential backoff and full
-  jitter, then raised as :class:`~govern.errors.CIUnavailable`;
-- 401 is :class:`~govern.errors.CIAuthError` ("the token in $GITHUB_TOKEN was refused");
+  jitter, then raised as the family's ``unavailable`` (:class:`~govern.errors.CIUnavailable`);
+- 401 is its ``auth`` (:class:`~govern.errors.CIAuthError`: "the token in $GITHUB_TOKEN
+  was refused");
 - 429, and 403 with a rate-limit signal (``Retry-After``, ``X-RateLimit-Remaining: 0``
   with ``X-RateLimit-Reset``, ``RateLimit-Reset``, Buildkite's per-user
-  ``RateLimit-User-*``), is :class:`~govern.errors.CIRateLimited`
-  with the moment to try again (:func:`govern.retry.rate_limit_until`); a wait of a few
-  seconds is slept through instead;
+  ``RateLimit-User-*``), is its ``rate_limited`` (:class:`~govern.errors.CIRateLimited`)
+  with the moment to try again (:func:`govern.http.retry.rate_limit_until`); a wait of a
+  few seconds is slept through instead;
 - another 403 is an auth error (a token without the scope), 404 a configuration error
   (GitHub answers 404 for a repository the token cannot see);
-- a body that is not the JSON expected, or that decodes to more than 8 MB, is
-  :class:`~govern.errors.CIUnavailable`.
+- a body that is not the JSON expected, or that decodes to more than 8 MB, is unavailable.
 
-Each attempt is one :func:`govern.httpbody.exchange`: sent and its answer read (decoded
+Each attempt is one :func:`govern.http.body.exchange`: sent and its answer read (decoded
 within bounds, every ``Content-Encoding`` layer counted) within one deadline, the
 client's timeout, where httpx's own bounds each read only.
 
-Every error raised from an answer carries its HTTP status (``CIError.status``), so a
-provider tells a 404 or a 422 apart without reading the message. A request that must
+Every error raised from an answer carries its HTTP status (``RemoteError.status``), so a
+caller tells a 404 or a 422 apart without reading the message. A request that must
 not be repeated (a dispatch, whose lost answer may still have started a run) is sent
 with ``attempts=1``.
 
-The errors raised are the CI's by default; :class:`Errors` maps them to another family
-(the forges' :mod:`govern.forge.base` errors), so one client serves CI and forges.
 ``secondary_wait`` turns on GitHub's secondary rate limit: a 403 or 429 whose message
 says "secondary rate limit" without a reset header waits at least that many seconds,
-doubled at each consecutive hit.
+doubled at each consecutive hit. Listings are followed by :mod:`govern.http.pages`; each
+vendor's client is built by :mod:`govern.http.github` or :mod:`govern.http.gitlab`.
 
 No message carries the token: every text that leaves here goes through
 :func:`~govern.redact.scrub` with the secrets in use.
@@ -45,10 +46,10 @@ from typing import Any
 
 import httpx
 
-from govern.errors import CI_ERRORS, CIUnavailable, ErrorFamily
-from govern.httpbody import BodyTooLarge, exchange
+from govern.errors import ErrorFamily
+from govern.http.body import BodyTooLarge, exchange
+from govern.http.retry import Backoff, rate_limit_until
 from govern.redact import scrub
-from govern.retry import Backoff, rate_limit_until
 
 _SHORT_WAIT = 10.0  # seconds of rate limit slept through rather than raised
 _MAX_JSON = 8 * 1024 * 1024
@@ -111,11 +112,12 @@ class ApiClient:
         backoff: float = 0.5,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         clock: Callable[[], datetime] = _now,
-        errors: ErrorFamily = CI_ERRORS,
+        errors: ErrorFamily,
         secondary_wait: float | None = None,
         timeout: float | None = None,
     ) -> None:
-        """``headers`` carry the token; ``secrets`` are scrubbed out of every message;
+        """``errors`` is the family raised (the caller's: ``CI_ERRORS``, ``FORGE_ERRORS``);
+        ``headers`` carry the token; ``secrets`` are scrubbed out of every message;
         ``token_source`` says where the token came from ("$GITHUB_TOKEN") for messages.
         ``timeout`` is each attempt's deadline, from sending to the answer's last byte
         (default: the client's read timeout, which httpx applies to each read only)."""
@@ -180,7 +182,7 @@ class ApiClient:
         request that must not be repeated once (no retry after a 5xx, a time-out or a
         short rate limit). Each attempt, answer read included, ends within the client's
         timeout; its body, decoded, within ``max_bytes`` (``keep``: only its last bytes
-        are kept, :func:`govern.httpbody.read_body`).
+        are kept, :func:`govern.http.body.read_body`).
         """
         errors = self.errors
         url = self.url(path)
@@ -232,7 +234,7 @@ class ApiClient:
                     raise errors.rate_limited(
                         f"{where}: rate limited (HTTP {status}){shown}",
                         until=until,
-                        tip="govern verify polls it again on its next run",
+                        tip="govern asks again on its next run",
                         status=status,
                     )
                 message = self.scrub(_message(response))
@@ -288,6 +290,10 @@ class ApiClient:
         response = await self.request(
             method, path, json_body=json_body, params=params, attempts=attempts
         )
+        return self.decode(response)
+
+    def decode(self, response: httpx.Response) -> Any:
+        """An answer's JSON (an empty body is None); not JSON: the family's unavailable."""
         if not response.content.strip():
             return None
         status = response.status_code
@@ -309,10 +315,3 @@ class ApiClient:
     def _shown(self, url: str) -> str:
         """A URL for messages: no query string (it may hold a token), no secrets."""
         return self.scrub(url.split("?", 1)[0])
-
-
-def expect(value: Any, kind: type, what: str, vendor: str) -> Any:
-    """``value`` if it is a ``kind``, else CIUnavailable: the vendor answered unexpectedly."""
-    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-        raise CIUnavailable(f"{vendor}: unexpected answer: {what} is not a {kind.__name__}")
-    return value

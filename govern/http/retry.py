@@ -1,7 +1,7 @@
 """Retrying HTTP requests: full-jitter backoff, ``Retry-After`` and rate-limit reset headers.
 
 One reading of a server's "wait" for the index client (:mod:`govern.index.client`) and the
-CI providers' REST calls (:mod:`govern.ci.http`). Backoff is "full jitter" (a uniform pause
+CI providers' REST calls (:mod:`govern.http.client`). Backoff is "full jitter" (a uniform pause
 up to an exponentially growing ceiling), so clients that failed together do not retry
 together. ``Retry-After`` (RFC 9110 10.2.3) is an instruction and wins over reset headers.
 """

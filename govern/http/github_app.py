@@ -1,5 +1,7 @@
 """GitHub App installation tokens: an RS256 JWT signed with the app's private key is
 exchanged for an installation's token, which is cached until shortly before it expires.
+Its errors are the caller's family (the forge's, ``FORGE_ERRORS``). This module alone needs
+``cryptography`` (the ``github-app`` extra): it is imported only when an App is configured.
 
 https://docs.github.com/en/apps/creating-github-apps/authenticating-with-a-github-app/generating-a-json-web-token-jwt-for-a-github-app
 https://docs.github.com/en/rest/apps/apps#create-an-installation-access-token-for-an-app
@@ -16,8 +18,8 @@ import httpx
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
-from govern.ci.http import ApiClient
-from govern.errors import FORGE_ERRORS, ForgeAuthError, ForgeUnavailable
+from govern.errors import ErrorFamily
+from govern.http.github import github_client
 
 __all__ = ["AppTokens", "b64url"]
 
@@ -45,15 +47,18 @@ class AppTokens:
         client: httpx.AsyncClient,
         api_url: str,
         key_source: str,
+        errors: ErrorFamily,
         clock: Callable[[], datetime] = _now,
     ) -> None:
-        """``private_key`` is the app's PEM key (from the variable ``key_source`` names)."""
+        """``private_key`` is the app's PEM key (from the variable ``key_source`` names);
+        ``errors`` is the family raised (a refused key is its ``auth``)."""
+        self._errors = errors
         try:
             key = serialization.load_pem_private_key(private_key.encode(), password=None)
         except (ValueError, TypeError):
-            raise ForgeAuthError(f"{key_source} does not hold a PEM private key") from None
+            raise errors.auth(f"{key_source} does not hold a PEM private key") from None
         if not isinstance(key, rsa.RSAPrivateKey):
-            raise ForgeAuthError(f"{key_source} holds a key that is not RSA (GitHub signs RS256)")
+            raise errors.auth(f"{key_source} holds a key that is not RSA (GitHub signs RS256)")
         self._key = key
         self.app_id = app_id
         self.installation_id = installation_id
@@ -78,15 +83,13 @@ class AppTokens:
         if self._cached is not None and self._cached[1] - _MARGIN > self._clock():
             return self._cached[0]
         jwt = self.jwt()
-        api = ApiClient(
+        api = github_client(
             self._client,
-            vendor="github",
-            base_url=self._api_url,
-            headers={"Accept": "application/vnd.github+json", "Authorization": f"Bearer {jwt}"},
-            secrets=(jwt,),
+            token=jwt,
             token_source=f"the app's JWT (key in {self._key_source})",
+            errors=self._errors,
+            api_url=self._api_url,
             clock=self._clock,
-            errors=FORGE_ERRORS,
         )
         answer = await api.json(
             "POST", f"/app/installations/{self.installation_id}/access_tokens", attempts=1
@@ -94,11 +97,13 @@ class AppTokens:
         token = answer.get("token") if isinstance(answer, dict) else None
         expires = answer.get("expires_at") if isinstance(answer, dict) else None
         if not isinstance(token, str) or not isinstance(expires, str):
-            raise ForgeUnavailable("github: unexpected answer to an installation token request")
+            raise self._errors.unavailable(
+                "github: unexpected answer to an installation token request"
+            )
         try:
             until = datetime.fromisoformat(expires.replace("Z", "+00:00"))
         except ValueError:
-            raise ForgeUnavailable(
+            raise self._errors.unavailable(
                 "github: an installation token's expires_at is no time"
             ) from None
         self._cached = (token, until)

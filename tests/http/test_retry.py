@@ -1,4 +1,4 @@
-"""Tests for :mod:`govern.retry`: the header readings, the backoff, and both of its users
+"""Tests for :mod:`govern.http.retry`: the header readings, the backoff, and both of its users
 (the index client and the CI REST client) retrying through an ``httpx.MockTransport``."""
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ import httpx
 import pytest
 
 from fakes.sleeps import Sleeps
-from govern.ci.http import ApiClient
-from govern.errors import CIRateLimited
+from govern.errors import CI_ERRORS, CIRateLimited
+from govern.http.client import ApiClient
+from govern.http.retry import MAX_WAIT, Backoff, rate_limit_until, retry_after, seconds_until
 from govern.index.client import IndexClient
 from govern.index.model import Fetched, FetchFailed
 from govern.index.pipconfig import IndexSettings
-from govern.retry import MAX_WAIT, Backoff, rate_limit_until, retry_after, seconds_until
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 JSON_TYPE = "application/vnd.pypi.simple.v1+json"
@@ -193,6 +193,7 @@ def _api_call(handler: Callable[[httpx.Request], httpx.Response], sleeps: Sleeps
                 token_source="$API_TOKEN",
                 sleep=sleeps,
                 clock=lambda: NOW,
+                errors=CI_ERRORS,
             )
             return await client.json("GET", "/things")
 

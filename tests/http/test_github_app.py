@@ -1,4 +1,4 @@
-"""Tests for :mod:`govern.forge.github_app`: installation tokens from a JWT, against the
+"""Tests for :mod:`govern.http.github_app`: installation tokens from a JWT, against the
 fake GitHub (tests/fakes/forge_github.py), following
 https://docs.github.com/en/rest/apps/apps#create-an-installation-access-token-for-an-app
 and https://docs.github.com/en/apps/creating-github-apps/authenticating-with-a-github-app/generating-a-json-web-token-jwt-for-a-github-app
@@ -21,10 +21,10 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from fakes.forge_github import FakeGitHubForge
 from fakes.sleeps import Sleeps, run
 from govern.config import Config, ProposeConfig, load_config
-from govern.errors import ConfigError, ForgeAuthError
+from govern.errors import FORGE_ERRORS, ConfigError, ForgeAuthError
 from govern.forge.github import GitHubForge
-from govern.forge.github_app import AppTokens, b64url
 from govern.forge.remote import forge_for
+from govern.http.github_app import AppTokens, b64url
 
 APP_ID = "123456"
 INSTALLATION = 987
@@ -60,6 +60,7 @@ def tokens(
         client=client,
         api_url=fake.url,
         key_source="$GITHUB_APP_KEY",
+        errors=FORGE_ERRORS,
         **options,  # type: ignore[arg-type]
     )
 
@@ -109,6 +110,7 @@ def test_the_jwt_is_rs256_from_the_app_and_short_lived(key: rsa.RSAPrivateKey) -
                 client=client,
                 api_url="http://127.0.0.1:9",
                 key_source="$K",
+                errors=FORGE_ERRORS,
                 clock=lambda: moment,
             )
             return app.jwt()
@@ -149,6 +151,7 @@ def test_a_key_that_is_not_pem_is_an_auth_error() -> None:
                 client=client,
                 api_url="http://127.0.0.1:9",
                 key_source="$GITHUB_APP_KEY",
+                errors=FORGE_ERRORS,
             )
 
     with pytest.raises(ForgeAuthError, match=r"\$GITHUB_APP_KEY does not hold a PEM"):

@@ -1,4 +1,4 @@
-"""The REST plumbing (:mod:`govern.ci.http`) and what every hosted provider does over it
+"""The REST plumbing (:mod:`govern.http.client`) and what every hosted provider does over it
 (:mod:`govern.ci.hosted`), the latter run against each vendor's fake on 127.0.0.1.
 
 What only one vendor does is tested in test_github.py, test_buildkite.py and
@@ -30,8 +30,8 @@ from fakes.ci import (
 from fakes.sleeps import Sleeps, run
 from govern.ci.base import Conclusion, RunRef, RunStatus, find_evidence, strip_ansi
 from govern.ci.hosted import HostedProvider
-from govern.ci.http import ApiClient
-from govern.errors import CIAuthError, CIError, CIRateLimited, CIUnavailable, ConfigError
+from govern.errors import CI_ERRORS, CIAuthError, CIError, CIRateLimited, CIUnavailable, ConfigError
+from govern.http.client import ApiClient
 
 TOKEN = "tok_SECRETTOKEN123456"
 PIPELINES = ["buildkite", "gitlab"]  # a trial is a run created by one (retried) request
@@ -84,6 +84,7 @@ def call(url: str, method: str = "GET", *, sleeps: Sleeps | None = None, **optio
                 token_source="$API_TOKEN",
                 sleep=sleeps or Sleeps(),
                 clock=lambda: NOW,
+                errors=CI_ERRORS,
             )
             return await client.json(method, "/things", **options)
 
@@ -159,6 +160,7 @@ def test_another_credential_shares_the_secrets(echo: Echo) -> None:
                 headers={"Authorization": f"Bearer {TOKEN}"},
                 secrets=(TOKEN, "glptt-SECRETTRIGGER"),
                 token_source="$API_TOKEN",
+                errors=CI_ERRORS,
             )
             other = client.with_credentials({"X-Other": "1"}, token_source="$TRIGGER")
             await other.json("POST", "/trigger")
