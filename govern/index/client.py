@@ -7,6 +7,11 @@ Connection errors, timeouts, 429 and 5xx are retried with full-jitter backoff
 cap: a longer pause comes from the next poll instead, so one throttled index never stalls
 a poll for an hour.
 
+It is not the REST client of CI and forges (:class:`govern.http.client.ApiClient`): the
+Simple API is another protocol (PEP 691/503 pages, conditional requests with ETag and
+Last-Modified, failures that are values per project, capped waits); it shares only the
+bounded reading (:mod:`govern.http.body`) and the backoff (:mod:`govern.http.retry`).
+
 Which index serves a project is govern's choice, stricter than pip's. pip merges the
 candidates of ``--index-url`` and every ``--extra-index-url``, so whichever index publishes
 a name can win: the dependency-confusion hole. A watcher that reports "a fix was released"

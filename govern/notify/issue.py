@@ -17,13 +17,14 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from govern.errors import (
-    ForgeAuthError,
     ForgeError,
-    ForgeRateLimited,
-    ForgeUnavailable,
     NotifyAuthError,
     NotifyError,
     NotifyUnavailable,
+    RemoteAuthError,
+    RemoteError,
+    RemoteRateLimited,
+    RemoteUnavailable,
 )
 from govern.forge.base import Forge, IssueRef, Marker, with_markers
 from govern.notify.base import Message, Skipped
@@ -53,12 +54,13 @@ def _namespace(repository: str) -> str:
     return repository.rsplit("/", 1)[0].lower()
 
 
-def from_forge(exc: ForgeError, what: str = "issue comment") -> NotifyError:
-    """The forge's error as the notifier's (its message is scrubbed by the forge)."""
+def from_forge(exc: RemoteError, what: str = "issue comment") -> NotifyError:
+    """The forge's error as the notifier's, of the same kind (a refused token, a transient
+    failure, a rate limit: retried like one); its message is scrubbed by the forge."""
     cls: type[NotifyError] = NotifyError
-    if isinstance(exc, ForgeAuthError):
+    if isinstance(exc, RemoteAuthError):
         cls = NotifyAuthError
-    elif isinstance(exc, ForgeUnavailable | ForgeRateLimited):
+    elif isinstance(exc, RemoteUnavailable | RemoteRateLimited):
         cls = NotifyUnavailable
     return cls(f"{what}: {exc.message}", tip=exc.tip, status=exc.status)
 
