@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import parse_qs, urlsplit
 
 from govern.errors import GovernError, UsageError
-from govern.store.location import advisory_key, first_line, unusable
+from govern.store.location import first_line, unusable
 
 if TYPE_CHECKING:
     from govern.store.db import Store
@@ -116,16 +116,15 @@ def _advisory(store: Store) -> Iterator[Held]:
     from sqlalchemy import text
     from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
+    from govern.store import locks
+
     try:
         connection = store.engine.connect()
     except DBAPIError as exc:
         raise unusable(store.display_url, exc) from None
     try:
         try:
-            schema = connection.execute(text("SELECT current_schema()")).scalar() or ""
-            key = advisory_key(f"govern daemon {schema}")
-            taken = connection.execute(text("SELECT pg_try_advisory_lock(:key)"), {"key": key})
-            held = bool(taken.scalar())
+            schema, held = locks.try_daemon(connection)
             connection.commit()
         except DBAPIError as exc:
             raise unusable(store.display_url, exc) from None

@@ -25,20 +25,20 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from packaging.version import InvalidVersion, Version
-from sqlalchemy import insert, text, update
-from sqlalchemy import select as columns
-from sqlmodel import Session, col, select
 
 from govern.exclusions.model import Exclusion as Seen
 from govern.exclusions.model import Kind, exclusion_key
 from govern.exclusions.states import EventKind, State
 from govern.service.values import Provenance, SyncCounts
-from govern.store import relaxations
-from govern.store.db import BULK, advisory_key
-from govern.store.models import Annotation, Event, Exclusion, Repository, Source
+from govern.store import events as thread
+from govern.store import relaxations, tracking
+from govern.store.models import Repository, Source
+
+if TYPE_CHECKING:
+    from sqlmodel import Session
 
 
 def annotation_values(seen: Seen) -> dict[str, Any]:
@@ -113,21 +113,9 @@ class _Row:
     predecessor: _Row | None = None  # linked in this sync (its id may come at the end)
 
 
-_ROW_COLUMNS = (
-    col(Exclusion.id),
-    col(Exclusion.key),
-    col(Exclusion.source_id),
-    col(Exclusion.package),
-    col(Exclusion.marker),
-    col(Exclusion.group),
-    col(Exclusion.kind),
-    col(Exclusion.sub_kind),
-    col(Exclusion.clause),
-    col(Exclusion.line),
-    col(Exclusion.requirement),
-    col(Exclusion.state),
-    col(Exclusion.removed_at),
-    col(Exclusion.predecessor_id),
+# The rows come from the store in its field order: _Row(*values) builds one.
+assert tuple(_Row.__dataclass_fields__)[: len(tracking.EXCLUSION_FIELDS)] == (
+    tracking.EXCLUSION_FIELDS
 )
 
 
@@ -179,24 +167,18 @@ class Sync:
         assert repository.id is not None
         repo_id = repository.id
         self.sources: dict[str, _SourceState] = {}
-        for source in session.exec(select(Source).where(Source.repository_id == repo_id)):
+        for source in tracking.sources_of(session, repository_id=repo_id):
             self.sources[source.path] = _SourceState(source)
         by_source = {state.row.id: state for state in self.sources.values()}
         self.by_key: dict[str, _Row] = {}
-        for values in session.execute(
-            columns(*_ROW_COLUMNS).where(col(Exclusion.repository_id) == repo_id)
-        ):
+        for values in tracking.exclusion_rows(session, repository_id=repo_id):
             row = _Row(*values)
             self.by_key[row.key] = row
             if row.removed_at is None:
                 by_source[row.source_id].active[row.key] = row
         self.current: dict[int, _Note] = {}
-        current = (
-            columns(col(Annotation.id), col(Annotation.exclusion_id), col(Annotation.fingerprint))
-            .join(Exclusion, col(Exclusion.id) == col(Annotation.exclusion_id))
-            .where(col(Exclusion.repository_id) == repo_id, col(Annotation.current))
-        )
-        for note_id, exclusion_id, digest in session.execute(current):
+        current = tracking.current_fingerprints(session, repository_id=repo_id)
+        for note_id, exclusion_id, digest in current:
             self.current[exclusion_id] = _Note(fingerprint=digest, id=note_id)
         self._new_notes: dict[int, _Note] = {}  # by id() of the row, for rows without ids
         self._notes: list[_Note] = []
@@ -215,15 +197,9 @@ class Sync:
         state = self.sources.get(path)
         if state is None:
             assert self.repository.id is not None
-            row = Source(
-                repository_id=self.repository.id,
-                path=path,
-                format=fmt,
-                first_seen_at=at,
-                last_seen_at=at,
+            row = tracking.add_source(
+                self.session, repository_id=self.repository.id, path=path, format=fmt, at=at
             )
-            self.session.add(row)
-            self.session.flush()
             state = self.sources[path] = _SourceState(row)
         elif not state.row.present or state.row.format != fmt:
             state.row.present = True
@@ -433,13 +409,7 @@ class Sync:
     def _compare_stored(self) -> None:
         """Fill the details of annotation changes from the versions they replace."""
         wanted = [note_id for note_id, _, _ in self._compare]
-        stored: dict[int, dict[str, Any]] = {}
-        for start in range(0, len(wanted), 500):
-            chunk = wanted[start : start + 500]
-            fields = [getattr(Annotation, name) for name in _NOTE_FIELDS]
-            query = columns(col(Annotation.id), *fields).where(col(Annotation.id).in_(chunk))
-            for found in self.session.execute(query):
-                stored[found[0]] = dict(zip(_NOTE_FIELDS, found[1:], strict=True))
+        stored = tracking.annotation_fields(self.session, ids=wanted)
         for note_id, values, detail in self._compare:
             detail.update(_differences(stored.get(note_id, {}), values))
         self._compare.clear()
@@ -528,18 +498,7 @@ class Sync:
             }
             for row, at, commit, pull_request in self._inserts
         ]
-        # A plain executemany (pipelined by psycopg), then the ids by key: INSERT ...
-        # RETURNING would render thousands of rows into one statement, which psycopg
-        # then re-parses placeholder by placeholder (seconds for 10,000 rows).
-        self.session.execute(insert(Exclusion), rows, execution_options=BULK)
-        keys = [row.key for row, *_rest in self._inserts]
-        ids: dict[str, int] = {}
-        for start in range(0, len(keys), 500):
-            query = columns(col(Exclusion.id), col(Exclusion.key)).where(
-                col(Exclusion.repository_id) == self.repository.id,
-                col(Exclusion.key).in_(keys[start : start + 500]),
-            )
-            ids.update((key, new_id) for new_id, key in self.session.execute(query))
+        ids = tracking.insert_exclusions(self.session, repository_id=self.repository.id, rows=rows)
         for row, *_rest in self._inserts:
             new_id = ids[row.key]
             row.id = new_id
@@ -612,9 +571,9 @@ class Sync:
         self._compare_stored()
         dirty = [row for row in self.by_key.values() if row.dirty and row.id is not None]
         if dirty:
-            self.session.execute(
-                update(Exclusion),
-                [
+            tracking.update_exclusions(
+                self.session,
+                rows=[
                     {
                         "id": row.id,
                         "key": row.key,
@@ -628,12 +587,7 @@ class Sync:
                     for row in dirty
                 ],
             )
-        if self._retired:
-            self.session.execute(
-                update(Annotation)
-                .where(col(Annotation.id).in_(self._retired))
-                .values(current=False)
-            )
+        tracking.retire_annotations(self.session, ids=self._retired)
         notes = [
             {
                 "exclusion_id": note.row.id,
@@ -646,8 +600,7 @@ class Sync:
             for note in self._notes
             if note.row is not None
         ]
-        if notes:
-            self.session.execute(insert(Annotation), notes, execution_options=BULK)
+        tracking.insert_annotations(self.session, rows=notes)
         events = [
             {
                 "exclusion_id": event.row.id,
@@ -662,17 +615,13 @@ class Sync:
             }
             for event in self._events
         ]
-        if events:
-            self.session.execute(insert(Event), events, execution_options=BULK)
+        thread.insert_events(self.session, rows=events)
         self._notes.clear()
         self._retired.clear()
         self._events.clear()
         if self._relax:  # after the annotations: it reads their known-bad versions
             relaxations.refresh(self.session, exclusion_ids=self._relax)
             self._relax.clear()
-
-
-_NOTE_FIELDS = ("reason", "links", "bad_versions", "owner", "review_by", "verify", "profiles")
 
 
 def _differences(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
@@ -729,26 +678,6 @@ def _pair(
     paired = {id(old) for old, _ in pairs}
     left = [row for row in vanished if id(row) not in paired]
     return pairs, rest, left
-
-
-def lock_repository(session: Session, name: str, root: str, now: datetime) -> Repository:
-    """The repository's row, created if new, with this transaction holding its lock.
-
-    PostgreSQL: a transaction-scoped advisory lock per repository name (a second sync of
-    the same repository waits for the first to commit, then sees its rows). SQLite: the
-    write session already holds the database's write lock (``BEGIN IMMEDIATE``).
-    """
-    bind = session.get_bind()
-    if bind.dialect.name == "postgresql":
-        session.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": advisory_key(name)})
-    repository = session.exec(select(Repository).where(Repository.name == name)).first()
-    if repository is None:
-        repository = Repository(name=name, root=root, created_at=now)
-        session.add(repository)
-        session.flush()
-    elif repository.root != root:
-        repository.root = root
-    return repository
 
 
 # -- the workflow: audit, provenance, replay, sync ---------------------------------------

@@ -35,7 +35,7 @@ from govern.service.replay import (
 from govern.service.values import Provenance, SyncCounts
 from govern.sources.model import Source as SourceRecord
 from govern.store.db import Store
-from govern.store.tracking import StoredSource, stored_sources
+from govern.store.tracking import StoredSource, lock_repository, stored_sources
 
 if TYPE_CHECKING:
     from govern.git.history import Commit, Git, Hunk, Patch, Revision
@@ -367,7 +367,7 @@ def track(
                 replayed=0,
                 commit=head,
             )
-    from govern.service.sync import Sync, lock_repository  # the ORM, from here on
+    from govern.service.sync import Sync  # the ORM, from here on
 
     report = audit_targets(
         root,
@@ -432,7 +432,7 @@ def track(
             progress(replayed, total, what)
 
     with store.session(write=True) as session:
-        repository = lock_repository(session, name, str(root.resolve()), now)
+        repository = lock_repository(session, name=name, root=str(root.resolve()), now=now)
         sync = Sync(session, repository, now=now, repository_key=key_name)
         for new, (old, when) in renamed.items():
             sync.rename_source(old, new, when)

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 from govern.errors import SchemaOutOfDate, StoreError
 from govern.redact import redact as redact_text
 from govern.redact import redact_secret_params
+from govern.store import locks
 from govern.store.location import (
     ENV_VAR,
     SCHEMA_REVISION,
@@ -55,9 +56,6 @@ __all__ = [
     "redact",
     "resolve_url",
 ]
-
-# The lock key of schema migrations on PostgreSQL (any fixed 63-bit number).
-_MIGRATION_LOCK = 0x676F7665726E  # "govern"
 
 
 def redact(url: str | URL) -> str:
@@ -275,9 +273,7 @@ class Store:
             try:
                 with connection.begin():
                     if not sqlite:
-                        connection.execute(
-                            text("SELECT pg_advisory_xact_lock(:k)"), {"k": _MIGRATION_LOCK}
-                        )
+                        locks.migration(connection)
                     yield connection
                     if sqlite:
                         broken = connection.exec_driver_sql("PRAGMA foreign_key_check").all()

@@ -14,13 +14,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, func, insert, select, update
+from sqlalchemy import Connection, insert, select, update
 
 from govern.exclusions.clause import Clause
 from govern.exclusions.model import Kind, SubKind
 from govern.exclusions.states import State
+from govern.store import locks
 from govern.store.core import Rows, chunks, insert_rows, table, update_rows, where_in
-from govern.store.location import advisory_key
 from govern.store.models import (
     Annotation,
     Candidate,
@@ -64,10 +64,8 @@ class Watched:
 
 
 def lock(conn: Connection) -> None:
-    """One poll writes at a time: PostgreSQL's advisory lock "poll" (SQLite's write
-    transaction already holds the database's write lock from its BEGIN)."""
-    if conn.dialect.name == "postgresql":
-        conn.execute(select(func.pg_advisory_xact_lock(advisory_key("poll"))))
+    """One poll writes at a time (:func:`govern.store.locks.poll`)."""
+    locks.poll(conn)
 
 
 def watched(conn: Connection, *, packages: Sequence[str] = ()) -> list[Watched]:

@@ -25,7 +25,8 @@ from govern.exclusions.states import (
     ProposalState,
     State,
 )
-from govern.store.location import advisory_key, as_utc
+from govern.store import locks
+from govern.store.location import as_utc
 from govern.store.models import (
     Annotation,
     Candidate,
@@ -327,10 +328,8 @@ def set_state(
 
 
 def lock_outbox(session: Session, *, key: str) -> None:
-    """Hold the outbox key for this transaction: one run at a time decides whether to send
-    it (PostgreSQL's advisory lock; SQLite's write transaction already holds the database)."""
-    if session.get_bind().dialect.name == "postgresql":
-        session.execute(columns(func.pg_advisory_xact_lock(advisory_key(f"outbox:{key}"))))
+    """Hold the outbox key for this transaction (:func:`govern.store.locks.outbox`)."""
+    locks.outbox(session, key=key)
 
 
 def outbox_row(session: Session, *, key: str) -> Outbox | None:

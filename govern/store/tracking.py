@@ -1,18 +1,27 @@
-"""What a sync reads of a repository before it takes the lock, on the models' tables.
+"""The sync's reads and writes of a repository, on the models' tables.
 
-Whether anything changed since the last sync (the digest it stored, the sources present,
-how many exclusions are active), and what each source holds (its replay marker and its
-active keys), so that git is read before the repository's lock is taken.
+Before the lock: whether anything changed since the last sync (the digest it stored, the
+sources present, how many exclusions are active), and what each source holds (its replay
+marker and its active keys), so that git is read before the repository's lock is taken.
+Under it (:func:`lock_repository`): the rows :class:`govern.service.sync.Sync` compares,
+and its writes in batches (a few dozen statements for 10,000 exclusions).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
 
-from sqlalchemy import Connection, Row, func, select
+from sqlalchemy import Connection, Row, func, insert, select, update
+from sqlmodel import Session, col
+from sqlmodel import select as orm_select
 
-from govern.store.core import Rows, table
-from govern.store.models import Exclusion, Repository, Source
+from govern.store import locks
+from govern.store.core import Rows, chunks, table
+from govern.store.db import BULK
+from govern.store.models import Annotation, Exclusion, Repository, Source
 
 _REPOSITORY = table(Repository)
 _SOURCE = table(Source)
@@ -74,3 +83,127 @@ def stored_sources(conn: Connection, *, name: str) -> dict[str, StoredSource]:
         path: StoredSource(commit, frozenset(keys[source_id]), source_id in tracked)
         for source_id, (path, commit) in paths.items()
     }
+
+
+# -- the sync's reads and writes, under the repository's lock -----------------------------
+
+#: The columns of an exclusion a sync compares, in the order :func:`exclusion_rows` gives.
+EXCLUSION_FIELDS = (
+    "id",
+    "key",
+    "source_id",
+    "package",
+    "marker",
+    "group",
+    "kind",
+    "sub_kind",
+    "clause",
+    "line",
+    "requirement",
+    "state",
+    "removed_at",
+    "predecessor_id",
+)
+#: The annotation fields a sync compares (an ``annotation-changed`` event says which differ).
+ANNOTATION_FIELDS = ("reason", "links", "bad_versions", "owner", "review_by", "verify", "profiles")
+
+
+def lock_repository(session: Session, *, name: str, root: str, now: datetime) -> Repository:
+    """The repository's row, created if new, with this transaction holding its lock
+    (:func:`govern.store.locks.repository`; SQLite's write session holds the database)."""
+    locks.repository(session, name=name)
+    found = session.exec(orm_select(Repository).where(Repository.name == name)).first()
+    if found is None:
+        found = Repository(name=name, root=root, created_at=now)
+        session.add(found)
+        session.flush()
+    elif found.root != root:
+        found.root = root
+    return found
+
+
+def sources_of(session: Session, *, repository_id: int) -> list[Source]:
+    """Every source row of a repository (present or not)."""
+    return list(session.exec(orm_select(Source).where(Source.repository_id == repository_id)))
+
+
+def add_source(
+    session: Session, *, repository_id: int, path: str, format: str, at: datetime
+) -> Source:
+    """A new source row, with its id."""
+    row = Source(
+        repository_id=repository_id, path=path, format=format, first_seen_at=at, last_seen_at=at
+    )
+    session.add(row)
+    session.flush()
+    return row
+
+
+def exclusion_rows(session: Session, *, repository_id: int) -> Rows:
+    """Every exclusion of a repository (removed ones too), as :data:`EXCLUSION_FIELDS`."""
+    fields = (col(getattr(Exclusion, name)) for name in EXCLUSION_FIELDS)
+    query = select(*fields).where(col(Exclusion.repository_id) == repository_id)
+    return session.execute(query).all()
+
+
+def current_fingerprints(session: Session, *, repository_id: int) -> Rows:
+    """The current annotation of each exclusion of a repository: (id, exclusion_id,
+    fingerprint)."""
+    query = (
+        select(col(Annotation.id), col(Annotation.exclusion_id), col(Annotation.fingerprint))
+        .join(Exclusion, col(Exclusion.id) == col(Annotation.exclusion_id))
+        .where(col(Exclusion.repository_id) == repository_id, col(Annotation.current))
+    )
+    return session.execute(query).all()
+
+
+def annotation_fields(session: Session, *, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
+    """The :data:`ANNOTATION_FIELDS` of the annotation versions ``ids``, by id."""
+    fields = [getattr(Annotation, name) for name in ANNOTATION_FIELDS]
+    stored: dict[int, dict[str, Any]] = {}
+    for chunk in chunks(ids):
+        query = select(col(Annotation.id), *fields).where(col(Annotation.id).in_(chunk))
+        for found in session.execute(query):
+            stored[found[0]] = dict(zip(ANNOTATION_FIELDS, found[1:], strict=True))
+    return stored
+
+
+def insert_exclusions(
+    session: Session, *, repository_id: int, rows: Sequence[Mapping[str, Any]]
+) -> dict[str, int]:
+    """New exclusions of a repository (dicts by column, each with its ``key``), in one
+    batch; returns their ids by key."""
+    if not rows:
+        return {}
+    # A plain executemany (pipelined by psycopg), then the ids by key: INSERT ... RETURNING
+    # would render thousands of rows into one statement, which psycopg then re-parses
+    # placeholder by placeholder (seconds for 10,000 rows).
+    session.execute(insert(Exclusion), list(rows), execution_options=BULK)
+    keys = [row["key"] for row in rows]
+    ids: dict[str, int] = {}
+    for chunk in chunks(keys):
+        query = select(col(Exclusion.id), col(Exclusion.key)).where(
+            col(Exclusion.repository_id) == repository_id, col(Exclusion.key).in_(chunk)
+        )
+        ids.update((key, new_id) for new_id, key in session.execute(query))
+    return ids
+
+
+def update_exclusions(session: Session, *, rows: Sequence[Mapping[str, Any]]) -> None:
+    """Exclusions by ``id`` (the same other columns set in every dict), in one batch."""
+    if rows:
+        session.execute(update(Exclusion), list(rows))
+
+
+def retire_annotations(session: Session, *, ids: Sequence[int]) -> None:
+    """The annotation versions ``ids`` are no longer current."""
+    if ids:
+        session.execute(
+            update(Annotation).where(col(Annotation.id).in_(list(ids))).values(current=False)
+        )
+
+
+def insert_annotations(session: Session, *, rows: Sequence[Mapping[str, Any]]) -> None:
+    """New annotation versions (dicts by column), in one batch."""
+    if rows:
+        session.execute(insert(Annotation), list(rows), execution_options=BULK)
