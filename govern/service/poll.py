@@ -27,7 +27,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 from packaging.version import Version
-from sqlalchemy import Connection
 
 from govern.exclusions.states import CandidateStatus, EventKind, State
 from govern.index.candidates import (
@@ -52,7 +51,7 @@ from govern.index.profiles import Profile
 from govern.index.simple import file_from
 from govern.redact import redact as redact_url
 from govern.store import polling, relaxations
-from govern.store.db import Store
+from govern.store.db import Connection, Store
 from govern.store.polling import Watched
 
 __all__ = ["PageSource", "PollResult", "Watched", "poll", "poll_index"]

@@ -58,7 +58,7 @@ from govern.forge.base import (
 from govern.git.push import PushError, PushOutcome
 from govern.notify.base import Notifier
 from govern.service import outbox
-from govern.store import proposals
+from govern.store import events, proposals
 from govern.store.db import Store
 from govern.store.models import Proposal
 from govern.store.proposals import Work
@@ -732,30 +732,24 @@ class Proposer:
     ) -> None:
         when = self.now()
         with self.store.session(write=True) as session:
-            row = session.get(Proposal, proposal_id)
-            assert row is not None
-            first = row.updated_at is None
-            if change is not None:
-                row.number, row.url = change.number, change.url
-            row.branch = branch  # another name when the exclusion's was taken
-            row.updated_at = when
-            session.add(row)
-            older = [  # change requests of older candidates (a reminder is no such thing)
-                p
-                for p in proposals.proposals_of(session, exclusion_id=work.exclusion_id)
-                if p.id != proposal_id
-                and p.state == ProposalState.OPEN
-                and p.kind != ProposalKind.REMINDER
-            ]
-            for stale in older:  # a newer candidate took over the same branch
-                stale.state = ProposalState.SUPERSEDED
-                session.add(stale)
+            first = proposals.mark_sent(
+                session,
+                proposal_id=proposal_id,
+                at=when,
+                number=change.number if change is not None else None,
+                url=change.url if change is not None else None,
+                branch=branch,  # another name when the exclusion's was taken
+            )
+            # A newer candidate took over the same branch: older change requests end.
+            older = proposals.supersede_older(
+                session, proposal_id=proposal_id, exclusion_id=work.exclusion_id
+            )
             if first:
                 kind = EventKind.PROPOSAL_UPDATED if older else EventKind.PROPOSAL_OPENED
                 detail = {"version": work.version, "via": via, "branch": branch}
                 if change is not None:
                     detail["url"] = change.url
-                proposals.add_event(
+                events.add_event(
                     session,
                     exclusion_id=work.exclusion_id,
                     kind=kind,
@@ -773,20 +767,9 @@ class Proposer:
     def _superseded(self, work: Work, why: str) -> None:
         with self.store.session(write=True) as session:
             key = f"superseded:{work.key}:{work.version}"
-            if proposals.proposal(session, key=key) is not None:
+            if not proposals.note_superseded(session, key=key, work=work, at=self.now()):
                 return  # said once
-            session.add(
-                Proposal(
-                    exclusion_id=work.exclusion_id,
-                    candidate_id=work.candidate_id,
-                    kind=ProposalKind.SUPERSEDED,
-                    dedupe_key=key,
-                    state=ProposalState.SUPERSEDED,
-                    created_at=self.now(),
-                    version=work.version,
-                )
-            )
-            proposals.add_event(
+            events.add_event(
                 session,
                 exclusion_id=work.exclusion_id,
                 kind=EventKind.PROPOSAL_SUPERSEDED,
@@ -848,11 +831,9 @@ class Proposer:
         )
         if done.state is OutboxState.SENT:
             with self.store.session(write=True) as session:
-                stale = session.get(Proposal, proposal_id)
-                assert stale is not None
-                stale.state = ProposalState.SUPERSEDED
-                stale.updated_at = self.now()
-                session.add(stale)
+                proposals.set_proposal_state(
+                    session, proposal_id=proposal_id, state=ProposalState.SUPERSEDED, at=self.now()
+                )
 
     async def watch(self) -> list[dict[str, Any]]:
         """Open change requests merged or closed since the last look (a poll of the forge)."""
@@ -894,15 +875,13 @@ def record_closed(
     """A change request merged (``merged``: the next sync relaxes the line) or closed
     unmerged (``declined``: held again, and that version is not proposed again)."""
     with store.session(write=True) as session:
-        row = session.get(Proposal, proposal_id)
-        assert row is not None
+        row = proposals.proposal_by_id(session, proposal_id=proposal_id)
         if row.state != ProposalState.OPEN:
             return {"proposal": row.id, "number": row.number, "state": str(row.state)}
         merged = state is ChangeState.MERGED
-        row.state = ProposalState.MERGED if merged else ProposalState.DECLINED
-        row.updated_at = now
-        session.add(row)
-        proposals.add_event(
+        ended = ProposalState.MERGED if merged else ProposalState.DECLINED
+        row = proposals.set_proposal_state(session, proposal_id=proposal_id, state=ended, at=now)
+        events.add_event(
             session,
             exclusion_id=row.exclusion_id,
             kind=EventKind.MERGED if merged else EventKind.DECLINED,

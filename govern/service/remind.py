@@ -40,9 +40,8 @@ from govern.notify.base import (
     safe_key,
 )
 from govern.service import outbox
-from govern.store import notices, proposals
+from govern.store import events, notices, proposals
 from govern.store.db import Store
-from govern.store.models import Proposal
 from govern.store.proposals import Work
 
 __all__ = ["DigestResult", "Digester", "Reminded", "remind"]
@@ -200,17 +199,14 @@ def _reminded(
 ) -> None:
     """The first delivery of a reminder: its event, once, and the exclusion proposed."""
     with store.session(write=True) as session:
-        row = session.get(Proposal, proposal_id)
-        assert row is not None
-        if row.updated_at is not None:
-            return
-        row.updated_at = now
-        row.url = url
-        session.add(row)
+        if not proposals.mark_sent(
+            session, proposal_id=proposal_id, at=now, url=url, only_first=True
+        ):
+            return  # its event went with the first delivery
         detail: dict[str, Any] = {"version": work.version, "via": "remind", "channels": sent}
         if url:
             detail["url"] = url
-        proposals.add_event(
+        events.add_event(
             session,
             exclusion_id=work.exclusion_id,
             kind=EventKind.REMINDED,

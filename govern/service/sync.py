@@ -38,7 +38,7 @@ from govern.store import relaxations, tracking
 from govern.store.models import Repository, Source
 
 if TYPE_CHECKING:
-    from sqlmodel import Session
+    from govern.store.db import Session
 
 
 def annotation_values(seen: Seen) -> dict[str, Any]:

@@ -35,11 +35,10 @@ from collections import defaultdict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
-from sqlmodel import Session, col, select
 
 from govern.ci.base import Conclusion, Provider, RunRef, RunStatus, Trial
 from govern.errors import CIAuthError, CIError, CIRateLimited
@@ -49,20 +48,13 @@ from govern.index.pipconfig import IndexSettings
 from govern.index.simple import strip_credentials
 from govern.redact import ConfiguredSecrets
 from govern.service.poll import file_from_json
-from govern.store import relaxations
+from govern.store import events, relaxations, verifying
 from govern.store.db import Store
-from govern.store.models import (
-    Annotation,
-    Candidate,
-    Event,
-    Exclusion,
-    IndexPage,
-    Release,
-    Verification,
-    as_utc,
-    utcnow,
-)
-from govern.store.queries import failed_versions
+from govern.store.models import Verification, as_utc, utcnow
+from govern.store.queries import current_notes, failed_versions
+
+if TYPE_CHECKING:
+    from govern.store.db import Session
 
 # A row without a run id older than its provider's time-out plus this lost its process (a
 # local command has no run id until it ends; installs may take half an hour more).
@@ -191,14 +183,7 @@ class Verifier:
         if query is None:
             return None
         with self.store.session() as session:
-            found = session.exec(
-                select(Exclusion.id).where(
-                    (col(Exclusion.key) == query)
-                    | (col(Exclusion.package) == canonicalize_name(query)),
-                    col(Exclusion.removed_at).is_(None),
-                )
-            ).all()
-        return [i for i in found if i is not None]
+            return verifying.open_exclusions(session, key=query, package=canonicalize_name(query))
 
     # -- running ones ---------------------------------------------------------------------
 
@@ -207,19 +192,15 @@ class Verifier:
     ) -> list[Verification]:
         """Verifications not concluded yet (of some exclusions; of some runs: a webhook's)."""
         with self.store.session() as session:
-            query = (
-                select(Verification)
-                .join(Candidate, col(Candidate.id) == col(Verification.candidate_id))
-                .where(col(Verification.conclusion).is_(None))
+            if only is None:
+                return verifying.running(session, exclusion_ids=exclusion_ids)
+            # Narrowed in SQL; the exact pairs are checked by the caller.
+            return verifying.running(
+                session,
+                exclusion_ids=exclusion_ids,
+                providers={provider for provider, _ in only},
+                run_ids={run_id for _, run_id in only},
             )
-            if exclusion_ids is not None:
-                query = query.where(col(Candidate.exclusion_id).in_(exclusion_ids))
-            if only is not None:  # narrowed in SQL; the exact pairs are checked by the caller
-                query = query.where(
-                    col(Verification.provider).in_({provider for provider, _ in only}),
-                    col(Verification.run_id).in_({run_id for _, run_id in only}),
-                )
-            return list(session.exec(query).all())
 
     async def refresh(self, provider: str, run_ids: Sequence[str]) -> int:
         """Conclude the runs a webhook says have ended (one status call per run, no loop);
@@ -304,26 +285,13 @@ class Verifier:
     def _wanted(self, exclusion_ids: list[int] | None, profiles: Sequence[str]) -> list[_Wanted]:
         """Eligible candidates not yet tried (or tried without a verdict, attempts left)."""
         with self.store.session() as session:
-            query = (
-                select(Candidate, Release, Exclusion)
-                .join(Release, col(Release.id) == col(Candidate.release_id))
-                .join(Exclusion, col(Exclusion.id) == col(Candidate.exclusion_id))
-                .where(
-                    col(Candidate.eligible),
-                    col(Candidate.status) == CandidateStatus.FOUND,
-                    col(Exclusion.removed_at).is_(None),
-                )
-                .order_by(col(Exclusion.id), col(Candidate.profile), col(Release.id))
-            )
-            if exclusion_ids is not None:
-                query = query.where(col(Exclusion.id).in_(exclusion_ids))
-            if profiles:
-                query = query.where(col(Candidate.profile).in_(list(profiles)))
-            rows = session.exec(query).all()
+            rows = verifying.waiting(session, exclusion_ids=exclusion_ids, profiles=profiles)
             ids = sorted({exclusion.id for _, _, exclusion in rows if exclusion.id is not None})
-            notes = _notes(session, ids)
+            notes = current_notes(session, ids=ids)
             bad = failed_versions(session, ids=ids)
-            tries = _attempts(session, [c.id for c, _, _ in rows if c.id is not None])
+            tries = verifying.attempts(
+                session, candidate_ids=[c.id for c, _, _ in rows if c.id is not None]
+            )
         out: list[_Wanted] = []
         for candidate, release, exclusion in rows:
             assert candidate.id is not None
@@ -368,16 +336,14 @@ class Verifier:
         with self.store.session(write=True) as session:
             # Read again under the write lock: another call (the dashboard, another process,
             # an earlier group of this one) may have tried or judged a candidate meanwhile.
-            current = []
-            attempts = _attempts(session, [w.candidate_id for w in group])
-            for w in group:
-                candidate = session.get(Candidate, w.candidate_id)
-                if candidate is not None and candidate.status == CandidateStatus.FOUND:
-                    tried = attempts.get(w.candidate_id, 0)
-                    if tried < self.attempts:
-                        candidate.status = CandidateStatus.VERIFYING
-                        current.append(dataclasses.replace(w, attempt=tried + 1))
-            group = current
+            claimed = verifying.claim(
+                session, candidate_ids=[w.candidate_id for w in group], limit=self.attempts
+            )
+            group = [
+                dataclasses.replace(w, attempt=claimed[w.candidate_id])
+                for w in group
+                if w.candidate_id in claimed
+            ]
             rows = [
                 Verification(
                     candidate_id=w.candidate_id,
@@ -388,8 +354,7 @@ class Verifier:
                 )
                 for w in group
             ]
-            session.add_all(rows)
-            session.flush()
+            verifying.add_runs(session, rows=rows)
         if not group:
             return False
         first = group[0]
@@ -417,18 +382,15 @@ class Verifier:
             return True
         self.result.started += 1
         with self.store.session(write=True) as session:
+            verifying.started(session, rows=rows, run_id=started.run.run_id, url=started.run.url)
             for row in rows:
-                row.run_id = started.run.run_id
-                row.run_url = started.run.url
-                session.add(row)
-                session.add(
-                    Event(
-                        exclusion_id=_exclusion_of(group, row),
-                        kind=EventKind.VERIFICATION_STARTED,
-                        at=now,
-                        recorded_at=self.clock(),
-                        detail=self._detail(row, first),
-                    )
+                events.add_event(
+                    session,
+                    exclusion_id=_exclusion_of(group, row),
+                    kind=EventKind.VERIFICATION_STARTED,
+                    at=now,
+                    recorded_at=self.clock(),
+                    detail=self._detail(row, first),
                 )
             self._settle(session, {w.exclusion_id for w in group})
         if started.status.done:
@@ -440,10 +402,8 @@ class Verifier:
         configured index (with its credentials) whose page listed them: None when that
         index is not configured any more (an install from elsewhere is never a guess)."""
         with self.store.session() as session:
-            release = session.get(Release, wanted.release_id)
-            page = session.exec(
-                select(IndexPage.index_url).where(col(IndexPage.package) == wanted.package)
-            ).first()
+            release = verifying.release(session, release_id=wanted.release_id)
+            page = verifying.listed_by(session, package=wanted.package)
         stored = release.files if release is not None else []
         files = tuple(file_from_json(item) for item in stored)
         indexes = self.index.indexes_for(wanted.package) if self.index is not None else ()
@@ -460,7 +420,7 @@ class Verifier:
         with self.store.session(write=True) as session:
             touched: set[int] = set()
             for stale in rows:
-                row = session.get(Verification, stale.id)
+                row = verifying.verification(session, verification_id=stale.id)
                 if row is None or row.conclusion is not None:
                     continue  # concluded by another process meanwhile
                 row.conclusion = conclusion.value
@@ -470,16 +430,16 @@ class Verifier:
                 row.log_excerpt = self._hide(status.log_excerpt)
                 row.detail = (self._hide(status.detail) or "")[:2000]
                 row.run_url = status.url or row.run_url
-                candidate = session.get(Candidate, row.candidate_id)
-                release = session.get(Release, candidate.release_id) if candidate else None
-                if candidate is None or release is None:
+                found = verifying.candidate_of(session, candidate_id=row.candidate_id)
+                if found is None:
                     continue
+                candidate, release = found
                 touched.add(candidate.exclusion_id)
                 if conclusion is Conclusion.PASSED:
                     candidate.status = CandidateStatus.PASSED
                 elif conclusion is Conclusion.FAILED:
                     candidate.status = CandidateStatus.FAILED
-                    _mark_bad(session, candidate)
+                    verifying.mark_bad(session, failed=candidate)
                 elif row.attempt >= self.attempts:
                     candidate.status = CandidateStatus.ERRORED
                 else:
@@ -494,14 +454,13 @@ class Verifier:
                     "run_url": row.run_url,
                     "detail": row.detail,
                 }
-                session.add(
-                    Event(
-                        exclusion_id=candidate.exclusion_id,
-                        kind=EventKind.concluded(conclusion),
-                        at=row.finished_at,
-                        recorded_at=now,
-                        detail=ended,
-                    )
+                events.add_event(
+                    session,
+                    exclusion_id=candidate.exclusion_id,
+                    kind=EventKind.concluded(conclusion),
+                    at=row.finished_at,
+                    recorded_at=now,
+                    detail=ended,
                 )
                 self.result.runs.append(
                     {"verification": row.id, "package": release.package, **ended}
@@ -514,16 +473,9 @@ class Verifier:
         """Each exclusion's state from its candidates (only among the states owned here)."""
         if not exclusion_ids:
             return
-        session.flush()
-        statuses: dict[int, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
-        for candidate, release in session.exec(
-            select(Candidate, Release)
-            .join(Release, col(Release.id) == col(Candidate.release_id))
-            .where(col(Candidate.exclusion_id).in_(sorted(exclusion_ids)), col(Candidate.eligible))
-        ):
-            statuses[candidate.exclusion_id][release.version].add(candidate.status)
+        statuses = verifying.candidate_statuses(session, exclusion_ids=exclusion_ids)
         for exclusion_id in exclusion_ids:
-            exclusion = session.get(Exclusion, exclusion_id)
+            exclusion = verifying.exclusion(session, exclusion_id=exclusion_id)
             if exclusion is None or exclusion.state not in SETTLED:
                 continue
             by_version = {  # a version failed on any profile is bad for the whole line
@@ -549,12 +501,14 @@ class Verifier:
     def _trial_of(self, row: Verification) -> Trial | None:
         """The trial a running verification was started for (to ask its provider)."""
         with self.store.session() as session:
-            candidate = session.get(Candidate, row.candidate_id)
-            release = session.get(Release, candidate.release_id) if candidate else None
-            exclusion = session.get(Exclusion, candidate.exclusion_id) if candidate else None
-            note = _notes(session, [exclusion.id]).get(exclusion.id or 0) if exclusion else None
-        if release is None or exclusion is None:
-            return None
+            found = verifying.candidate_of(session, candidate_id=row.candidate_id)
+            if found is None:
+                return None
+            candidate, release = found
+            exclusion = verifying.exclusion(session, exclusion_id=candidate.exclusion_id)
+            if exclusion is None:
+                return None
+            reproducer = verifying.reproducer(session, exclusion_id=candidate.exclusion_id)
         try:
             version = Version(release.version)
         except InvalidVersion:
@@ -565,7 +519,7 @@ class Verifier:
             profile=row.profile,
             correlation_id=f"govern-{row.id}-{row.attempt}",
             clause=exclusion.clause,
-            reproducer=note.verify if note else None,
+            reproducer=reproducer,
         )
 
     def _hide(self, text: str | None) -> str | None:
@@ -574,11 +528,11 @@ class Verifier:
     def _rename(self, rows: Sequence[Verification], run_id: str) -> None:
         """Store the id a provider found out for a run (``dispatch:...`` → its number)."""
         with self.store.session(write=True) as session:
-            for stale in rows:
-                row = session.get(Verification, stale.id)
-                if row is not None:
-                    row.run_id = run_id[:256]
-                stale.run_id = run_id[:256]
+            verifying.rename_run(
+                session, verification_ids=[stale.id for stale in rows], run_id=run_id[:256]
+            )
+        for stale in rows:
+            stale.run_id = run_id[:256]
 
     def _error(self, provider: str, exc: CIError) -> None:
         message = exc.message + (f" ({exc.tip})" if exc.tip else "")
@@ -623,44 +577,3 @@ def _same(version: Version, text: str) -> bool:
         return Version(text) == version
     except InvalidVersion:
         return False
-
-
-def _notes(session: Session, ids: Sequence[int | None]) -> dict[int, Annotation]:
-    wanted = [i for i in ids if i is not None]
-    if not wanted:
-        return {}
-    return {
-        note.exclusion_id: note
-        for note in session.exec(
-            select(Annotation).where(
-                col(Annotation.exclusion_id).in_(wanted), col(Annotation.current)
-            )
-        )
-    }
-
-
-def _attempts(session: Session, candidate_ids: Sequence[int]) -> dict[int, int]:
-    """Runs already made per candidate (any conclusion, or still going)."""
-    out: dict[int, int] = defaultdict(int)
-    if not candidate_ids:
-        return out
-    for candidate_id in session.exec(
-        select(Verification.candidate_id).where(
-            col(Verification.candidate_id).in_(list(candidate_ids))
-        )
-    ).all():
-        out[candidate_id] += 1
-    return out
-
-
-def _mark_bad(session: Session, failed: Candidate) -> None:
-    """The same release on the exclusion's other profiles is bad too (one line keeps it out)."""
-    for sibling in session.exec(
-        select(Candidate).where(
-            col(Candidate.exclusion_id) == failed.exclusion_id,
-            col(Candidate.release_id) == failed.release_id,
-            col(Candidate.id) != failed.id,
-            col(Candidate.status).in_((CandidateStatus.FOUND, CandidateStatus.ERRORED)),
-        )
-    ):
-        sibling.status = CandidateStatus.BAD

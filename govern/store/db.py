@@ -25,7 +25,8 @@ from sqlalchemy.engine import URL, Connection, Engine, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError, OperationalError
 
 if TYPE_CHECKING:
-    from sqlmodel import Session
+    # Re-exported: the service names a store's session by this type, not by the ORM.
+    from sqlmodel import Session as Session
 
 from govern.errors import SchemaOutOfDate, StoreError
 from govern.redact import redact as redact_text
@@ -35,7 +36,6 @@ from govern.store.location import (
     ENV_VAR,
     SCHEMA_REVISION,
     SQLITE_PRAGMAS,
-    advisory_key,
     default_url,
     refused,
     resolve_url,
@@ -46,9 +46,9 @@ __all__ = [
     "BULK",
     "ENV_VAR",
     "SCHEMA_REVISION",
+    "Connection",
     "SchemaState",
     "Store",
-    "advisory_key",
     "create_store_engine",
     "default_url",
     "migrations_dir",

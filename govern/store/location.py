@@ -1,13 +1,12 @@
 """Where the store is, and the facts about it that need no database library.
 
-The URL, the schema revision, SQLite's connection settings, the lock keys, timestamps in
+The URL, the schema revision, SQLite's connection settings, timestamps in
 UTC and the errors a driver raises: for :mod:`govern.store.db` and the store's queries,
 and for the daemon's lock, which tells its failures as the store does.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -52,11 +51,6 @@ def resolve_url(
         if value:
             return value if "://" in value else f"sqlite:///{Path(value).expanduser().absolute()}"
     return default_url()
-
-
-def advisory_key(name: str) -> int:
-    """A signed 64-bit key for ``pg_advisory_xact_lock`` from a name."""
-    return int.from_bytes(hashlib.sha256(name.encode("utf-8")).digest()[:8], "big", signed=True)
 
 
 def as_utc(value: datetime) -> datetime:

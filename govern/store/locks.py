@@ -9,17 +9,21 @@ the store's contract: two govern versions sharing one database must take the sam
 
 from __future__ import annotations
 
+import hashlib
 from typing import TYPE_CHECKING
 
 from sqlalchemy import Connection, func, select, text
-
-from govern.store.location import advisory_key
 
 if TYPE_CHECKING:  # the ORM loads only for the commands that use it (db.py imports this)
     from sqlmodel import Session
 
 #: The lock key of schema migrations (any fixed 63-bit number: "govern" in ASCII).
 MIGRATION_KEY = 0x676F7665726E
+
+
+def advisory_key(name: str) -> int:
+    """A signed 64-bit lock key from a name (the first 8 bytes of its SHA-256)."""
+    return int.from_bytes(hashlib.sha256(name.encode("utf-8")).digest()[:8], "big", signed=True)
 
 
 def _postgresql(on: Session | Connection) -> bool:

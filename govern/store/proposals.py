@@ -19,7 +19,6 @@ from sqlmodel import Session, col, select
 from govern.exclusions.states import (
     CandidateStatus,
     Conclusion,
-    EventKind,
     OutboxState,
     ProposalKind,
     ProposalState,
@@ -292,26 +291,83 @@ def changed_by_hand(session: Session, *, exclusion_id: int) -> str | None:
     return row.key
 
 
-def add_event(
+def proposal_by_id(session: Session, *, proposal_id: int) -> Proposal:
+    """The proposal with this id (it exists: proposals are never deleted)."""
+    row = session.get(Proposal, proposal_id)
+    assert row is not None
+    return row
+
+
+def set_proposal_state(
+    session: Session, *, proposal_id: int, state: ProposalState, at: datetime
+) -> Proposal:
+    """Move a proposal to ``state``, updated ``at``."""
+    row = proposal_by_id(session, proposal_id=proposal_id)
+    row.state = state
+    row.updated_at = at
+    session.add(row)
+    return row
+
+
+def mark_sent(
     session: Session,
     *,
-    exclusion_id: int,
-    kind: EventKind,
+    proposal_id: int,
     at: datetime,
-    detail: dict[str, Any],
-    pull_request: int | None = None,
-) -> None:
-    """Append one event to an exclusion's thread."""
+    url: str | None,
+    number: int | None = None,
+    branch: str | None = None,
+    only_first: bool = False,
+) -> bool:
+    """Record where a proposal went (its change request, branch or message); True the
+    first time (its event is then due), False when it was recorded before (then, with
+    ``only_first``, nothing is recorded: a reminder's first delivery is the one)."""
+    row = proposal_by_id(session, proposal_id=proposal_id)
+    first = row.updated_at is None
+    if only_first and not first:
+        return False
+    if number is not None:
+        row.number = number
+    if url is not None or number is not None or only_first:
+        row.url = url
+    if branch is not None:
+        row.branch = branch
+    row.updated_at = at
+    session.add(row)
+    return first
+
+
+def supersede_older(session: Session, *, proposal_id: int, exclusion_id: int) -> int:
+    """The exclusion's other open change requests and branches (a reminder is no such
+    thing) are ``superseded``: a newer candidate took over. Returns how many."""
+    older = [
+        p
+        for p in proposals_of(session, exclusion_id=exclusion_id)
+        if p.id != proposal_id and p.state == ProposalState.OPEN and p.kind != ProposalKind.REMINDER
+    ]
+    for stale in older:
+        stale.state = ProposalState.SUPERSEDED
+        session.add(stale)
+    return len(older)
+
+
+def note_superseded(session: Session, *, key: str, work: Work, at: datetime) -> bool:
+    """The note (once, under ``key``) that a person changed ``work``'s line first; False
+    when it was noted before."""
+    if proposal(session, key=key) is not None:
+        return False
     session.add(
-        Event(
-            exclusion_id=exclusion_id,
-            kind=kind,
-            at=at,
-            recorded_at=at,
-            detail=detail,
-            pull_request=pull_request,
+        Proposal(
+            exclusion_id=work.exclusion_id,
+            candidate_id=work.candidate_id,
+            kind=ProposalKind.SUPERSEDED,
+            dedupe_key=key,
+            state=ProposalState.SUPERSEDED,
+            created_at=at,
+            version=work.version,
         )
     )
+    return True
 
 
 def set_state(

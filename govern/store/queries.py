@@ -343,3 +343,18 @@ def overdue(session: Session, *, today: date) -> int:
             .where(col(Exclusion.removed_at).is_(None), col(Annotation.review_by) < today)
         ).one()[0]
     )
+
+
+def current_notes(session: Session, *, ids: Sequence[int | None]) -> dict[int, Annotation]:
+    """The annotation in force of each exclusion of ``ids`` that has one."""
+    wanted = [i for i in ids if i is not None]
+    if not wanted:
+        return {}
+    return {
+        note.exclusion_id: note
+        for note in session.exec(
+            select(Annotation).where(
+                col(Annotation.exclusion_id).in_(wanted), col(Annotation.current)
+            )
+        )
+    }

@@ -12,7 +12,7 @@ from sqlalchemy import create_engine, text
 from govern.daemon.lock import DaemonRunning, LockLost, single_instance, sqlite_file
 from govern.errors import StoreError, UsageError
 from govern.store.db import Store
-from govern.store.location import advisory_key
+from govern.store.locks import advisory_key
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,200 @@
+"""The verifier's reads and writes: candidates waiting, runs going, runs concluded.
+
+Keyword-only functions on a session; :mod:`govern.service.verify` keeps the workflow (what
+to try, on which provider, what a conclusion means). A run's rows are written before it
+starts and updated once it is known, each in its own short transaction.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Collection, Sequence
+
+from sqlmodel import Session, col, select
+
+from govern.exclusions.states import CandidateStatus
+from govern.store.models import (
+    Annotation,
+    Candidate,
+    Exclusion,
+    IndexPage,
+    Release,
+    Verification,
+)
+from govern.store.queries import current_notes
+
+
+def open_exclusions(session: Session, *, key: str, package: str) -> list[int]:
+    """The ids of the exclusions not removed whose key is ``key`` or whose package is
+    ``package`` (a canonical name)."""
+    found = session.exec(
+        select(Exclusion.id).where(
+            (col(Exclusion.key) == key) | (col(Exclusion.package) == package),
+            col(Exclusion.removed_at).is_(None),
+        )
+    ).all()
+    return [i for i in found if i is not None]
+
+
+def running(
+    session: Session,
+    *,
+    exclusion_ids: Collection[int] | None = None,
+    providers: Collection[str] | None = None,
+    run_ids: Collection[str] | None = None,
+) -> list[Verification]:
+    """Verifications not concluded yet: of some exclusions, providers and run ids (None:
+    any)."""
+    query = (
+        select(Verification)
+        .join(Candidate, col(Candidate.id) == col(Verification.candidate_id))
+        .where(col(Verification.conclusion).is_(None))
+    )
+    if exclusion_ids is not None:
+        query = query.where(col(Candidate.exclusion_id).in_(list(exclusion_ids)))
+    if providers is not None:
+        query = query.where(col(Verification.provider).in_(list(providers)))
+    if run_ids is not None:
+        query = query.where(col(Verification.run_id).in_(list(run_ids)))
+    return list(session.exec(query).all())
+
+
+def waiting(
+    session: Session, *, exclusion_ids: Collection[int] | None, profiles: Collection[str]
+) -> list[tuple[Candidate, Release, Exclusion]]:
+    """Eligible candidates ``found`` of open exclusions (of some, and of some profiles when
+    given), by exclusion, profile and release."""
+    query = (
+        select(Candidate, Release, Exclusion)
+        .join(Release, col(Release.id) == col(Candidate.release_id))
+        .join(Exclusion, col(Exclusion.id) == col(Candidate.exclusion_id))
+        .where(
+            col(Candidate.eligible),
+            col(Candidate.status) == CandidateStatus.FOUND,
+            col(Exclusion.removed_at).is_(None),
+        )
+        .order_by(col(Exclusion.id), col(Candidate.profile), col(Release.id))
+    )
+    if exclusion_ids is not None:
+        query = query.where(col(Exclusion.id).in_(list(exclusion_ids)))
+    if profiles:
+        query = query.where(col(Candidate.profile).in_(list(profiles)))
+    return list(session.exec(query).all())
+
+
+def attempts(session: Session, *, candidate_ids: Sequence[int]) -> dict[int, int]:
+    """Runs already made per candidate (any conclusion, or still going)."""
+    out: dict[int, int] = defaultdict(int)
+    if not candidate_ids:
+        return out
+    for candidate_id in session.exec(
+        select(Verification.candidate_id).where(
+            col(Verification.candidate_id).in_(list(candidate_ids))
+        )
+    ).all():
+        out[candidate_id] += 1
+    return out
+
+
+def claim(session: Session, *, candidate_ids: Sequence[int], limit: int) -> dict[int, int]:
+    """Under the write lock, each candidate still ``found`` with fewer than ``limit`` runs
+    becomes ``verifying``; returns the attempt each claimed one is on, by id. (Another call
+    may have tried or judged a candidate since it was read.)"""
+    tried = attempts(session, candidate_ids=candidate_ids)
+    claimed: dict[int, int] = {}
+    for candidate_id in candidate_ids:
+        candidate = session.get(Candidate, candidate_id)
+        if candidate is None or candidate.status != CandidateStatus.FOUND:
+            continue
+        if tried.get(candidate_id, 0) < limit:
+            candidate.status = CandidateStatus.VERIFYING
+            claimed[candidate_id] = tried.get(candidate_id, 0) + 1
+    return claimed
+
+
+def add_runs(session: Session, *, rows: Sequence[Verification]) -> None:
+    """New verification rows, with their ids."""
+    session.add_all(rows)
+    session.flush()
+
+
+def started(
+    session: Session, *, rows: Sequence[Verification], run_id: str, url: str | None
+) -> None:
+    """The run the rows' provider started: its id and page."""
+    for row in rows:
+        row.run_id = run_id
+        row.run_url = url
+        session.add(row)
+
+
+def rename_run(session: Session, *, verification_ids: Sequence[int | None], run_id: str) -> None:
+    """The id a provider found out for a run (``dispatch:...`` → its number)."""
+    for verification_id in verification_ids:
+        row = session.get(Verification, verification_id)
+        if row is not None:
+            row.run_id = run_id
+
+
+def release(session: Session, *, release_id: int) -> Release | None:
+    """A release by id."""
+    return session.get(Release, release_id)
+
+
+def listed_by(session: Session, *, package: str) -> str | None:
+    """The index (without credentials) whose page of ``package`` the poll stored."""
+    return session.exec(
+        select(IndexPage.index_url).where(col(IndexPage.package) == package)
+    ).first()
+
+
+def verification(session: Session, *, verification_id: int | None) -> Verification | None:
+    """A verification by id."""
+    return session.get(Verification, verification_id)
+
+
+def candidate_of(session: Session, *, candidate_id: int) -> tuple[Candidate, Release] | None:
+    """A candidate and its release (None: either is gone)."""
+    candidate = session.get(Candidate, candidate_id)
+    found = session.get(Release, candidate.release_id) if candidate is not None else None
+    return (candidate, found) if candidate is not None and found is not None else None
+
+
+def reproducer(session: Session, *, exclusion_id: int) -> str | None:
+    """The exclusion's reproducer (its annotation's ``verify``), if any."""
+    note: Annotation | None = current_notes(session, ids=[exclusion_id]).get(exclusion_id)
+    return note.verify if note is not None else None
+
+
+def mark_bad(session: Session, *, failed: Candidate) -> None:
+    """The same release on the exclusion's other profiles is bad too (one line keeps it
+    out): its siblings still ``found`` or ``errored`` become ``bad``."""
+    for sibling in session.exec(
+        select(Candidate).where(
+            col(Candidate.exclusion_id) == failed.exclusion_id,
+            col(Candidate.release_id) == failed.release_id,
+            col(Candidate.id) != failed.id,
+            col(Candidate.status).in_((CandidateStatus.FOUND, CandidateStatus.ERRORED)),
+        )
+    ):
+        sibling.status = CandidateStatus.BAD
+
+
+def candidate_statuses(
+    session: Session, *, exclusion_ids: Collection[int]
+) -> dict[int, dict[str, set[str]]]:
+    """The statuses of each exclusion's eligible candidates, by exclusion and version."""
+    session.flush()
+    statuses: dict[int, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
+    for candidate, found in session.exec(
+        select(Candidate, Release)
+        .join(Release, col(Release.id) == col(Candidate.release_id))
+        .where(col(Candidate.exclusion_id).in_(sorted(exclusion_ids)), col(Candidate.eligible))
+    ):
+        statuses[candidate.exclusion_id][found.version].add(candidate.status)
+    return statuses
+
+
+def exclusion(session: Session, *, exclusion_id: int) -> Exclusion | None:
+    """An exclusion by id."""
+    return session.get(Exclusion, exclusion_id)
