@@ -49,8 +49,9 @@ from govern.index.model import (
 from govern.index.pipconfig import IndexSettings
 from govern.index.profiles import Profile
 from govern.index.simple import file_from
+from govern.lifecycle import advance
 from govern.redact import redact as redact_url
-from govern.store import polling, relaxations
+from govern.store import events, polling, relaxations
 from govern.store.db import Connection, Store
 from govern.store.polling import Watched
 
@@ -494,7 +495,8 @@ class _Recorder:
                 result.found.append(
                     {"package": exclusion.package, "clause": exclusion.clause_text, **detail}
                 )
-                if exclusion.state == State.HELD:
+                # A held exclusion with a candidate moves (the lifecycle's table).
+                if advance(EventKind.CANDIDATE_FOUND, State(exclusion.state)) != exclusion.state:
                     self.promoted.add(exclusion.id)
         if limited:
             result.limited.append(_limited(exclusion, found, limited))
@@ -512,7 +514,7 @@ class _Recorder:
         )
         polling.insert_candidates(conn, rows=self.new_candidates)
         polling.update_candidates(conn, rows=self.changed_candidates)
-        polling.insert_events(conn, rows=self.events)
+        events.append_batch(conn, rows=self.events)
         polling.promote(conn, exclusion_ids=sorted(self.promoted))
         # New candidates get their narrow change now, so pages never compute one.
         found = {row["exclusion_id"] for row in self.new_candidates}

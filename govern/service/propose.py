@@ -43,7 +43,6 @@ from govern.exclusions.states import (
     ProposalKind,
     ProposalState,
     RunState,
-    State,
 )
 from govern.forge.base import (
     ChangeRequest,
@@ -749,32 +748,27 @@ class Proposer:
                 detail = {"version": work.version, "via": via, "branch": branch}
                 if change is not None:
                     detail["url"] = change.url
-                events.add_event(
+                # A verified exclusion is proposed now (the lifecycle's table).
+                events.record(
                     session,
-                    exclusion_id=work.exclusion_id,
-                    kind=kind,
-                    at=when,
-                    detail=detail,
+                    work.exclusion_id,
+                    kind,
+                    detail,
+                    when,
                     pull_request=change.number if change else None,
                 )
-            proposals.set_state(
-                session,
-                exclusion_id=work.exclusion_id,
-                state=State.PROPOSED,
-                only_from=(State.VERIFIED,),
-            )
 
     def _superseded(self, work: Work, why: str) -> None:
         with self.store.session(write=True) as session:
             key = f"superseded:{work.key}:{work.version}"
             if not proposals.note_superseded(session, key=key, work=work, at=self.now()):
                 return  # said once
-            events.add_event(
+            events.record(
                 session,
-                exclusion_id=work.exclusion_id,
-                kind=EventKind.PROPOSAL_SUPERSEDED,
-                at=self.now(),
-                detail={"version": work.version, "why": why},
+                work.exclusion_id,
+                EventKind.PROPOSAL_SUPERSEDED,
+                {"version": work.version, "why": why},
+                self.now(),
             )
 
     async def _close_superseded(self, work: Work, settings: ProposeConfig, why: str) -> None:
@@ -881,21 +875,15 @@ def record_closed(
         merged = state is ChangeState.MERGED
         ended = ProposalState.MERGED if merged else ProposalState.DECLINED
         row = proposals.set_proposal_state(session, proposal_id=proposal_id, state=ended, at=now)
-        events.add_event(
+        # Declined: held again (the lifecycle's table); merged: the next sync relaxes it.
+        events.record(
             session,
-            exclusion_id=row.exclusion_id,
-            kind=EventKind.MERGED if merged else EventKind.DECLINED,
-            at=now,
-            detail={"version": row.version, "url": row.url},
+            row.exclusion_id,
+            EventKind.MERGED if merged else EventKind.DECLINED,
+            {"version": row.version, "url": row.url},
+            now,
             pull_request=row.number,
         )
-        if not merged:
-            proposals.set_state(
-                session,
-                exclusion_id=row.exclusion_id,
-                state=State.HELD,
-                only_from=(State.PROPOSED, State.VERIFIED),
-            )
         return {"proposal": row.id, "number": row.number, "state": str(row.state)}
 
 

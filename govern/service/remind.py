@@ -27,7 +27,6 @@ from govern.exclusions.states import (
     OutboxState,
     ProposalKind,
     RunState,
-    State,
 )
 from govern.forge.base import Forge
 from govern.notify import pending, templates
@@ -206,19 +205,8 @@ def _reminded(
         detail: dict[str, Any] = {"version": work.version, "via": "remind", "channels": sent}
         if url:
             detail["url"] = url
-        events.add_event(
-            session,
-            exclusion_id=work.exclusion_id,
-            kind=EventKind.REMINDED,
-            at=now,
-            detail=detail,
-        )
-        proposals.set_state(
-            session,
-            exclusion_id=work.exclusion_id,
-            state=State.PROPOSED,
-            only_from=(State.VERIFIED,),
-        )
+        # A verified exclusion is proposed now (the lifecycle's table).
+        events.record(session, work.exclusion_id, EventKind.REMINDED, detail, now)
 
 
 # -- the pending issue and the digest ------------------------------------------------------

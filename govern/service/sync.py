@@ -14,7 +14,9 @@ A sync compares what a source holds now with what the store holds for it:
 
 A changed line or annotation stores its candidates' relaxations again (the known-bad
 versions may have changed: :mod:`govern.store.relaxations`). Nothing changes when nothing
-changed. All of it happens in the caller's transaction, under :func:`lock_repository`.
+changed. All of it happens in the caller's transaction, under the repository's lock
+(:func:`govern.store.tracking.lock_repository`); each event moves its row's state as
+:mod:`govern.lifecycle`'s table says.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from packaging.version import InvalidVersion, Version
 from govern.exclusions.model import Exclusion as Seen
 from govern.exclusions.model import Kind, exclusion_key
 from govern.exclusions.states import EventKind, State
+from govern.lifecycle import advance, related_end
 from govern.service.values import Provenance, SyncCounts
 from govern.store import events as thread
 from govern.store import relaxations, tracking
@@ -106,7 +109,7 @@ class _Row:
     clause: str
     line: int
     requirement: str
-    state: str
+    state: str | None  # None: new, until its first event (the lifecycle's table moves it)
     removed_at: datetime | None
     predecessor_id: int | None
     dirty: bool = False
@@ -309,7 +312,7 @@ class Sync:
         for old, item in pairs:
             self._change(state, old, item, provenance(item))
         for row in vanished:
-            self._remove(state, row, State.REMOVED, removal, {"clause": row.clause})
+            self._remove(state, row, removal, {"clause": row.clause})
         return kept
 
     def rename_source(self, old: str, new: str, when: Provenance) -> bool:
@@ -351,7 +354,7 @@ class Sync:
             if path in wanted or not state.row.present:
                 continue
             for row in list(state.active.values()):
-                self._remove(state, row, State.REMOVED, removal, {"clause": row.clause})
+                self._remove(state, row, removal, {"clause": row.clause})
             state.row.present = False
             state.row.last_seen_at = removal.at
 
@@ -364,7 +367,12 @@ class Sync:
         provenance: Provenance,
         detail: dict[str, Any],
         related: _Row | None = None,
+        related_to: State | None = None,
     ) -> None:
+        """Queue an event and move the row's state (and its related row's) by the table."""
+        row.state = advance(kind, _state(row.state))
+        if related is not None and related_to is not None:
+            related.state = related_end(kind, _state(related.state), to=related_to)
         self._events.append(_PendingEvent(row, kind, provenance, detail, related))
 
     def _note_of(self, row: _Row) -> _Note | None:
@@ -441,8 +449,7 @@ class Sync:
 
     def _revive(self, state: _SourceState, row: _Row, item: Seen) -> None:
         assert state.row.id is not None
-        row.removed_at = None
-        row.state = State.HELD
+        row.removed_at = None  # the ADDED or CHANGED event that follows holds it again
         row.source_id = state.row.id
         row.line, row.requirement = item.line, item.requirement
         row.dirty = True
@@ -463,7 +470,7 @@ class Sync:
             clause=item.clause,
             line=item.line,
             requirement=item.requirement,
-            state=State.HELD,
+            state=None,  # its first event (added, changed) sets it
             removed_at=None,
             predecessor_id=None,
         )
@@ -517,7 +524,7 @@ class Sync:
     def _change(self, state: _SourceState, old: _Row, item: Seen, provenance: Provenance) -> None:
         way = direction(old, item)
         end = State.RELAXED if way == "relaxed" else State.REMOVED
-        self._remove(state, old, end, provenance, None)
+        self._remove(state, old, provenance, None)  # its end comes with the CHANGED event
         row = self.by_key.get(item.id)
         if row is not None:
             self._revive(state, row, item)
@@ -534,6 +541,7 @@ class Sync:
             provenance,
             {"from": old.clause, "to": item.clause, "direction": way},
             related=old,
+            related_to=end,
         )
         self._annotate_new(row, item, provenance)
         self.counts.changed += 1
@@ -542,11 +550,9 @@ class Sync:
         self,
         state: _SourceState,
         row: _Row,
-        end: State,
         provenance: Provenance,
         detail: dict[str, Any] | None,
     ) -> None:
-        row.state = end
         row.removed_at = provenance.at
         row.dirty = True
         state.active.pop(row.key, None)
@@ -615,7 +621,7 @@ class Sync:
             }
             for event in self._events
         ]
-        thread.insert_events(self.session, rows=events)
+        thread.append_batch(self.session, rows=events)
         self._notes.clear()
         self._retired.clear()
         self._events.clear()
@@ -640,6 +646,11 @@ def _jsonable(value: Any) -> Any:
     if hasattr(value, "isoformat"):
         return value.isoformat()
     return value
+
+
+def _state(value: str | None) -> State | None:
+    """A row's state as the lifecycle reads it (None: a new row)."""
+    return State(value) if value is not None else None
 
 
 def _pair(

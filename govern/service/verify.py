@@ -42,10 +42,11 @@ from packaging.version import InvalidVersion, Version
 
 from govern.ci.base import Conclusion, Provider, RunRef, RunStatus, Trial
 from govern.errors import CIAuthError, CIError, CIRateLimited
-from govern.exclusions.states import REJECTED, SETTLED, CandidateStatus, EventKind, State
+from govern.exclusions.states import SETTLED, CandidateStatus, EventKind
 from govern.index.model import DistributionFile
 from govern.index.pipconfig import IndexSettings
 from govern.index.simple import strip_credentials
+from govern.lifecycle import settled
 from govern.redact import ConfiguredSecrets
 from govern.service.poll import file_from_json
 from govern.store import events, relaxations, verifying
@@ -74,6 +75,17 @@ class _Wanted:
     reproducer: str | None
     attempt: int  # the attempt this run would be
     release_id: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class _Pending:
+    """An event of a run, recorded once its candidates' statuses are written."""
+
+    exclusion_id: int
+    kind: EventKind
+    detail: dict[str, Any]
+    at: datetime
+    recorded_at: datetime
 
 
 @dataclass(slots=True)
@@ -383,16 +395,20 @@ class Verifier:
         self.result.started += 1
         with self.store.session(write=True) as session:
             verifying.started(session, rows=rows, run_id=started.run.run_id, url=started.run.url)
-            for row in rows:
-                events.add_event(
-                    session,
-                    exclusion_id=_exclusion_of(group, row),
-                    kind=EventKind.VERIFICATION_STARTED,
-                    at=now,
-                    recorded_at=self.clock(),
-                    detail=self._detail(row, first),
-                )
-            self._settle(session, {w.exclusion_id for w in group})
+            recorded_at = self.clock()
+            self._record(
+                session,
+                [
+                    _Pending(
+                        _exclusion_of(group, row),
+                        EventKind.VERIFICATION_STARTED,
+                        self._detail(row, first),
+                        now,
+                        recorded_at,
+                    )
+                    for row in rows
+                ],
+            )
         if started.status.done:
             await self._conclude(rows, started.status)
         return True
@@ -418,7 +434,7 @@ class Verifier:
         conclusion = status.conclusion
         now = self.clock()
         with self.store.session(write=True) as session:
-            touched: set[int] = set()
+            pending: list[_Pending] = []
             for stale in rows:
                 row = verifying.verification(session, verification_id=stale.id)
                 if row is None or row.conclusion is not None:
@@ -434,7 +450,6 @@ class Verifier:
                 if found is None:
                     continue
                 candidate, release = found
-                touched.add(candidate.exclusion_id)
                 if conclusion is Conclusion.PASSED:
                     candidate.status = CandidateStatus.PASSED
                 elif conclusion is Conclusion.FAILED:
@@ -454,47 +469,37 @@ class Verifier:
                     "run_url": row.run_url,
                     "detail": row.detail,
                 }
-                events.add_event(
-                    session,
-                    exclusion_id=candidate.exclusion_id,
-                    kind=EventKind.concluded(conclusion),
-                    at=row.finished_at,
-                    recorded_at=now,
-                    detail=ended,
+                pending.append(
+                    _Pending(
+                        candidate.exclusion_id,
+                        EventKind.concluded(conclusion),
+                        ended,
+                        row.finished_at,
+                        now,
+                    )
                 )
                 self.result.runs.append(
                     {"verification": row.id, "package": release.package, **ended}
                 )
                 self.result.concluded[conclusion.value] += 1
-            self._settle(session, touched)
-            relaxations.refresh(session, exclusion_ids=touched)
+            self._record(session, pending)
+            relaxations.refresh(session, exclusion_ids={p.exclusion_id for p in pending})
 
-    def _settle(self, session: Session, exclusion_ids: set[int]) -> None:
-        """Each exclusion's state from its candidates (only among the states owned here)."""
-        if not exclusion_ids:
+    def _record(self, session: Session, pending: Sequence[_Pending]) -> None:
+        """Record the events, each exclusion settled from its candidates' statuses (the
+        lifecycle moves only those among ``SETTLED``; the others keep their state)."""
+        if not pending:
             return
-        statuses = verifying.candidate_statuses(session, exclusion_ids=exclusion_ids)
-        for exclusion_id in exclusion_ids:
-            exclusion = verifying.exclusion(session, exclusion_id=exclusion_id)
-            if exclusion is None or exclusion.state not in SETTLED:
+        ids = {p.exclusion_id for p in pending}
+        statuses = verifying.candidate_statuses(session, exclusion_ids=ids)
+        for p in pending:
+            exclusion = verifying.exclusion(session, exclusion_id=p.exclusion_id)
+            if exclusion is None:
                 continue
-            by_version = {  # a version failed on any profile is bad for the whole line
-                version: found
-                for version, found in statuses.get(exclusion_id, {}).items()
-                if not found.intersection(REJECTED)
-            }
-            everything = set().union(*by_version.values()) if by_version else set()
-            if CandidateStatus.VERIFYING in everything:
-                state = State.VERIFYING
-            elif any(found == {CandidateStatus.PASSED} for found in by_version.values()):
-                state = State.VERIFIED
-            elif everything.intersection(
-                (CandidateStatus.FOUND, CandidateStatus.ERRORED, CandidateStatus.PASSED)
-            ):
-                state = State.CANDIDATE
-            else:
-                state = State.HELD
-            exclusion.state = state
+            to = settled(statuses.get(p.exclusion_id, {})) if exclusion.state in SETTLED else None
+            events.record(
+                session, exclusion, p.kind, p.detail, p.at, to=to, recorded_at=p.recorded_at
+            )
 
     # -- helpers --------------------------------------------------------------------------
 

@@ -18,7 +18,8 @@ from sqlalchemy import Connection, insert, select, update
 
 from govern.exclusions.clause import Clause
 from govern.exclusions.model import Kind, SubKind
-from govern.exclusions.states import State
+from govern.exclusions.states import EventKind, State
+from govern.lifecycle import advance
 from govern.store import locks
 from govern.store.core import Rows, chunks, insert_rows, table, update_rows, where_in
 from govern.store.models import (
@@ -168,19 +169,14 @@ def update_candidates(conn: Connection, *, rows: Sequence[Mapping[str, Any]]) ->
     update_rows(conn, _CANDIDATE, rows)
 
 
-def insert_events(conn: Connection, *, rows: Sequence[Mapping[str, Any]]) -> None:
-    """New events (the thread is append-only: there is no update)."""
-    insert_rows(conn, _EVENT, rows)
-
-
 def promote(conn: Connection, *, exclusion_ids: Sequence[int]) -> None:
-    """Exclusions ``held`` until now that have a candidate: ``candidate``."""
+    """Exclusions ``held`` until now with a ``candidate-found`` event in this batch move as
+    the lifecycle's table says (``candidate``); one that moved meanwhile is left alone."""
     e = _EXCLUSION.c
+    after = advance(EventKind.CANDIDATE_FOUND, State.HELD)
     for chunk in chunks(sorted(exclusion_ids)):
         conn.execute(
-            update(_EXCLUSION)
-            .where(e.state == State.HELD, e.id.in_(chunk))
-            .values(state=State.CANDIDATE)
+            update(_EXCLUSION).where(e.state == State.HELD, e.id.in_(chunk)).values(state=after)
         )
 
 

@@ -370,16 +370,6 @@ def note_superseded(session: Session, *, key: str, work: Work, at: datetime) -> 
     return True
 
 
-def set_state(
-    session: Session, *, exclusion_id: int, state: State, only_from: Sequence[State]
-) -> None:
-    """Move an exclusion to ``state`` if it is in one of ``only_from``."""
-    row = session.get(Exclusion, exclusion_id)
-    if row is not None and row.state in only_from:
-        row.state = state
-        session.add(row)
-
-
 # -- the outbox --------------------------------------------------------------------------
 
 

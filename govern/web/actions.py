@@ -17,7 +17,8 @@ from datetime import date, datetime
 from sqlmodel import Session, col, select
 
 from govern.exclusions.states import EventKind, State
-from govern.store.models import Event, Exclusion
+from govern.store import events
+from govern.store.models import Exclusion
 from govern.store.queries import has_nul
 from govern.web.state import AppState
 
@@ -47,9 +48,11 @@ def _exclusion(state: AppState, key: str, session: object) -> Exclusion:
     return row
 
 
-def _event(row: Exclusion, kind: EventKind, now: datetime, **detail: object) -> Event:
-    assert row.id is not None
-    return Event(exclusion_id=row.id, kind=kind, at=now, recorded_at=now, detail=dict(detail))
+def _record(
+    session: Session, row: Exclusion, kind: EventKind, now: datetime, **detail: object
+) -> None:
+    """The action's event on the exclusion's thread (no action moves its state)."""
+    events.record(session, row, kind, dict(detail), now)
 
 
 def snooze(state: AppState, key: str, until: date) -> date:
@@ -62,7 +65,7 @@ def snooze(state: AppState, key: str, until: date) -> date:
         if until.year > now.year + 5:
             raise ActionError("snooze for at most five years")
         row.snoozed_until = until
-        session.add(_event(row, EventKind.SNOOZED, now, until=until.isoformat(), by="dashboard"))
+        _record(session, row, EventKind.SNOOZED, now, until=until.isoformat(), by="dashboard")
     return until
 
 
@@ -75,9 +78,7 @@ def set_owner(state: AppState, key: str, owner: str) -> str | None:
             raise ActionError(f"an owner is at most {MAX_OWNER} characters, none a control one")
         cleaned = " ".join(owner.split())
         row.assigned_owner = cleaned or None
-        session.add(
-            _event(row, EventKind.OWNER_ASSIGNED, now, owner=cleaned or None, by="dashboard")
-        )
+        _record(session, row, EventKind.OWNER_ASSIGNED, now, owner=cleaned or None, by="dashboard")
     return cleaned or None
 
 
@@ -87,7 +88,7 @@ def acknowledge(state: AppState, key: str) -> datetime:
     with state.store.session(write=True) as session:
         row = _exclusion(state, key, session)
         row.acknowledged_at = now
-        session.add(_event(row, EventKind.ACKNOWLEDGED, now, state=row.state, by="dashboard"))
+        _record(session, row, EventKind.ACKNOWLEDGED, now, state=row.state, by="dashboard")
     return now
 
 

@@ -29,7 +29,7 @@ from govern.index.pipconfig import IndexSettings
 from govern.index.profiles import Profile
 from govern.service.poll import PollResult, poll
 from govern.service.track import TrackOptions, track
-from govern.store import polling
+from govern.store import events, polling
 from govern.store.db import Store
 from govern.store.location import as_utc
 from govern.store.models import Candidate, Event, Exclusion, IndexPage, PollRun
@@ -541,7 +541,7 @@ def test_a_refused_statement_is_a_store_error_not_a_traceback(store: Store) -> N
 
     def refused() -> None:
         with store.transaction(write=True) as conn:
-            polling.insert_events(conn, rows=[{"exclusion_id": 10**9, **event}])  # no such one
+            events.append_batch(conn, rows=[{"exclusion_id": 10**9, **event}])  # no such one
 
     with pytest.raises(StoreError) as raised:
         refused()
@@ -549,7 +549,7 @@ def test_a_refused_statement_is_a_store_error_not_a_traceback(store: Store) -> N
     assert raised.value.tip
     with store.transaction(write=True) as conn:  # the store is usable afterwards
         exclusion_id = polling.watched(conn)[0].id
-        polling.insert_events(conn, rows=[{"exclusion_id": exclusion_id, **event}])
+        events.append_batch(conn, rows=[{"exclusion_id": exclusion_id, **event}])
     with store.session() as session:
         found = session.exec(select(Event).where(Event.kind == "candidate-found")).all()
         assert [e.exclusion_id for e in found] == [exclusion_id]
