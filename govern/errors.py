@@ -12,7 +12,8 @@ are never errors: they are :class:`govern.policy.Finding` values.
     ├── PolicyError              a policy that cannot be loaded or is invalid
     ├── SourceNotFound           a path named by the user does not exist
     ├── StoreError               the database cannot be opened, migrated or written
-    │   └── SchemaOutOfDate      the database is at an older revision: govern db upgrade
+    │   ├── SchemaOutOfDate      the database is at an older revision: govern db upgrade
+    │   └── TransitionRefused    an event the lifecycle does not allow (lifecycle.py)
     ├── GitError                 git is missing, or a git command failed (git/runner.py)
     │   └── GitMissing           the git executable cannot be started
     ├── PackageIndexError        the package index cannot be used
