@@ -1,16 +1,6 @@
 """The lifecycle of an exclusion: which event may happen in which state, and where it leaves it.
 
-:data:`TABLE` is the whole of it, one :class:`Transition` a row: an event of ``kind`` on an
-exclusion in one of ``before`` leaves it in one of ``after`` (none: where it was). Where a
-row allows several states after, the caller says which (the verification workflow settles
-an exclusion from its candidates). :func:`advance` is the one place that reads the table;
-:func:`govern.store.events.record` appends an event and applies its transition, and the
-batch writers (the sync, the poll) apply :func:`advance` to each event they write.
-
-The table is written from what the workflow does: the sync adds, changes and removes
-lines; the poll finds candidates; the verifier settles an exclusion among ``SETTLED`` from
-its candidates; a proposal or a reminder marks a verified one ``proposed``; a change request
-closed unmerged holds it again. Everything else records without moving the state.
+Notes: docs/internals.md, govern/lifecycle.py.
 """
 
 from __future__ import annotations

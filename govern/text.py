@@ -1,16 +1,6 @@
 """Text from files, servers and queries, shown so that it cannot hide or reorder itself.
 
-A reason, a path or a query is anybody's text. Bidirectional controls (U+202A-U+202E,
-U+2066-U+2069, the marks U+200E, U+200F and U+061C) make a line read differently from
-what it holds (CVE-2021-42574, "Trojan Source"); zero-width and other invisible
-characters hide text; control characters (ANSI escapes among them) drive a terminal.
-:func:`visible` writes each of them as ``<U+XXXX>``, the one form used on the pages, in
-the report and in the terminal. Joiners (U+200C, U+200D) are left alone: scripts and
-emoji need them, and they reorder nothing.
-
-Text govern sends to a forge, a chat or a mailbox is quoted by :func:`quoted`: a code
-span (a fenced block when it has several lines) that the forge renders as the text itself,
-so that a reason's ``@octocat``, ``closes #5``, HTML or Markdown is read, never acted on.
+Notes: docs/internals.md, govern/text.py.
 """
 
 from __future__ import annotations

@@ -1,17 +1,6 @@
 """The CI provider interface: start a trial of one candidate, then read how it ended.
 
-A **trial** is what govern asks a CI system to do: install one candidate (``package==version``)
-on one runtime profile and run the check. A provider turns it into a run (a local process, a
-GitHub Actions workflow run, a Buildkite build, a GitLab pipeline) and reports a
-:class:`RunStatus`. The service (``govern.service.verify``) stores every run and decides what
-a conclusion means; providers only report.
-
-A pass counts only with evidence that the candidate was really installed: a green run on an
-old lock file proves nothing. Providers look for it in the run's log (:func:`find_evidence`
-knows govern's own marker line and the summaries of pip and uv) or, for the command
-provider, ask the environment itself. A green run without evidence is ``errored``.
-
-Providers raise only :class:`~govern.errors.CIError` subclasses; their messages never carry a token.
+Notes: docs/internals.md, govern/ci/base.py.
 """
 
 from __future__ import annotations

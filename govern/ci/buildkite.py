@@ -1,27 +1,6 @@
 """Buildkite: a trial is a build of a configured pipeline (REST API v2).
 
-:meth:`Buildkite.start` creates a build with the trial in its environment
-(``GOVERN_PACKAGE``, ``GOVERN_VERSION``, ...) and its correlation id in the build's
-meta-data; :meth:`Buildkite.status` reads the build and, once it has finished, the raw
-logs of its script jobs, where the evidence is looked for
-(:func:`~govern.ci.base.find_evidence`).
-
-Endpoints (https://buildkite.com/docs/apis/rest-api/builds and
-https://buildkite.com/docs/apis/rest-api/jobs):
-
-- ``POST /v2/organizations/{org}/pipelines/{pipeline}/builds`` creates a build (201);
-- ``GET .../builds/{number}`` reads it; ``PUT .../builds/{number}/cancel`` cancels it;
-- ``GET .../builds/{number}/jobs/{job}/log.txt`` is a job's raw log (the ``.txt`` form of
-  "Get a job's log output").
-
-Rate limits (https://buildkite.com/docs/apis/rest-api/limits): a 429 carries
-``RateLimit-Reset``, the seconds until the organization's window resets (and
-``RateLimit-User-Reset`` for the user's own limit); :class:`~govern.http.client.ApiClient`
-sleeps through a short wait and raises :class:`~govern.errors.CIRateLimited` otherwise.
-
-What every hosted provider does (the API client, judging the logs, cancelling) is
-:class:`~govern.ci.hosted.PipelineProvider`'s; this module says how Buildkite names and
-shows builds and jobs.
+Notes: docs/internals.md, govern/ci/buildkite.py.
 """
 
 from __future__ import annotations

@@ -1,36 +1,6 @@
 """The ``command`` provider: try a candidate with a local command, optionally in a fresh venv.
 
-The command is an argv template, run without a shell: each argument is formatted with
-``{package}``, ``{version}``, ``{requirement}``, ``{constraints}`` (the path of a pip
-constraints file pinning the candidate, written by govern), ``{profile}`` and ``{python}``
-(the interpreter that runs the check). The values are a canonical name and a parsed PEP 440
-version, and they fill whole arguments, so nothing from an index can become shell syntax. A
-shell runs only when configured explicitly (``shell = true``); the values are then quoted
-with :func:`shlex.quote`.
-
-``isolated``: a fresh virtual environment is created and the candidate is installed into it
-from where the watcher saw it. Its file (the best wheel for this interpreter, else the sdist)
-is the one the poll stored from the index's page: govern downloads it itself, from the
-index's origin or a ``trusted-redirects`` one only (the poll's rule, link and redirects
-alike), checks it against the sha256 that page gave, and pip installs that local file alone
-(``--no-deps --require-hashes``), so a file from anywhere else cannot pass. Its dependencies
-then come from the configured index (``--index-url`` and the extra indexes govern reads;
-``pip.conf`` and ``PIP_*`` index variables are not consulted). The command runs with that
-environment first on ``PATH``. The
-installed version is then read from the environment itself (``importlib.metadata``): that is
-the evidence. Without ``isolated`` the command runs in the current environment, and the
-evidence must be in its output (a ``govern-verify: installed`` line, or pip's or uv's
-summary of an install).
-
-With no command, an isolated trial imports every top-level module of the installed
-distribution (CuPy 14.1.0 failed exactly there). An exclusion's own reproducer (its
-``verify`` annotation) runs after the command, with the same placeholders.
-
-The command's environment holds none of govern's secrets: variables named like credentials
-and those configuration names (``withheld``: a forge token, a webhook's URL in
-``SLACK_WEBHOOK_URL``, the SMTP login) are left out. The output (stdout and stderr
-together) is kept up to ``log_limit`` bytes (the end of it), with URL credentials redacted
-and those secrets scrubbed by value; a run past ``timeout`` is killed with its process group.
+Notes: docs/internals.md, govern/ci/command.py.
 """
 
 from __future__ import annotations

@@ -1,26 +1,6 @@
 """The ``github-actions`` provider's shared part: the REST API, and reading GitHub's runs.
 
-A trial is started in one of two modes, each a provider of its own:
-:mod:`govern.ci.github_dispatch` (the default) dispatches a workflow run per trial;
-:mod:`govern.ci.github_checks` (``mode = "checks"``) starts nothing and reads the check
-runs of a ref other automation tests. Whichever mode started a run, it is read here, by
-its reference: a workflow run by id (or ``dispatch:<correlation id>`` while GitHub does
-not list it yet), the check runs of a ref as ``checks:<ref>``; so a run outlives a change
-of mode.
-
-A pass counts only with evidence, read from the logs of the run's jobs (the log download
-answers with a redirect to another host; httpx drops the ``Authorization`` header on a
-redirect to another origin, so the token never reaches it).
-
-The GitHub REST API (version 2022-11-28) endpoints read here:
-
-- https://docs.github.com/en/rest/actions/workflow-runs#list-workflow-runs-for-a-workflow
-- https://docs.github.com/en/rest/actions/workflow-runs#get-a-workflow-run
-- https://docs.github.com/en/rest/actions/workflow-runs#cancel-a-workflow-run
-- https://docs.github.com/en/rest/actions/workflow-jobs#list-jobs-for-a-workflow-run
-- https://docs.github.com/en/rest/actions/workflow-jobs#download-job-logs-for-a-workflow-run
-- https://docs.github.com/en/rest/checks/runs#list-check-runs-for-a-git-reference
-- https://docs.github.com/en/rest/using-the-rest-api/rate-limits-for-the-rest-api
+Notes: docs/internals.md, govern/ci/github.py.
 """
 
 from __future__ import annotations

@@ -1,18 +1,6 @@
 """The ``github-actions`` provider in dispatch mode (the default): one workflow run per trial.
 
-The configured workflow is started with a ``workflow_dispatch`` event whose inputs name the
-candidate (``package``, ``version``, ``requirement``, ``profile``, ``correlation_id`` and,
-when the exclusion has one, ``reproducer``). GitHub answers the dispatch with the new run's
-id when asked to (``return_run_details``, February 2026); a server that does not know the
-parameter (an older GitHub Enterprise Server) is asked again without it, and the run is then
-found among the workflow's runs by the correlation id in its title: the workflow sets
-``run-name: govern verify ${{ inputs.correlation_id }}``. The id is matched as a whole word,
-so ``govern-7-1`` is never taken for ``govern-7-10``. A run GitHub does not list yet is
-recorded as ``dispatch:<correlation id>`` and looked up again when its status is asked
-(:class:`~govern.ci.github.GitHubActions` reads runs whichever mode started them).
-
-- https://docs.github.com/en/rest/actions/workflows#create-a-workflow-dispatch-event
-  (and https://github.blog/changelog/2026-02-19-workflow-dispatch-api-now-returns-run-ids)
+Notes: docs/internals.md, govern/ci/github_dispatch.py.
 """
 
 from __future__ import annotations

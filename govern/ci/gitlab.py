@@ -1,36 +1,6 @@
 """GitLab CI/CD: a trial is a pipeline of a configured project (REST API v4).
 
-:meth:`GitLab.start` creates a pipeline on ``ref`` with the trial as pipeline variables
-(``GOVERN_PACKAGE``, ``GOVERN_VERSION``, ...); :meth:`GitLab.status` reads the pipeline
-and, once it has finished, the logs of its jobs, where the evidence is looked for
-(:func:`~govern.ci.base.find_evidence`).
-
-Two kinds of token start a pipeline (https://docs.gitlab.com/ci/triggers/):
-
-- ``private`` (default): a personal, project or group access token with the ``api``
-  scope, sent as ``PRIVATE-TOKEN``; it creates the pipeline with ``POST
-  /projects/:id/pipeline`` and reads everything else.
-- ``trigger``: a pipeline trigger token, sent in the body of ``POST
-  /projects/:id/trigger/pipeline``. A trigger token can only trigger pipelines, so a
-  second token (``read_token``, ``read_api`` scope) reads the pipeline, its jobs and
-  their logs.
-
-Endpoints (https://docs.gitlab.com/api/pipelines/, https://docs.gitlab.com/api/jobs/,
-https://docs.gitlab.com/api/pipeline_triggers/):
-
-- ``POST /projects/:id/pipeline`` and ``POST /projects/:id/trigger/pipeline`` (201);
-- ``GET /projects/:id/pipelines/:pipeline_id``; ``POST .../pipelines/:pipeline_id/cancel``;
-- ``GET /projects/:id/pipelines/:pipeline_id/jobs`` (paginated) and
-  ``GET /projects/:id/jobs/:job_id/trace`` (the plain-text log).
-
-``:id`` is the numeric id or the URL-encoded path (``group%2Fproject``). Rate limits
-(https://docs.gitlab.com/administration/settings/user_and_ip_rate_limits/): a 429 carries
-``Retry-After`` (seconds) and ``RateLimit-Reset`` (a Unix time); :class:`ApiClient` reads
-both.
-
-What every hosted provider does (the API client, judging the logs, cancelling) is
-:class:`~govern.ci.hosted.PipelineProvider`'s; this module says how GitLab names and
-shows pipelines and jobs.
+Notes: docs/internals.md, govern/ci/gitlab.py.
 """
 
 from __future__ import annotations

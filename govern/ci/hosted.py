@@ -1,19 +1,6 @@
 """What the hosted CI providers (GitHub Actions, Buildkite, GitLab) share.
 
-:class:`HostedProvider` holds a provider's :class:`~govern.http.client.ApiClient`, built
-from the headers that carry the token (GitHub's and GitLab's from :mod:`govern.http.github`
-and :mod:`govern.http.gitlab`, as the forges build theirs): the token lives only there,
-never in an attribute of the provider nor in its repr. It cancels a run on a best-effort
-basis and judges a finished run from the logs of its jobs (:meth:`HostedProvider.judge_logs`):
-each log is read (one that cannot be read is a problem named in the detail, and no
-evidence; an auth error, a rate limit or an outage still raises), cleaned of the vendor's
-decorations (:meth:`HostedProvider.clean_log`), scrubbed of the secrets and searched for the
-evidence (:func:`judged`).
-
-:class:`PipelineProvider` adds what Buildkite and GitLab share: a trial is one numbered
-run (a build, a pipeline) that one request creates and whose number reads it again; the
-vendor's words for the run and its states are a :class:`RunStates`, and its jobs, as
-:class:`Job` values, say how a failed run failed.
+Notes: docs/internals.md, govern/ci/hosted.py.
 """
 
 from __future__ import annotations

@@ -1,19 +1,6 @@
 """Validation of a ``[tool.govern.ci.NAME]`` table, shared by the hosted providers.
 
-Each provider's ``from_config`` reads its options through these helpers, so every
-mistake is a one-line :class:`~govern.errors.ConfigError` that names the table and
-the key, and the three providers follow the same rules:
-
-- a token never sits in a committed file: the table names the environment variable
-  that holds it (``token-env``), and a literal ``token`` key is refused without echoing
-  its value; a missing token names the variable, never a value;
-- ``api-url`` is an https:// URL without credentials or query string; plain http:// is
-  accepted only for this machine (127.0.0.1, localhost, ::1), where the token does not
-  travel over a network;
-- ``timeout`` is a number of seconds from 1 to 604800 (seven days).
-
-Values are shown in messages the way the rest of the configuration shows them
-(:mod:`govern.tomltables`): short strings quoted, anything else by its TOML type.
+Notes: docs/internals.md, govern/ci/options.py.
 """
 
 from __future__ import annotations

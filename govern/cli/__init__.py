@@ -1,12 +1,6 @@
 """The ``govern`` command line: the only code that prints or exits.
 
-Every command is registered in :mod:`govern.cli.app` (a run imports the module of the
-command it names), and each module imports the store, HTTP, asyncio and web stacks (and
-:mod:`govern.application`, which builds them) inside the command that needs them:
-``govern audit`` loads none of them (``tests/cli/test_audit_cli.py`` checks it). Errors
-cross one boundary (:func:`main`): one line, a ``Tip:``, exit code 2; with ``--debug`` the
-traceback is printed first, and the exit code is still 2 (a traceback left to Python would
-exit 1, which CI reads as findings).
+Notes: docs/internals.md, govern/cli/__init__.py.
 """
 
 from __future__ import annotations

@@ -1,13 +1,6 @@
 """One daemon per store: two would poll the index twice and race on the same candidates.
 
-On SQLite the lock is an exclusive ``flock`` on a file beside the database
-(``govern.db.daemon-lock``, holding the owner's pid), released by the kernel when the
-process ends, however it ends. On PostgreSQL it is a session-level advisory lock on the
-store's schema, held by one connection for the daemon's life, so that daemons on
-different machines sharing one store exclude each other too (and stores in different
-schemas of one database do not). Before each job the daemon checks that it still holds
-it (:meth:`Held.check`): a lock file removed, or the lock's connection dropped, stops the
-daemon rather than letting a second one in beside it.
+Notes: docs/internals.md, govern/daemon/lock.py.
 """
 
 from __future__ import annotations

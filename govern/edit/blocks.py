@@ -1,12 +1,6 @@
 """The comments around a requirement the edit keeps true: ``bad=``, evidence, shared blocks.
 
-A requirement's ``# govern:`` comments (:class:`Comment`) keep naming the versions a
-relaxation now keeps out with ``!=`` (:func:`record_bad`), and a relaxation that lets in
-a version their ``bad=`` (or the exclusion's known-bad list) names is refused
-(:func:`refuse_bad_admitted`). Evidence becomes one comment line per item
-(:func:`evidence_text`, :func:`missing_evidence`). A comment block above the line that the
-audit also gives to other exclusions is theirs too (:func:`settle_block`,
-:func:`read_differently`). Pure functions on text; nothing here reads a file.
+Notes: docs/internals.md, govern/edit/blocks.py.
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
 """A requirements line as the edit sees it: its requirement, options, comment and ``--hash``.
 
-What :mod:`govern.edit.requirements` needs to edit a requirements file in place, on pip's
-logical lines (:func:`govern.sources.pipline.logical_lines`, which keep, for each run of a
-logical line, the physical line and columns it came from): the requirement, options and
-comment of a logical line (:func:`requirement_of`), a logical offset's place in the file
-(:func:`position`), and the rewrite of the ``--hash`` options of a pin (see
-:func:`edit_hashes` and the docstring of :mod:`govern.edit.requirements` for the rules).
+Notes: docs/internals.md, govern/edit/pip.py.
 """
 
 from __future__ import annotations

@@ -1,34 +1,6 @@
 """The relaxation of one element of a ``pyproject.toml`` requirement array.
 
-The tables the audit reads (:mod:`govern.sources.pyproject`): ``[project] dependencies``,
-``[project.optional-dependencies] <extra>``, ``[dependency-groups] <group>`` (PEP 735;
-``{include-group = ...}`` tables are skipped) and ``[build-system] requires``. The array is
-named by the exclusion's group (``project.optional-dependencies.kv``); the element is the
-string equal to the tracked requirement, nearest to the tracked line.
-
-The edit is a text edit at the element's position (:mod:`govern.sources.tomlpos`): only the
-characters of the string that differ are replaced, inside its quotes, so the quoting style
-(basic or literal, single or multi-line), escapes elsewhere in the string (a marker's
-``\\"3.12\\"``), the array's layout (one element per line or inline), its comments and its
-trailing comma all stay as written; the file is parsed again with :mod:`tomllib` and must
-hold the same document with only that string changed.
-
-Evidence goes as TOML comment lines right above the element's line when the element has
-a line of its own in a multi-line array, at the end of the comment block there, once.
-An element on the line of the array's ``[`` (an inline array, or the first element on the
-key's line) or on a line with another element gets no comment (a line above
-``dependencies = [...]`` reads as the reason of every element below it): the evidence is
-then carried only by the commit message and the change request's body.
-``# govern:`` comments (on the element's line, in the block above it, ``# ^govern:`` right
-below) keep their fields, and ``bad=`` is extended as in :mod:`govern.edit.requirements`,
-except where the audit reads the comment for other elements too: the block above the line
-of the array's ``[`` is left unchanged, and so is every comment around a line that holds
-another element (its ``bad=`` would become theirs), and a block that also explains the
-elements below (the same clauses, or named in it): it gets no evidence either. A
-relaxation that lets in a version those comments' ``bad=`` list (or ``bad_versions``) is
-refused, as in :mod:`govern.edit.requirements`: all of them count there, shared or not.
-An element that changed is :class:`Superseded`; one that already admits the candidate
-is left as it is (``changed=False``).
+Notes: docs/internals.md, govern/edit/pyproject.py.
 """
 
 from __future__ import annotations

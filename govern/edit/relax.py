@@ -1,60 +1,6 @@
 """The narrow relaxation govern proposes for a verified candidate (docs/design.md "Relaxation").
 
-Pure functions, no I/O. Given a specifier set S, the one exclusion clause k being
-relaxed, the known-bad versions and a verified candidate c, :func:`relax` returns the
-specifier set S' govern proposes, or raises :class:`RelaxationRefused`.
-
-Membership is judged as :func:`govern.exclusions.classify.keeps_out` judges it: every
-version, pre-releases included, against the clauses as PEP 440 defines them
-(``Specifier.contains(v, prereleases=True)``).
-
-The bad set B is the ``known_bad`` versions plus, for an exclusive cap ``<V``, V itself
-when V is published (``<14.1.0`` and 14.1.0 is on the index: 14.1.0 is why the cap
-exists). Only the versions S keeps out matter: a known-bad version S already admits is
-not this relaxation's business (it is named in the note and left as it is).
-
-Invariants of every returned relaxation (checked again on the concrete versions at hand
-before anything is returned):
-
-1. c is admitted by S';
-2. no version of B that S keeps out is admitted by S' (Renovate's ``<14.1.0`` to
-   ``<14.1.2`` lets 14.1.0 back in; govern never does);
-3. every version S admitted stays admitted, with three stated exceptions:
-
-   - a pin (``==V``, ``===V``) relaxed with ``exclude`` moves to ``==c``: a pin admits one
-     release, so V leaves by definition;
-   - ``raise-floor`` keeps out everything below c (that is what a floor is): every
-     version at or above c that S admitted stays admitted;
-   - ``==P.*`` admits P's own pre- and dev-releases (1.2rc1 under ``==1.2.*``); the floor
-     ``>=P`` that replaces it does not, and ``>=P.dev0`` would make installers take
-     pre-releases of every later version, which is worse. When another clause already
-     bounds the set at P or above, no floor is written and nothing is lost;
-
-4. S' is as close to S as the strategy allows: the other clauses of S are untouched and
-   keep their order; the new clauses take the place of k, in ascending version order.
-
-Strategies, for a cap or pin k that keeps c out:
-
-``exclude`` (default; the lesson of the CuPy case)
-    Drop the ceiling of k (``<V``, ``<=V``, ``~=V``'s implied ceiling, ``==P.*``'s; a
-    ban ``==1000000000.0.0``) and add ``!=b`` for each bad b that would come back.
-    ``~=V`` keeps its floor as ``>=V``, ``==P.*`` as ``>=P``. A pin moves: ``==c``
-    (``===c`` for an arbitrary-equality pin).
-``raise-cap``
-    Move the ceiling just past c and add ``!=b`` for each bad b below it: ``<V`` becomes
-    ``<N`` with N the next release after c at c's own precision (14.1.1 gives 14.1.2),
-    ``<=V`` becomes ``<=c``, ``~=V`` and ``==P.*`` become ``>=V,<N``, a pin ``==V``
-    becomes ``>=V,<=c``. A ban has no ceiling to raise (refused).
-``drop``
-    What ``exclude`` writes when it needs no ``!=``; refused when a bad version would
-    come back. A pin is removed whole.
-``raise-floor``
-    Replace k with ``>=c`` (and remove the floors it makes redundant), when that keeps
-    every bad version out; refused otherwise. The note says the reason comment must stay:
-    vllm #42599 moved a floor past a bad release and deleted the why with it.
-
-A not-equal clause (``!=V``, ``!=V.*``) that admits c needs no change: the result has
-``after == before``. A not-equal clause that keeps c out names c as bad: refused.
+Notes: docs/internals.md, govern/edit/relax.py.
 """
 
 from __future__ import annotations
@@ -162,6 +108,7 @@ def relax(
     bad = {_version(b, "known-bad version") for b in known_bad}
     on_index = {_version(p, "published version") for p in published}
     named = _named_bad(target, kind, on_index)
+    # <14.1.0 with 14.1.0 published: 14.1.0 is why the cap exists, so it counts as bad
     if named is not None:
         bad.add(named)
 
@@ -171,6 +118,7 @@ def relax(
     if c in bad:
         why = " (the capped release is published)" if c == named else ""
         raise RelaxationRefused(f"candidate {c} is known bad{why}: it cannot be proposed")
+    # a second run, or a not-equal clause that never kept c out: nothing to relax
     if _admits(written, c):
         what = "the bad release stays out" if kind is Kind.NOT_EQUAL else "it is already in"
         return result(written, f"nothing to change: `{before_text}` admits {c}; {what}")
@@ -180,12 +128,14 @@ def relax(
             f"{c} is also kept out by `{','.join(blockers)}`: relaxing `{target}` alone "
             "cannot admit it"
         )
+    # !=c names c as bad: only a person can decide it is good after all
     if kind is Kind.NOT_EQUAL:
         raise RelaxationRefused(
             f"`{target}` names {c} as bad; if {c} is good after all, remove the clause by hand"
         )
 
     bad_out = sorted(b for b in bad if not _admits(written, b))
+    # a bad version S already admits is not this relaxation's business: named, left as it is
     ignored = sorted(b for b in bad if b not in bad_out)
     plan = _plan(strategy, target, kind, sub_kind, c, rest)
     kept = [s for s in rest if str(s) not in plan.also_removed]
@@ -193,6 +143,7 @@ def relax(
     if not _admits(plan.replacement, c):
         raise RelaxationRefused(plan.refusal)
     coming_back = [b for b in bad_out if _admits(base, b)]
+    # drop and raise-floor write no !=: a bad version coming back refuses them
     if coming_back and not plan.may_exclude:
         listed = ", ".join(str(b) for b in coming_back)
         raise RelaxationRefused(
@@ -260,8 +211,11 @@ def _plan(
     low = _low(target, pin=pin and strategy == "raise-cap")
     floor = _floor(low, rest)
     wildcard = sub_kind is SubKind.WILDCARD and bool(floor)
+    # ==P.* admits P's own pre-releases and >=P does not; >=P.dev0 would make installers take
+    # pre-releases of every later version, which is worse: the loss is stated instead
     loses = low if wildcard else None
     below = f"{c} is below what `{target}` allows, so {strategy} cannot admit it"
+    # vllm #42599 moved a floor past a bad release and deleted the why: the note keeps it
     if strategy == "raise-floor":
         new_floor = Specifier(f">={c.public}")
         redundant = frozenset(str(s) for s in rest if s.operator in _FLOORS)
@@ -281,6 +235,7 @@ def _plan(
         shown = ",".join(str(s) for s in replacement)
         note = f"`{target}` raised to `{shown}` ({c} verified)"
         return _Plan(replacement, note, True, True, refusal=below, loses_below=loses)
+    # a pin admits one release, so V leaves by definition: the pin moves to c
     if pin and strategy == "exclude":
         moved = Specifier(f"{op}{c}")
         note = f"pin `{target}` moved to `{moved}` ({c} verified)"
@@ -314,6 +269,7 @@ def _floor(low: Version | None, rest: Sequence[Specifier]) -> tuple[Specifier, .
     """``>=low``, unless another clause already keeps everything below ``low`` out."""
     if low is None:
         return ()
+    # another floor at low or above already bounds the set: writing >=low would add nothing
     for spec in rest:
         if spec.operator in (*_FLOORS, "~=", "==") and not spec.version.endswith(".*"):
             try:

@@ -1,67 +1,6 @@
 """The edit that relaxes one clause of a requirements or constraints file, keeping its form.
 
-Pure: text in, text out; :func:`govern.edit.relax_source` calls it for these formats
-(pip's lines with positions in :mod:`govern.sources.pipline` and :mod:`govern.edit.pip`;
-``pyproject.toml`` is :mod:`govern.edit.pyproject`'s; what both share is in
-:mod:`govern.edit.common` and :mod:`govern.edit.blocks`). Every byte the relaxation does not
-need to change stays, line ends (CRLF too) and a byte-order mark included, and the edited
-text is read again (pip's rules, or :mod:`tomllib`) before it is returned.
-
-Finding the line
-    The requirement is found as the audit read it (``work.requirement``): pip's rules
-    (``\\`` continuations joined, the comment and the options split off), at the tracked
-    line or, if it moved, wherever the same text is. When it is not there, a line of the
-    same package and marker that admits the candidate means the edit is already made
-    (``changed=False``: a second run, or a person relaxed it); one that does not is a
-    person's change (:class:`Superseded`, never forced).
-
-The requirement
-    :func:`govern.edit.relax.rewrite_requirement` rewrites the requirement (name,
-    extras, marker, spacing and clause order kept); only the characters that differ are
-    replaced, where they are. A requirement continued over several lines keeps its layout:
-    the clause is edited on the line it sits on, a continued line keeps its indentation
-    (unless that whitespace would change how the requirement reads), and a continued line
-    left empty is removed. The edit's ``new`` is the requirement as the audit reads it
-    from the edited text (that whitespace included).
-
-``--hash`` lines
-    A line with ``--hash`` options is a pin in pip's hash-checking mode, which refuses any
-    requirement that is not pinned with ``==`` (or ``===``). Such a line is edited only when
-    the relaxation keeps a pin, on the candidate: the ``exclude`` move of ``==V`` to ``==c``.
-    A range (``raise-cap``'s ``>=V,<=c``, ``drop``) is refused with the reason, and so is
-    any edit without ``hashes``, the candidate's own hashes (``sha256:<hex>``, one per file
-    of that version as the index lists them, like ``pip-compile --generate-hashes``): the
-    old hashes cannot match the new version.
-    With them, the options' values are replaced in place, one for one; extra hashes copy
-    the last option's layout (a continued line of its own, or on the same line), and
-    surplus options are removed with their line. Hashes given for a line without ``--hash``
-    options are not used.
-
-``# govern:`` fields
-    The requirement's structured comments (inline, in the comment block right above it,
-    or ``# ^govern:`` right below) are kept as written (``link=``, ``owner=``,
-    ``review-by=``...); their ``bad=`` is extended with each known-bad version the
-    relaxation now keeps out with ``!=`` that it does not name yet (appended to the first
-    ``bad=``, or as ``bad=...`` on the first structured comment). A line without a
-    structured comment gets none, and a block that also explains other lines (further
-    up, or right above a run of requirements the audit gives it to) is not changed.
-
-Known-bad versions
-    The relaxation is refused (:class:`EditRefused`, naming the version) when it lets in a
-    version (one the old line keeps out and the new one admits; the candidate included)
-    that the ``bad=`` of those comments lists, as the file reads now (the remote can be
-    newer than the last sync), or that ``bad_versions`` names. A listed ``P.*`` counts for
-    P and for a candidate it matches.
-
-Evidence
-    One comment line per evidence item (``14.1.1 verified on cuda13: <run URL>, installed
-    14.1.1``) is added at the end of the comment block right above the requirement (the
-    reason block, which stays as it is), unless the block already holds it: a second run
-    adds nothing. A line without a block above gets the evidence as its block. A block that
-    explains the lines below too gets none (it would become their reason): the commit
-    message and the change request carry it. Where the audit groups lines under a block by
-    their clauses, the changed clause alone moves the block's reach: those lines are named
-    in :attr:`Edit.elsewhere` for the reviewer.
+Notes: docs/internals.md, govern/edit/requirements.py.
 """
 
 from __future__ import annotations

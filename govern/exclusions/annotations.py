@@ -1,19 +1,6 @@
 """Read annotations (reason, links, owner, review date, ...) from comments.
 
-Free text: the comment on the requirement's own line and the comment block
-directly above it. A block covers the run of requirement lines right below it
-(HA's three ``grpcio`` pins share one reason) unless it names some of them, in
-which case it covers the run up to the last one it names. Section headers
-(``## section:general``) and short labels (``# testing``) are not reasons;
-OpenStack's inline licence tags (``# Apache-2.0``) are not reasons either.
-
-Structured form (documented in the README)::
-
-    # govern: reason="CuPy 14.1.0 imports pytest" issue=cupy/cupy#9963 bad=14.1.0
-    # govern: review-by=2027-01-31 owner=@runtime-team verify="pytest -k cupy" ignore=missing-link
-
-on the line itself, in the block above, or, written ``# ^govern: ...``, on the
-line directly below the requirement.
+Notes: docs/internals.md, govern/exclusions/annotations.py.
 """
 
 from __future__ import annotations

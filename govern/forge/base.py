@@ -1,18 +1,6 @@
 """What a proposal needs from where the code lives: branches, change requests, comments.
 
-A *change request* is GitHub's pull request or GitLab's merge request. Every forge sits
-behind :class:`Forge` and receives its HTTP client from outside; the git push itself is
-:mod:`govern.git.push`'s. Anything govern creates carries a *marker*, an HTML comment
-naming what it is for (:class:`Marker`), so that a run after a crash finds what the crashed
-run sent instead of sending it again.
-
-A marker is govern's alone: it is signed with the store's secret (:class:`Seal`, an HMAC
-over its kind and key) and it counts only in one place, the lines that end the body
-(:func:`closing_markers`). A reason quoted in the body, or a comment written by anybody,
-cannot hold one that is found: it is not at the end, and it cannot be signed. The unsigned
-markers written before signing are accepted at that place for change requests alone (their
-branch is govern's, pushed by those who may push), so that a request opened before an
-upgrade is found, not opened again.
+Notes: docs/internals.md, govern/forge/base.py.
 """
 
 from __future__ import annotations

@@ -1,13 +1,6 @@
 """GitHub's pull requests, issues and comments over its REST API (version 2022-11-28).
 
-:class:`GitHubForge` is :class:`~govern.forge.base.Forge` on one repository, on the
-REST client built by :mod:`govern.http.github` with the forge's errors. A create (pull request,
-issue, comment) is sent once: when its answer is lost (a time-out, a 5xx), the thing
-is looked for by the marker in its body before anyone sends it again. Rate limits:
-the primary (``x-ratelimit-remaining: 0`` with ``x-ratelimit-reset``) and the secondary
-(``retry-after``, or the "secondary rate limit" message alone: at least 60 s, doubled
-at each hit) are slept through when short, else raised as ForgeRateLimited. Listings
-follow ``Link: rel="next"`` under the API's own root (:mod:`govern.http.pages`).
+Notes: docs/internals.md, govern/forge/github.py.
 """
 
 from __future__ import annotations

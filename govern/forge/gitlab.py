@@ -1,46 +1,6 @@
 """GitLab's merge requests, issues and notes over its REST API v4.
 
-:class:`GitLabForge` is :class:`~govern.forge.base.Forge` on one project, on the REST
-client built by :mod:`govern.http.gitlab` with the forge's errors (as :mod:`govern.forge.github`).
-The project is its path at any depth (``group/sub/project``) or its numeric id, sent
-URL-encoded as ``:id``; a change request's number is the merge request's ``iid`` (the
-number a person sees, ``!12``), never its global ``id``.
-
-How govern's requests become GitLab's:
-
-- a draft is asked for with the ``Draft:`` title prefix, GitLab's documented way (the
-  create API has no draft flag); :class:`~govern.forge.base.ChangeRequest` reports the
-  title without it (``draft`` says it), and an update keeps a draft a draft;
-- labels travel comma-separated; reviewers and assignees are usernames resolved to user
-  ids (``GET /users?username=``) before the create, one request carrying everything: a
-  username GitLab does not know is skipped, nothing is sent for it;
-- team reviewers (``@group/sub`` owners) have no GitLab equivalent (a group cannot be
-  asked for a review): they are skipped, logged, never sent;
-- comments are an issue's notes (``IssueRef`` names an issue: GitLab numbers issues and
-  merge requests apart); a merge request's own note is :meth:`GitLabForge.close_change`'s.
-  Notes have no ``web_url``: a comment's URL is its issue's page with ``#note_<id>``;
-- the states ``opened`` and ``locked`` (a transient state while merging) are open,
-  ``closed`` is declined, ``merged`` merged; an issue's ``opened`` is reported "open".
-
-A create (merge request, issue, note) is sent once: when its answer is lost (a time-out,
-a dropped connection, a 5xx), the thing is looked for by the marker in its body before
-anyone sends it again. Listings follow ``X-Next-Page`` (or a ``Link: rel="next"`` on the
-same API, :mod:`govern.http.pages`), 100 items a page. Rate limits are
-:class:`~govern.http.client.ApiClient`'s: a 429
-(or a 403 with ``RateLimit-Remaining: 0``) waits for ``Retry-After``, else
-``RateLimit-Reset`` (a Unix time), slept through when short and raised as
-ForgeRateLimited otherwise. A 401 or 403 is ForgeAuthError naming the variable the token
-came from and the ``api`` scope govern needs; the token itself is never shown.
-
-Documentation followed:
-https://docs.gitlab.com/ee/api/merge_requests.html,
-https://docs.gitlab.com/ee/api/notes.html, https://docs.gitlab.com/ee/api/issues.html,
-https://docs.gitlab.com/ee/api/users.html (``GET /users?username=``),
-https://docs.gitlab.com/ee/api/projects.html (``default_branch``),
-https://docs.gitlab.com/ee/api/rest/index.html#pagination,
-https://docs.gitlab.com/ee/api/rest/index.html#namespaced-path-encoding,
-https://docs.gitlab.com/ee/user/project/merge_requests/drafts.html (the ``Draft:`` prefix),
-https://docs.gitlab.com/ee/user/gitlab_com/index.html#gitlabcom-specific-rate-limits.
+Notes: docs/internals.md, govern/forge/gitlab.py.
 """
 
 from __future__ import annotations

@@ -1,14 +1,7 @@
 """Which forge and repository a git remote names, and the :class:`~govern.forge.base.Forge`
 for it.
 
-:func:`parse_remote` reads the remote URL forms git takes (``git@host:owner/repo.git``,
-``https://host/owner/repo(.git)``, ``ssh://git@host:port/group/sub/project.git``), with
-any credentials in the URL dropped. :func:`forge_for` builds the forge of ``via`` for it:
-the repository from the remote (or from the configured ``forge`` URL), the API from
-``api-url`` (GitHub Enterprise, tests) or the host's usual one, the token from the
-environment variable ``token-env`` names. A GitLab project is its remote's path at any
-depth (``group/sub/project``), its API ``https://<host>/api/v4`` unless ``api-url`` says
-(a self-managed instance under a path, tests), its token ``$GITLAB_TOKEN`` by default.
+Notes: docs/internals.md, govern/forge/remote.py.
 """
 
 from __future__ import annotations

@@ -1,19 +1,7 @@
 """The forges' webhook deliveries about a change request ending, read as the vendors shape
 them, and whether one is about a given proposal's change request.
 
-A delivery is text from outside: every field is checked for its type before use, and an
-event names a proposal only when its repository is the proposal's too. Branch names and
-numbers are visible on the dashboard and repeat across repositories, so a correctly
-signed event from any other repository the webhook's secret is shared with must change
-nothing.
-
-- GitHub ``pull_request`` with ``action: closed``: ``pull_request.number``,
-  ``pull_request.merged``, ``pull_request.head.ref`` and ``repository.full_name``
-  (https://docs.github.com/en/webhooks/webhook-events-and-payloads#pull_request).
-- GitLab merge request events with ``object_attributes.action`` ``merge`` or ``close``:
-  ``object_attributes.iid``, ``object_attributes.source_branch``, ``project.id``,
-  ``project.path_with_namespace`` and ``project.web_url``
-  (https://docs.gitlab.com/ee/user/project/integrations/webhook_events.html#merge-request-events).
+Notes: docs/internals.md, govern/forge/webhooks.py.
 """
 
 from __future__ import annotations

@@ -1,15 +1,6 @@
 """Read provenance from a local git repository by running the ``git`` command.
 
-:class:`Git` answers three questions about files in a clone: how a file changed
-over time (:meth:`Git.file_history`), what it contained at each of those commits
-(:meth:`Git.read_blobs`) and which commit last touched each line
-(:meth:`Git.blame`). Each question costs one ``git`` process (blame two), never
-one per commit, so long histories stay cheap.
-
-git is run by :func:`govern.git.runner.run` (no shell, ``--`` before paths, literal
-pathspecs, a timeout, no prompts); anything that stops it from answering is a
-:class:`govern.git.runner.GitError` with a one-line message and a tip, and credentials
-in URLs never reach a message.
+Notes: docs/internals.md, govern/git/history.py.
 """
 
 from __future__ import annotations

@@ -1,20 +1,6 @@
 """Push one commit that changes one file to a branch of a remote, leaving the user's clone alone.
 
-Everything happens in a temporary bare repository that borrows the clone's objects
-(``objects/info/alternates``), fetches the remote's base branch, builds the commit with
-plumbing (a temporary index, ``write-tree``, ``commit-tree``) and pushes it by sha; the
-user's working tree, index and refs are never written. A branch that already holds the
-same change on the current base is left as it is (pushing is idempotent). A branch is
-replaced only when its tip is govern's: a commit the caller says govern pushed there
-(``ours``), or govern's own commit of this very change (a push whose record a crash lost);
-the push is leased on that tip (``--force-with-lease=<ref>:<sha>``). Any other tip holds
-commits govern did not make (a reviewer's fix-up, a person's branch of the same name): it
-is left alone and reported (:attr:`PushOutcome.FOREIGN`), never overwritten.
-
-Credentials come from the environment only: for an https remote a ``GIT_ASKPASS`` script
-prints the token from an environment variable the child alone receives, so the token is
-never in an argument, a message or a URL; ssh remotes use the user's agent, and the user's
-credential helpers keep working.
+Notes: docs/internals.md, govern/git/push.py.
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
 """The one way govern runs the ``git`` command, and the one family of its errors.
 
-git is always run without a shell: argv lists, options that keep the output stable and
-parseable whatever the user's configuration says (:func:`run`), a timeout, no prompts
-(``GIT_TERMINAL_PROMPT=0``), no optional locks and the C locale (:func:`environment`).
-Anything that stops git from answering becomes a :class:`GitError` with a one-line
-message and a tip (:func:`git_error`, :func:`failed`); credentials in URLs never reach a
-message (:func:`strip_userinfo`).
+Notes: docs/internals.md, govern/git/runner.py.
 """
 
 from __future__ import annotations

@@ -1,20 +1,6 @@
 """HTTP answers read within bounds: a size counted as the body is decoded, and a deadline.
 
-Every answer govern reads (the index, CI providers, forges, the chat webhook) comes through
-here. httpx decodes a body chunk by chunk, but each chunk through every
-``Content-Encoding`` layer at once, whole: a 3.5 KB page sent as ``gzip, gzip`` inflates
-to gigabytes inside one chunk, before any count can see it. :func:`read_body` reads the
-raw bytes instead and inflates them itself, layer by layer, a step of at most 64 KB
-at a time (``zlib``'s ``max_length``), counting what comes out: past the limit the
-body is refused (:class:`BodyTooLarge`) with no more decoded. ``gzip``, ``deflate`` and
-``identity`` are read (what :data:`ACCEPT_ENCODING` asks for); any other coding, or
-more than :data:`MAX_LAYERS` of them, is a :class:`httpx.DecodingError`, never a body
-taken undecoded.
-
-A timeout given to httpx bounds each read, not the request: a server trickling a byte
-just inside it holds a request for ever. :func:`exchange` sends a request and reads its
-answer (and follows its redirects, when asked) under one ``asyncio.timeout``: a
-deadline for the whole exchange.
+Notes: docs/internals.md, govern/http/body.py.
 """
 
 from __future__ import annotations

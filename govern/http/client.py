@@ -1,39 +1,6 @@
 """The REST client shared by the hosted CI providers, the forges and the GitHub App tokens.
 
-:class:`ApiClient` sends one request with a token header on an injected
-``httpx.AsyncClient`` and maps what comes back to errors of the family its caller passes
-(:class:`~govern.errors.ErrorFamily`: ``CI_ERRORS`` for a CI provider, ``FORGE_ERRORS`` for
-a forge), so ``except CIError`` or ``except ForgeError`` catches everything it raises:
-
-- connection errors, time-outs and 5xx are retried with exponential backoff and full
-  jitter, then raised as the family's ``unavailable`` (:class:`~govern.errors.CIUnavailable`);
-- 401 is its ``auth`` (:class:`~govern.errors.CIAuthError`: "the token in $GITHUB_TOKEN
-  was refused");
-- 429, and 403 with a rate-limit signal (``Retry-After``, ``X-RateLimit-Remaining: 0``
-  with ``X-RateLimit-Reset``, ``RateLimit-Reset``, Buildkite's per-user
-  ``RateLimit-User-*``), is its ``rate_limited`` (:class:`~govern.errors.CIRateLimited`)
-  with the moment to try again (:func:`govern.http.retry.rate_limit_until`); a wait of a
-  few seconds is slept through instead;
-- another 403 is an auth error (a token without the scope), 404 a configuration error
-  (GitHub answers 404 for a repository the token cannot see);
-- a body that is not the JSON expected, or that decodes to more than 8 MB, is unavailable.
-
-Each attempt is one :func:`govern.http.body.exchange`: sent and its answer read (decoded
-within bounds, every ``Content-Encoding`` layer counted) within one deadline, the
-client's timeout, where httpx's own bounds each read only.
-
-Every error raised from an answer carries its HTTP status (``RemoteError.status``), so a
-caller tells a 404 or a 422 apart without reading the message. A request that must
-not be repeated (a dispatch, whose lost answer may still have started a run) is sent
-with ``attempts=1``.
-
-``secondary_wait`` turns on GitHub's secondary rate limit: a 403 or 429 whose message
-says "secondary rate limit" without a reset header waits at least that many seconds,
-doubled at each consecutive hit. Listings are followed by :mod:`govern.http.pages`; each
-vendor's client is built by :mod:`govern.http.github` or :mod:`govern.http.gitlab`.
-
-No message carries the token: every text that leaves here goes through
-:func:`~govern.redact.scrub` with the secrets in use.
+Notes: docs/internals.md, govern/http/client.py.
 """
 
 from __future__ import annotations

@@ -1,12 +1,7 @@
 """GitHub's REST API (version 2022-11-28), built once for the forge, the CI provider and
 a GitHub App's token requests: the root URL, the headers, the API version, the token.
 
-https://docs.github.com/en/rest/about-the-rest-api/api-versions (``X-GitHub-Api-Version``),
-https://docs.github.com/en/rest/using-the-rest-api/getting-started-with-the-rest-api
-(``Accept: application/vnd.github+json``, a ``User-Agent``),
-https://docs.github.com/en/rest/using-the-rest-api/rate-limits-for-the-rest-api (a secondary
-limit without a header: wait at least a minute), GitHub Enterprise Server's root
-``https://HOST/api/v3``.
+Notes: docs/internals.md, govern/http/github.py.
 """
 
 from __future__ import annotations

@@ -1,16 +1,6 @@
 """Listings read page by page: GitLab's ``X-Next-Page``, or a ``Link: rel="next"``.
 
-One reading of "the next page" for every listing govern follows (GitHub's pull requests,
-issues and comments; GitLab's merge requests, issues, notes and a pipeline's jobs):
-
-- ``X-Next-Page: N`` (GitLab, https://docs.gitlab.com/ee/api/rest/index.html#pagination-link-header)
-  asks for the same path with ``page=N``; an empty value ends the listing;
-- else a ``Link`` header's ``rel="next"`` URL (RFC 8288; GitHub,
-  https://docs.github.com/en/rest/using-the-rest-api/using-pagination-in-the-rest-api)
-  is followed only when it lies under the API's own base URL: the client sends its token
-  with every request, and a listing's answer never chooses another host to send it to.
-
-At most ``max_pages`` pages are read (a server that always says "next" ends there).
+Notes: docs/internals.md, govern/http/pages.py.
 """
 
 from __future__ import annotations

@@ -1,48 +1,6 @@
 """Which published releases could lift an exclusion, per profile (docs/design.md "candidate").
 
-For one exclusion's :class:`~govern.exclusions.clause.Clause`, one runtime :class:`Profile`
-and the project's releases, :func:`candidates` walks the releases the exclusion keeps out
-and records a :class:`Decision` for each one it looks at: a candidate, or why not ("14.1.1
-has no manylinux_2_28_x86_64 wheel", "14.1.2 is yanked: broken build").
-
-Which releases are looked at ("beyond the bound"), for a clause with version V:
-
-- cap ``<V``: every version the clause keeps out (all of them are ≥ V, or pre-releases of V);
-- cap ``<=V``: versions > V; cap ``~=1.4.2``: versions from its implied ceiling on (1.5.dev0,
-  1.5, ...), never those below its floor; cap ``==1.2.*``: versions after the series (1.3.dev0,
-  1.3, 2.0, ...), never those before it;
-- pin ``==V``: versions > V the pin keeps out (``14.1.0+local`` matches ``==14.1.0``);
-  ``===V``: versions > V that are not V as text (none when V is not PEP 440);
-- not-equal ``!=V`` / ``!=V.*``: versions > V the clause lets in, i.e. after every excluded one;
-- ban: none (a ban has no candidate; :func:`candidates` returns ``[]``);
-- a sentinel cap (``<9999``) is a cap like any other: usually nothing lies beyond it.
-
-Walks: caps and pins have one, role ``newest``: from the newest release beyond the bound
-downwards until one is eligible. Not-equal has two: ``first`` from the oldest release after
-the excluded one upwards, then ``newest`` from the newest downwards. Each release looked at is
-recorded once per walk; when the ``first`` walk finds nothing eligible it has looked at every
-release already, and the ``newest`` walk records nothing more.
-
-A release is eligible when, checked in this order (the first failure is the reason):
-
-1. it is not a pre-release (``Version.is_prerelease``, dev releases included), unless the
-   profile allows them. Pre-releases are not one Decision each: a walk records the first one
-   it meets and counts the others in that reason ("15.0rc1 is a pre-release (and 49 more
-   pre-releases)"), so walking past a nightly series stays readable;
-2. it is not known bad (``Clause.known_bad``, matched as ``==V``, so local versions of a bad
-   version are bad too), nor the version a ``<V`` cap names (docs/design.md: the capped version
-   stays out);
-3. it is not yanked (all files yanked, PEP 592); the reason carries the yank reason;
-4. it has a file the profile can install: a non-yanked wheel with a tag in
-   :meth:`Profile.supported_tags` or, when the profile allows sdists, a non-yanked sdist
-   (noted on the Decision as "sdist only"), whose ``requires-python`` admits the profile's
-   Python. An invalid ``requires-python`` makes that file unusable (pip ignores such values;
-   govern does not guess) and never raises;
-5. it is older than the profile's cooldown (``minimum_release_age``). The release's age runs
-   from its first upload (:attr:`Release.upload_time`); when the index gives no upload time
-   (PEP 503 HTML pages), ``first_seen`` (when govern first saw the version) stands in, and
-   without either the release is not eligible under a nonzero cooldown: the cooldown cannot
-   be shown to have passed. Naive datetimes are taken as UTC.
+Notes: docs/internals.md, govern/index/candidates.py.
 """
 
 from __future__ import annotations

@@ -1,37 +1,6 @@
 """An async client for the Simple API (PEP 691 JSON, PEP 503 HTML), on an injected httpx client.
 
-A fetch ends as a value, never an exception: :class:`~govern.index.model.Fetched`,
-:class:`~govern.index.model.NotModified` or :class:`~govern.index.model.FetchFailed`.
-Connection errors, timeouts, 429 and 5xx are retried with full-jitter backoff
-(:mod:`govern.http.retry`); a server's ``Retry-After`` or rate-limit reset is honoured up to a
-cap: a longer pause comes from the next poll instead, so one throttled index never stalls
-a poll for an hour.
-
-It is not the REST client of CI and forges (:class:`govern.http.client.ApiClient`): the
-Simple API is another protocol (PEP 691/503 pages, conditional requests with ETag and
-Last-Modified, failures that are values per project, capped waits); it shares only the
-bounded reading (:mod:`govern.http.body`) and the backoff (:mod:`govern.http.retry`).
-
-Which index serves a project is govern's choice, stricter than pip's. pip merges the
-candidates of ``--index-url`` and every ``--extra-index-url``, so whichever index publishes
-a name can win: the dependency-confusion hole. A watcher that reports "a fix was released"
-must know where the release came from, so: a project mapped in ``per_package`` is read from
-that index only; any other project is read from ``index_url``, and the extra indexes are
-asked in order only when every earlier one answered 404 (any other failure stops there,
-recorded, so an outage of the main index never silently moves a project elsewhere).
-
-For the same reason a redirect is followed only within the index's own origin (scheme, host
-and port), or to an origin configured as ``trusted-redirects``: a redirect anywhere else
-(``127.1``, ``2130706433``, another port or scheme) is that project's recorded failure,
-naming the target, and the other host is never asked. pip's ``trusted-host`` is another
-thing (it lets pip skip TLS verification): govern never skips verification.
-
-Credentials come, as pip takes them, from the index URL (``https://user:token@host/simple``)
-or else from the netrc file (``$NETRC``, default ``~/.netrc``) entry of the index's host.
-They are sent as a Basic ``Authorization`` header for that index's origin only (never along
-a redirect to a trusted other origin); with neither, the injected client's own ``auth`` (if any)
-applies. No reason, exception text or log line carries a credential: URLs are redacted, and
-exception texts are scrubbed of every user name and password in use.
+Notes: docs/internals.md, govern/index/client.py.
 """
 
 from __future__ import annotations

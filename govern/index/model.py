@@ -1,11 +1,6 @@
 """What the package index says about a project, as frozen values.
 
-A project page (PEP 691 JSON or PEP 503 HTML) becomes a :class:`ProjectPage` of
-:class:`DistributionFile` values; :func:`releases` groups them by version. Versions are
-PEP 440 :class:`~packaging.version.Version` objects parsed from the filenames (never
-trusted as text); wheel tags come from :func:`packaging.utils.parse_wheel_filename`.
-A fetch ends as a value, never as an exception: :class:`Fetched`, :class:`NotModified`
-or :class:`FetchFailed` (recorded, retried on the next poll, never taken as a verdict).
+Notes: docs/internals.md, govern/index/model.py.
 """
 
 from __future__ import annotations

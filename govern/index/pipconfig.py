@@ -1,29 +1,6 @@
 """Which package index to watch, resolved the way pip resolves it.
 
-Precedence, highest first: ``--index-url`` on govern's command line, govern's own
-configuration (``index-url`` / ``extra-index-url`` in ``[tool.govern]``), pip's environment
-(``PIP_INDEX_URL``, ``PIP_EXTRA_INDEX_URL``), then pip's configuration files. Each option
-is taken from the highest level that sets it, as pip does (a ``--index-url`` keeps the
-``extra-index-url`` of pip.conf). When no level names an index, the caller may ask pip
-for its own default (:func:`pip_default_index`: the installed pip's, read at run time, so
-govern asks what ``pip install`` would ask on this machine, and says so); without it, or
-without a pip to ask, :class:`IndexNotConfigured` is raised: govern never falls back to a
-public index of its own choosing.
-
-pip's configuration files (Unix layout, as pip 26 loads them; later files override
-earlier ones, key by key): each ``$XDG_CONFIG_DIRS/pip/pip.conf`` (default ``/etc/xdg``),
-``/etc/pip.conf``; the user's legacy ``~/.pip/pip.conf`` then
-``$XDG_CONFIG_HOME/pip/pip.conf`` (default ``~/.config``), skipped when
-``PIP_CONFIG_FILE`` names an existing file; ``$VIRTUAL_ENV/pip.conf``; last the file named
-by ``PIP_CONFIG_FILE``. ``PIP_CONFIG_FILE=os.devnull`` loads no file at all. In the merged
-files, the command's section (``[install]`` by default) overrides ``[global]``.
-
-``${VAR}`` in any URL is expanded from the environment (pip's rule for requirement files,
-names of capitals, digits and underscores; govern applies it to every source, so a token
-can stay out of pip.conf). An unset variable is an error, not a literal. Credentials ride
-in the URL (``https://user:token@host/simple``); the client turns them into a Basic
-``Authorization`` header and never shows them: every message uses :func:`govern.redact.redact`.
-``~/.netrc`` is the HTTP client's business (see :mod:`govern.index.client`).
+Notes: docs/internals.md, govern/index/pipconfig.py.
 """
 
 from __future__ import annotations

@@ -1,16 +1,6 @@
 """Parse Simple API project pages (PEP 691 JSON, PEP 503 HTML) into :class:`ProjectPage` values.
 
-Pure functions, no I/O: the client hands over the body it read. A page comes from a server
-govern does not control, so every field is type-checked, and judged by what the PEPs
-require of it. A page without what PEP 691 / PEP 503 require (a JSON object with ``meta``,
-``name`` and ``files``, each file a ``filename`` and ``url``; a major ``api-version`` this
-parser reads) raises :class:`SimpleParseError` (a ``ValueError``) with a short message,
-which the caller records as a failed fetch. Nothing else is ever raised. An optional or
-private field that is unusable (PEP 700's ``upload-time``, ``size`` and ``versions``, PEP
-592's ``yanked``, ``requires-python``, a hash, ``_last-serial``) is left out, and so is a
-file whose URL cannot be resolved or whose name does not parse (a version past Python's
-integer-string limit): each with a reason in :attr:`ProjectPage.ignored`, never the page.
-Every stored URL is absolute and has its credentials (``user:token@``) removed.
+Notes: docs/internals.md, govern/index/simple.py.
 """
 
 from __future__ import annotations

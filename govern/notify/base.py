@@ -1,12 +1,6 @@
 """What a reminder needs from a channel: a message in, what the other side answered out.
 
-Every channel (an issue comment, a chat webhook, an email) sits behind :class:`Notifier`
-and receives its client from outside. A channel that can be searched (an issue's comments,
-by the marker in the comment) is also :class:`Searchable`: after a crash between sending
-and recording, the outbox looks for the message instead of sending it again. The others
-(a webhook, SMTP) cannot be asked; the outbox then records them as sent, unconfirmed
-(:func:`govern.service.outbox.deliver`'s ``resend_unconfirmed``), and they carry the
-message's key (``Idempotency-Key``, ``Message-ID``) for a receiver that removes duplicates.
+Notes: docs/internals.md, govern/notify/base.py.
 """
 
 from __future__ import annotations

@@ -1,21 +1,7 @@
 """Reminders and digests by email: SMTP with STARTTLS (RFC 3207) or implicit TLS
 (RFC 8314, port 465), and AUTH (RFC 4954).
 
-:mod:`smtplib` runs in a thread (:func:`asyncio.to_thread`), within one deadline
-(``timeout``) for the whole conversation: smtplib's own timeout bounds each socket
-operation only, so at the deadline the connection is shut down from the event loop and
-the thread says nothing more (a deadline met while the mail was going out is "maybe
-sent", as a broken line is). The connection is upgraded
-with STARTTLS before anything else is said, or is TLS from its first byte
-(``implicit_tls``), on a TLS context that verifies the server's certificate and name
-(``cafile`` adds a private CA); a server that does not offer STARTTLS is refused, unless
-``starttls = false`` was configured, which every target line then says. The
-``Message-ID`` is derived from the message's key, so a copy that did go out twice is one
-message to the reader's client; the outbox never sends it twice on its own.
-
-Replies (RFC 5321 section 4.2): 535 on login is NotifyAuthError, a 4xx (or a dropped
-connection, a time-out) NotifyUnavailable, retried; any other 5xx a NotifyError. The
-password never appears in a message.
+Notes: docs/internals.md, govern/notify/email.py.
 """
 
 from __future__ import annotations

@@ -1,13 +1,6 @@
 """Reminders as a comment on the exclusion's linked issue, through the repository's forge.
 
-The issue is the first of the exclusion's links that names an issue in the forge's own
-namespace: on its host (``https://github.com/vllm-project/vllm/issues/123``, GitLab's
-``https://gitlab.example/group/project/-/issues/7``, or a bare ``#123``) and under the
-owner or group of its repository. An upstream tracker (``cupy/cupy#9963``) is where the
-bug was reported, not where this repository's people talk: govern does not post there.
-The comment ends with the message's signed marker (:class:`~govern.forge.base.Marker`),
-so a run after a crash finds it, and no other comment (a person's, or one that quotes a
-reason holding a marker) is taken for it.
+Notes: docs/internals.md, govern/notify/issue.py.
 """
 
 from __future__ import annotations

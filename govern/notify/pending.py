@@ -1,14 +1,6 @@
 """The repository's "Pending relaxations" issue, kept up to date in place; digest periods.
 
-One issue per repository, found by its signed marker ``pending=<repository key>`` at the
-end of its body.
-:func:`publish` opens it the first time, and later edits it only when its title or body
-differ from what it shows: a run in which nothing changed sends nothing. The outbox
-remembers the issue's number and the hash of the body it last sent
-(:mod:`govern.service.remind`), so an unchanged repository costs no request at all.
-Editing the issue reopens it if a person closed it (the forge's ``update_issue``).
-
-The digest is the same content as one message, once per period (:func:`period`).
+Notes: docs/internals.md, govern/notify/pending.py.
 """
 
 from __future__ import annotations

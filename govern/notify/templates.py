@@ -1,15 +1,6 @@
 """The texts govern sends: a reminder, the pending-relaxations issue, a digest.
 
-Plain functions over the store's read models (:class:`~govern.store.proposals.Work`,
-:class:`~govern.store.notices.Overview`), each rendering plain text (email, chat) and
-Markdown (a forge). Nothing in them changes from one run to the next unless what they
-describe changed: the pending issue is updated only when its body differs.
-
-Text from the repository, the index or the CI (a reason, an owner's words, a line, a
-path, a link govern did not recognise) is :func:`~govern.text.quoted` in both forms: a
-forge, a chat and a mail reader show it, none acts on it (no ``@mention`` pings, no
-``closes #5`` closes, no HTML renders); an owner's ``@handles`` stay live (govern asks
-them to review).
+Notes: docs/internals.md, govern/notify/templates.py.
 """
 
 from __future__ import annotations

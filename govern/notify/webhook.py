@@ -1,22 +1,6 @@
 """Reminders and digests as a chat message, through a Slack-compatible incoming webhook.
 
-One POST of ``{"text": ...}`` as JSON, Slack's documented incoming-webhook payload
-(https://api.slack.com/messaging/webhooks; Mattermost takes the same). The text is
-escaped as Slack asks (``&``, ``<``, ``>``: https://api.slack.com/reference/surfaces/formatting).
-The request carries ``Idempotency-Key: <the message's key>`` for a receiver (or a relay)
-that removes duplicates; Slack itself cannot be searched, so the outbox never sends a
-message twice on its own (:func:`govern.service.outbox.deliver`).
-
-The URL embeds the webhook's token: it comes from an environment variable, and never
-appears in a message, an exception or a log line (httpx logs each request's URL at INFO;
-those records are scrubbed while the request runs). Sending and reading the answer end
-within one deadline (``timeout``), the answer read within 64 KB, decoded
-(:func:`govern.http.body.exchange`); a deadline met before the request started to leave
-is "not sent", after it "maybe sent". Slack's answers
-(https://api.slack.com/changelog/2016-05-17-changes-to-errors-for-incoming-webhooks):
-429 and 5xx are transient (NotifyUnavailable, retried), 401/403 a revoked or refused
-URL (NotifyAuthError), other 4xx (``invalid_payload``, ``channel_not_found``,
-``channel_is_archived``) a NotifyError.
+Notes: docs/internals.md, govern/notify/webhook.py.
 """
 
 from __future__ import annotations

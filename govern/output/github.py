@@ -1,13 +1,6 @@
 """``govern audit --format github``: GitHub Actions workflow commands, one per finding.
 
-Each finding becomes ``::error file=…,line=…,col=…,title=govern <rule>::<message>``
-(``::warning`` for warnings, ``::notice`` for info), which the runner turns into an
-annotation on the pull request. See
-https://docs.github.com/en/actions/reference/workflows-and-actions/workflow-commands
-("Setting an error message" and friends). Escaping is what the runner undoes (and what
-``@actions/core``'s ``escapeData``/``escapeProperty`` do): in the message ``%``, CR and
-LF; in property values also ``:`` and ``,``. The output ends with one plain summary
-line, which the runner prints as it is.
+Notes: docs/internals.md, govern/output/github.py.
 """
 
 from __future__ import annotations

@@ -1,13 +1,6 @@
 """``govern audit`` for people: a report grouped by source, with carets under problems.
 
-For each source: a header (path, format, number of requirements), its exclusions one a
-line, then its findings as ``path:line:col: severity rule: message``, followed by the
-excerpt with a caret under the column and the hint. Findings (and exclusions) whose
-source is not among the report's sources (cross-file findings) come in a last group,
-then one summary line. Colour is raw ANSI escapes, only when asked for.
-
-Text taken from the audited files (requirements, reasons, excerpts) is printed with its
-control characters escaped, so that a file cannot drive the terminal.
+Notes: docs/internals.md, govern/output/human.py.
 """
 
 from __future__ import annotations

@@ -1,13 +1,6 @@
 """``govern audit --format markdown``: a pull-request comment (GitHub-flavoured Markdown).
 
-A heading, the summary, a table of findings (or a line saying there are none), and the
-exclusions in a collapsed ``<details>`` table. The comment starts with an HTML comment
-marker (:data:`MARKER`) so that a bot can find and update its earlier comment.
-
-Table cells escape ``|``, turn newlines into ``<br>``, escape HTML and control
-characters, and defuse
-``@mentions`` (as Renovate does, with a zero-width space) so that a reason naming a
-person does not ping them on every push.
+Notes: docs/internals.md, govern/output/markdown.py.
 """
 
 from __future__ import annotations

@@ -1,16 +1,6 @@
 """``govern audit --format sarif``: SARIF 2.1.0 for code-scanning tools.
 
-Shapes follow the OASIS standard,
-https://docs.oasis-open.org/sarif/sarif/v2.1.0/sarif-v2.1.0.html (sarifLog, run,
-toolComponent, reportingDescriptor, result, physicalLocation, region, partialFingerprints),
-and the subset GitHub code scanning reads,
-https://docs.github.com/en/code-security/code-scanning/integrating-with-code-scanning/sarif-support-for-code-scanning.
-
-One run; ``tool.driver.rules`` lists every rule a result uses (sorted by id) and each
-result points at it by ``ruleId`` and ``ruleIndex``. Paths are relative to ``%SRCROOT%``
-(the audited directory). Columns count Unicode code points (``columnKind``), as Python
-strings do. A finding about an exclusion carries the exclusion's stable id as the
-``governExclusion/v1`` partial fingerprint, so an alert follows the line when it moves.
+Notes: docs/internals.md, govern/output/sarif.py.
 """
 
 from __future__ import annotations

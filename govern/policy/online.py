@@ -1,12 +1,6 @@
 """The index rules of ``govern audit --online``: what the package index says of each exclusion.
 
-- ``unknown-version``: ``!=V`` or ``==V`` names a version that was never published (a
-  typo: the nearest published one is suggested);
-- ``yanked-excluded``: the release ``!=V`` keeps out was yanked, so installers skip it
-  anyway;
-- ``stale-cap``: releases above a cap have been out for more than N days;
-- ``fix-available``: a release the exclusion keeps out is a candidate for a profile;
-- ``index-unreachable``: the index could not be asked (recorded, never a verdict).
+Notes: docs/internals.md, govern/policy/online.py.
 """
 
 from __future__ import annotations

@@ -1,24 +1,6 @@
 """Exactly once: every outgoing action is written to the outbox before it is sent.
 
-A row goes ``pending`` → ``sending`` (committed just before the request) → ``sent`` (with
-what the other side answered). A row found in ``sending`` lost its process between the
-request and the record. Its action is looked for first (a change request or comment by
-its marker, a branch by its content) and only sent again when it is not there; markers are
-signed with the store's own secret (:func:`seal`), so only what this govern wrote is found.
-A channel
-that cannot be searched (a chat webhook, email) is not sent again when the caller says
-so (``resend_unconfirmed=False``): the row is marked sent with ``{"unconfirmed": true}``,
-since the first attempt may well have arrived, and it carried the message's
-``Idempotency-Key`` or ``Message-ID`` for a receiver that removes duplicates; a second
-copy is not govern's to send. The price is a message lost when the process died after
-the row was marked ``sending`` but before the request left: at most once, and the row
-says so. A push keeps the default (``True``): pushing the same content again is harmless.
-
-A failure (the send raised) is recorded with its message (never a token) and tried again
-with backoff, until :data:`MAX_ATTEMPTS`; then the row is ``dead`` and waits for a person.
-An action whose key is never asked for again (a push of a file that has changed since, the
-pending issue's text before the last edit) is ``superseded`` once a newer one for the same
-thing is sent (``supersedes``: the keys' common prefix), so it is not listed as failing.
+Notes: docs/internals.md, govern/service/outbox.py.
 """
 
 from __future__ import annotations

@@ -1,18 +1,6 @@
 """Polling: the index's releases for every tracked exclusion, and the candidates they give.
 
-One request per project per poll, however many exclusions and repositories track it;
-conditional requests (the validators are kept in ``index_page``), so an unchanged project
-costs a 304 and no parsing. The index is read before the store's write lock is taken;
-then, in one transaction, the releases judging needs are recorded (bounded per walk:
-:func:`govern.index.candidates.needed`), every exclusion is judged for every
-runtime profile (:func:`govern.index.candidates.candidates`), each release looked at is
-recorded as a candidate or with the reason it is not one, and a release that became a
-candidate adds a ``candidate-found`` event (and moves the exclusion from ``held`` to
-``candidate``). A project that could not be fetched is recorded in ``index_page`` and
-changes nothing else: a bad answer from the index is never a verdict.
-
-This module is the workflow: what to ask, record and judge. Every read and write is a
-query of :mod:`govern.store.polling`, in bulk (a few statements per table and batch).
+Notes: docs/internals.md, govern/service/poll.py.
 """
 
 from __future__ import annotations

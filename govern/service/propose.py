@@ -1,26 +1,6 @@
 """Proposing: the pull request (or branch, or reminder) that relaxes a verified line, once.
 
-For each verified exclusion (or the one asked about), with the repository's
-``[tool.govern.propose]``:
-
-1. the file is read from the remote's base branch and the stored relaxation is applied to
-   exactly that clause (:mod:`govern.sources.edit`); a line a person changed meanwhile
-   supersedes the proposal, and one already relaxed needs nothing;
-2. the branch (one per exclusion) is pushed with one commit through the outbox, over a
-   tip govern pushed only (leased on it). A branch holding commits or a change request
-   govern did not make is left alone while govern's request on it is open (a comment there
-   says so instead); a name already taken gets another (``-2``, ``-3``, ...). Then
-   (``via = "github" | "gitlab"``) the change request is opened, or updated for a newer
-   candidate, found first by its branch and marker after a crash, and its labels,
-   reviewers and assignees applied as a delivery of their own;
-3. a ``proposal-opened`` (or ``proposal-updated``) event is added and the exclusion is
-   ``proposed``. A base branch whose line already admits the candidate (a person's own
-   change) closes govern's open request with a comment. Open change requests are looked
-   at on every run: merged adds ``merged``
-   (the next sync sees the new line and relaxes the exclusion), closed unmerged adds
-   ``declined`` and holds it, and that version is never proposed again.
-
-``dry_run`` computes the edit and the text and sends and records nothing.
+Notes: docs/internals.md, govern/service/propose.py.
 """
 
 from __future__ import annotations

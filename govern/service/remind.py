@@ -1,15 +1,6 @@
 """Reminders, the pending-relaxations issue and the digest, each sent once through the outbox.
 
-:func:`remind` is what ``propose = "remind"`` does with a verified exclusion: one message
-(:func:`govern.notify.templates.reminder`) to every configured channel, each under its
-own dedupe key ``remind:<exclusion key>:<version>:<channel>``. A channel that can be
-searched (the issue comment) is looked for after a crash; the others are never sent a
-second time (the outbox's ``resend_unconfirmed=False``). The first run in which a
-channel delivered it adds one ``reminded`` event (per exclusion and version) and
-moves the exclusion to ``proposed``.
-
-:class:`Digester` keeps each repository's pending-relaxations issue up to date (edited
-only when its text changed) and sends its digest once per period, for the daemon.
+Notes: docs/internals.md, govern/service/remind.py.
 """
 
 from __future__ import annotations

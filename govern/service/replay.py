@@ -1,20 +1,6 @@
 """Replaying a requirements file's history by its diffs, with the events of a full re-read.
 
-Re-reading every version of a 575-line file re-parses 575 lines per commit when a
-commit bumps two. :class:`LineReplay` keeps what each physical line holds (its
-exclusions, its kind, the package of a line that does not parse) and, given a
-commit's ``-U0`` hunks, re-reads only the lines whose exclusions can have changed:
-the changed lines, widened to every line that shares a comment block with them
-(a block above covers the run of requirement lines below it; see
-:mod:`govern.exclusions.annotations`), read together with the line above and the
-block below them, which is what the reader consults there. The result is what a
-re-read of the whole file would give for those lines, and nothing else has changed.
-
-Whenever that cannot be shown cheaply, the whole file is read instead: the first
-version, a file that is not plain UTF-8 text split by newlines (a BOM, a coding line,
-other line separators, backslash continuations), a ``# ^govern:`` line near the
-change (it annotates the line above it), and a clause that also appears on an
-unchanged line (the first occurrence of a key is the one synced).
+Notes: docs/internals.md, govern/service/replay.py.
 """
 
 from __future__ import annotations

@@ -1,22 +1,6 @@
 """The sync: the exclusions of a source, compared with the store and written as events.
 
-A sync compares what a source holds now with what the store holds for it:
-
-- a new key adds the exclusion with an ``added`` event (a key seen before and removed
-  is restored, with the same row and its history);
-- a changed reason, links, owner, review date, ... adds an annotation version and an
-  ``annotation-changed`` event;
-- a clause that changed in place (same package, source, marker and pyproject group:
-  ``< 14.1.0`` became ``!= 14.1.0``) becomes a new exclusion linked to its predecessor,
-  with a ``changed`` event; the predecessor is ``relaxed`` (or ``removed`` when the new
-  clause is stricter);
-- a vanished clause is ``removed``.
-
-A changed line or annotation stores its candidates' relaxations again (the known-bad
-versions may have changed: :mod:`govern.store.relaxations`). Nothing changes when nothing
-changed. All of it happens in the caller's transaction, under the repository's lock
-(:func:`govern.store.tracking.lock_repository`); each event moves its row's state as
-:mod:`govern.lifecycle`'s table says.
+Notes: docs/internals.md, govern/service/sync.py.
 """
 
 from __future__ import annotations

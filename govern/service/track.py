@@ -1,12 +1,6 @@
 """Tracking: the exclusions an audit sees, synced into the store as a governance thread.
 
-:func:`track` audits the repository, takes each new clause's provenance from ``git
-blame``, replays the git history of each source when asked (``--history``: one commit at
-a time, so that years of history yield their threads at once), and hands each source to
-the sync (:mod:`govern.service.sync`), all in one transaction under a lock per
-repository: two syncs at once end as one after the other, and a crash leaves the
-previous state. An unchanged repository is recognised first, by a digest of what a sync
-reads (:mod:`govern.service.digest`).
+Notes: docs/internals.md, govern/service/track.py.
 """
 
 from __future__ import annotations

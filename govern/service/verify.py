@@ -1,30 +1,6 @@
 """Verification: try current candidates on their runtime profiles through CI, and record it.
 
-For the exclusions asked about (an id, a package, or all), every eligible candidate found
-by the watcher is tried on its profile by the provider configured for that profile. The
-same release of a package on the same profile with the same reproducer is one run, however
-many exclusions (repositories) are waiting for it; each candidate gets its own
-``verification`` row with that run's id.
-
-A run's conclusion means:
-
-- ``passed`` (with evidence that exactly the candidate was installed): the candidate is
-  ``passed``, a ``verification-passed`` event is added, the exclusion becomes ``verified``;
-- ``failed``: the candidate is ``failed`` and its version is known-bad for the exclusion
-  from now on (the watcher reads failed candidates as known-bad), the same release is
-  marked ``bad`` on the exclusion's other profiles, a ``verification-failed`` event;
-- ``errored``, ``cancelled``, ``timed-out``: never a verdict. The attempt is recorded
-  (``verification-errored``) and the candidate is tried again, up to ``attempts`` tries in
-  all; after that it is ``errored`` and waits for a person.
-
-Each conclusion stores again the narrow relaxation of every candidate of the exclusion
-(a failure adds a known-bad version; :mod:`govern.store.relaxations`), and a call first
-stores one for the candidates that have none (found by a poll since).
-
-Runs that are still going (hosted CI) are polled on the next call, or until they end
-with ``wait``; a run past its provider's time-out is cancelled and ``timed-out``. No
-transaction is open while a provider works: a row is written before a run starts (so a
-crash leaves a trace, closed as ``errored`` by the next call) and updated once it is known.
+Notes: docs/internals.md, govern/service/verify.py.
 """
 
 from __future__ import annotations

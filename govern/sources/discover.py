@@ -1,36 +1,6 @@
 """Find the requirement sources under a directory.
 
-A file is a source by its name when it is ``pyproject.toml``; a name that
-contains ``requirements`` and ends in ``.txt``, ``.pip`` or ``.in``
-(``requirements.txt``, ``test-requirements.txt``, ``requirements-dev.txt``,
-``requirements.pip``, ``requirements.in``: every name Renovate's pip pattern
-matches, and pip-compile's inputs and outputs); or any ``*.txt`` or ``*.in``
-below a directory named ``requirements`` (at any depth).
-
-Other ``*.in`` files (``dev.in``) and names that contain ``constraints`` and end in
-``.txt`` (``upper-constraints.txt``, but also OpenStack's
-``upper-constraints-xfails.txt``, whose ``dep==ver;affected,pkgs`` lines are no
-requirements) are read only if their content reads as requirements: most of their
-lines (of the first 64 KiB) parse as PEP 508 requirements or pip options. One that
-does not is reported once, as ``not-a-requirements-file``, instead of as a storm of
-parse errors. Templates
-(``MANIFEST.in``, ``Makefile.in``, ``config.h.in``, ``foo.pyx.in``,
-``setup.cfg.in``: a known template name, or ``*.EXT.in`` for a known file type)
-are never sources. Files named on the command line and files an ``include``
-glob matches are read whatever their name and content.
-
-``include`` globs add more files, ``exclude`` globs remove files (exclude
-wins). Globs are relative to the root, use ``/``, and support ``*`` and ``?``
-(within one path segment), ``[...]`` classes and ``**`` (any number of
-directories).
-
-Virtual environments, VCS metadata, build output and every directory whose name
-starts with ``.`` are not entered, and symlinked directories are not followed.
-An include glob reaches into such a directory only when it spells the
-directory's name literally (``.ci/requirements/*.txt`` does, ``**/*.txt`` does
-not).
-
-:data:`HOOK_FILES` is the same rule as one regex, for pre-commit's ``files``.
+Notes: docs/internals.md, govern/sources/discover.py.
 """
 
 from __future__ import annotations

@@ -1,14 +1,6 @@
 """pip's line rules, once: logical lines, where a comment starts, options and their words.
 
-This mirrors ``pip._internal.req.req_file``: backslash continuations are joined first
-(:func:`join_lines`, :func:`logical_lines`; a comment line ends a continuation), then
-the comment is removed (:func:`comment_index`: ``#`` at the start of a line or after
-whitespace, so ``#egg=`` and ``#sha256=`` inside URLs are not comments), then the line
-is split into a requirement and options at the first token starting with ``-``
-(:func:`break_args_options`), and the options are read as pip's optparse parser reads
-them (:func:`parse_options`, :func:`lookup_option`, :func:`shell_split`). The reader
-(:mod:`govern.sources.requirements_txt`), the edit (:mod:`govern.edit`) and the rewrite
-of one requirement (:mod:`govern.edit.relax`) all split lines here.
+Notes: docs/internals.md, govern/sources/pipline.py.
 """
 
 from __future__ import annotations

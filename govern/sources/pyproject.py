@@ -1,17 +1,6 @@
 """Read the requirements declared in a ``pyproject.toml``.
 
-The file is parsed with :mod:`tomllib`, which knows the values but not where they
-are. A small position scanner (:mod:`govern.sources.tomlpos`) walks the raw text
-alongside it and records, for every key path, where its value starts; each requirement
-string found by ``tomllib`` is then matched with the scanned string at the same path, so every
-entry carries its physical line and column. When a string cannot be matched (an
-unusual layout the scanner did not follow), the entry falls back to the line of
-its key. The reader never raises on bad content: everything wrong with the file
-becomes a :class:`~govern.sources.model.Problem`.
-
-Entries are read from ``[project] dependencies``, ``[project]
-optional-dependencies``, ``[dependency-groups]`` (PEP 735), ``[build-system]
-requires`` and ``[project] requires-python`` (as an entry named ``python``).
+Notes: docs/internals.md, govern/sources/pyproject.py.
 """
 
 from __future__ import annotations

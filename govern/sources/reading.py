@@ -1,13 +1,6 @@
 """Opening the files an audit reads: regular files only, never blocking, never unbounded.
 
-Anyone can edit an audited tree: ``requirements.txt`` may be a link to
-``/proc/self/environ`` (whose content would be echoed into CI logs), a FIFO (a
-blocking open hangs the run) or ``/dev/zero`` (a read that never ends). Every file
-``govern audit`` opens (sources, ``-r``/``-c`` includes, ``pyproject.toml``, the
-configuration, a policy, git's own pointers) goes through :func:`read_bounded`: it
-refuses what is not a regular file and anything under ``/proc``, ``/sys`` or
-``/dev``, opens with ``O_NONBLOCK``, and reads at most :data:`MAX_SOURCE_BYTES`.
-Outcomes are values (:class:`Unreadable`), never exceptions.
+Notes: docs/internals.md, govern/sources/reading.py.
 """
 
 from __future__ import annotations

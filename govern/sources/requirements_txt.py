@@ -1,12 +1,6 @@
 """pip requirements and constraints files, read by pip's own rules.
 
-This mirrors ``pip._internal.req.req_file`` (its line rules are
-:mod:`govern.sources.pipline`'s): backslash continuations are joined first (the logical
-line is numbered by its first physical line), then comments are removed (``#`` at the
-start of a line or after whitespace: ``#egg=`` and ``#sha256=`` inside URLs are not
-comments), then ``${VAR}`` is expanded, then the line is split into a requirement and
-options at the first token starting with ``-``. Everything pip rejects becomes a
-:class:`Problem` with a column and a hint; nothing raises.
+Notes: docs/internals.md, govern/sources/requirements_txt.py.
 """
 
 from __future__ import annotations

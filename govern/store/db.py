@@ -1,14 +1,6 @@
 """Opening the store: the database URL, the engine, sessions, and the schema's revision.
 
-The URL comes from ``--db``, else ``GOVERN_DATABASE_URL``, else ``database`` in the
-configuration, else SQLite in the user's data directory (platformdirs): nothing to
-start. PostgreSQL (``postgresql://...``, through psycopg 3) is the path for a store
-shared by many workers; both run the same code.
-
-Writers are serialised per database (SQLite: ``BEGIN IMMEDIATE``; PostgreSQL: an
-advisory lock per repository, taken by the sync), so two ``govern track`` runs at once
-end as if one had run after the other. An empty database is migrated on first use; a
-database at an older revision is left alone until ``govern db upgrade``.
+Notes: docs/internals.md, govern/store/db.py.
 """
 
 from __future__ import annotations

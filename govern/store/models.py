@@ -1,20 +1,6 @@
 """The store's tables: what govern remembers between runs.
 
-One row per repository, source and exclusion (keyed as in docs/design.md); annotations
-are kept as versions, so a reason that changed is never lost; events are the
-append-only governance thread; releases, candidates, verifications and proposals are
-the watcher's, the verifier's and the proposer's records.
-
-Each entity the dashboard's API returns is a family, as in the fastapi full-stack
-template: ``XBase`` holds the fields the table and the API share, ``X(XBase, table=True)``
-is the table, ``XPublic(XBase)`` what status, history, the dashboard and the API show
-(with what it joins or computes). The read models that join several tables (a pending
-relaxation, a page, a thread) are plain SQLModels of publics. Publics are built from rows
-the store holds (``model_construct``: no validation of what the store already took).
-
-Times are stored in UTC. Revisions in ``migrations/versions`` are generated from these
-models (``alembic revision --autogenerate``) and reviewed; a test runs ``alembic
-check`` so the two never drift apart.
+Notes: docs/internals.md, govern/store/models.py, docs/design.md.
 """
 
 from __future__ import annotations

@@ -1,15 +1,6 @@
 """The dashboard's front page, read with paginated SQL (no page loads everything).
 
-- :func:`pending`: exclusions with a candidate or a verified release, each with the change
-  that would be made (the line before and after, as :mod:`govern.store.relaxations` stored
-  it), its evidence (the latest verification), age, owner and proposal link; verified first.
-- :func:`attention`: what has been held too long: overdue reviews, failed verifications.
-
-A fixed number of queries per page, however many items: the ids of a page come first from
-narrow ordered queries (an index range each, stopped at the limit: see the indexes on
-Exclusion and Annotation), then the rows of those ids, then what each item needs, for all
-items at once (candidates with their relaxations, profiles, evidence, proposals). No query
-per item, and no relaxation computed.
+Notes: docs/internals.md, govern/store/pending.py.
 """
 
 from __future__ import annotations

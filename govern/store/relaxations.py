@@ -1,12 +1,6 @@
 """The narrow relaxation of each candidate, computed when it can change and stored on its row.
 
-It depends on the exclusion's line and clause, the candidate's version, the versions known
-bad (the annotation's ``bad=`` and the releases whose verification failed) and the releases
-published. :func:`refresh` computes it (:mod:`govern.edit.relax`) when a verification
-concludes and when a sync changes an exclusion's line or annotation; :func:`fill_missing`
-for candidates that have none yet (found by a poll, or stored before the column). Pages
-read the stored value (:func:`stored`), as proposals do: no page view computes one.
-Every function takes a session or a Core connection (the poll writes through one).
+Notes: docs/internals.md, govern/store/relaxations.py.
 """
 
 from __future__ import annotations

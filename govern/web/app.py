@@ -1,14 +1,6 @@
 """``govern serve``: the dashboard application (FastAPI, Jinja2 rendered on the server).
 
-Pages: ``/`` (pending relaxations, then held, overdue and failed), ``/exclusions`` (all,
-filtered, searched, paginated), ``/exclusions/{id}`` (one exclusion's thread, candidates,
-verifications with logs, proposals and the write forms), ``/debt`` (held-back debt over
-time and an age histogram, SVG drawn on the server), ``/login``. The JSON API is under
-``/api/v1`` (:mod:`govern.web.api`); webhooks under ``/webhooks``; ``/healthz``; ``/metrics``.
-
-No JavaScript at all: the pages are HTML and a stylesheet served from the package, so the
-CSP allows no inline script or style. Jinja2 escapes every value (reasons, names and logs
-come from files and CI anyone can edit).
+Notes: docs/internals.md, govern/web/app.py.
 """
 
 from __future__ import annotations

@@ -1,57 +1,6 @@
 """Inline SVG charts for the dashboard (``govern serve``): held-back debt and its ages.
 
-Two pure functions return SVG markup (a string, to be embedded in a server-rendered
-page): :func:`debt_over_time` draws the number of open exclusions per day (a step line)
-with their median age (a dashed line on its own right-hand axis), and
-:func:`age_histogram` draws how many exclusions fall into each age bucket.
-
-The dashboard runs under a strict Content-Security-Policy (``default-src 'none';
-style-src 'self'``), so the markup has no ``style`` attributes, no ``<style>`` element
-and no ``<script>``: its look comes from the page's stylesheet, through the CSS classes
-below, with presentation attributes (``fill``, ``stroke``, ``font-size``…) as fallbacks
-that any class rule overrides.
-
-CSS classes (all listed in :data:`CLASS_NAMES`):
-
-``chart``
-    The root ``<svg>``, together with ``chart-debt`` or ``chart-histogram``.
-``chart-debt``, ``chart-histogram``
-    Which chart the root is.
-``chart-axis``
-    Axis lines and tick marks.
-``chart-grid``
-    Horizontal grid lines at the value ticks.
-``chart-label``
-    Tick labels (values, dates, bucket names); right-hand axis labels also carry
-    ``chart-label-age``.
-``chart-label-age``
-    Labels of the median-age axis.
-``chart-line``
-    A data series' path (and its legend swatch), together with ``chart-line-count``
-    (open exclusions) or ``chart-line-age chart-line-secondary`` (median age).
-``chart-line-count``, ``chart-line-age``
-    Which series a line (or point, or legend swatch) is.
-``chart-line-secondary``
-    The second series' line and swatch (the median age), as the stylesheet calls it;
-    not on its points, since a rule for lines (``fill: none``) would hide them.
-``chart-point``
-    A dot marking an isolated data point (one that a line cannot show), together with
-    ``chart-line-count`` or ``chart-line-age``.
-``chart-legend``
-    The legend (a ``<g>`` with a swatch and a label per series).
-``chart-bar``
-    A histogram bar (it holds a ``<title>`` tooltip).
-``chart-value``
-    The count written above a histogram bar.
-``chart-empty``
-    The "no data yet" label.
-
-Every piece of text is XML-escaped (titles and labels may come from user data), and
-characters that XML 1.0 cannot carry are replaced by U+FFFD. Numbers are written with at
-most one decimal; the output never contains NaN or infinity, and the same input always
-gives the same string. Rendering is linear in the number of points: a series longer than
-the plot is wide is downsampled to one point per pixel column, keeping each column's
-maximum so that spikes remain visible.
+Notes: docs/internals.md, govern/web/charts.py.
 """
 
 from __future__ import annotations

@@ -1,21 +1,6 @@
 """The dashboard's limits on what a client may send: body size, and failed token attempts.
 
-- :class:`BodyLimit` refuses a request body over the limit (1 MiB by default) with 413:
-  at once when ``Content-Length`` says so, and while reading when the body is chunked or
-  its length is not declared, so that no more than the limit is ever held in memory.
-  A webhook's signature can only be checked over the whole body, so an unsigned 300 MB
-  body was read whole (700 MB peak) before its 401.
-- :class:`RefuseNul` answers 400 to a NUL byte anywhere in the path or the query string:
-  PostgreSQL refuses NUL in text (a 500) and SQLite ends a LIKE pattern at it (a filter
-  that matched every row); no name, id or filter of govern's ever holds one.
-- :class:`Throttle` counts failed sign-ins, bearer tokens and webhook signatures per
-  client address in a sliding window; a client past the limit gets 429 with
-  ``Retry-After`` until its oldest failure leaves the window. Only failures count: a
-  client that knows the token is never slowed down.
-- :func:`json_value` reads a JSON body strictly, and :class:`StrictJsonRoute` makes the
-  API's bodies so: a lone surrogate escape (``"\\ud800"``) is valid JSON but no text
-  (it cannot be encoded, stored or echoed in an answer), so it is a 400 where it arrives,
-  never a 500 later.
+Notes: docs/internals.md, govern/web/limits.py.
 """
 
 from __future__ import annotations

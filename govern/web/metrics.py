@@ -1,15 +1,6 @@
 """``/metrics``: the store's state in the Prometheus text format (0.0.4), every series ``govern_``.
 
-Series:
-
-- ``govern_exclusions{state}``: exclusions by lifecycle state (``overdue`` among the open);
-- ``govern_exclusion_age_days_max``, ``govern_exclusion_age_days_median``: of open ones;
-- ``govern_poll_runs_total``, ``govern_poll_duration_seconds_sum`` / ``_count``, and
-  ``govern_poll_last_duration_seconds``, ``govern_poll_last_timestamp_seconds``,
-  ``govern_poll_last_failed_projects``: from the recorded polls;
-- ``govern_index_failing_projects``: projects whose last fetch failed;
-- ``govern_verifications_total{conclusion}``: verifications by conclusion (``running``
-  for those without one).
+Notes: docs/internals.md, govern/web/metrics.py.
 """
 
 from __future__ import annotations

@@ -1,22 +1,6 @@
 """The dashboard's protections: headers, the write token, sessions, CSRF, webhook signatures.
 
-- Every answer carries a Content-Security-Policy without inline scripts or styles
-  (``default-src 'none'``, scripts and styles from this origin only, ``frame-ancestors
-  'none'``), ``X-Content-Type-Options: nosniff``, ``Referrer-Policy: same-origin`` and
-  ``X-Frame-Options: DENY``.
-- Writes need the token from configuration (the variable named by ``web.token-env``): the
-  API takes it as ``Authorization: Bearer``; a browser signs in with it once and gets a
-  session cookie (HttpOnly, SameSite=Strict, signed with a per-process key). Signing out
-  revokes that session here, on the server: the cookie replayed later is refused. The
-  revocations live in memory, beside the key: a session is only ever valid in the process
-  that signed it (a restart makes a new key, which ends every session), so nothing a
-  store could share between processes would be of use.
-- Forms carry a CSRF token: an HMAC of a random per-browser nonce kept in a cookie
-  (double submit, signed), checked in constant time.
-- Webhooks: GitHub's ``X-Hub-Signature-256`` (HMAC-SHA256 of the raw body with the shared
-  secret) and Buildkite's ``X-Buildkite-Token``, compared in constant time.
-
-No secret is ever logged or echoed.
+Notes: docs/internals.md, govern/web/security.py.
 """
 
 from __future__ import annotations
