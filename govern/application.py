@@ -21,6 +21,7 @@ from govern.ci.command import Command
 from govern.ci.providers import build
 from govern.config import Config, ProposeConfig, load_config
 from govern.errors import ConfigError, GovernError, UsageError
+from govern.exclusions.states import Via
 from govern.forge.base import Forge
 from govern.forge.remote import forge_for, parse_remote
 from govern.git.push import Pusher
@@ -269,11 +270,11 @@ class Outgoing:
         key = (root, settings)
         if key not in self._forges:
             remote = None
-            if settings.via != "git" and not settings.forge:
+            if settings.via != Via.GIT and not settings.forge:
                 remote = self.pusher_for(root, settings).url
             self._forges[key] = (
                 None
-                if settings.via == "git"
+                if settings.via == Via.GIT
                 else forge_for(
                     settings.via, remote, settings=settings, client=self.http, environ=self.environ
                 )
@@ -287,7 +288,7 @@ class Outgoing:
         forge: Forge | None = None
         host = ""
         why = 'via = "git" has no forge to comment through: set via = "github"'
-        if "issue" in config.notify.channels and settings.via != "git":
+        if "issue" in config.notify.channels and settings.via != Via.GIT:
             try:
                 forge = self.forge_for(root, settings)
                 host = parse_remote(settings.forge or self.pusher_for(root, settings).url).host

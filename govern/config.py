@@ -20,6 +20,7 @@ from packaging.version import Version
 from govern.errors import ConfigError
 from govern.exclusions.annotations import CommentSettings, ConfigAnnotation
 from govern.exclusions.links import LinkContext
+from govern.exclusions.states import FORGE_VIAS, ProposeMode, Via
 from govern.sources.reading import Unreadable, read_bounded
 from govern.tomltables import (
     InvalidToml,
@@ -137,8 +138,8 @@ class CIConfig:
         return dict(self.options)
 
 
-PROPOSE_MODES = ("pull-request", "remind", "none")
-PROPOSE_VIA = ("git", "github", "gitlab")
+PROPOSE_MODES = tuple(ProposeMode)
+PROPOSE_VIA = (Via.GIT, *FORGE_VIAS)  # what `via =` accepts: remind and ? are never written
 _PROPOSE_KEYS = {
     "via",
     "remote",
@@ -163,12 +164,12 @@ _PROPOSE_KEYS = {
 class ProposeConfig:
     """``[tool.govern.propose]`` (``[propose]`` in .govern.toml): how relaxations are proposed."""
 
-    via: str = "git"  # git | github | gitlab
+    via: Via = Via.GIT  # git | github | gitlab
     remote: str = "origin"  # the git remote branches are pushed to
     base: str | None = None  # the branch proposals target; None: the remote's default
-    mode: str = "pull-request"  # pull-request | remind | none (``propose = ...``)
-    packages: tuple[tuple[str, str], ...] = ()  # (canonical package, mode) overrides
-    exclusions: tuple[tuple[str, str], ...] = ()  # (exclusion id, mode): the narrowest
+    mode: ProposeMode = ProposeMode.PULL_REQUEST  # ``propose = ...``
+    packages: tuple[tuple[str, ProposeMode], ...] = ()  # (canonical package, mode) overrides
+    exclusions: tuple[tuple[str, ProposeMode], ...] = ()  # (exclusion id, mode): the narrowest
     branch_prefix: str = "govern/relax"
     author: str | None = None  # "Name <email>" of the commit; None: govern's own
     labels: tuple[str, ...] = ("dependencies",)
@@ -182,7 +183,7 @@ class ProposeConfig:
     installation_id: int | None = None
     private_key_env: str | None = None
 
-    def mode_for(self, package: str, exclusion: str | None = None) -> str:
+    def mode_for(self, package: str, exclusion: str | None = None) -> ProposeMode:
         """The mode for one exclusion: its own override, else its package's, else the
         repository's."""
         if exclusion is not None and (own := dict(self.exclusions).get(exclusion)):
@@ -248,12 +249,12 @@ def _propose(value: Any, where: str) -> ProposeConfig:
             '"GOVERN_APP_KEY" (the variable holding the PEM key).',
         )
     return ProposeConfig(
-        via=choice(value, "via", where, PROPOSE_VIA, "git"),
+        via=Via(choice(value, "via", where, PROPOSE_VIA, Via.GIT)),
         remote=string(value, "remote", where, "propose.") or "origin",
         base=string(value, "base", where, "propose."),
-        mode=choice(value, "propose", where, PROPOSE_MODES, "pull-request"),
-        packages=tuple(sorted((canonicalize_name(k), m) for k, m in packages.items())),
-        exclusions=tuple(sorted(exclusions.items())),
+        mode=ProposeMode(choice(value, "propose", where, PROPOSE_MODES, ProposeMode.PULL_REQUEST)),
+        packages=tuple(sorted((canonicalize_name(k), ProposeMode(m)) for k, m in packages.items())),
+        exclusions=tuple(sorted((k, ProposeMode(m)) for k, m in exclusions.items())),
         branch_prefix=string(value, "branch-prefix", where, "propose.") or "govern/relax",
         author=author.strip() if author is not None else None,
         labels=strings(value.get("labels", ["dependencies"]), "labels", where),

@@ -114,6 +114,31 @@ class ProposalState(StrEnum):
     FAILED = "failed"  # its action failed; retried with backoff (the outbox says when)
 
 
+class ProposeMode(StrEnum):
+    """What ``propose = ...`` asks for (per repository, package or exclusion).
+
+    What was done is a :class:`ProposalKind`: ``pull-request`` gives a pull request, or a
+    branch with ``via = "git"``; ``remind`` gives a reminder.
+    """
+
+    PULL_REQUEST = "pull-request"
+    REMIND = "remind"
+    NONE = "none"  # tracked and verified, never proposed
+
+
+class Via(StrEnum):
+    """How a proposal travels (``[propose] via``, ``proposal.via``, the JSON ``via``)."""
+
+    GIT = "git"  # a branch pushed to the remote, no forge
+    GITHUB = "github"
+    GITLAB = "gitlab"
+    REMIND = "remind"  # propose = "remind": a reminder on the channels, never configured
+    UNKNOWN = "?"  # a run that failed before it read the settings (JSON only)
+
+
+FORGE_VIAS = (Via.GITHUB, Via.GITLAB)  # the ways with a forge client
+
+
 class ProposalKind(StrEnum):
     """How a relaxation was proposed (``proposal.kind``)."""
 

@@ -16,6 +16,7 @@ import httpx
 
 from govern.config import ProposeConfig
 from govern.errors import FORGE_ERRORS, ForgeAuthError, ForgeError
+from govern.exclusions.states import Via
 from govern.forge.base import Forge
 from govern.forge.github import GitHubForge
 from govern.forge.gitlab import GitLabForge
@@ -63,7 +64,7 @@ def _shown(url: str) -> str:
 
 
 def forge_for(
-    via: str,
+    via: Via,
     remote_url: str | None,
     *,
     settings: ProposeConfig,
@@ -79,7 +80,7 @@ def forge_for(
             tip='Write forge = "https://host/owner/repo" in [tool.govern.propose].',
         )
     remote = parse_remote(source)
-    if via == "github":
+    if via == Via.GITHUB:
         if remote.path.count("/") != 1:
             raise ForgeError(f"a GitHub repository is owner/repo, not {remote.path!r}", tip=_TIP)
         variable = settings.token_env or DEFAULT_ENV
@@ -92,7 +93,7 @@ def forge_for(
             token_source=f"${variable}",
             app=_app_tokens(settings, client, api_url, environ),
         )
-    if via == "gitlab":
+    if via == Via.GITLAB:
         variable = settings.token_env or GITLAB_ENV
         return GitLabForge(
             remote.path,

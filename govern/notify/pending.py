@@ -41,8 +41,9 @@ class PendingIssue:
     marker: Marker
 
     @property
-    def digest(self) -> str:
-        """A short hash of the title and body: what changed means a new hash."""
+    def text_hash(self) -> str:
+        """A short hash of the title and body: what changed means a new hash (stored as the
+        outbox result's ``digest``, a name kept for the rows already written)."""
         raw = f"{self.title}\0{self.body}".encode()
         return hashlib.sha256(raw).hexdigest()[:16]
 
@@ -55,7 +56,7 @@ def render(overview: Overview, seal: Seal) -> PendingIssue:
 
 
 def _answer(issue: Issue, wanted: PendingIssue, action: str) -> dict[str, Any]:
-    return {"number": issue.number, "url": issue.url, "digest": wanted.digest, "action": action}
+    return {"number": issue.number, "url": issue.url, "digest": wanted.text_hash, "action": action}
 
 
 def _shows(issue: Issue, wanted: PendingIssue) -> bool:

@@ -22,7 +22,9 @@ from govern.exclusions.states import (
     OutboxState,
     ProposalKind,
     ProposalState,
+    ProposeMode,
     RunState,
+    Via,
 )
 from govern.forge.base import (
     ChangeRequest,
@@ -77,7 +79,7 @@ class Outcome:
     line: int
     old: str
     new: str | None
-    via: str
+    via: Via
     branch: str | None = None
     url: str | None = None
     state: RunState = RunState.SENT
@@ -271,13 +273,15 @@ class Proposer:
             try:
                 outcome = await self._one(item, dry_run=dry_run)
             except GovernError as exc:
-                outcome = self._outcome(item, "?", state=RunState.FAILED, message=exc.message)
+                outcome = self._outcome(
+                    item, Via.UNKNOWN, state=RunState.FAILED, message=exc.message
+                )
             result.proposals.append(outcome)
         if not dry_run:
             result.closed = await self.watch()
         return result
 
-    def _outcome(self, work: Work, via: str, **values: Any) -> Outcome:
+    def _outcome(self, work: Work, via: Via, **values: Any) -> Outcome:
         values.setdefault(
             "new", work.relaxation.requirement if work.relaxation is not None else None
         )
@@ -297,16 +301,16 @@ class Proposer:
         settings = config.propose
         mode = settings.mode_for(work.package, work.key)
         via = settings.via
-        if mode == "none":
+        if mode == ProposeMode.NONE:
             return self._outcome(work, via, state=RunState.NONE, message="propose = none")
-        if mode == "remind":
+        if mode == ProposeMode.REMIND:
             from govern.service.remind import remind  # the notifiers' stack, for reminders only
 
             notifiers = self.notifiers_for(root, config) if self.notifiers_for else None
             reminded = await remind(self.store, work, notifiers, now=self.now(), dry_run=dry_run)
             return self._outcome(
                 work,
-                "remind",
+                Via.REMIND,
                 state=reminded.state,
                 message=reminded.message,
                 url=reminded.url,
@@ -362,7 +366,7 @@ class Proposer:
         proposal = self._proposal(work, via, branch, old_line, new_line)
         digest = hashlib.sha256(new_text).hexdigest()[:16]
         message = commit_message(work, old_line, new_line)
-        forge = self.forge_for(root, settings) if self.forge_for and via != "git" else None
+        forge = self.forge_for(root, settings) if self.forge_for and via != Via.GIT else None
 
         async def push() -> dict[str, Any]:
             return await self._push(
@@ -433,7 +437,7 @@ class Proposer:
             message=None if sent_now else "already proposed: nothing sent again",
         )
 
-    def _undelivered(self, work: Work, via: str, done: outbox.Delivered, **values: Any) -> Outcome:
+    def _undelivered(self, work: Work, via: Via, done: outbox.Delivered, **values: Any) -> Outcome:
         """The outcome of an action not sent: another run is at it (this one stood aside),
         or it failed and is retried."""
         if done.elsewhere:
@@ -538,7 +542,7 @@ class Proposer:
         self,
         forge: Forge | None,
         work: Work,
-        via: str,
+        via: Via,
         proposal: int,
         pushed: dict[str, Any],
         *,
@@ -692,13 +696,13 @@ class Proposer:
 
     # -- the store -----------------------------------------------------------------------
 
-    def _proposal(self, work: Work, via: str, branch: str, old: str, new: str) -> int:
+    def _proposal(self, work: Work, via: Via, branch: str, old: str, new: str) -> int:
         with self.store.session(write=True) as session:
             return proposals.open_proposal(
                 session,
                 key=f"proposal:{work.key}:{work.version}",
                 work=work,
-                kind=ProposalKind.PULL_REQUEST if via != "git" else ProposalKind.BRANCH,
+                kind=ProposalKind.BRANCH if via == Via.GIT else ProposalKind.PULL_REQUEST,
                 via=via,
                 now=self.now(),
                 old=old,
@@ -707,7 +711,7 @@ class Proposer:
             )
 
     def _opened(
-        self, work: Work, proposal_id: int, via: str, branch: str, change: ChangeRequest | None
+        self, work: Work, proposal_id: int, via: Via, branch: str, change: ChangeRequest | None
     ) -> None:
         when = self.now()
         with self.store.session(write=True) as session:
@@ -754,7 +758,7 @@ class Proposer:
     async def _close_superseded(self, work: Work, settings: ProposeConfig, why: str) -> None:
         """Close the exclusion's open change requests with a comment saying why, once each
         (a line a person changed, or one their own change relaxed: the base admits it)."""
-        if self.forge_for is None or settings.via == "git":
+        if self.forge_for is None or settings.via == Via.GIT:
             return
         with self.store.session() as session:
             still_open = [

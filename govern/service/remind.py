@@ -18,6 +18,7 @@ from govern.exclusions.states import (
     OutboxState,
     ProposalKind,
     RunState,
+    Via,
 )
 from govern.forge.base import Forge
 from govern.notify import pending, templates
@@ -177,7 +178,7 @@ def _proposal(store: Store, work: Work, now: datetime) -> int:
             key=f"reminder:{work.key}:{work.version}",
             work=work,
             kind=ProposalKind.REMINDER,
-            via="remind",
+            via=Via.REMIND,
             now=now,
             old=work.requirement,
             new=relaxation.requirement if relaxation else None,
@@ -193,7 +194,7 @@ def _reminded(
             session, proposal_id=proposal_id, at=now, url=url, only_first=True
         ):
             return  # its event went with the first delivery
-        detail: dict[str, Any] = {"version": work.version, "via": "remind", "channels": sent}
+        detail: dict[str, Any] = {"version": work.version, "via": Via.REMIND, "channels": sent}
         if url:
             detail["url"] = url
         # A verified exclusion is proposed now (the lifecycle's table).
@@ -310,7 +311,7 @@ class Digester:
             last = notices.last_sent(session, action=PENDING_ACTION, prefix=prefix)
             shown = dict(last.result) if last is not None else {}
             after = last.id if last is not None else 0
-        if shown.get("digest") == wanted.digest:
+        if shown.get("digest") == wanted.text_hash:
             return {
                 "state": RunState.UNCHANGED,
                 "number": shown.get("number"),
@@ -327,7 +328,7 @@ class Digester:
         # The key chains on the row last sent: a body that comes back (A, B, A) is sent again.
         done = await outbox.deliver(
             self.store,
-            key=f"{prefix}{after}:{wanted.digest}",
+            key=f"{prefix}{after}:{wanted.text_hash}",
             supersedes=prefix,  # a text that was never published: this one replaces it
             action=PENDING_ACTION,
             send=publish,

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING
 from govern.audit import repository_name
 from govern.config import Config
 from govern.exclusions.model import Exclusion as Seen
-from govern.service.digest import tree_digest, unchanged
 from govern.service.replay import (
     Changes,
     LineReplay,
@@ -26,6 +25,7 @@ from govern.service.replay import (
     kept_packages,
     split_lines,
 )
+from govern.service.tree_hash import tree_hash, unchanged
 from govern.service.values import Provenance, SyncCounts
 from govern.sources.model import Source as SourceRecord
 from govern.store.db import Store
@@ -452,7 +452,7 @@ def track(
         repository.synced_commit = head
         replaying = any(state.row.commit for state in sync.sources.values())
         repository.digest = (
-            tree_digest(
+            tree_hash(
                 root,
                 config,
                 name,

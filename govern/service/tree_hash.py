@@ -18,7 +18,7 @@ from govern.store import tracking
 from govern.store.db import Store
 
 
-def tree_digest(
+def tree_hash(
     root: Path, config: Config, name: str, files: Iterable[Path], head: str | None
 ) -> str | None:
     """A hash of everything a sync of ``root`` reads, or None when that cannot be known.
@@ -84,7 +84,7 @@ def unchanged(
         if history and not all(row.commit for row in present):
             return None
         files = [*discovered, *(root / row.path for row in present)]
-        if tree_digest(root, config, name, files, head if replaying else None) != found.digest:
+        if tree_hash(root, config, name, files, head if replaying else None) != found.digest:
             return None
         active = tracking.active_exclusions(conn, repository_id=found.id)
     return Unchanged(sources=len(present), exclusions=active)

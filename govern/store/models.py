@@ -305,7 +305,7 @@ class Proposal(ProposalBase, table=True):
     candidate_id: int | None = Field(default=None, foreign_key="candidate.id")
     dedupe_key: str = Field(max_length=128)
     created_at: datetime = _when()
-    via: str | None = Field(default=None, max_length=16)  # git, github, gitlab, a channel
+    via: str | None = Field(default=None, max_length=16)  # a Via: git, github, gitlab, remind
     version: str | None = Field(default=None, max_length=128)  # the candidate proposed
     branch: str | None = Field(default=None, max_length=256)
     number: int | None = None  # the change request's number (GitHub) or iid (GitLab)

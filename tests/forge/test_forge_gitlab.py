@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterator
 from datetime import UTC, datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import httpx
 import pytest
@@ -21,6 +21,7 @@ from fakes.forge_gitlab import LOST, FakeGitLabForge, message, rate_limited
 from fakes.sleeps import Sleeps, run
 from govern.config import ProposeConfig
 from govern.errors import ForgeAuthError, ForgeError, ForgeRateLimited, ForgeUnavailable
+from govern.exclusions.states import Via
 from govern.forge.base import ChangeState, IssueRef, Opening, Seal
 from govern.forge.gitlab import GitLabForge
 from govern.forge.remote import forge_for
@@ -635,11 +636,11 @@ def test_a_token_kind_is_private_or_bearer() -> None:
 
 
 def build(remote: str | None, settings: ProposeConfig, environ: dict[str, str]) -> GitLabForge:
-    """forge_for("gitlab", ...) without a request sent."""
+    """forge_for(Via.GITLAB, ...) without a request sent."""
 
     async def main() -> GitLabForge:
         async with httpx.AsyncClient() as client:
-            forge = forge_for("gitlab", remote, settings=settings, client=client, environ=environ)
+            forge = forge_for(Via.GITLAB, remote, settings=settings, client=client, environ=environ)
             assert isinstance(forge, GitLabForge)
             return forge
 
@@ -670,19 +671,19 @@ def build(remote: str | None, settings: ProposeConfig, environ: dict[str, str]) 
 def test_forge_for_builds_gitlab_from_an_ssh_or_https_remote(
     remote: str, repository: str, api_url: str
 ) -> None:
-    forge = build(remote, ProposeConfig(via="gitlab"), {})
+    forge = build(remote, ProposeConfig(via=Via.GITLAB), {})
     assert (forge.name, forge.repository, forge.api_url) == ("gitlab", repository, api_url)
 
 
 def test_forge_for_gitlab_uses_a_self_hosted_api_url_and_the_token_env(
     fake: FakeGitLabForge,
 ) -> None:
-    settings = ProposeConfig(via="gitlab", api_url=fake.url, token_env="MY_FORGE_TOKEN")
+    settings = ProposeConfig(via=Via.GITLAB, api_url=fake.url, token_env="MY_FORGE_TOKEN")
 
     async def main(environ: dict[str, str]) -> str:
         async with httpx.AsyncClient(timeout=5) as client:
             forge = forge_for(
-                "gitlab",
+                Via.GITLAB,
                 "git@gitlab.internal:acme/platform/app.git",
                 settings=settings,
                 client=client,
@@ -698,12 +699,12 @@ def test_forge_for_gitlab_uses_a_self_hosted_api_url_and_the_token_env(
 
 
 def test_forge_for_gitlab_reads_gitlab_token_by_default(fake: FakeGitLabForge) -> None:
-    settings = ProposeConfig(via="gitlab", api_url=f"{fake.url}/")
+    settings = ProposeConfig(via=Via.GITLAB, api_url=f"{fake.url}/")
 
     async def main() -> str:
         async with httpx.AsyncClient(timeout=5) as client:
             forge = forge_for(
-                "gitlab",
+                Via.GITLAB,
                 "git@gitlab.internal:acme/platform/app.git",
                 settings=settings,
                 client=client,
@@ -718,7 +719,7 @@ def test_forge_for_gitlab_reads_gitlab_token_by_default(fake: FakeGitLabForge) -
 
 
 def test_forge_for_gitlab_takes_the_configured_forge_url() -> None:
-    settings = ProposeConfig(via="gitlab", forge="https://gitlab.example.org/real/group/project")
+    settings = ProposeConfig(via=Via.GITLAB, forge="https://gitlab.example.org/real/group/project")
     forge = build("git@gitlab.example.org:fork/project.git", settings, {})
     assert forge.repository == "real/group/project"
 
@@ -726,10 +727,12 @@ def test_forge_for_gitlab_takes_the_configured_forge_url() -> None:
 def test_forge_for_an_unknown_via_names_the_choices() -> None:
     async def main() -> None:
         async with httpx.AsyncClient() as client:
+            # a value the config never lets through, as a caller might still pass one
+            stray = cast(Via, "bitbucket")
             forge_for(
-                "bitbucket",
+                stray,
                 "git@bitbucket.org:a/b.git",
-                settings=ProposeConfig(via="bitbucket"),
+                settings=ProposeConfig(via=stray),
                 client=client,
                 environ={},
             )

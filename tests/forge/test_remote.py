@@ -12,6 +12,7 @@ from fakes.forge_github import FakeGitHubForge
 from fakes.sleeps import run
 from govern.config import ProposeConfig
 from govern.errors import ForgeAuthError, ForgeError
+from govern.exclusions.states import Via
 from govern.forge.github import GitHubForge
 from govern.forge.remote import Remote, forge_for, parse_remote
 from govern.http.github import github_api_url
@@ -59,12 +60,12 @@ def test_api_urls() -> None:
 
 def test_forge_for_github_uses_the_remote_api_url_and_token_env() -> None:
     with FakeGitHubForge(token=TOKEN, owner="acme", repo="widgets") as fake:
-        settings = ProposeConfig(via="github", api_url=fake.url, token_env="MY_FORGE_TOKEN")
+        settings = ProposeConfig(via=Via.GITHUB, api_url=fake.url, token_env="MY_FORGE_TOKEN")
 
         async def main(environ: dict[str, str]) -> str:
             async with httpx.AsyncClient(timeout=5) as client:
                 forge = forge_for(
-                    "github",
+                    Via.GITHUB,
                     "git@github.com:acme/widgets.git",
                     settings=settings,
                     client=client,
@@ -80,12 +81,12 @@ def test_forge_for_github_uses_the_remote_api_url_and_token_env() -> None:
 
 
 def test_the_configured_forge_url_wins_over_the_remote() -> None:
-    settings = ProposeConfig(via="github", forge="https://github.com/acme/real")
+    settings = ProposeConfig(via=Via.GITHUB, forge="https://github.com/acme/real")
 
     async def main() -> str:
         async with httpx.AsyncClient() as client:
             forge = forge_for(
-                "github",
+                Via.GITHUB,
                 "git@github.com:acme/fork.git",
                 settings=settings,
                 client=client,
@@ -99,11 +100,11 @@ def test_the_configured_forge_url_wins_over_the_remote() -> None:
 @pytest.mark.parametrize(
     ("via", "remote", "match"),
     [
-        ("github", None, "needs the repository"),
-        ("github", "ssh://git@host/group/sub/project.git", "owner/repo"),
+        (Via.GITHUB, None, "needs the repository"),
+        (Via.GITHUB, "ssh://git@host/group/sub/project.git", "owner/repo"),
     ],
 )
-def test_forge_for_refuses_what_it_cannot_build(via: str, remote: str | None, match: str) -> None:
+def test_forge_for_refuses_what_it_cannot_build(via: Via, remote: str | None, match: str) -> None:
     async def main() -> None:
         async with httpx.AsyncClient() as client:
             forge_for(via, remote, settings=ProposeConfig(via=via), client=client, environ={})
@@ -116,12 +117,12 @@ def test_a_github_app_without_cryptography_installed_says_which_extra(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setitem(sys.modules, "govern.http.github_app", None)  # import fails
-    settings = ProposeConfig(via="github", app_id="1", installation_id=2)
+    settings = ProposeConfig(via=Via.GITHUB, app_id="1", installation_id=2)
 
     async def main() -> None:
         async with httpx.AsyncClient() as client:
             forge_for(
-                "github",
+                Via.GITHUB,
                 "git@github.com:acme/widgets.git",
                 settings=settings,
                 client=client,

@@ -22,6 +22,7 @@ from fakes.forge_github import FakeGitHubForge
 from fakes.sleeps import Sleeps, run
 from govern.config import Config, ProposeConfig, load_config
 from govern.errors import FORGE_ERRORS, ConfigError, ForgeAuthError
+from govern.exclusions.states import Via
 from govern.forge.github import GitHubForge
 from govern.forge.remote import forge_for
 from govern.http.github_app import AppTokens, b64url
@@ -168,7 +169,7 @@ def test_the_configured_app_is_what_forge_for_authenticates_with(
     async def main(settings: Config) -> int:
         async with httpx.AsyncClient(timeout=5) as client:
             forge = forge_for(
-                "github",
+                Via.GITHUB,
                 f"{fake.url}/{fake.repository}.git",
                 settings=settings.propose,
                 client=client,
@@ -217,12 +218,16 @@ def test_an_incomplete_or_secret_app_configuration_is_refused(table: str, wanted
 
 def test_an_empty_key_variable_is_an_auth_error_naming_it() -> None:
 
-    settings = ProposeConfig(via="github", app_id="1", installation_id=2, private_key_env="K")
+    settings = ProposeConfig(via=Via.GITHUB, app_id="1", installation_id=2, private_key_env="K")
 
     async def main() -> None:
         async with httpx.AsyncClient() as client:
             forge_for(
-                "github", "git@forge.example:o/r.git", settings=settings, client=client, environ={}
+                Via.GITHUB,
+                "git@forge.example:o/r.git",
+                settings=settings,
+                client=client,
+                environ={},
             )
 
     with pytest.raises(ForgeAuthError) as caught:

@@ -22,7 +22,7 @@ from sqlmodel import col, select
 
 from fakes.forge_github import FakeGitHubForge
 from govern.config import Config, NotifyConfig, ProposeConfig
-from govern.exclusions.states import OutboxState
+from govern.exclusions.states import OutboxState, ProposeMode, Via
 from govern.forge.github import GitHubForge
 from govern.notify import channels
 from govern.notify.base import Message, Notifier
@@ -60,7 +60,7 @@ def remind(store: Store, github: FakeGitHubForge, *, dies_on: str | None = None)
     """One ``govern propose`` run reminding on the issue only (``dies_on``: the run dies
     while sending the comment whose key starts with it, before the comment is posted)."""
     config = Config(
-        propose=ProposeConfig(via="github", mode="remind"),
+        propose=ProposeConfig(via=Via.GITHUB, mode=ProposeMode.REMIND),
         notify=NotifyConfig(channels=("issue",)),
     )
 

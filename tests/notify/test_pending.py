@@ -23,6 +23,7 @@ from fakes.api import Reply
 from fakes.forge_github import FakeGitHubForge
 from fakes.webhook import FakeWebhook
 from govern.config import Config, NotifyConfig, ProposeConfig
+from govern.exclusions.states import Via
 from govern.forge.base import Issue
 from govern.forge.github import GitHubForge
 from govern.notify import channels, pending, templates
@@ -40,7 +41,7 @@ class Dies(BaseException):
 
 def config(*, pending_issue: bool = False, digest: str = "none") -> Config:
     return Config(
-        propose=ProposeConfig(via="github"),
+        propose=ProposeConfig(via=Via.GITHUB),
         notify=NotifyConfig(
             channels=("issue", "webhook"),
             webhook_url_env=HOOK_ENV,

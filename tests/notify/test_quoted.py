@@ -26,6 +26,7 @@ from fakes.forge_github import FakeGitHubForge
 from fakes.smtp import SMTPServer
 from fakes.webhook import FakeWebhook
 from govern.config import Config, NotifyConfig, ProposeConfig
+from govern.exclusions.states import ProposeMode, Via
 from govern.forge.github import GitHubForge
 from govern.git.push import Pusher
 from govern.notify import channels
@@ -93,12 +94,12 @@ def _config(
     webhook: FakeWebhook,
     smtp: SMTPServer,
     *,
-    mode: str = "remind",
+    mode: ProposeMode = ProposeMode.REMIND,
     pending: bool = False,
     channel: str = "issue",
 ) -> Config:
     return Config(
-        propose=ProposeConfig(via="github", mode=mode),
+        propose=ProposeConfig(via=Via.GITHUB, mode=mode),
         notify=NotifyConfig(
             channels=(channel,),
             webhook_url_env=HOOK_ENV,
@@ -180,7 +181,7 @@ def test_the_pending_issue_quotes_the_reason(
 def test_the_pull_request_quotes_the_reason(
     hostile: Store, github: FakeGitHubForge, webhook: FakeWebhook, smtp: SMTPServer
 ) -> None:
-    result = _run(hostile, github, _config(webhook, smtp, mode="pull-request"), {})
+    result = _run(hostile, github, _config(webhook, smtp, mode=ProposeMode.PULL_REQUEST), {})
     assert result.proposals[0].state == "sent", result.proposals[0].message
     (pull,) = github.pulls.values()
     assert_quoted(pull["body"])

@@ -34,7 +34,7 @@ from fakes.forge_github import FakeGitHubForge
 from fakes.smtp import SMTPServer
 from fakes.webhook import FakeWebhook, slack
 from govern.config import Config, NotifyConfig, ProposeConfig
-from govern.exclusions.states import EventKind, OutboxState, State
+from govern.exclusions.states import EventKind, OutboxState, ProposeMode, State, Via
 from govern.forge.github import GitHubForge
 from govern.notify import channels
 from govern.notify.base import Message, Notifier
@@ -67,7 +67,7 @@ class World:
 
     def config(self, channels: Sequence[str] = ALL, *, host: str = "github.com") -> Config:
         return Config(
-            propose=ProposeConfig(via="github", mode="remind"),
+            propose=ProposeConfig(via=Via.GITHUB, mode=ProposeMode.REMIND),
             notify=NotifyConfig(
                 channels=tuple(channels),
                 webhook_url_env=WEBHOOK_ENV,

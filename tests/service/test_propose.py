@@ -28,7 +28,7 @@ from sqlmodel import col, select
 
 from fakes.forge_github import FakeGitHubForge, message
 from govern.config import Config, ProposeConfig
-from govern.exclusions.states import EventKind, State
+from govern.exclusions.states import EventKind, ProposeMode, State, Via
 from govern.forge.base import ChangeRequest, Opening
 from govern.forge.github import GitHubForge
 from govern.git.push import Pusher
@@ -144,7 +144,7 @@ def test_three_runs_push_one_branch_with_only_that_line_changed(
     before = _git("status", "--porcelain", cwd=clone), _git("for-each-ref", cwd=clone)
     with store.session() as session:
         assert session.exec(select(Exclusion)).one().state == State.VERIFIED
-    proposer = _proposer(store, ProposeConfig(via="git"))
+    proposer = _proposer(store, ProposeConfig(via=Via.GIT))
     results = [asyncio.run(proposer.run()) for _ in range(3)]
     outcome = results[0].proposals[0]
     assert outcome.state == "sent", outcome
@@ -191,7 +191,7 @@ def test_dry_run_prints_the_change_and_sends_nothing(
     store: Store, origin: tuple[Path, Path]
 ) -> None:
     bare, _clone = origin
-    result = asyncio.run(_proposer(store, ProposeConfig(via="git")).run(dry_run=True))
+    result = asyncio.run(_proposer(store, ProposeConfig(via=Via.GIT)).run(dry_run=True))
     outcome = result.proposals[0]
     assert outcome.state == "dry-run"
     assert outcome.diff is not None
@@ -221,7 +221,7 @@ def test_a_line_changed_by_hand_supersedes_the_proposal(
     env_args = ["-c", "user.name=Person", "-c", "user.email=p@example.org"]
     subprocess.run(["git", *env_args, "commit", "-qam", "by hand"], cwd=work, check=True)
     subprocess.run(["git", "push", "-q", "origin", "main"], cwd=work, check=True)
-    result = asyncio.run(_proposer(store, ProposeConfig(via="git")).run())
+    result = asyncio.run(_proposer(store, ProposeConfig(via=Via.GIT)).run())
     assert result.proposals[0].state == "superseded"
     assert _git("for-each-ref", "--format=%(refname)", "refs/heads", cwd=bare).split() == [
         "refs/heads/main"
@@ -230,7 +230,7 @@ def test_a_line_changed_by_hand_supersedes_the_proposal(
 
 def test_propose_none_sends_nothing(store: Store, origin: tuple[Path, Path]) -> None:
     bare, _clone = origin
-    settings = ProposeConfig(via="git", packages=(("cupy-cuda13x", "none"),))
+    settings = ProposeConfig(via=Via.GIT, packages=(("cupy-cuda13x", ProposeMode.NONE),))
     result = asyncio.run(_proposer(store, settings).run())
     assert result.proposals[0].state == "none"
     assert _git("for-each-ref", "--format=%(refname)", "refs/heads", cwd=bare).split() == [
@@ -273,7 +273,7 @@ def _run_github(
                 store,
                 pusher_for=lambda root, s: Pusher(root, remote=s.remote),
                 forge_for=forge_for or (lambda _root, _s: forge),
-                config_for=lambda _root: Config(propose=ProposeConfig(via="github")),
+                config_for=lambda _root: Config(propose=ProposeConfig(via=Via.GITHUB)),
                 now=lambda: at,
             )
             return await proposer.run()
@@ -501,7 +501,9 @@ def test_an_exclusion_s_own_mode_wins_over_its_package_s(
     with store.session() as session:
         key = session.exec(select(Exclusion)).one().key
     settings = ProposeConfig(
-        via="git", packages=(("cupy-cuda13x", "pull-request"),), exclusions=((key, "none"),)
+        via=Via.GIT,
+        packages=(("cupy-cuda13x", ProposeMode.PULL_REQUEST),),
+        exclusions=((key, ProposeMode.NONE),),
     )
     result = asyncio.run(_proposer(store, settings).run())
     assert [(p.state, p.message) for p in result.proposals] == [("none", "propose = none")]
@@ -512,7 +514,7 @@ def test_an_exclusion_s_own_mode_wins_over_its_package_s(
 
 def test_the_commit_is_by_the_configured_author(store: Store, origin: tuple[Path, Path]) -> None:
     bare, _clone = origin
-    settings = ProposeConfig(via="git", author="Release Bot <bot@example.org>")
+    settings = ProposeConfig(via=Via.GIT, author="Release Bot <bot@example.org>")
     proposer = Proposer(
         store,
         pusher_for=lambda root, s: Pusher(root, remote=s.remote, author=s.author_identity()),

@@ -26,7 +26,7 @@ from sqlmodel import col, select
 
 from fakes.forge_gitlab import FakeGitLabForge
 from govern.config import Config, ProposeConfig
-from govern.exclusions.states import EventKind
+from govern.exclusions.states import EventKind, Via
 from govern.forge.gitlab import GitLabForge
 from govern.git.push import Pusher
 from govern.service.propose import Proposer, ProposeResult
@@ -153,7 +153,7 @@ class World:
         proposer = Proposer(
             self.store,
             pusher_for=lambda root, s: Pusher(root, remote=s.remote),
-            config_for=lambda _root: Config(propose=settings or ProposeConfig(via="git")),
+            config_for=lambda _root: Config(propose=settings or ProposeConfig(via=Via.GIT)),
             now=lambda: NOW,
             **options,
         )
@@ -275,7 +275,7 @@ def _run_gitlab(world: World, fake: FakeGitLabForge) -> ProposeResult:
                 world.store,
                 pusher_for=lambda root, s: Pusher(root, remote=s.remote),
                 forge_for=lambda _root, _s: forge,
-                config_for=lambda _root: Config(propose=ProposeConfig(via="gitlab")),
+                config_for=lambda _root: Config(propose=ProposeConfig(via=Via.GITLAB)),
                 now=lambda: NOW,
             )
             return await proposer.run()

@@ -32,6 +32,7 @@ from fakes.forge_gitlab import FakeGitLabForge
 from fakes.forge_gitlab import message as gitlab_message
 from govern.config import Config, ProposeConfig
 from govern.daemon.jobs import ProposeJob
+from govern.exclusions.states import Via
 from govern.forge.github import GitHubForge
 from govern.forge.gitlab import GitLabForge
 from govern.git.push import Pusher
@@ -115,7 +116,7 @@ def _run(
     store: Store,
     fake: FakeGitHubForge | FakeGitLabForge,
     *,
-    via: str = "github",
+    via: Via = Via.GITHUB,
     at: datetime = NOW,
     labels: tuple[str, ...] = (),
     transport: httpx.AsyncBaseTransport | None = None,
@@ -198,7 +199,7 @@ def test_a_branch_of_the_same_name_is_left_untouched_and_another_name_is_used(
     bare, _clone = origin
     name = _branch_name(store)
     theirs = _person_pushes(bare, tmp_path, name, KV + "other = 1\n")
-    settings = ProposeConfig(via="git")
+    settings = ProposeConfig(via=Via.GIT)
     proposer = Proposer(
         store,
         pusher_for=lambda root, s: Pusher(root, remote=s.remote),
@@ -228,7 +229,7 @@ def test_gitlab_a_person_s_open_merge_request_on_the_branch_is_not_pushed_into(
         # The push goes out; the merge request's create fails (GitLab is down).
         down = gitlab_message(503, "503 Service Unavailable")
         gitlab.fail(down, method="POST", path="/merge_requests")
-        first = _run(store, gitlab, via="gitlab").proposals[0]
+        first = _run(store, gitlab, via=Via.GITLAB).proposals[0]
         assert first.state == "failed"
         assert first.branch is not None
         pushed = _git("rev-parse", first.branch, cwd=bare)
@@ -236,7 +237,7 @@ def test_gitlab_a_person_s_open_merge_request_on_the_branch_is_not_pushed_into(
         # Meanwhile a person opens a merge request of their own from that branch.
         iid = gitlab.add_merge_request(first.branch, "taking this over")
         verify(store, "14.1.2")
-        later = [_run(store, gitlab, via="gitlab", at=NOW + timedelta(days=d)) for d in (1, 2)]
+        later = [_run(store, gitlab, via=Via.GITLAB, at=NOW + timedelta(days=d)) for d in (1, 2)]
         assert _git("rev-parse", first.branch, cwd=bare) == pushed, "not pushed into"
         assert [r.proposals[0].state for r in later] == ["left-alone"] * 2
         assert len(gitlab.sent("POST", "/merge_requests")) == tried, "no create, no 409 loop"
