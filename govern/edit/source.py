@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from govern.edit.common import Edit, EditRefused
 from govern.edit.pyproject import relax_pyproject
 from govern.edit.requirements import relax_requirements
+from govern.exclusions.ref import ExclusionRef
 
 __all__ = ["relax_source"]
 
@@ -18,25 +19,22 @@ __all__ = ["relax_source"]
 def relax_source(
     text: str,
     *,
+    ref: ExclusionRef,
     format: str,
-    path: str,
-    line: int,
-    requirement: str,
-    group: str | None,
-    package: str,
     specifier: str,
     candidate: str,
     evidence: Sequence[str] = (),
     bad_versions: Sequence[str] = (),
     hashes: Sequence[str] | None = None,
 ) -> Edit:
-    """Relax ``requirement`` (tracked at ``line``, in ``group`` for a pyproject) of the
-    ``format`` source ``text`` to ``specifier``, which admits ``candidate``.
+    """Relax ``ref``'s requirement (tracked at its line, in its group for a pyproject) of
+    the ``format`` source ``text`` to ``specifier``, which admits ``candidate``.
 
     Raises :class:`~govern.edit.common.Superseded` when a person changed the line,
     :class:`EditRefused` when the file cannot be edited as proposed; the rules are in the
     docstring of the format's module.
     """
+    path, line, requirement, package = ref.source, ref.line, ref.requirement, ref.package
     if format in ("requirements", "constraints"):
         return relax_requirements(
             text,
@@ -56,7 +54,7 @@ def relax_source(
             path=path,
             line=line,
             requirement=requirement,
-            group=group,
+            group=ref.group,
             package=package,
             specifier=specifier,
             candidate=candidate,

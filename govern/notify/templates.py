@@ -46,7 +46,7 @@ def _run_link(url: str | None) -> str:
 
 def reminder_key(work: Work) -> str:
     """``remind:<exclusion key>:<version>``: one reminder per exclusion and version."""
-    return f"remind:{work.key}:{work.version}"
+    return f"remind:{work.ref.key}:{work.version}"
 
 
 def stop_hint(package: str, *, markdown: bool = False) -> str:
@@ -62,7 +62,7 @@ def stop_hint(package: str, *, markdown: bool = False) -> str:
 
 def _change(work: Work) -> tuple[str, str]:
     """The relaxation as (plain, Markdown): ``old → new (note)``, or why there is none."""
-    old = quoted(work.requirement)
+    old = quoted(work.ref.requirement)
     relaxation = work.relaxation
     if relaxation is None or relaxation.requirement is None:
         why = relaxation.refused if relaxation is not None else "not computed yet"
@@ -74,7 +74,7 @@ def _change(work: Work) -> tuple[str, str]:
 
 def reminder(work: Work) -> Message:
     """The reminder that ``work.version`` passed verification and the line can be relaxed."""
-    old = work.requirement.strip()
+    old = work.ref.requirement.strip()
     change, change_md = _change(work)
     reason = quoted(work.reason) if work.reason else "(none recorded)"
     runs = [
@@ -84,15 +84,15 @@ def reminder(work: Work) -> Message:
     ] or ["(no run recorded)"]
     links = [link(each) for each in work.links] or ["(none recorded)"]
     owner = [owner_text(work.owner)] if work.owner else []
-    where = f"{quoted(old)} in {quoted(work.source)} line {work.line}"
+    where = f"{quoted(old)} in {quoted(work.ref.source)} line {work.ref.line}"
     text = "\n".join(
         [
-            f"{work.package} {work.version} passed verification: the exclusion that keeps it "
+            f"{work.ref.package} {work.version} passed verification: the exclusion that keeps it "
             "out can be relaxed.",
             "",
-            f"Exclusion: {where} ({work.repository})",
+            f"Exclusion: {where} ({work.ref.repository})",
             f"Reason: {reason}",
-            f"Candidate: {work.package} {work.version}",
+            f"Candidate: {work.ref.package} {work.version}",
             f"Change: {change}",
             *(f"Owner: {said}" for said in owner),
             "",
@@ -102,7 +102,7 @@ def reminder(work: Work) -> Message:
             "Links:",
             *(f"- {link}" for link in links),
             "",
-            stop_hint(work.package),
+            stop_hint(work.ref.package),
         ]
     )
     rows = [
@@ -111,12 +111,12 @@ def reminder(work: Work) -> Message:
     ] or ["| - | - | - | - |"]
     markdown = "\n".join(
         [
-            f"**govern:** `{work.package}` {work.version} passed verification; the exclusion "
+            f"**govern:** `{work.ref.package}` {work.version} passed verification; the exclusion "
             "that keeps it out can be relaxed.",
             "",
             f"**Exclusion:** {where}",
             f"**Reason:** {reason}",
-            f"**Candidate:** {work.package} {work.version}",
+            f"**Candidate:** {work.ref.package} {work.version}",
             f"**Change:** {change_md}",
             *(f"**Owner:** {said}" for said in owner),
             "",
@@ -127,13 +127,13 @@ def reminder(work: Work) -> Message:
             "**Links:**",
             *(f"- {link}" for link in links),
             "",
-            stop_hint(work.package, markdown=True),
+            stop_hint(work.ref.package, markdown=True),
         ]
     )
     return Message(
         key=reminder_key(work),
         kind="reminder",
-        subject=f"{work.package} {work.version} passed verification: relax {visible(old)}",
+        subject=f"{work.ref.package} {work.version} passed verification: relax {visible(old)}",
         text=text,
         markdown=markdown,
         links=work.links,

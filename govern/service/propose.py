@@ -133,8 +133,8 @@ class ProposeResult:
 
 def branch_name(settings: ProposeConfig, work: Work) -> str:
     """One branch per exclusion: a newer candidate updates the same change request."""
-    safe = re.sub(r"[^a-z0-9.-]+", "-", work.package.lower()).strip("-.") or "package"
-    return f"{settings.branch_prefix.rstrip('/')}/{safe}-{work.key[:10]}"
+    safe = re.sub(r"[^a-z0-9.-]+", "-", work.ref.package.lower()).strip("-.") or "package"
+    return f"{settings.branch_prefix.rstrip('/')}/{safe}-{work.ref.key[:10]}"
 
 
 def evidence_lines(work: Work) -> list[str]:
@@ -151,21 +151,21 @@ def commit_message(work: Work, old: str, new: str) -> str:
     """The commit's message: the change, the evidence, and the proposal's trailer."""
     body = "\n".join(f"- {line}" for line in evidence_lines(work)) or "- (no run recorded)"
     return (
-        f"Relax {work.package}: {old.strip()} -> {new.strip()}\n\n"
+        f"Relax {work.ref.package}: {old.strip()} -> {new.strip()}\n\n"
         f"{work.version} passed verification; the known-bad versions stay out.\n\n"
-        f"{body}\n\nGovern-Proposal: {work.key}\n"
+        f"{body}\n\nGovern-Proposal: {work.ref.key}\n"
     )
 
 
 def candidate_key(work: Work) -> str:
     """The key of the body's second marker: this exclusion and this candidate version (a
     newer candidate's update of the same request is told from the older one's by it)."""
-    return safe_key(f"{work.key}:{work.version}")
+    return safe_key(f"{work.ref.key}:{work.version}")
 
 
 def title(work: Work, new: str) -> str:
     """The change request's title."""
-    return f"Relax {work.package} to {quoted(new)} ({work.version} verified)"
+    return f"Relax {work.ref.package} to {quoted(new)} ({work.version} verified)"
 
 
 def body(work: Work, *, old: str, new: str, diff: str, elsewhere: Sequence[str] = ()) -> str:
@@ -201,13 +201,14 @@ def body(work: Work, *, old: str, new: str, diff: str, elsewhere: Sequence[str] 
         else ""
     )
     reason = quoted(work.reason) if work.reason else "(none recorded)"
+    ref = work.ref
     return f"""\
 govern proposes relaxing an exclusion whose candidate passed verification.
 
-**Exclusion:** {quoted(old)} in {quoted(work.source)} line {work.line} ({quoted(work.clause)})
+**Exclusion:** {quoted(old)} in {quoted(ref.source)} line {ref.line} ({quoted(ref.clause)})
 **Reason:** {reason}
 **Known bad:** {bad}
-**Candidate:** {work.package} {work.version}
+**Candidate:** {work.ref.package} {work.version}
 **Change:** {quoted(old)} → {quoted(new)} ({note})
 
 ### Verification
@@ -224,8 +225,8 @@ govern proposes relaxing an exclusion whose candidate passed verification.
 ### Diff
 {fenced(diff.rstrip(), "diff")}
 {others}
-To stop govern proposing this, set `propose = "none"` for `{work.package}` in
-`[tool.govern.propose.packages]`, or for this exclusion alone `"{work.key}" = "none"` in
+To stop govern proposing this, set `propose = "none"` for `{work.ref.package}` in
+`[tool.govern.propose.packages]`, or for this exclusion alone `"{work.ref.key}" = "none"` in
 `[tool.govern.propose.exclusions]` (or drop the relaxation: close this without merging,
 and govern will not propose {work.version} again).
 """
@@ -286,11 +287,11 @@ class Proposer:
             "new", work.relaxation.requirement if work.relaxation is not None else None
         )
         return Outcome(
-            exclusion=work.key,
-            package=work.package,
-            source=work.source,
-            line=work.line,
-            old=work.requirement,
+            exclusion=work.ref.key,
+            package=work.ref.package,
+            source=work.ref.source,
+            line=work.ref.line,
+            old=work.ref.requirement,
             via=via,
             **values,
         )
@@ -299,7 +300,7 @@ class Proposer:
         root = Path(work.root)
         config = self.config_for(root)
         settings = config.propose
-        mode = settings.mode_for(work.package, work.key)
+        mode = settings.mode_for(work.ref.package, work.ref.key)
         via = settings.via
         if mode == ProposeMode.NONE:
             return self._outcome(work, via, state=RunState.NONE, message="propose = none")
@@ -334,10 +335,10 @@ class Proposer:
         base = settings.base
         if base is None:
             base = await asyncio.to_thread(pusher.default_branch)
-        content = await asyncio.to_thread(pusher.read, work.source, base=base)
+        content = await asyncio.to_thread(pusher.read, work.ref.source, base=base)
         if content is None:
             return self._outcome(
-                work, via, state=RunState.SUPERSEDED, message=f"{work.source} is not on {base}"
+                work, via, state=RunState.SUPERSEDED, message=f"{work.ref.source} is not on {base}"
             )
         edit = _edit(work, content)
         branch = branch_name(settings, work)
@@ -382,8 +383,8 @@ class Proposer:
 
         pushed = await outbox.deliver(
             self.store,
-            key=f"push:{work.key}:{digest}",
-            supersedes=f"push:{work.key}:",  # a push of the file as it read before
+            key=f"push:{work.ref.key}:{digest}",
+            supersedes=f"push:{work.ref.key}:",  # a push of the file as it read before
             action="push",
             send=push,
             proposal_id=proposal,
@@ -471,7 +472,7 @@ class Proposer:
         left behind) the next free name is used: ``branch``, ``branch-2``, ...
         """
         with self.store.session() as session:
-            record = proposals.pushed_to(session, prefix=f"push:{work.key}:")
+            record = proposals.pushed_to(session, prefix=f"push:{work.ref.key}:")
             live = {
                 p.branch
                 for p in proposals.proposals_of(session, exclusion_id=work.exclusion_id)
@@ -490,10 +491,10 @@ class Proposer:
                     pusher.push,
                     branch=name,
                     base=base,
-                    path=work.source,
+                    path=work.ref.source,
                     content=content,
                     message=message,
-                    key=work.key,
+                    key=work.ref.key,
                     ours=record.shas if record is not None and mine else frozenset(),
                 )
                 outcome = PushOutcome(getattr(pushed, "outcome", PushOutcome.PUSHED))
@@ -534,7 +535,7 @@ class Proposer:
             # Govern's own request ends in its signed marker (or, opened before markers
             # were signed, the unsigned one: only people who can push to the branch can
             # open a request from it).
-            if not self.seal.marker("proposal", work.key).ends(change.body, unsigned=True):
+            if not self.seal.marker("proposal", work.ref.key).ends(change.body, unsigned=True):
                 return change
         return None
 
@@ -566,7 +567,7 @@ class Proposer:
         if forge is not None and isinstance(number, int):
             evidence = "\n".join(f"- {quoted(line)}" for line in evidence_lines(work))
             comment = with_markers(
-                f"govern did not push {quoted(work.package)} {quoted(work.version)} to"
+                f"govern did not push {quoted(work.ref.package)} {quoted(work.version)} to"
                 f" {quoted(branch)}: the branch holds commits (or a change request) govern did"
                 f" not make, and govern never overwrites them. The change it would make:"
                 f" {quoted(old.strip())} → {quoted(new.strip())}.\n\n{evidence}",
@@ -580,7 +581,7 @@ class Proposer:
 
             said = await outbox.deliver(
                 self.store,
-                key=f"left-alone:{work.key}:{work.version}",
+                key=f"left-alone:{work.ref.key}:{work.version}",
                 action="comment",
                 send=say,
                 proposal_id=proposal,
@@ -607,7 +608,7 @@ class Proposer:
         markers (this exclusion's proposal, and this candidate)."""
         text = with_markers(
             text,
-            self.seal.marker("proposal", work.key),
+            self.seal.marker("proposal", work.ref.key),
             self.seal.marker("candidate", candidate_key(work)),
         )
         # Reviewers from the owner's @-mentions only: "Jane Doe" names no login. The users
@@ -635,10 +636,10 @@ class Proposer:
             return {"number": number, "labels": list(opening.labels)}
 
         if not (opening.labels or opening.reviewers or opening.team_reviewers or opening.assignees):
-            return outbox.Delivered(f"labels:{work.key}:{number}", OutboxState.SENT, {})
+            return outbox.Delivered(f"labels:{work.ref.key}:{number}", OutboxState.SENT, {})
         return await outbox.deliver(
             self.store,
-            key=f"labels:{work.key}:{number}",
+            key=f"labels:{work.ref.key}:{number}",
             action="labels",
             send=label,
             proposal_id=proposal,
@@ -649,7 +650,7 @@ class Proposer:
         self, forge: Forge, work: Work, opening: Opening, proposal: int
     ) -> tuple[ChangeRequest | None, outbox.Delivered]:
         """The change request (opened, updated or found) and its delivery (None: not sent)."""
-        mark = self.seal.marker("proposal", work.key)
+        mark = self.seal.marker("proposal", work.ref.key)
         candidate = self.seal.marker("candidate", candidate_key(work))
         branch, base, text = opening.branch, opening.base, opening.body
 
@@ -675,8 +676,8 @@ class Proposer:
 
         done = await outbox.deliver(
             self.store,
-            key=f"change:{work.key}:{work.version}",
-            supersedes=f"change:{work.key}:",  # the request for an older candidate
+            key=f"change:{work.ref.key}:{work.version}",
+            supersedes=f"change:{work.ref.key}:",  # the request for an older candidate
             action="open-change",
             send=open_or_update,
             find=find,
@@ -700,7 +701,7 @@ class Proposer:
         with self.store.session(write=True) as session:
             return proposals.open_proposal(
                 session,
-                key=f"proposal:{work.key}:{work.version}",
+                key=f"proposal:{work.ref.key}:{work.version}",
                 work=work,
                 kind=ProposalKind.BRANCH if via == Via.GIT else ProposalKind.PULL_REQUEST,
                 via=via,
@@ -744,7 +745,7 @@ class Proposer:
 
     def _superseded(self, work: Work, why: str) -> None:
         with self.store.session(write=True) as session:
-            key = f"superseded:{work.key}:{work.version}"
+            key = f"superseded:{work.ref.key}:{work.version}"
             if not proposals.note_superseded(session, key=key, work=work, at=self.now()):
                 return  # said once
             events.record(
@@ -777,7 +778,7 @@ class Proposer:
                 if change.state is not ChangeState.OPEN:
                     continue  # merged (the line admits it now) or closed meanwhile: the
                     # run's watch records which, and nothing is said on it
-                await self._close(forge, row, work.key, why)
+                await self._close(forge, row, work.ref.key, why)
 
     async def _close(self, forge: Forge, row: Proposal, key: str, why: str) -> None:
         """Comment on a superseded change request and close it, through the outbox (a
@@ -893,16 +894,12 @@ def _edit(work: Work, content: bytes) -> Edit | str:
     try:
         text = content.decode("utf-8")
     except UnicodeDecodeError:
-        raise GovernError(f"{work.source} is not UTF-8 text") from None
+        raise GovernError(f"{work.ref.source} is not UTF-8 text") from None
     try:
         done = relax_source(
             text,
+            ref=work.ref,
             format=work.format,
-            path=work.source,
-            line=work.line,
-            requirement=work.requirement,
-            group=work.group,
-            package=work.package,
             specifier=work.relaxation.specifier,
             candidate=work.version,
             evidence=evidence_lines(work),

@@ -175,12 +175,12 @@ def _proposal(store: Store, work: Work, now: datetime) -> int:
     with store.session(write=True) as session:
         return proposals.open_proposal(
             session,
-            key=f"reminder:{work.key}:{work.version}",
+            key=f"reminder:{work.ref.key}:{work.version}",
             work=work,
             kind=ProposalKind.REMINDER,
             via=Via.REMIND,
             now=now,
-            old=work.requirement,
+            old=work.ref.requirement,
             new=relaxation.requirement if relaxation else None,
         )
 

@@ -16,6 +16,7 @@ from sqlalchemy import func, update
 from sqlalchemy import select as columns
 from sqlmodel import Session, col, select
 
+from govern.exclusions.ref import ExclusionRef
 from govern.exclusions.states import (
     CandidateStatus,
     Conclusion,
@@ -40,6 +41,7 @@ from govern.store.models import (
     Verification,
 )
 from govern.store.queries import newest_first
+from govern.store.refs import from_row
 from govern.store.relaxations import stored
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")
@@ -63,15 +65,8 @@ class Work:
     """A verified exclusion with what a proposal of it needs."""
 
     exclusion_id: int
-    key: str
-    package: str
-    clause: str
-    requirement: str
-    line: int
-    group: str | None
-    repository: str
+    ref: ExclusionRef
     root: str
-    source: str
     format: str
     state: State
     candidate_id: int
@@ -122,15 +117,8 @@ def verified(
         out.append(
             Work(
                 exclusion_id=exclusion.id,
-                key=exclusion.key,
-                package=exclusion.package,
-                clause=exclusion.clause,
-                requirement=exclusion.requirement,
-                line=exclusion.line,
-                group=exclusion.group,
-                repository=repo.name,
+                ref=from_row(exclusion, repository=repo.name, source=source.path),
                 root=repo.root,
-                source=source.path,
                 format=source.format,
                 state=State(exclusion.state),
                 candidate_id=candidate.id,

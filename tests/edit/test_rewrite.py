@@ -15,6 +15,7 @@ import pytest
 
 from govern.edit import Edit, EditRefused, Superseded, relax_source
 from govern.edit.relax import relax
+from govern.exclusions.ref import ExclusionRef
 
 EVIDENCE = "14.1.1 verified on cuda13: https://ci.example/runs/14.1.1, installed 14.1.1"
 SHA_A = "sha256:" + "a" * 64
@@ -40,14 +41,20 @@ def edit(
 ) -> Edit:
     """Relax ``requirement`` of ``text`` to ``specifier`` (package: the requirement's name)."""
     name = package or requirement.replace("'", " ").split()[0].split("<")[0].split("=")[0]
+    ref = ExclusionRef(
+        key="0123456789abcdef",
+        repository="octo-org/app",
+        source="requirements/kv_connectors.txt" if format != "pyproject" else "pyproject.toml",
+        line=line,
+        package=name,
+        requirement=requirement,
+        clause=specifier,
+        group=group,
+    )
     return relax_source(
         text,
+        ref=ref,
         format=format,
-        path="requirements/kv_connectors.txt" if format != "pyproject" else "pyproject.toml",
-        line=line,
-        requirement=requirement,
-        group=group,
-        package=name,
         specifier=specifier,
         candidate=candidate,
         evidence=evidence,

@@ -45,6 +45,7 @@ from govern.edit.relax import STRATEGIES, Relaxation, RelaxationRefused, Strateg
 from govern.exclusions.annotations import read_annotations
 from govern.exclusions.classify import classify
 from govern.exclusions.model import Kind
+from govern.exclusions.ref import ExclusionRef
 from govern.sources.model import Entry, Source
 from govern.sources.pyproject import read_pyproject
 from govern.sources.requirements_txt import read_requirements
@@ -396,12 +397,17 @@ def test_a_relaxed_requirements_file_reads_back_as_the_relaxation(folder: Path, 
     def edit(on: str) -> Edit:
         return relax_source(
             on,
+            ref=ExclusionRef(
+                key="0123456789abcdef",
+                repository="octo-org/app",
+                source="requirements.txt",
+                line=entry.line,
+                package=entry.name or "",
+                requirement=entry.text,
+                clause=",".join(r.after_clauses),
+                group=None,
+            ),
             format="requirements",
-            path="requirements.txt",
-            line=entry.line,
-            requirement=entry.text,
-            group=None,
-            package=entry.name or "",
             specifier=",".join(r.after_clauses),
             candidate=str(case.candidate),
             evidence=[evidence],
@@ -573,12 +579,17 @@ def test_a_relaxed_pyproject_reads_back_as_the_relaxation(
     def edit(on: str) -> Edit:
         return relax_source(
             on,
+            ref=ExclusionRef(
+                key="0123456789abcdef",
+                repository="octo-org/app",
+                source="pyproject.toml",
+                line=entry.line,
+                package=entry.name or "",
+                requirement=entry.text,
+                clause=",".join(r.after_clauses),
+                group=entry.group,
+            ),
             format="pyproject",
-            path="pyproject.toml",
-            line=entry.line,
-            requirement=entry.text,
-            group=entry.group,
-            package=entry.name or "",
             specifier=",".join(r.after_clauses),
             candidate=str(case.candidate),
             evidence=[evidence],

@@ -6,6 +6,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
+from govern.exclusions.ref import ExclusionRef
 from govern.exclusions.states import State
 from govern.notify.templates import reminder, reminder_key
 from govern.service.propose import body
@@ -14,15 +15,16 @@ from govern.store.proposals import Run, Work
 
 BASE = Work(
     exclusion_id=1,
-    key="0123456789abcdef",
-    package="numpy",
-    clause="==1.26.4",
-    requirement="numpy==1.26.4",
-    line=3,
-    group=None,
-    repository="octo-org/app",
+    ref=ExclusionRef(
+        key="0123456789abcdef",
+        repository="octo-org/app",
+        source="requirements.txt",
+        line=3,
+        package="numpy",
+        requirement="numpy==1.26.4",
+        clause="==1.26.4",
+    ),
     root="/srv/app",
-    source="requirements.txt",
     format="requirements",
     state=State.VERIFIED,
     candidate_id=7,
