@@ -14,8 +14,8 @@ from govern.errors import ForgeAuthError, ForgeError
 from govern.forge.base import Forge, Issue, Marker, Seal, with_markers
 from govern.notify.base import repository_key
 from govern.notify.issue import from_forge
+from govern.notify.model import Overview
 from govern.notify.templates import pending_issue
-from govern.store.notices import Overview
 
 __all__ = ["PendingIssue", "find", "period", "publish", "render"]
 

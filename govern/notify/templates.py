@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from datetime import date
 
 from govern.notify.base import Message, repository_key
-from govern.store.notices import Entry, Overview
+from govern.notify.model import Notice, Overview
 from govern.store.proposals import Work
 from govern.text import is_link, link, quoted, visible
 
@@ -150,31 +150,31 @@ def _counts(overview: Overview) -> str:
     )
 
 
-def _where(entry: Entry) -> str:
-    return f"{quoted(entry.source)} line {entry.line}"
+def _where(entry: Notice) -> str:
+    return f"{quoted(entry.ref.source)} line {entry.ref.line}"
 
 
-def _relaxable(entry: Entry, code: Callable[[str], str]) -> str:
+def _relaxable(entry: Notice, code: Callable[[str], str]) -> str:
     run = f", run {link(entry.run_url)}" if entry.run_url else ""
     return (
-        f"{code(entry.requirement.strip())} → {code((entry.new or '').strip())}: "
+        f"{code(entry.ref.requirement.strip())} → {code((entry.new or '').strip())}: "
         f"{entry.version} verified{run} ({_where(entry)})"
     )
 
 
-def _overdue(entry: Entry, code: Callable[[str], str]) -> str:
+def _overdue(entry: Notice, code: Callable[[str], str]) -> str:
     when = entry.review_by.isoformat() if isinstance(entry.review_by, date) else "?"
-    return f"{code(entry.requirement.strip())}: review by {when} ({_where(entry)})"
+    return f"{code(entry.ref.requirement.strip())}: review by {when} ({_where(entry)})"
 
 
-def _held(entry: Entry, code: Callable[[str], str]) -> str:
-    return f"{code(entry.requirement.strip())} ({_where(entry)})"
+def _held(entry: Notice, code: Callable[[str], str]) -> str:
+    return f"{code(entry.ref.requirement.strip())} ({_where(entry)})"
 
 
 def _section(
     title: str,
-    entries: Sequence[Entry],
-    line: Callable[[Entry, Callable[[str], str]], str],
+    entries: Sequence[Notice],
+    line: Callable[[Notice, Callable[[str], str]], str],
     *,
     markdown: bool,
 ) -> list[str]:

@@ -30,6 +30,7 @@ from govern.notify.base import (
     repository_key,
     safe_key,
 )
+from govern.notify.model import Overview
 from govern.service import outbox
 from govern.store import events, notices, proposals
 from govern.store.db import Store
@@ -290,12 +291,12 @@ class Digester:
                 result.repositories.append(item)
         return result
 
-    def _overview(self, name: str) -> notices.Overview:
+    def _overview(self, name: str) -> Overview:
         with self.store.session() as session:
             return notices.overview(session, repository=name, today=self.now().date())
 
     async def pending_issue(
-        self, name: str, root: Path, config: Config, overview: notices.Overview
+        self, name: str, root: Path, config: Config, overview: Overview
     ) -> dict[str, Any]:
         """Open the repository's pending issue, or edit it when its text changed."""
         forge = self.forge_for(root, config.propose)
@@ -346,7 +347,7 @@ class Digester:
         }
 
     async def digest(
-        self, name: str, root: Path, config: Config, when: str, overview: notices.Overview
+        self, name: str, root: Path, config: Config, when: str, overview: Overview
     ) -> dict[str, Any]:
         """Send the period's digest to the webhook and email channels, once."""
         channels = [n for n in self.notifiers_for(root, config) if n.name != "issue"]

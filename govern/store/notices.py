@@ -9,49 +9,18 @@ given).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import date
 
 from sqlmodel import Session, col, select
 
 from govern.exclusions.model import SubKind
 from govern.exclusions.states import ENDED, OutboxState, State
+from govern.notify.model import Notice, Overview
 from govern.store import proposals
 from govern.store.models import Exclusion, Outbox, Repository
 from govern.store.queries import ordered_rows
-
-
-@dataclass(frozen=True, slots=True)
-class Entry:
-    """One exclusion as the pending issue and the digest list it."""
-
-    key: str
-    package: str
-    source: str
-    line: int
-    requirement: str
-    state: State
-    reason: str | None
-    links: tuple[str, ...]
-    review_by: date | None = None
-    version: str | None = None  # the verified candidate (relaxable ones)
-    new: str | None = None  # the line relaxed
-    run_url: str | None = None  # the first passed verification run
-
-
-@dataclass(frozen=True, slots=True)
-class Overview:
-    """A repository's open exclusions by what they wait for."""
-
-    repository: str
-    relaxable: tuple[Entry, ...]
-    overdue: tuple[Entry, ...]
-    held: tuple[Entry, ...]
-
-    @property
-    def actionable(self) -> bool:
-        """Whether anything waits for a person (relaxable or overdue ones)."""
-        return bool(self.relaxable or self.overdue)
+from govern.store.refs import from_row
 
 
 def repositories(session: Session) -> list[tuple[str, str]]:
@@ -65,21 +34,17 @@ def overview(session: Session, *, repository: str, today: date) -> Overview:
     verified = {
         work.exclusion_id: work for work in proposals.verified(session, repository=repository)
     }
-    relaxable: list[Entry] = []
-    overdue: list[Entry] = []
-    held: list[Entry] = []
+    relaxable: list[Notice] = []
+    overdue: list[Notice] = []
+    held: list[Notice] = []
     rows = ordered_rows(
         session, col(Repository.name) == repository, col(Exclusion.removed_at).is_(None)
     )
-    for exclusion, note, source, _repo in rows:
+    for exclusion, note, source, repo in rows:
         if exclusion.state in ENDED or exclusion.sub_kind == SubKind.SENTINEL:
             continue  # a <9999-style sentinel is no debt (docs/design.md)
-        entry = Entry(
-            key=exclusion.key,
-            package=exclusion.package,
-            source=source.path,
-            line=exclusion.line,
-            requirement=exclusion.requirement,
+        entry = Notice(
+            ref=from_row(exclusion, repository=repo.name, source=source.path),
             state=State(exclusion.state),
             reason=note.reason if note else None,
             links=tuple(note.links) if note else (),
