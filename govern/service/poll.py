@@ -41,7 +41,7 @@ from govern.lifecycle import advance
 from govern.redact import redact as redact_url
 from govern.store import events, polling, relaxations
 from govern.store.db import Connection, Store
-from govern.store.polling import Watched
+from govern.store.polling import CandidateRow, Watched
 
 __all__ = ["PageSource", "PollResult", "Watched", "poll", "poll_index"]
 
@@ -295,7 +295,7 @@ class _Recorder:
         self.now = now  # every row of the batch is stamped with it
         self.pages = _pages(conn, names)
         self.releases: dict[tuple[str, str], dict[str, Any]] = {}
-        self.candidates: dict[tuple[int, int, str], tuple[int, bool, str | None, str]] = {}
+        self.candidates: dict[tuple[int, int, str], CandidateRow] = {}
         self._by_package: dict[str, list[tuple[str, dict[str, Any]]]] | None = None
         self._ids: dict[str, tuple[dict[Version, int], dict[Version, datetime]]] = {}
         self.new_candidates: list[dict[str, Any]] = []
@@ -315,9 +315,8 @@ class _Recorder:
                 "first_seen_at": row.first_seen_at,
                 "files": row.files,
             }
-        for row in polling.candidates_of(self.conn, exclusion_ids=ids):
-            key = (row.exclusion_id, row.release_id, row.profile)
-            self.candidates[key] = (row.id, bool(row.eligible), row.reason, row.role)
+        for candidate in polling.candidates_of(self.conn, exclusion_ids=ids):
+            self.candidates[candidate.key] = candidate
 
     def page(self, package: str, result: FetchResult) -> None:
         page = self.pages.get(package)
@@ -449,9 +448,17 @@ class _Recorder:
                 release_id = ids.get(decision.version)
                 if release_id is None:
                     continue
-                key = (exclusion.id, release_id, profile.name)
                 role = str(decision.role)
-                before = self.candidates.get(key)
+                fresh = CandidateRow(
+                    id=0,  # not inserted yet
+                    exclusion_id=exclusion.id,
+                    release_id=release_id,
+                    profile=profile.name,
+                    eligible=decision.eligible,
+                    reason=decision.reason,
+                    role=role,
+                )
+                before = self.candidates.get(fresh.key)
                 values = {"eligible": decision.eligible, "reason": decision.reason, "role": role}
                 if before is None:
                     self.new_candidates.append(
@@ -464,10 +471,10 @@ class _Recorder:
                             **values,
                         }
                     )
-                    self.candidates[key] = (0, decision.eligible, decision.reason, role)
-                elif before[0] and before[1:] != (decision.eligible, decision.reason, role):
-                    self.changed_candidates.append({"id": before[0], **values})
-                if not decision.eligible or (before is not None and before[1]):
+                    self.candidates[fresh.key] = fresh
+                elif before.id and before.judged() != fresh.judged():
+                    self.changed_candidates.append({"id": before.id, **values})
+                if not decision.eligible or (before is not None and before.eligible):
                     continue
                 detail = {"version": str(decision.version), "profile": profile.name, "role": role}
                 self.events.append(

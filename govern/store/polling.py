@@ -131,12 +131,47 @@ def release_ids(conn: Connection, *, packages: Sequence[str]) -> dict[tuple[str,
     return {(row.package, row.version): row.id for row in rows}
 
 
-def candidates_of(conn: Connection, *, exclusion_ids: Sequence[int]) -> Rows:
-    """The candidates of some exclusions: id, exclusion_id, release_id, profile, eligible,
-    reason, role."""
+@dataclass(frozen=True, slots=True)
+class CandidateRow:
+    """A stored candidate as the poll compares it with a new judgement.
+
+    ``id`` is 0 for a candidate inserted by the running batch (not read back).
+    """
+
+    id: int
+    exclusion_id: int
+    release_id: int
+    profile: str
+    eligible: bool
+    reason: str | None
+    role: str
+
+    @property
+    def key(self) -> tuple[int, int, str]:
+        """What identifies it: (exclusion id, release id, profile)."""
+        return (self.exclusion_id, self.release_id, self.profile)
+
+    def judged(self) -> tuple[bool, str | None, str]:
+        """What a poll's judgement sets: (eligible, reason, role)."""
+        return (self.eligible, self.reason, self.role)
+
+
+def candidates_of(conn: Connection, *, exclusion_ids: Sequence[int]) -> list[CandidateRow]:
+    """The candidates of some exclusions."""
     c = _CANDIDATE.c
     query = select(c.id, c.exclusion_id, c.release_id, c.profile, c.eligible, c.reason, c.role)
-    return where_in(conn, query, c.exclusion_id, exclusion_ids)
+    return [
+        CandidateRow(
+            id=row.id,
+            exclusion_id=row.exclusion_id,
+            release_id=row.release_id,
+            profile=row.profile,
+            eligible=bool(row.eligible),
+            reason=row.reason,
+            role=row.role,
+        )
+        for row in where_in(conn, query, c.exclusion_id, exclusion_ids)
+    ]
 
 
 def insert_pages(conn: Connection, *, rows: Sequence[Mapping[str, Any]]) -> None:
