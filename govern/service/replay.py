@@ -16,7 +16,7 @@ from packaging.utils import canonicalize_name
 
 from govern.audit import source_exclusions
 from govern.config import Config
-from govern.exclusions.model import Exclusion as Seen
+from govern.exclusions.model import Exclusion
 from govern.sources.model import LineKind, Problem, Source, SourceFormat
 
 if TYPE_CHECKING:
@@ -95,7 +95,7 @@ class SourceReader:
         self.file = scratch / Path(path).name
         self.path, self.format, self.config, self.repository = path, fmt, config, repository
 
-    def read(self, data: bytes) -> tuple[Source, list[Seen]]:
+    def read(self, data: bytes) -> tuple[Source, list[Exclusion]]:
         """The source and its exclusions, for the file's bytes."""
         # A new file each time: rewriting one in place makes ext4 flush it on close
         # (auto_da_alloc), which is much slower.
@@ -114,7 +114,7 @@ class SourceReader:
 class Whole:
     """Every exclusion of the file, read whole."""
 
-    seen: list[Seen]
+    seen: list[Exclusion]
     keep: Keep
     before: dict[str, int] | None = None  # key -> its line in the version before
 
@@ -123,7 +123,7 @@ class Whole:
 class Changes:
     """The exclusions of the lines re-read, and what those lines held before."""
 
-    seen: list[Seen]
+    seen: list[Exclusion]
     gone: dict[str, int | None]  # key -> the line it was on
     outside: int  # exclusions on the other lines (unchanged)
     keep: Keep
@@ -164,12 +164,12 @@ class LineReplay:
         self.body: list[str] = []
         self.cls = bytearray()  # _BLANK, _COMMENT or _TEXT per line (searched in C)
         self.kind: list[str] = []
-        self.seen: list[tuple[Seen, ...]] = []
+        self.seen: list[tuple[Exclusion, ...]] = []
         self.bad: list[tuple[str, ...]] = []
         self.keys: Counter[str] = Counter()  # key -> lines holding it
         # Regions read (ahead): text -> kinds, exclusions, unparsable names per line.
         self.regions: dict[
-            tuple[str, ...], tuple[list[str], list[tuple[Seen, ...]], list[tuple[str, ...]]]
+            tuple[str, ...], tuple[list[str], list[tuple[Exclusion, ...]], list[tuple[str, ...]]]
         ] = {}
         self.broken: Counter[str] = Counter()  # names of lines that do not parse
 
@@ -193,7 +193,7 @@ class LineReplay:
                 return changes
         return self.whole(lines)
 
-    def _learn(self, lines: list[bytes], read: Source, seen: list[Seen]) -> None:
+    def _learn(self, lines: list[bytes], read: Source, seen: list[Exclusion]) -> None:
         self.valid = False
         bodies = [_body(line) for line in lines]
         if not _plain_head(lines) or len(read.lines) != len(lines):
@@ -219,7 +219,7 @@ class LineReplay:
             return None
         body, cls, spans = spliced
         kind: list[str] = []
-        seen: list[tuple[Seen, ...]] = []
+        seen: list[tuple[Exclusion, ...]] = []
         bad: list[tuple[str, ...]] = []
         position = 0
         for start, end, first, last in spans:
@@ -261,7 +261,7 @@ class LineReplay:
 
         keys: Counter[str] = Counter()  # what the re-read lines change, checked first
         broken: Counter[str] = Counter()
-        found: list[Seen] = []
+        found: list[Exclusion] = []
         gone: dict[str, int | None] = {}
         for low, high, first_span, last_span in cores:
             old_low = low - (spans[first_span][2] - spans[first_span][0])
@@ -297,7 +297,7 @@ class LineReplay:
         old_body: list[str],
         cls: bytearray,
         kind: list[str],
-        seen: list[tuple[Seen, ...]],
+        seen: list[tuple[Exclusion, ...]],
         bad: list[tuple[str, ...]],
     ) -> bool:
         """Read the fresh cores, in one file (a blank line between two: nothing reads
@@ -416,13 +416,13 @@ def _splice(
 
 
 def _by_line(
-    count: int, offset: int, items: Iterable[Seen], problems: Iterable[Problem], base: int = 0
-) -> tuple[list[tuple[Seen, ...]], list[tuple[str, ...]]]:
+    count: int, offset: int, items: Iterable[Exclusion], problems: Iterable[Problem], base: int = 0
+) -> tuple[list[tuple[Exclusion, ...]], list[tuple[str, ...]]]:
     """Exclusions and unparsable names per line, for lines ``offset+1 ..`` of a read.
 
     The exclusions are renumbered as lines ``base+1 ..`` of the whole file.
     """
-    seen: list[list[Seen]] = [[] for _ in range(count)]
+    seen: list[list[Exclusion]] = [[] for _ in range(count)]
     bad: list[list[str]] = [[] for _ in range(count)]
     for item in items:
         index = item.line - 1 - offset

@@ -15,8 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from packaging.version import InvalidVersion, Version
 
-from govern.exclusions.model import Exclusion as Seen
-from govern.exclusions.model import Kind, exclusion_key
+from govern.exclusions.model import Exclusion, Kind, exclusion_key
 from govern.exclusions.states import EventKind, State
 from govern.lifecycle import advance, related_end
 from govern.service.values import Provenance, SyncCounts
@@ -28,7 +27,7 @@ if TYPE_CHECKING:
     from govern.store.db import Session
 
 
-def annotation_values(seen: Seen) -> dict[str, Any]:
+def annotation_values(seen: Exclusion) -> dict[str, Any]:
     """The annotation fields an exclusion carries, as stored."""
     note = seen.annotation
     return {
@@ -61,7 +60,7 @@ def _bound(clause: str) -> Version | None:
         return None
 
 
-def direction(old: _Clause, new: Seen) -> str:
+def direction(old: _Clause, new: Exclusion) -> str:
     """Whether a clause that changed in place lets more versions in (``relaxed``) or fewer.
 
     A cap or pin that became a not-equal is relaxed (the CuPy case); a cap raised is
@@ -198,8 +197,8 @@ class Sync:
         self,
         path: str,
         fmt: str,
-        seen: Iterable[Seen],
-        provenance: Callable[[Seen], Provenance],
+        seen: Iterable[Exclusion],
+        provenance: Callable[[Exclusion], Provenance],
         removal: Provenance,
         *,
         keep: Callable[[str], bool] | None = None,
@@ -213,7 +212,7 @@ class Sync:
         kept up to date (a replay by diffs). Returns the keys spared.
         """
         state = self._begin(path, fmt, removal)
-        now_seen: dict[str, Seen] = {}
+        now_seen: dict[str, Exclusion] = {}
         for item in seen:
             now_seen.setdefault(item.id, item)
         vanished = [row for key, row in state.active.items() if key not in now_seen]
@@ -227,11 +226,11 @@ class Sync:
         self,
         path: str,
         fmt: str,
-        seen: Iterable[Seen],
+        seen: Iterable[Exclusion],
         *,
         gone: Mapping[str, int | None],
         outside: int,
-        provenance: Callable[[Seen], Provenance],
+        provenance: Callable[[Exclusion], Provenance],
         removal: Provenance,
         keep: Callable[[str], bool] | None = None,
     ) -> set[str]:
@@ -243,7 +242,7 @@ class Sync:
         those :meth:`sync_source` would write given the whole source.
         """
         state = self._begin(path, fmt, removal)
-        now_seen: dict[str, Seen] = {}
+        now_seen: dict[str, Exclusion] = {}
         for item in seen:
             now_seen.setdefault(item.id, item)
         missing = [key for key in gone if key not in now_seen and key in state.active]
@@ -268,13 +267,13 @@ class Sync:
     def _bring(
         self,
         state: _SourceState,
-        now_seen: dict[str, Seen],
+        now_seen: dict[str, Exclusion],
         vanished: list[_Row],
-        provenance: Callable[[Seen], Provenance],
+        provenance: Callable[[Exclusion], Provenance],
         removal: Provenance,
         keep: Callable[[str], bool] | None,
     ) -> set[str]:
-        appeared: list[Seen] = []
+        appeared: list[Exclusion] = []
         for key, item in now_seen.items():
             row = state.active.get(key)
             if row is None:
@@ -379,7 +378,7 @@ class Sync:
         else:
             self._new_notes[id(row)] = note
 
-    def _annotate(self, row: _Row, item: Seen, when: Provenance) -> None:
+    def _annotate(self, row: _Row, item: Exclusion, when: Provenance) -> None:
         values = annotation_values(item)
         digest = fingerprint(values)
         before = self._note_of(row)
@@ -406,7 +405,7 @@ class Sync:
             detail.update(_differences(stored.get(note_id, {}), values))
         self._compare.clear()
 
-    def _annotate_new(self, row: _Row, item: Seen, when: Provenance) -> None:
+    def _annotate_new(self, row: _Row, item: Exclusion, when: Provenance) -> None:
         values = annotation_values(item)
         digest = fingerprint(values)
         before = self._note_of(row)
@@ -416,7 +415,7 @@ class Sync:
             self._retire(before)
         self._note(row, values, digest, when)
 
-    def _add(self, state: _SourceState, item: Seen, provenance: Provenance) -> _Row:
+    def _add(self, state: _SourceState, item: Exclusion, provenance: Provenance) -> _Row:
         row = self.by_key.get(item.id)
         detail: dict[str, Any] = {"clause": item.clause, "kind": str(item.kind)}
         if row is not None:  # the same key came back: same row, same thread
@@ -431,7 +430,7 @@ class Sync:
         self._annotate_new(row, item, provenance)
         return row
 
-    def _revive(self, state: _SourceState, row: _Row, item: Seen) -> None:
+    def _revive(self, state: _SourceState, row: _Row, item: Exclusion) -> None:
         assert state.row.id is not None
         row.removed_at = None  # the ADDED or CHANGED event that follows holds it again
         row.source_id = state.row.id
@@ -440,7 +439,7 @@ class Sync:
         if row.id is not None:
             self._relax.add(row.id)
 
-    def _new_row(self, state: _SourceState, item: Seen, provenance: Provenance) -> _Row:
+    def _new_row(self, state: _SourceState, item: Exclusion, provenance: Provenance) -> _Row:
         assert state.row.id is not None
         row = _Row(
             id=None,
@@ -505,7 +504,9 @@ class Sync:
                 row.predecessor_id, row.dirty = row.predecessor.id, True
         self._linked.clear()
 
-    def _change(self, state: _SourceState, old: _Row, item: Seen, provenance: Provenance) -> None:
+    def _change(
+        self, state: _SourceState, old: _Row, item: Exclusion, provenance: Provenance
+    ) -> None:
         way = direction(old, item)
         end = State.RELAXED if way == "relaxed" else State.REMOVED
         self._remove(state, old, provenance, None)  # its end comes with the CHANGED event
@@ -638,8 +639,8 @@ def _state(value: str | None) -> State | None:
 
 
 def _pair(
-    appeared: Sequence[Seen], vanished: Sequence[_Row]
-) -> tuple[list[tuple[_Row, Seen]], list[Seen], list[_Row]]:
+    appeared: Sequence[Exclusion], vanished: Sequence[_Row]
+) -> tuple[list[tuple[_Row, Exclusion]], list[Exclusion], list[_Row]]:
     """Match clauses that changed in place: same package, marker and group.
 
     Within a package, a vanished clause pairs first with a new one of its own kind (a
@@ -650,14 +651,14 @@ def _pair(
     old_by: dict[tuple[str, str | None, str | None], list[_Row]] = defaultdict(list)
     for row in sorted(vanished, key=lambda r: (r.line, r.clause)):
         old_by[(row.package, row.marker, row.group)].append(row)
-    pairs: list[tuple[_Row, Seen]] = []
-    rest: list[Seen] = []
-    by_group: dict[tuple[str, str | None, str | None], list[Seen]] = defaultdict(list)
+    pairs: list[tuple[_Row, Exclusion]] = []
+    rest: list[Exclusion] = []
+    by_group: dict[tuple[str, str | None, str | None], list[Exclusion]] = defaultdict(list)
     for item in sorted(appeared, key=lambda s: (s.line, s.clause)):
         by_group[(item.package, item.marker, item.group)].append(item)
     for group_key, items in by_group.items():
         olds = old_by.get(group_key, [])
-        unmatched: list[Seen] = []
+        unmatched: list[Exclusion] = []
         for item in items:
             same = next((o for o in olds if o.kind == str(item.kind)), None)
             if same is not None:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from govern.audit import repository_name
 from govern.config import Config
-from govern.exclusions.model import Exclusion as Seen
+from govern.exclusions.model import Exclusion
 from govern.service.replay import (
     Changes,
     LineReplay,
@@ -69,7 +69,7 @@ def _provenance(commit: Commit) -> Provenance:
     )
 
 
-def _always(when: Provenance) -> Callable[[Seen], Provenance]:
+def _always(when: Provenance) -> Callable[[Exclusion], Provenance]:
     return lambda _item: when
 
 
@@ -380,7 +380,7 @@ def track(
             f"{path} has lines that do not parse (see govern audit); every other line is "
             "synced, and the tracked exclusions of those lines are kept as they were"
         )
-    by_source: dict[str, list[Seen]] = defaultdict(list)
+    by_source: dict[str, list[Exclusion]] = defaultdict(list)
     for item in report.exclusions:
         by_source[item.source].append(item)
 
@@ -407,7 +407,7 @@ def track(
                 blamed[path] = git.blame(git_path) if git_path else {}
     here = Provenance(at=now)
 
-    def line_provenance(item: Seen) -> Provenance:
+    def line_provenance(item: Exclusion) -> Provenance:
         if git is None:
             return here
         if item.source not in blamed:  # new since the plan: a concurrent edit
