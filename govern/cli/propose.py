@@ -56,9 +56,9 @@ def _print_human(result: ProposeResult, *, dry_run: bool) -> None:
     if not result.proposals:
         typer.echo("nothing to propose: no verified exclusion")
     for item in result.proposals:
-        where = f"{item.source}:{item.line}"
+        where = f"{item.ref.source}:{item.ref.line}"
         said = item.url or item.branch or ""
-        typer.echo(f"{item.state:<10}  {item.package}  {where}  {said}".rstrip())
+        typer.echo(f"{item.state:<10}  {item.ref.package}  {where}  {said}".rstrip())
         if item.message:
             typer.echo(f"            {item.message}")
         if dry_run and item.diff:

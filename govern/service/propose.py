@@ -17,6 +17,7 @@ from typing import Any, Protocol
 from govern.config import Config, ProposeConfig, load_config
 from govern.edit import Edit, Superseded, relax_source
 from govern.errors import GovernError
+from govern.exclusions.ref import ExclusionRef
 from govern.exclusions.states import (
     EventKind,
     OutboxState,
@@ -71,13 +72,10 @@ class Pushes(Protocol):
 
 @dataclass(slots=True)
 class Outcome:
-    """One exclusion's proposal, as ``--format json`` prints it (docs/contracts.md)."""
+    """One exclusion's proposal, as ``--format json`` prints it (docs/contracts.md);
+    ``old`` is the ref's requirement as written."""
 
-    exclusion: str
-    package: str
-    source: str
-    line: int
-    old: str
+    ref: ExclusionRef
     new: str | None
     via: Via
     branch: str | None = None
@@ -91,11 +89,11 @@ class Outcome:
     def as_dict(self) -> dict[str, Any]:
         """The contract's fields, then govern's additions."""
         out: dict[str, Any] = {
-            "exclusion": self.exclusion,
-            "package": self.package,
-            "source": self.source,
-            "line": self.line,
-            "old": self.old,
+            "exclusion": self.ref.key,
+            "package": self.ref.package,
+            "source": self.ref.source,
+            "line": self.ref.line,
+            "old": self.ref.requirement,
             "new": self.new,
             "via": self.via,
             "branch": self.branch,
@@ -286,15 +284,7 @@ class Proposer:
         values.setdefault(
             "new", work.relaxation.requirement if work.relaxation is not None else None
         )
-        return Outcome(
-            exclusion=work.ref.key,
-            package=work.ref.package,
-            source=work.ref.source,
-            line=work.ref.line,
-            old=work.ref.requirement,
-            via=via,
-            **values,
-        )
+        return Outcome(ref=work.ref, via=via, **values)
 
     async def _one(self, work: Work, *, dry_run: bool) -> Outcome:
         root = Path(work.root)

@@ -241,7 +241,7 @@ def test_a_pyproject_dependency_and_optional_dependency_keep_the_file_s_form(
     world.verify("cupy-cuda13x", ["14.0.1", "14.1.0", "14.1.1"], "14.1.1")
     world.verify("nvidia-cudnn-frontend", ["1.13.0", "1.19.0", "1.19.1"], "1.19.1")
     result = world.propose()
-    by_package = {p.package: p for p in result.proposals}
+    by_package = {p.ref.package: p for p in result.proposals}
     cupy, cudnn = by_package["cupy-cuda13x"], by_package["nvidia-cudnn-frontend"]
     assert (cupy.state, cupy.new) == ("sent", "cupy-cuda13x!=14.1.0")
     assert (cudnn.state, cudnn.new) == ("sent", "nvidia-cudnn-frontend>=1.13.0,!=1.19.0")
