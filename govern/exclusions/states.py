@@ -174,3 +174,31 @@ class OutboxState(StrEnum):
     # Shown, never stored: a SENT row whose answer was lost (a webhook or an email cannot be
     # asked whether it arrived), marked so (``result["unconfirmed"]``) and not sent again.
     UNCONFIRMED = "unconfirmed"
+
+
+class OutboxAction(StrEnum):
+    """What an outbox row does (stored in ``Outbox.action``; these values are on disk, so
+    they never change). A reminder's and a digest's name their channel."""
+
+    PUSH = "push"  # the relaxed file to the exclusion's branch
+    OPEN_CHANGE = "open-change"  # a change request opened, or updated to a newer candidate
+    LABELS = "labels"  # a change request's labels, reviewers and assignees
+    COMMENT = "comment"  # a comment on a change request govern leaves alone
+    CLOSE_CHANGE = "close-change"  # a change request closed: its line changed by hand
+    PENDING_ISSUE = "pending-issue"  # a repository's pending-relaxations issue, opened or edited
+    REMIND_ISSUE = "remind-issue"
+    REMIND_WEBHOOK = "remind-webhook"
+    REMIND_EMAIL = "remind-email"
+    DIGEST_ISSUE = "digest-issue"  # never sent today (digests skip the issue channel)
+    DIGEST_WEBHOOK = "digest-webhook"
+    DIGEST_EMAIL = "digest-email"
+
+    @classmethod
+    def remind(cls, channel: str) -> OutboxAction:
+        """A reminder on ``channel`` (a notifier's name); ValueError for an unknown one."""
+        return cls(f"remind-{channel}")
+
+    @classmethod
+    def digest(cls, channel: str) -> OutboxAction:
+        """A digest on ``channel`` (a notifier's name); ValueError for an unknown one."""
+        return cls(f"digest-{channel}")

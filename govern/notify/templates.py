@@ -11,6 +11,7 @@ from datetime import date
 
 from govern.notify.base import Message, repository_key
 from govern.notify.model import Notice, Overview
+from govern.store.outbox import KeyKind, outbox_key
 from govern.store.proposals import Work
 from govern.text import is_link, link, quoted, visible
 
@@ -46,7 +47,7 @@ def _run_link(url: str | None) -> str:
 
 def reminder_key(work: Work) -> str:
     """``remind:<exclusion key>:<version>``: one reminder per exclusion and version."""
-    return f"remind:{work.ref.key}:{work.version}"
+    return outbox_key(KeyKind.REMIND, work.ref.key, work.version)
 
 
 def stop_hint(package: str, *, markdown: bool = False) -> str:
@@ -225,7 +226,7 @@ def pending_issue(overview: Overview) -> tuple[str, str]:
 
 def digest_key(repository: str, period: str) -> str:
     """``digest:<repository>:<period>``: one digest per repository and period."""
-    return f"digest:{repository_key(repository)}:{period}"
+    return outbox_key(KeyKind.DIGEST, repository_key(repository), period)
 
 
 def digest(overview: Overview, period: str) -> Message:

@@ -1,32 +1,38 @@
 """Exactly once: every outgoing action is written to the outbox before it is sent.
 
 Notes: docs/internals.md, govern/service/outbox.py.
+Only the flow lives here; every statement on the rows is :mod:`govern.store.outbox`'s.
 """
 
 from __future__ import annotations
 
 import os
-import random
 import socket
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from govern.errors import GovernError
-from govern.exclusions.states import OutboxState
+from govern.exclusions.states import OutboxAction, OutboxState
 from govern.forge.base import Seal
-from govern.store import proposals, secrets
+from govern.http.retry import Backoff
+from govern.store import outbox as rows
+from govern.store import secrets
 from govern.store.db import Store
-from govern.store.models import Outbox, as_utc
+from govern.store.models import as_utc
+
+if TYPE_CHECKING:
+    from govern.store.db import Session
 
 MAX_ATTEMPTS = 8
 # How long a run on another host may hold a row it is sending before it counts as crashed.
 LEASE = timedelta(minutes=15)
-_CLAIM = "claimed"  # the key of a sending row's result that says who sends it
 _IN_FLIGHT: set[str] = set()  # the keys this process is sending right now
-_FIRST_WAIT = 60.0  # seconds before the first retry; doubled each time, with full jitter
-_MAX_WAIT = 6 * 3600.0
+# A failed row is due again after a uniform pause up to a ceiling that starts at a minute
+# and doubles with each attempt, up to six hours (full jitter: rows that failed together,
+# e.g. one forge outage, are not retried together).
+RETRY = Backoff(base=60.0, cap=6 * 3600.0)
 
 Send = Callable[[], Awaitable[dict[str, Any]]]
 Find = Callable[[], Awaitable[dict[str, Any] | None]]
@@ -57,16 +63,16 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-def _wait(attempts: int) -> timedelta:
-    ceiling = min(_MAX_WAIT, _FIRST_WAIT * 2 ** max(0, attempts - 1))
-    return timedelta(seconds=random.uniform(ceiling / 2, ceiling))  # noqa: S311
+def retry_wait(attempts: int) -> timedelta:
+    """How long a row that failed ``attempts`` times waits until due again (:data:`RETRY`)."""
+    return timedelta(seconds=RETRY.delay(max(1, attempts)))
 
 
 async def deliver(
     store: Store,
     *,
     key: str,
-    action: str,
+    action: OutboxAction,
     send: Send,
     find: Find | None = None,
     proposal_id: int | None = None,
@@ -86,31 +92,24 @@ async def deliver(
     """
     when = now or _now()
     with store.session(write=True) as session:
-        proposals.lock_outbox(session, key=key)  # one run decides for a key at a time
-        row = proposals.outbox_row(session, key=key)
-        if row is None:
-            row = Outbox(dedupe_key=key, action=action, proposal_id=proposal_id, created_at=when)
-            session.add(row)
-            session.flush()
+        # One run decides for a key at a time (the row's lock, held to the commit).
+        row = rows.open_row(session, key=key, action=action, proposal_id=proposal_id, now=when)
         state = OutboxState(row.state)
         if state is OutboxState.SENT or state is OutboxState.DEAD:
             return Delivered(key, state, dict(row.result), row.last_error)
         due = row.next_attempt_at
         if state is OutboxState.FAILED and due is not None and due > when and not retry_now:
             return Delivered(key, state, dict(row.result), row.last_error)
-        claim = row.result.get(_CLAIM) if state is OutboxState.SENDING else None
+        claim = row.result.get(rows.CLAIM) if state is OutboxState.SENDING else None
         if isinstance(claim, dict) and _claimed_elsewhere(claim, key, due, when):
             return Delivered(key, state, {}, "being sent by another run")
         tried_before = row.attempts > 0
         started = isinstance(claim, dict) and claim.get("sending") is True
         if started and find is None and not resend_unconfirmed:
             # The first attempt may have arrived: never a second copy (see the docstring).
-            return _unconfirmed(session, row, when)
+            return _unconfirmed(session, key, when)
         # Claimed before looking or sending: no other run takes it meanwhile.
-        row.state = OutboxState.SENDING
-        row.result = {_CLAIM: _holder(when)}
-        row.next_attempt_at = when + LEASE
-        session.add(row)
+        rows.claim(session, row, holder=_holder(when), until=when + LEASE)
     _IN_FLIGHT.add(key)
     try:
         if tried_before and find is not None:
@@ -121,19 +120,13 @@ async def deliver(
             if found is not None:
                 return _sent(store, key, found, when, sent_now=False, supersedes=supersedes)
         with store.session(write=True) as session:
-            row = proposals.outbox_row(session, key=key)
-            assert row is not None
-            row.attempts += 1
-            row.result = {_CLAIM: {**_holder(when), "sending": True}}
-            session.add(row)
+            rows.start_attempt(session, key=key, holder=_holder(when))
         try:
             result = await send()
         except Exception as exc:  # any failure is recorded, never a verdict
             if not resend_unconfirmed and getattr(exc, "maybe_sent", False):
                 with store.session(write=True) as session:
-                    row = proposals.outbox_row(session, key=key)
-                    assert row is not None
-                    return _unconfirmed(session, row, when, error=_message(exc))
+                    return _unconfirmed(session, key, when, error=_message(exc))
             return _failed(store, key, exc, when)
         return _sent(store, key, result, when, sent_now=True, supersedes=supersedes)
     finally:
@@ -168,17 +161,10 @@ def _claimed_elsewhere(
     return True
 
 
-def _unconfirmed(session: Any, row: Outbox, when: datetime, error: str | None = None) -> Delivered:
+def _unconfirmed(session: Session, key: str, when: datetime, error: str | None = None) -> Delivered:
     """Mark a row sent without a confirmation: its first attempt may have arrived."""
-    unconfirmed: dict[str, Any] = {"unconfirmed": True, "attempts": row.attempts}
-    if error:
-        unconfirmed["error"] = error[:500]
-    row.state = OutboxState.SENT
-    row.result = unconfirmed
-    row.sent_at = when
-    row.next_attempt_at = None
-    session.add(row)
-    return Delivered(row.dedupe_key, OutboxState.SENT, unconfirmed)
+    said = rows.mark_unconfirmed(session, key=key, now=when, error=error)
+    return Delivered(key, OutboxState.SENT, said)
 
 
 def _message(exc: Exception) -> str:
@@ -200,30 +186,19 @@ def _sent(
     supersedes: str | None = None,
 ) -> Delivered:
     with store.session(write=True) as session:
-        row = proposals.outbox_row(session, key=key)
-        assert row is not None
-        row.state = OutboxState.SENT
-        row.result = result
-        row.sent_at = when
-        row.last_error = None
-        row.next_attempt_at = None
-        session.add(row)
-        if supersedes is not None:
-            proposals.supersede_outbox(session, prefix=supersedes, sent=key)
+        rows.mark_sent(session, key=key, result=result, now=when, supersedes=supersedes)
     return Delivered(key, OutboxState.SENT, result, sent_now=sent_now)
 
 
 def _failed(store: Store, key: str, exc: Exception, when: datetime) -> Delivered:
     message = _message(exc)
     with store.session(write=True) as session:
-        row = proposals.outbox_row(session, key=key)
-        assert row is not None
-        row.attempts = max(row.attempts, 1)
-        dead = row.attempts >= MAX_ATTEMPTS
-        row.state = OutboxState.DEAD if dead else OutboxState.FAILED
-        row.result = {}
-        row.last_error = message[:2000]
-        row.next_attempt_at = None if dead else when + _wait(row.attempts)
-        session.add(row)
-        state = OutboxState(row.state)
+        state = rows.mark_failed(
+            session,
+            key=key,
+            error=message,
+            max_attempts=MAX_ATTEMPTS,
+            wait=retry_wait,
+            now=when,
+        )
     return Delivered(key, state, {}, message)

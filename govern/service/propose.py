@@ -20,6 +20,7 @@ from govern.errors import GovernError
 from govern.exclusions.ref import ExclusionRef
 from govern.exclusions.states import (
     EventKind,
+    OutboxAction,
     OutboxState,
     ProposalKind,
     ProposalState,
@@ -41,8 +42,10 @@ from govern.git.push import PushError, PushOutcome
 from govern.notify.base import Notifier
 from govern.service import outbox
 from govern.store import events, proposals
+from govern.store import outbox as stored_outbox
 from govern.store.db import Store
 from govern.store.models import Proposal
+from govern.store.outbox import KeyKind, key_prefix, outbox_key
 from govern.store.proposals import Work
 from govern.text import fenced, is_link, link, quoted
 
@@ -373,9 +376,9 @@ class Proposer:
 
         pushed = await outbox.deliver(
             self.store,
-            key=f"push:{work.ref.key}:{digest}",
-            supersedes=f"push:{work.ref.key}:",  # a push of the file as it read before
-            action="push",
+            key=outbox_key(KeyKind.PUSH, work.ref.key, digest),
+            supersedes=key_prefix(KeyKind.PUSH, work.ref.key),  # the file as it read before
+            action=OutboxAction.PUSH,
             send=push,
             proposal_id=proposal,
             now=self.now(),
@@ -462,7 +465,7 @@ class Proposer:
         left behind) the next free name is used: ``branch``, ``branch-2``, ...
         """
         with self.store.session() as session:
-            record = proposals.pushed_to(session, prefix=f"push:{work.ref.key}:")
+            record = stored_outbox.pushed_to(session, prefix=key_prefix(KeyKind.PUSH, work.ref.key))
             live = {
                 p.branch
                 for p in proposals.proposals_of(session, exclusion_id=work.exclusion_id)
@@ -571,8 +574,8 @@ class Proposer:
 
             said = await outbox.deliver(
                 self.store,
-                key=f"left-alone:{work.ref.key}:{work.version}",
-                action="comment",
+                key=outbox_key(KeyKind.LEFT_ALONE, work.ref.key, work.version),
+                action=OutboxAction.COMMENT,
                 send=say,
                 proposal_id=proposal,
                 now=self.now(),
@@ -625,12 +628,13 @@ class Proposer:
             await forge.label_change(number, opening)
             return {"number": number, "labels": list(opening.labels)}
 
+        key = outbox_key(KeyKind.LABELS, work.ref.key, number)
         if not (opening.labels or opening.reviewers or opening.team_reviewers or opening.assignees):
-            return outbox.Delivered(f"labels:{work.ref.key}:{number}", OutboxState.SENT, {})
+            return outbox.Delivered(key, OutboxState.SENT, {})
         return await outbox.deliver(
             self.store,
-            key=f"labels:{work.ref.key}:{number}",
-            action="labels",
+            key=key,
+            action=OutboxAction.LABELS,
             send=label,
             proposal_id=proposal,
             now=self.now(),
@@ -666,9 +670,9 @@ class Proposer:
 
         done = await outbox.deliver(
             self.store,
-            key=f"change:{work.ref.key}:{work.version}",
-            supersedes=f"change:{work.ref.key}:",  # the request for an older candidate
-            action="open-change",
+            key=outbox_key(KeyKind.CHANGE, work.ref.key, work.version),
+            supersedes=key_prefix(KeyKind.CHANGE, work.ref.key),  # an older candidate's request
+            action=OutboxAction.OPEN_CHANGE,
             send=open_or_update,
             find=find,
             proposal_id=proposal,
@@ -791,8 +795,8 @@ class Proposer:
 
         done = await outbox.deliver(
             self.store,
-            key=f"close:{key}:{number}",
-            action="close-change",
+            key=outbox_key(KeyKind.CLOSE, key, number),
+            action=OutboxAction.CLOSE_CHANGE,
             send=close,
             find=closed_already,
             proposal_id=proposal_id,

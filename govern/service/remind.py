@@ -15,6 +15,7 @@ from govern.config import Config, ProposeConfig, load_config
 from govern.errors import GovernError
 from govern.exclusions.states import (
     EventKind,
+    OutboxAction,
     OutboxState,
     ProposalKind,
     RunState,
@@ -33,12 +34,12 @@ from govern.notify.base import (
 from govern.notify.model import Overview
 from govern.service import outbox
 from govern.store import events, notices, proposals
+from govern.store import outbox as stored_outbox
 from govern.store.db import Store
+from govern.store.outbox import KeyKind, key_prefix, on_channel, outbox_key
 from govern.store.proposals import Work
 
 __all__ = ["DigestResult", "Digester", "Reminded", "remind"]
-
-PENDING_ACTION = "pending-issue"
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,13 +82,13 @@ async def deliver(
     notifier: Notifier,
     message: Message,
     *,
-    action: str,
+    action: OutboxAction,
     now: datetime,
     proposal_id: int | None = None,
 ) -> outbox.Delivered:
     """``message`` to one channel through the outbox, under ``<message key>:<channel>``,
     with that key's marker signed by the store."""
-    key = f"{message.key}:{notifier.name}"
+    key = on_channel(message.key, notifier.name)
     one = replace(message, key=key, marker=outbox.seal(store).marker(message.kind, safe_key(key)))
 
     async def send() -> dict[str, Any]:
@@ -149,7 +150,7 @@ async def remind(
             store,
             notifier,
             message,
-            action=f"remind-{notifier.name}",
+            action=OutboxAction.remind(notifier.name),
             now=now,
             proposal_id=proposal_id,
         )
@@ -307,11 +308,13 @@ class Digester:
                 "[tool.govern.propose]",
             }
         wanted = pending.render(overview, outbox.seal(self.store))
-        prefix = f"pending:{repository_key(name)}:"
+        prefix = key_prefix(KeyKind.PENDING, repository_key(name))
         with self.store.session() as session:
-            last = notices.last_sent(session, action=PENDING_ACTION, prefix=prefix)
+            last = stored_outbox.last_sent(
+                session, action=OutboxAction.PENDING_ISSUE, prefix=prefix
+            )
             shown = dict(last.result) if last is not None else {}
-            after = last.id if last is not None else 0
+            after = last.id if last is not None and last.id is not None else 0
         if shown.get("digest") == wanted.text_hash:
             return {
                 "state": RunState.UNCHANGED,
@@ -329,9 +332,9 @@ class Digester:
         # The key chains on the row last sent: a body that comes back (A, B, A) is sent again.
         done = await outbox.deliver(
             self.store,
-            key=f"{prefix}{after}:{wanted.text_hash}",
+            key=outbox_key(KeyKind.PENDING, repository_key(name), after, wanted.text_hash),
             supersedes=prefix,  # a text that was never published: this one replaces it
-            action=PENDING_ACTION,
+            action=OutboxAction.PENDING_ISSUE,
             send=publish,
             find=find,
             now=self.now(),
@@ -364,7 +367,11 @@ class Digester:
                 lines.append(f"{notifier.name}: skipped, {where.reason}")
                 continue
             done = await deliver(
-                self.store, notifier, message, action=f"digest-{notifier.name}", now=self.now()
+                self.store,
+                notifier,
+                message,
+                action=OutboxAction.digest(notifier.name),
+                now=self.now(),
             )
             lines.append(_line(notifier.name, where, done))
             sent = sent or done.state is OutboxState.SENT

@@ -12,18 +12,16 @@ from sqlalchemy import Text, cast, or_
 from sqlalchemy import select as columns
 from sqlmodel import Session, col, select
 
-from govern.exclusions.states import OutboxState
+from govern.store import outbox
 from govern.store.models import (
     Annotation,
     Candidate,
     CandidatePublic,
-    DeliveryPublic,
     Event,
     EventPublic,
     Exclusion,
     ExclusionDetail,
     ExclusionPublic,
-    Outbox,
     Proposal,
     ProposalPublic,
     Release,
@@ -281,15 +279,6 @@ def candidates_of(session: Session, *, exclusion_id: int) -> list[CandidatePubli
     return shown
 
 
-def delivery_state(row: Outbox) -> str:
-    """The state an outbox row is shown in: ``unconfirmed`` for one marked sent whose send
-    may have been lost (a person may check it arrived), else its stored state."""
-    said = row.result if isinstance(row.result, dict) else {}
-    if row.state == OutboxState.SENT and said.get(OutboxState.UNCONFIRMED) is True:
-        return OutboxState.UNCONFIRMED
-    return row.state
-
-
 def proposals_of(session: Session, *, exclusion_id: int) -> list[ProposalPublic]:
     """The proposals made for an exclusion, each with its outbox rows (oldest first)."""
     rows = session.exec(
@@ -297,23 +286,7 @@ def proposals_of(session: Session, *, exclusion_id: int) -> list[ProposalPublic]
         .where(col(Proposal.exclusion_id) == exclusion_id)
         .order_by(col(Proposal.id))
     ).all()
-    sent: dict[int, list[DeliveryPublic]] = defaultdict(list)
-    ids = [p.id for p in rows if p.id is not None]
-    if ids:
-        for o in session.exec(
-            select(Outbox).where(col(Outbox.proposal_id).in_(ids)).order_by(col(Outbox.id))
-        ):
-            sent[o.proposal_id or 0].append(
-                DeliveryPublic.model_construct(
-                    action=o.action,
-                    state=delivery_state(o),
-                    attempts=o.attempts,
-                    error=o.last_error,
-                    next_attempt=as_utc(o.next_attempt_at) if o.next_attempt_at else None,
-                    sent=as_utc(o.sent_at) if o.sent_at else None,
-                    note=o.result.get("note") if isinstance(o.result.get("note"), str) else None,
-                )
-            )
+    sent = outbox.deliveries_of(session, proposal_ids=[p.id for p in rows if p.id is not None])
     return [
         ProposalPublic.model_construct(
             kind=p.kind,

@@ -2,9 +2,7 @@
 
 :func:`overview` sorts a repository's open exclusions into relaxable (a verified
 candidate with a stored relaxation), overdue (past the annotation's review date) and
-held (sentinel caps are no debt and are left out); :func:`last_sent` finds the outbox
-row a key prefix last sent (the pending issue's number and the hash of the body it was
-given).
+held (sentinel caps are no debt and are left out).
 """
 
 from __future__ import annotations
@@ -15,10 +13,10 @@ from datetime import date
 from sqlmodel import Session, col, select
 
 from govern.exclusions.model import SubKind
-from govern.exclusions.states import ENDED, OutboxState, State
+from govern.exclusions.states import ENDED, State
 from govern.notify.model import Notice, Overview
 from govern.store import proposals
-from govern.store.models import Exclusion, Outbox, Repository
+from govern.store.models import Exclusion, Repository
 from govern.store.queries import ordered_rows
 from govern.store.refs import from_row
 
@@ -61,16 +59,3 @@ def overview(session: Session, *, repository: str, today: date) -> Overview:
         elif entry.state is State.HELD:
             held.append(entry)
     return Overview(repository, tuple(relaxable), tuple(overdue), tuple(held))
-
-
-def last_sent(session: Session, *, action: str, prefix: str) -> Outbox | None:
-    """The newest sent outbox row of ``action`` whose key starts with ``prefix``."""
-    return session.exec(
-        select(Outbox)
-        .where(
-            col(Outbox.action) == action,
-            col(Outbox.state) == OutboxState.SENT,
-            col(Outbox.dedupe_key).startswith(prefix, autoescape=True),
-        )
-        .order_by(col(Outbox.id).desc())
-    ).first()

@@ -1,4 +1,5 @@
-"""The proposer's reads and writes: verified work, proposals, and the outbox's rows.
+"""The proposer's reads and writes: verified work and proposals (the outbox's rows are
+:mod:`govern.store.outbox`'s).
 
 Keyword-only functions on a session; :mod:`govern.service.propose` keeps the workflow and
 :mod:`govern.service.outbox` the exactly-once protocol.
@@ -12,27 +13,21 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, update
-from sqlalchemy import select as columns
 from sqlmodel import Session, col, select
 
 from govern.exclusions.ref import ExclusionRef
 from govern.exclusions.states import (
     CandidateStatus,
     Conclusion,
-    OutboxState,
     ProposalKind,
     ProposalState,
     State,
 )
-from govern.store import locks
-from govern.store.location import as_utc
 from govern.store.models import (
     Annotation,
     Candidate,
     Event,
     Exclusion,
-    Outbox,
     Proposal,
     Release,
     Repository,
@@ -356,113 +351,6 @@ def note_superseded(session: Session, *, key: str, work: Work, at: datetime) -> 
         )
     )
     return True
-
-
-# -- the outbox --------------------------------------------------------------------------
-
-
-def lock_outbox(session: Session, *, key: str) -> None:
-    """Hold the outbox key for this transaction (:func:`govern.store.locks.outbox`)."""
-    locks.outbox(session, key=key)
-
-
-def outbox_row(session: Session, *, key: str) -> Outbox | None:
-    """The outbox row with this dedupe key."""
-    return session.exec(select(Outbox).where(col(Outbox.dedupe_key) == key)).first()
-
-
-def supersede_outbox(session: Session, *, prefix: str, sent: str) -> int:
-    """Mark the unsent rows whose key starts with ``prefix`` (but ``sent``) superseded: a
-    newer action for the same thing went out. Returns how many."""
-    # One UPDATE whose condition the database checks again on each row it locks: a row
-    # another run claimed meanwhile (sending) is left to it. Asked for again later (a file
-    # back as it was), a superseded action starts afresh.
-    done = session.execute(
-        update(Outbox)
-        .where(
-            col(Outbox.dedupe_key).startswith(prefix, autoescape=True),
-            col(Outbox.dedupe_key) != sent,
-            col(Outbox.state).in_((OutboxState.PENDING, OutboxState.FAILED, OutboxState.DEAD)),
-        )
-        .values(state=OutboxState.SUPERSEDED, attempts=0, next_attempt_at=None)
-    )
-    return int(getattr(done, "rowcount", 0) or 0)
-
-
-@dataclass(frozen=True, slots=True)
-class PushRecord:
-    """The branch govern last pushed an exclusion's change to, and every commit govern
-    pushed there (a tip among them is govern's to replace; any other is someone else's)."""
-
-    branch: str
-    shas: frozenset[str]
-
-
-def pushed_to(session: Session, *, prefix: str) -> PushRecord | None:
-    """What the sent ``push`` rows whose key starts with ``prefix`` record: the newest
-    one's branch and the commits pushed to it (a branch left alone adds none)."""
-    rows = session.exec(
-        select(Outbox)
-        .where(
-            col(Outbox.action) == "push",
-            col(Outbox.state) == OutboxState.SENT,
-            col(Outbox.dedupe_key).startswith(prefix, autoescape=True),
-        )
-        .order_by(col(Outbox.id))
-    ).all()
-    branch: str | None = None
-    shas: dict[str, set[str]] = {}
-    for row in rows:
-        said, sha = row.result.get("branch"), row.result.get("sha")
-        if not isinstance(said, str):
-            continue
-        branch = said
-        if isinstance(sha, str) and row.result.get("outcome") != "foreign":
-            shas.setdefault(said, set()).add(sha)
-    return None if branch is None else PushRecord(branch, frozenset(shas.get(branch, ())))
-
-
-@dataclass(frozen=True, slots=True)
-class Troubled:
-    """An outgoing action that failed (retried at ``next_attempt``) or gave up (``dead``),
-    with the exclusion it was for (None: a repository's pending issue or digest)."""
-
-    action: str
-    state: str
-    attempts: int
-    error: str | None
-    next_attempt: datetime | None
-    exclusion: str | None  # the exclusion's id
-    package: str | None
-    clause: str | None
-
-
-def troubled(session: Session, *, limit: int = 20) -> tuple[int, list[Troubled]]:
-    """Failed and dead outbox rows, newest first (at most ``limit``), and how many in all:
-    what the dashboard's front page lists for a person to look at."""
-    where = col(Outbox.state).in_((OutboxState.FAILED, OutboxState.DEAD))
-    total = session.execute(columns(func.count()).select_from(Outbox).where(where)).one()[0]
-    rows = session.exec(
-        select(Outbox, Exclusion)
-        .outerjoin(Proposal, col(Proposal.id) == col(Outbox.proposal_id))
-        .outerjoin(Exclusion, col(Exclusion.id) == col(Proposal.exclusion_id))
-        .where(where)
-        .order_by(col(Outbox.id).desc())
-        .limit(limit)
-    ).all()
-    return int(total), [
-        Troubled(
-            action=row.action,
-            state=row.state,
-            attempts=row.attempts,
-            error=row.last_error,
-            next_attempt=as_utc(row.next_attempt_at) if row.next_attempt_at else None,
-            exclusion=exclusion.key if exclusion else None,
-            package=exclusion.package if exclusion else None,
-            clause=exclusion.clause if exclusion else None,
-        )
-        for row, exclusion in rows
-    ]
 
 
 def root_of(session: Session, *, exclusion_id: int) -> str | None:

@@ -29,8 +29,8 @@ from govern.forge.webhooks import ChangeEnded, merge_request_ended, pull_request
 from govern.store import history, queries
 from govern.store.debt import debt as debt_series
 from govern.store.location import SCHEMA_REVISION
+from govern.store.outbox import troubled
 from govern.store.pending import attention, pending
-from govern.store.proposals import troubled
 from govern.web import actions, api
 from govern.web.charts import DebtPoint, age_histogram, debt_over_time
 from govern.web.deps import SessionDep, StateDep, get_state, peer

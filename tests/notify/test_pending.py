@@ -28,7 +28,7 @@ from govern.forge.base import Issue
 from govern.forge.github import GitHubForge
 from govern.notify import channels, pending, templates
 from govern.service.remind import Digester, DigestResult
-from govern.store import proposals
+from govern.store import outbox as stored_outbox
 from govern.store.db import Store
 from govern.store.models import Annotation, Outbox
 
@@ -184,7 +184,7 @@ def test_a_text_that_failed_to_go_out_is_superseded_by_the_next_one_published(
     assert "## Overdue (1)" in issue["body"]
     with tracked.session() as session:
         states = sorted(r.state for r in session.exec(select(Outbox)).all())
-        total, _ = proposals.troubled(session)
+        total, _ = stored_outbox.troubled(session)
     assert states == ["sent", "superseded"]
     assert total == 0, "the dashboard lists no failing delivery for a text nobody wants now"
 

@@ -15,9 +15,9 @@ import pytest
 from sqlmodel import select
 
 from govern.errors import GovernError
-from govern.exclusions.states import OutboxState
+from govern.exclusions.states import OutboxAction, OutboxState
 from govern.service import outbox
-from govern.store import proposals
+from govern.store import outbox as stored_outbox
 from govern.store.db import Store
 from govern.store.models import Outbox
 
@@ -56,7 +56,9 @@ def test_an_action_is_sent_once_however_often_it_is_delivered(store: Store) -> N
     remote = Remote()
     for _ in range(3):
         done = asyncio.run(
-            outbox.deliver(store, key="k", action="open-change", send=remote.send, now=NOW)
+            outbox.deliver(
+                store, key="k", action=OutboxAction.OPEN_CHANGE, send=remote.send, now=NOW
+            )
         )
         assert done.state is OutboxState.SENT
         assert done.result == {"number": 1}
@@ -73,10 +75,14 @@ def test_a_crash_between_sending_and_recording_finds_the_effect(store: Store) ->
         raise KeyboardInterrupt  # the process dies before the answer is recorded
 
     with pytest.raises(KeyboardInterrupt):
-        asyncio.run(outbox.deliver(store, key="k", action="open-change", send=send_then_die))
+        asyncio.run(
+            outbox.deliver(store, key="k", action=OutboxAction.OPEN_CHANGE, send=send_then_die)
+        )
     assert _row(store, "k").state == "sending"
     done = asyncio.run(
-        outbox.deliver(store, key="k", action="open-change", send=remote.send, find=remote.find)
+        outbox.deliver(
+            store, key="k", action=OutboxAction.OPEN_CHANGE, send=remote.send, find=remote.find
+        )
     )
     assert (done.state, done.sent_now, done.result) == (OutboxState.SENT, False, {"number": 1})
     assert remote.received == ["pr"]
@@ -89,9 +95,11 @@ def test_a_crash_before_the_request_left_sends_it(store: Store) -> None:
         raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        asyncio.run(outbox.deliver(store, key="k", action="comment", send=die))
+        asyncio.run(outbox.deliver(store, key="k", action=OutboxAction.COMMENT, send=die))
     done = asyncio.run(
-        outbox.deliver(store, key="k", action="comment", send=remote.send, find=remote.find)
+        outbox.deliver(
+            store, key="k", action=OutboxAction.COMMENT, send=remote.send, find=remote.find
+        )
     )
     assert (done.state, done.sent_now) == (OutboxState.SENT, True)
     assert remote.received == ["pr"]
@@ -100,17 +108,23 @@ def test_a_crash_before_the_request_left_sends_it(store: Store) -> None:
 def test_a_failure_is_recorded_and_retried_when_due(store: Store) -> None:
     remote = Remote()
     remote.fail_with = GovernError("GitHub answered 502")
-    done = asyncio.run(outbox.deliver(store, key="k", action="push", send=remote.send, now=NOW))
+    done = asyncio.run(
+        outbox.deliver(store, key="k", action=OutboxAction.PUSH, send=remote.send, now=NOW)
+    )
     assert (done.state, done.error) == (OutboxState.FAILED, "GitHub answered 502")
     row = _row(store, "k")
     assert row.next_attempt_at is not None
     assert row.next_attempt_at > NOW
     remote.fail_with = None
-    early = asyncio.run(outbox.deliver(store, key="k", action="push", send=remote.send, now=NOW))
+    early = asyncio.run(
+        outbox.deliver(store, key="k", action=OutboxAction.PUSH, send=remote.send, now=NOW)
+    )
     assert early.state is OutboxState.FAILED
     assert remote.received == []
     later = NOW + timedelta(hours=7)
-    done = asyncio.run(outbox.deliver(store, key="k", action="push", send=remote.send, now=later))
+    done = asyncio.run(
+        outbox.deliver(store, key="k", action=OutboxAction.PUSH, send=remote.send, now=later)
+    )
     assert done.state is OutboxState.SENT
     assert remote.received == ["pr"]
 
@@ -121,12 +135,16 @@ def test_it_gives_up_after_every_attempt_failed(store: Store) -> None:
     when = NOW
     for _ in range(outbox.MAX_ATTEMPTS):
         done = asyncio.run(
-            outbox.deliver(store, key="k", action="mail", send=remote.send, now=when)
+            outbox.deliver(
+                store, key="k", action=OutboxAction.REMIND_EMAIL, send=remote.send, now=when
+            )
         )
         when += timedelta(days=1)
     assert done.state is OutboxState.DEAD
     remote.fail_with = None
-    again = asyncio.run(outbox.deliver(store, key="k", action="mail", send=remote.send, now=when))
+    again = asyncio.run(
+        outbox.deliver(store, key="k", action=OutboxAction.REMIND_EMAIL, send=remote.send, now=when)
+    )
     assert again.state is OutboxState.DEAD
     assert remote.received == []
 
@@ -149,7 +167,11 @@ def test_an_unsearchable_action_left_sending_is_marked_unconfirmed_not_sent_agai
     with pytest.raises(KeyboardInterrupt):
         asyncio.run(
             outbox.deliver(
-                store, key="k", action="remind-webhook", send=_dies_after(remote), now=NOW
+                store,
+                key="k",
+                action=OutboxAction.REMIND_WEBHOOK,
+                send=_dies_after(remote),
+                now=NOW,
             )
         )
     assert _row(store, "k").state == "sending"
@@ -159,7 +181,7 @@ def test_an_unsearchable_action_left_sending_is_marked_unconfirmed_not_sent_agai
             outbox.deliver(
                 store,
                 key="k",
-                action="remind-webhook",
+                action=OutboxAction.REMIND_WEBHOOK,
                 send=remote.send,
                 now=later,
                 resend_unconfirmed=False,
@@ -182,8 +204,10 @@ def test_by_default_an_unsearchable_action_left_sending_is_sent_again(store: Sto
     """A push: the same content pushed again is harmless, and confirms it."""
     remote = Remote()
     with pytest.raises(KeyboardInterrupt):
-        asyncio.run(outbox.deliver(store, key="k", action="push", send=_dies_after(remote)))
-    done = asyncio.run(outbox.deliver(store, key="k", action="push", send=remote.send))
+        asyncio.run(
+            outbox.deliver(store, key="k", action=OutboxAction.PUSH, send=_dies_after(remote))
+        )
+    done = asyncio.run(outbox.deliver(store, key="k", action=OutboxAction.PUSH, send=remote.send))
     assert (done.state, done.sent_now, done.result) == (OutboxState.SENT, True, {"number": 2})
     assert remote.received == ["pr", "pr"]
 
@@ -193,13 +217,15 @@ def test_a_searchable_action_is_looked_for_whatever_resend_unconfirmed_says(
 ) -> None:
     remote = Remote()
     with pytest.raises(KeyboardInterrupt):
-        asyncio.run(outbox.deliver(store, key="k", action="comment", send=_dies_after(remote)))
+        asyncio.run(
+            outbox.deliver(store, key="k", action=OutboxAction.COMMENT, send=_dies_after(remote))
+        )
     remote.received.clear()  # the comment is not there after all (it never arrived)
     done = asyncio.run(
         outbox.deliver(
             store,
             key="k",
-            action="comment",
+            action=OutboxAction.COMMENT,
             send=remote.send,
             find=remote.find,
             resend_unconfirmed=False,
@@ -215,7 +241,12 @@ def test_an_unsearchable_failure_is_still_retried_when_due(store: Store) -> None
     remote.fail_with = GovernError("webhook answered 503")
     first = asyncio.run(
         outbox.deliver(
-            store, key="k", action="mail", send=remote.send, now=NOW, resend_unconfirmed=False
+            store,
+            key="k",
+            action=OutboxAction.REMIND_EMAIL,
+            send=remote.send,
+            now=NOW,
+            resend_unconfirmed=False,
         )
     )
     assert (first.state, first.error) == (OutboxState.FAILED, "webhook answered 503")
@@ -224,7 +255,7 @@ def test_an_unsearchable_failure_is_still_retried_when_due(store: Store) -> None
         outbox.deliver(
             store,
             key="k",
-            action="mail",
+            action=OutboxAction.REMIND_EMAIL,
             send=remote.send,
             now=NOW + timedelta(hours=7),
             resend_unconfirmed=False,
@@ -237,10 +268,16 @@ def test_an_unsearchable_failure_is_still_retried_when_due(store: Store) -> None
 def test_a_pending_row_is_sent_whatever_resend_unconfirmed_says(store: Store) -> None:
     """Written, then the process died before it marked the row sending: nothing left."""
     with store.session(write=True) as session:
-        session.add(Outbox(dedupe_key="k", action="mail", created_at=NOW))
+        session.add(Outbox(dedupe_key="k", action=OutboxAction.REMIND_EMAIL, created_at=NOW))
     remote = Remote()
     done = asyncio.run(
-        outbox.deliver(store, key="k", action="mail", send=remote.send, resend_unconfirmed=False)
+        outbox.deliver(
+            store,
+            key="k",
+            action=OutboxAction.REMIND_EMAIL,
+            send=remote.send,
+            resend_unconfirmed=False,
+        )
     )
     assert (done.state, done.sent_now) == (OutboxState.SENT, True)
     assert remote.received == ["pr"]
@@ -261,11 +298,13 @@ def test_two_overlapping_deliveries_of_one_key_send_once(store: Store) -> None:
 
     async def main() -> tuple[outbox.Delivered, outbox.Delivered]:
         first = asyncio.create_task(
-            outbox.deliver(store, key="k", action="comment", send=slow_send, find=remote.find)
+            outbox.deliver(
+                store, key="k", action=OutboxAction.COMMENT, send=slow_send, find=remote.find
+            )
         )
         await asyncio.sleep(0.05)  # the first has claimed the row and is sending
         second = await outbox.deliver(
-            store, key="k", action="comment", send=remote.send, find=remote.find
+            store, key="k", action=OutboxAction.COMMENT, send=remote.send, find=remote.find
         )
         release.set()
         return await first, second
@@ -281,7 +320,7 @@ def _claimed(store: Store, key: str, claim: dict[str, Any], lease: datetime) -> 
         session.add(
             Outbox(
                 dedupe_key=key,
-                action="comment",
+                action=OutboxAction.COMMENT,
                 state=OutboxState.SENDING,
                 attempts=1,
                 result={"claimed": claim},
@@ -300,7 +339,9 @@ def test_a_row_claimed_by_a_live_process_is_left_to_it_and_a_dead_one_s_is_taken
         here = {"host": socket.gethostname(), "pid": alive.pid, "sending": True}
         _claimed(store, "alive", here, NOW + timedelta(minutes=15))
         done = asyncio.run(
-            outbox.deliver(store, key="alive", action="comment", send=remote.send, now=NOW)
+            outbox.deliver(
+                store, key="alive", action=OutboxAction.COMMENT, send=remote.send, now=NOW
+            )
         )
         assert (done.state, done.error) == (OutboxState.SENDING, "being sent by another run")
     finally:
@@ -309,7 +350,12 @@ def test_a_row_claimed_by_a_live_process_is_left_to_it_and_a_dead_one_s_is_taken
     # The same claim once its process is gone: a crash, looked for, then sent.
     done = asyncio.run(
         outbox.deliver(
-            store, key="alive", action="comment", send=remote.send, find=remote.find, now=NOW
+            store,
+            key="alive",
+            action=OutboxAction.COMMENT,
+            send=remote.send,
+            find=remote.find,
+            now=NOW,
         )
     )
     assert (done.state, done.sent_now) == (OutboxState.SENT, True)
@@ -320,13 +366,15 @@ def test_another_host_s_claim_holds_until_its_lease_ends(store: Store) -> None:
     remote = Remote()
     elsewhere = {"host": "another-host.invalid", "pid": 1, "sending": True}
     _claimed(store, "k", elsewhere, NOW + timedelta(minutes=15))
-    early = asyncio.run(outbox.deliver(store, key="k", action="comment", send=remote.send, now=NOW))
+    early = asyncio.run(
+        outbox.deliver(store, key="k", action=OutboxAction.COMMENT, send=remote.send, now=NOW)
+    )
     assert early.state is OutboxState.SENDING
     late = asyncio.run(
         outbox.deliver(
             store,
             key="k",
-            action="comment",
+            action=OutboxAction.COMMENT,
             send=remote.send,
             find=remote.find,
             now=NOW + timedelta(minutes=16),
@@ -345,7 +393,12 @@ def test_any_exception_of_a_send_is_a_recorded_failure_never_a_sent_row(store: S
 
     done = asyncio.run(
         outbox.deliver(
-            store, key="k", action="mail", send=broken, now=NOW, resend_unconfirmed=False
+            store,
+            key="k",
+            action=OutboxAction.REMIND_EMAIL,
+            send=broken,
+            now=NOW,
+            resend_unconfirmed=False,
         )
     )
     assert (done.state, done.error) == (OutboxState.FAILED, "internal error (UnicodeError)")
@@ -353,7 +406,7 @@ def test_any_exception_of_a_send_is_a_recorded_failure_never_a_sent_row(store: S
         outbox.deliver(
             store,
             key="k",
-            action="mail",
+            action=OutboxAction.REMIND_EMAIL,
             send=broken,
             now=NOW + timedelta(days=1),
             resend_unconfirmed=False,
@@ -378,13 +431,24 @@ def test_an_error_after_the_message_may_have_left_is_unconfirmed_not_resent(
 
     done = asyncio.run(
         outbox.deliver(
-            store, key="k", action="webhook", send=timed_out, now=NOW, resend_unconfirmed=False
+            store,
+            key="k",
+            action=OutboxAction.REMIND_WEBHOOK,
+            send=timed_out,
+            now=NOW,
+            resend_unconfirmed=False,
         )
     )
     assert done.state is OutboxState.SENT
     assert done.result["unconfirmed"] is True
     again = asyncio.run(
-        outbox.deliver(store, key="k", action="webhook", send=remote.send, resend_unconfirmed=False)
+        outbox.deliver(
+            store,
+            key="k",
+            action=OutboxAction.REMIND_WEBHOOK,
+            send=remote.send,
+            resend_unconfirmed=False,
+        )
     )
     assert again.state is OutboxState.SENT
     assert remote.received == ["pr"]
@@ -399,7 +463,7 @@ def test_a_claim_past_its_lease_is_stale_even_if_its_process_number_lives_on(
     _claimed(store, "k", reused, NOW - timedelta(minutes=1))
     done = asyncio.run(
         outbox.deliver(
-            store, key="k", action="comment", send=remote.send, find=remote.find, now=NOW
+            store, key="k", action=OutboxAction.COMMENT, send=remote.send, find=remote.find, now=NOW
         )
     )
     assert (done.state, done.sent_now) == (OutboxState.SENT, True)
@@ -412,13 +476,15 @@ def test_a_newer_action_sent_supersedes_the_unsent_ones_of_the_same_thing(
     remote = Remote()
     remote.fail_with = GovernError("GitHub answered 502")
     for key in ("push:a_b:1", "push:a_b:2", "push:a%b:3"):  # the file changed in between
-        asyncio.run(outbox.deliver(store, key=key, action="push", send=remote.send, now=NOW))
+        asyncio.run(
+            outbox.deliver(store, key=key, action=OutboxAction.PUSH, send=remote.send, now=NOW)
+        )
     remote.fail_with = None
     done = asyncio.run(
         outbox.deliver(
             store,
             key="push:a_b:4",
-            action="push",
+            action=OutboxAction.PUSH,
             send=remote.send,
             now=NOW,
             supersedes="push:a_b:",
@@ -429,11 +495,11 @@ def test_a_newer_action_sent_supersedes_the_unsent_ones_of_the_same_thing(
     assert _row(store, "push:a_b:1").next_attempt_at is None
     assert _row(store, "push:a%b:3").state == "failed", "a LIKE wildcard in the prefix is text"
     with store.session() as session:
-        total, listed = proposals.troubled(session)
+        total, listed = stored_outbox.troubled(session)
     assert (total, [t.state for t in listed]) == (1, ["failed"])
     # Asked for again (the file is back as it was), a superseded action is sent afresh.
     again = asyncio.run(
-        outbox.deliver(store, key="push:a_b:1", action="push", send=remote.send, now=NOW)
+        outbox.deliver(store, key="push:a_b:1", action=OutboxAction.PUSH, send=remote.send, now=NOW)
     )
     assert again.state is OutboxState.SENT
     assert (_row(store, "push:a_b:1").attempts, remote.received) == (1, ["pr", "pr"])
