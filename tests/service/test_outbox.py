@@ -19,7 +19,7 @@ from govern.exclusions.states import OutboxAction, OutboxState
 from govern.service import outbox
 from govern.store import outbox as stored_outbox
 from govern.store.db import Store
-from govern.store.models import Outbox
+from govern.store.models import Outbox, as_utc
 
 NOW = datetime(2026, 12, 3, 12, 0, tzinfo=UTC)
 
@@ -127,6 +127,25 @@ def test_a_failure_is_recorded_and_retried_when_due(store: Store) -> None:
     )
     assert done.state is OutboxState.SENT
     assert remote.received == ["pr"]
+
+
+def test_a_failed_row_waits_full_jitter_up_to_the_first_ceiling(store: Store) -> None:
+    """The wait is :class:`govern.http.retry.Backoff`'s full jitter (uniform in [0, 60 s]
+    after a first failure), not a draw of its own in [30 s, 60 s]: one backoff, one
+    distribution. 40 draws all above 30 s has a chance of 2**-40."""
+    remote = Remote()
+    remote.fail_with = GovernError("GitHub answered 502")
+    waits: list[float] = []
+    for i in range(40):
+        key = f"jitter-{i}"
+        asyncio.run(
+            outbox.deliver(store, key=key, action=OutboxAction.PUSH, send=remote.send, now=NOW)
+        )
+        due = _row(store, key).next_attempt_at
+        assert due is not None
+        waits.append((as_utc(due) - NOW).total_seconds())
+    assert all(0.0 <= wait <= outbox.RETRY.base for wait in waits)
+    assert min(waits) < outbox.RETRY.base / 2
 
 
 def test_it_gives_up_after_every_attempt_failed(store: Store) -> None:
