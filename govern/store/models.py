@@ -322,7 +322,7 @@ class Outbox(SQLModel, table=True):
 
     id: int | None = Field(default=None, primary_key=True)
     dedupe_key: str = Field(max_length=256)
-    action: str = Field(max_length=32)  # push, open-change, update-change, close-change, ...
+    action: str = Field(max_length=32)  # an OutboxAction (exclusions/states.py) value
     proposal_id: int | None = Field(default=None, foreign_key="proposal.id", index=True)
     state: str = Field(default=OutboxState.PENDING, max_length=16)
     attempts: int = 0
