@@ -11,10 +11,10 @@ from datetime import datetime
 from typing import Any
 
 from govern.errors import ForgeAuthError, ForgeError
+from govern.exclusions.notices import Overview
 from govern.forge.base import Forge, Issue, Marker, Seal, with_markers
 from govern.notify.base import repository_key
 from govern.notify.issue import from_forge
-from govern.notify.model import Overview
 from govern.notify.templates import pending_issue
 
 __all__ = ["PendingIssue", "find", "period", "publish", "render"]

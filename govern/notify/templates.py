@@ -9,8 +9,8 @@ import re
 from collections.abc import Callable, Sequence
 from datetime import date
 
+from govern.exclusions.notices import Notice, Overview
 from govern.notify.base import Message, repository_key
-from govern.notify.model import Notice, Overview
 from govern.store.outbox import KeyKind, outbox_key
 from govern.store.proposals import Work
 from govern.text import is_link, link, quoted, visible

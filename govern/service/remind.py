@@ -13,6 +13,7 @@ from typing import Any
 
 from govern.config import Config, ProposeConfig, load_config
 from govern.errors import GovernError
+from govern.exclusions.notices import Overview
 from govern.exclusions.states import (
     EventKind,
     OutboxAction,
@@ -31,7 +32,6 @@ from govern.notify.base import (
     repository_key,
     safe_key,
 )
-from govern.notify.model import Overview
 from govern.service import outbox
 from govern.store import events, notices, proposals
 from govern.store import outbox as stored_outbox

@@ -13,8 +13,8 @@ from datetime import date
 from sqlmodel import Session, col, select
 
 from govern.exclusions.model import SubKind
+from govern.exclusions.notices import Notice, Overview
 from govern.exclusions.states import ENDED, State
-from govern.notify.model import Notice, Overview
 from govern.store import proposals
 from govern.store.models import Exclusion, Repository
 from govern.store.queries import ordered_rows

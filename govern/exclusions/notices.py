@@ -1,7 +1,8 @@
-"""What the pending-relaxations issue and the digest list: read models the store builds.
+"""What the pending-relaxations issue and the digest list: values the store builds.
 
 :func:`govern.store.notices.overview` fills them; :mod:`govern.notify.templates` and
-:mod:`govern.notify.pending` render them (notify/ reads no store row itself).
+:mod:`govern.notify.pending` render them (notify/ reads no store row itself). They live
+here, below both, so that neither imports the other for them.
 """
 
 from __future__ import annotations
