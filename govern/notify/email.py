@@ -90,42 +90,39 @@ class _Line:
                 self._socket = None
 
 
-class _SMTP(smtplib.SMTP):
+class _Watched(smtplib.SMTP):
+    """What both clients below share: every reply and every send is first checked against
+    the :class:`_Line`'s deadline (smtplib's own timeout is per operation)."""
+
+    line: _Line
+
+    def getreply(self) -> tuple[int, bytes]:
+        """The next reply, unless the deadline passed."""
+        self.line.watch(self.sock)
+        return super().getreply()
+
+    def send(self, s: ReadableBuffer | str) -> None:
+        """Send ``s``, unless the deadline passed."""
+        self.line.check()
+        super().send(s)
+
+
+class _SMTP(_Watched):
     """smtplib's client that lets its :class:`_Line` end it."""
 
     def __init__(self, line: _Line, host: str, port: int, *, timeout: float) -> None:
         self.line = line
         super().__init__(host, port, timeout=timeout)
 
-    def getreply(self) -> tuple[int, bytes]:
-        """The next reply, unless the deadline passed."""
-        self.line.watch(self.sock)
-        return super().getreply()
 
-    def send(self, s: ReadableBuffer | str) -> None:
-        """Send ``s``, unless the deadline passed."""
-        self.line.check()
-        super().send(s)
-
-
-class _SMTPSSL(smtplib.SMTP_SSL):
+class _SMTPSSL(_Watched, smtplib.SMTP_SSL):
     """smtplib's implicit-TLS client that lets its :class:`_Line` end it."""
 
     def __init__(
         self, line: _Line, host: str, port: int, *, timeout: float, context: ssl.SSLContext
     ) -> None:
         self.line = line
-        super().__init__(host, port, timeout=timeout, context=context)
-
-    def getreply(self) -> tuple[int, bytes]:
-        """The next reply, unless the deadline passed."""
-        self.line.watch(self.sock)
-        return super().getreply()
-
-    def send(self, s: ReadableBuffer | str) -> None:
-        """Send ``s``, unless the deadline passed."""
-        self.line.check()
-        super().send(s)
+        smtplib.SMTP_SSL.__init__(self, host, port, timeout=timeout, context=context)
 
 
 def message_id(key: str, sender: str) -> str:
