@@ -13,29 +13,28 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import httpx
-
-from govern.ci.base import Provider
-from govern.ci.command import Command
-from govern.ci.providers import build
 from govern.config import Config, ProposeConfig, load_config
 from govern.errors import ConfigError, GovernError, UsageError
 from govern.exclusions.states import Via
-from govern.forge.base import Forge
-from govern.forge.remote import forge_for, parse_remote
-from govern.git.push import Pusher
-from govern.index.pipconfig import IndexNotConfigured, IndexSettings
-from govern.index.profiles import Profile
-from govern.index.settings import index_settings, profiles_from
-from govern.notify import channels
-from govern.notify.base import Notifier
 from govern.redact import SECRET_NAME, ConfiguredSecrets, secret_forms
-from govern.service.propose import Proposer, ProposeResult
-from govern.service.remind import Digester, DigestResult
-from govern.service.verify import ProviderFor, Verifier, VerifyOptions, VerifyResult
-from govern.store.db import Store, open_store
-from govern.store.models import utcnow
+
+if TYPE_CHECKING:
+    # Each function imports what it builds: a command loads only its own stack (`govern
+    # status` no HTTP, CI, forge, proposal or outbox code; see govern.cli).
+    import httpx
+
+    from govern.ci.base import Provider
+    from govern.forge.base import Forge
+    from govern.git.push import Pusher
+    from govern.index.pipconfig import IndexSettings
+    from govern.index.profiles import Profile
+    from govern.notify.base import Notifier
+    from govern.service.propose import ProposeResult
+    from govern.service.remind import DigestResult
+    from govern.service.verify import ProviderFor, Verifier, VerifyOptions, VerifyResult
+    from govern.store.db import Store
 
 ADHOC = "command"  # the name of the provider that --command and --isolated make
 _COMMAND_TIMEOUT = 3600.0  # seconds an ad hoc --command run may take by default
@@ -48,11 +47,16 @@ def settings(config_file: Path | None = None, root: Path | None = None) -> Confi
 
 def index(config: Config, index_url: str | None = None) -> IndexSettings:
     """Where the index is, and how to ask it (``--index-url``, config, pip's configuration)."""
+    from govern.index.settings import index_settings
+
     return index_settings(config, index_url)
 
 
 def optional_index(config: Config, index_url: str | None = None) -> IndexSettings | None:
     """The index settings, or None when none is configured and no pip can say its default."""
+    from govern.index.pipconfig import IndexNotConfigured
+    from govern.index.settings import index_settings
+
     try:
         return index_settings(config, index_url)
     except IndexNotConfigured:
@@ -61,16 +65,22 @@ def optional_index(config: Config, index_url: str | None = None) -> IndexSetting
 
 def profiles(config: Config, names: list[str] | tuple[str, ...] = ()) -> list[Profile]:
     """The configured runtime profiles (only ``names``, when given)."""
+    from govern.index.settings import profiles_from
+
     return profiles_from(config, names)
 
 
 def store(db: str | None, config: Config, *, upgrade: bool = True) -> Store:
     """The store ``--db``, the environment or the configuration point at."""
+    from govern.store.db import open_store
+
     return open_store(db, configured=config.database, upgrade=upgrade)
 
 
 def ci_http() -> httpx.AsyncClient:
     """The HTTP client CI providers share (their APIs answer within 30 s; no redirects)."""
+    import httpx
+
     return httpx.AsyncClient(timeout=30.0, follow_redirects=False)
 
 
@@ -136,6 +146,9 @@ def ci_providers(
 ) -> CIProviders:
     """The configured providers, plus an ad hoc one for ``--command``/``--isolated``; a
     local command is handed none of ``secrets``' variables (default: ``config``'s)."""
+    from govern.ci.command import Command
+    from govern.ci.providers import build
+
     root = config.path.parent if config.path is not None else Path.cwd()
     ad_hoc = command is not None or isolated
     withheld = (secrets or configured_secrets(config)).variables
@@ -194,19 +207,23 @@ def verifier(
     ci: CIProviders | None = None,
     *,
     index: IndexSettings | None = None,
-    clock: Callable[[], datetime] = utcnow,
+    clock: Callable[[], datetime] | None = None,
     secrets: ConfiguredSecrets | None = None,
 ) -> Verifier:
     """The verifier over a store and the CI providers; without ``ci`` it starts no run and
     concludes only what a provider it is later given reports (the dashboard's webhooks).
-    Every configured secret (:func:`configured_secrets`) is scrubbed out of what it stores."""
+    Every configured secret (:func:`configured_secrets`) is scrubbed out of what it stores;
+    ``clock``: the time (default: now, in UTC)."""
+    from govern.service.verify import Verifier
+    from govern.store.models import utcnow
+
     return Verifier(
         store,
         provider_for=ci.provider_for if ci is not None else (lambda _profile: None),
         providers=ci.by_name if ci is not None else {},
         index=index,
         attempts=(config or Config()).verify_attempts,
-        clock=clock,
+        clock=clock or utcnow,
         secrets=secrets or configured_secrets(config, store=store, index=index),
     )
 
@@ -253,6 +270,8 @@ class Outgoing:
 
     def pusher_for(self, root: Path, settings: ProposeConfig) -> Pusher:
         """The clone's remote that branches are pushed to."""
+        from govern.git.push import Pusher
+
         key = (root, settings.remote)
         if key not in self._pushers:
             self._pushers[key] = Pusher(
@@ -267,6 +286,8 @@ class Outgoing:
     def forge_for(self, root: Path, settings: ProposeConfig) -> Forge | None:
         """The forge of ``via`` (None for ``via = "git"``), one per repository and settings:
         an App's installation token is asked for once."""
+        from govern.forge.remote import forge_for
+
         key = (root, settings)
         if key not in self._forges:
             remote = None
@@ -284,6 +305,9 @@ class Outgoing:
     def notifiers_for(self, root: Path, config: Config) -> list[Notifier]:
         """The channels of ``config.notify``; the issue channel comments through the forge,
         and when that cannot be built every reminder says why instead of failing the others."""
+        from govern.forge.remote import parse_remote
+        from govern.notify import channels
+
         settings = config.propose
         forge: Forge | None = None
         host = ""
@@ -315,6 +339,8 @@ async def propose_once(
 ) -> ProposeResult:
     """One proposal call: branches, change requests and reminders, each sent once; the
     secrets they need come from ``environ`` (default: the process's environment)."""
+    from govern.service.propose import Proposer
+
     async with ci_http() as http:
         parts = Outgoing(http, os.environ if environ is None else environ)
         proposer = Proposer(
@@ -328,6 +354,8 @@ async def propose_once(
 
 async def digest_once(store: Store, *, environ: Mapping[str, str] | None = None) -> DigestResult:
     """Every repository's pending issue and digest, as its ``[tool.govern.notify]`` says."""
+    from govern.service.remind import Digester
+
     async with ci_http() as http:
         parts = Outgoing(http, os.environ if environ is None else environ)
         digester = Digester(store, forge_for=parts.forge_for, notifiers_for=parts.notifiers_for)

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from govern.audit import resolve_targets
 from govern.cli.options import DbOption, FormatOption
 from govern.cli.output import ViewFormat
 from govern.cli.output import print_json as _print_json
@@ -120,6 +119,7 @@ def track(
     `removed`. Running it again without changes adds nothing.
     """
     from govern import application
+    from govern.audit import resolve_targets
     from govern.service.track import TrackOptions
     from govern.service.track import track as run_track
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import bidi
@@ -65,6 +67,63 @@ def test_status_filters(tracked: str, capsys: pytest.CaptureFixture[str]) -> Non
         )
         == []
     )
+
+
+# What the commands that read the store must not load (issue 24: they answer at once):
+# the HTTP, web and migration stacks, and the proposing, polling, verifying and CI code.
+_NOT_FOR_READING = (
+    "httpx",
+    "httpcore",
+    "fastapi",
+    "starlette",
+    "uvicorn",
+    "jinja2",
+    "rich",
+    "alembic",
+    "govern.audit",
+    "govern.ci",
+    "govern.forge",
+    "govern.git",
+    "govern.index",
+    "govern.notify",
+    "govern.service",
+    "govern.web",
+)
+
+
+@pytest.mark.parametrize(
+    ("argv", "shown", "also_not"),
+    [
+        (["status"], "4 exclusions", ("govern.store.outbox", "govern.store.history")),
+        (["history", "numpy"], "thread 1: numpy", ()),
+        (["dashboard"], "Pending relaxations: 0", ("govern.store.outbox",)),
+    ],
+)
+def test_reading_commands_load_only_what_they_use(
+    tracked: str, tmp_path: Path, argv: list[str], shown: str, also_not: tuple[str, ...]
+) -> None:
+    probe = (
+        "import sys\n"
+        "from govern.cli import main\n"
+        "try:\n"
+        "    main(sys.argv[1:])\n"
+        "except SystemExit as exc:\n"
+        "    assert not exc.code, exc.code\n"
+        "print('LOADED', *sorted(sys.modules), file=sys.stderr)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe, *argv, "--db", tracked],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert shown in done.stdout  # the command did its work
+    loaded = done.stderr.split("LOADED", 1)[1].split()
+    assert "govern.store.models" in loaded  # the probe sees what the command imported
+    unwanted = {*_NOT_FOR_READING, *also_not}
+    assert [m for m in loaded if any(m == u or m.startswith(f"{u}.") for u in unwanted)] == []
 
 
 def test_status_human(tracked: str, capsys: pytest.CaptureFixture[str]) -> None:
