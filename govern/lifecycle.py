@@ -1,6 +1,6 @@
 """The lifecycle of an exclusion: which event may happen in which state, and where it leaves it.
 
-Notes: docs/internals.md, govern/lifecycle.py.
+Notes: docs/design.md#lifecycle.
 """
 
 from __future__ import annotations

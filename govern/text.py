@@ -1,6 +1,6 @@
 """Text from files, servers and queries, shown so that it cannot hide or reorder itself.
 
-Notes: docs/internals.md, govern/text.py.
+Notes: docs/security.md#text-from-outside-is-data.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ _INVISIBLE = (
     "\u00ad"  # soft hyphen
     "\u061c"  # Arabic letter mark
     "\u180e"  # Mongolian vowel separator
+    # Not the joiners U+200C and U+200D: scripts and emoji need them, and they reorder nothing.
     "\u200b\u200e\u200f"  # zero-width space, left-to-right and right-to-left marks
     "\u2028\u2029"  # line and paragraph separators
     "\u202a-\u202e"  # embeddings and overrides

@@ -1,6 +1,6 @@
 """The CI provider interface: start a trial of one candidate, then read how it ended.
 
-Notes: docs/internals.md, govern/ci/base.py.
+Notes: docs/internals.md#ci.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Buildkite: a trial is a build of a configured pipeline (REST API v2).
 
-Notes: docs/internals.md, govern/ci/buildkite.py.
+Notes: docs/internals.md#ci.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The ``command`` provider: try a candidate with a local command, optionally in a fresh venv.
 
-Notes: docs/internals.md, govern/ci/command.py.
+Notes: docs/internals.md#ci.
 """
 
 from __future__ import annotations
@@ -280,6 +280,8 @@ class Command(Provider):
     def _argv(
         self, template: Sequence[str], values: Mapping[str, str], *, shell: bool
     ) -> list[str]:
+        # Without a shell (the default) each value fills whole arguments: nothing from an
+        # index can become shell syntax. A configured shell gets the values quoted.
         if shell:
             quoted = {k: shlex.quote(v) for k, v in values.items()}
             return ["/bin/sh", "-c", template[0].format_map(quoted)]

@@ -1,6 +1,6 @@
 """The ``github-actions`` provider's shared part: the REST API, and reading GitHub's runs.
 
-Notes: docs/internals.md, govern/ci/github.py.
+Notes: docs/internals.md#ci.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The ``github-actions`` provider in dispatch mode (the default): one workflow run per trial.
 
-Notes: docs/internals.md, govern/ci/github_dispatch.py.
+Notes: docs/internals.md#ci.
 """
 
 from __future__ import annotations

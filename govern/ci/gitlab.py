@@ -1,6 +1,6 @@
 """GitLab CI/CD: a trial is a pipeline of a configured project (REST API v4).
 
-Notes: docs/internals.md, govern/ci/gitlab.py.
+Notes: docs/internals.md#ci.
 """
 
 from __future__ import annotations

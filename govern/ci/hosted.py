@@ -1,6 +1,6 @@
 """What the hosted CI providers (GitHub Actions, Buildkite, GitLab) share.
 
-Notes: docs/internals.md, govern/ci/hosted.py.
+Notes: docs/internals.md#ci.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Validation of a ``[tool.govern.ci.NAME]`` table, shared by the hosted providers.
 
-Notes: docs/internals.md, govern/ci/options.py.
+Notes: docs/internals.md#ci.
 """
 
 from __future__ import annotations

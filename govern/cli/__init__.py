@@ -1,6 +1,6 @@
 """The ``govern`` command line: the only code that prints or exits.
 
-Notes: docs/internals.md, govern/cli/__init__.py.
+Notes: docs/internals.md#cli.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """One daemon per store: two would poll the index twice and race on the same candidates.
 
-Notes: docs/internals.md, govern/daemon/lock.py.
+Notes: docs/internals.md#daemon.
 """
 
 from __future__ import annotations
@@ -41,6 +41,8 @@ class Held:
 @contextlib.contextmanager
 def single_instance(store: Store) -> Iterator[Held]:
     """Hold the store's daemon lock while the block runs."""
+    # PostgreSQL: a lock on the store's schema, so daemons on other machines sharing the store
+    # exclude each other (and stores in other schemas of one database do not).
     if store.dialect == "postgresql":
         with _advisory(store) as held:
             yield held
@@ -51,6 +53,7 @@ def single_instance(store: Store) -> Iterator[Held]:
             "an in-memory store ends with the daemon: nothing it records would be kept",
             tip="Give --db a SQLite file or a PostgreSQL URL.",
         )
+    # SQLite: a flock beside the file, released by the kernel however the process ends.
     with _flock(Path(f"{database.resolve()}.daemon-lock")) as held:
         yield held
 

@@ -1,6 +1,6 @@
 """The edit: relaxing a requirement source as text, every byte it need not change kept.
 
-Notes: docs/internals.md, govern/edit/__init__.py.
+Notes: docs/internals.md#edit.
 """
 
 from __future__ import annotations

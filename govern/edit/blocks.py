@@ -1,6 +1,6 @@
 """The comments around a requirement the edit keeps true: ``bad=``, evidence, shared blocks.
 
-Notes: docs/internals.md, govern/edit/blocks.py.
+Notes: docs/internals.md#edit.
 """
 
 from __future__ import annotations

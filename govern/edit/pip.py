@@ -1,6 +1,6 @@
 """A requirements line as the edit sees it: its requirement, options, comment and ``--hash``.
 
-Notes: docs/internals.md, govern/edit/pip.py.
+Notes: docs/internals.md#edit.
 """
 
 from __future__ import annotations
@@ -111,6 +111,8 @@ def edit_hashes(
         )
     for (line, _name_at, value_at, value_end), new in zip(spans, given, strict=False):
         edits.setdefault(line, []).append((value_at, value_end, new))
+    # Values replaced one for one; an extra hash copies the last option's layout (a line of
+    # its own, or the same line), and a surplus option goes, with its line when alone on it.
     line, name_at, value_at, value_end = spans[-1]
     body = bodies[line]
     alone = body[:name_at].strip() == "" and body[value_end:].rstrip().rstrip("\\").strip() == ""

@@ -1,6 +1,6 @@
 """The relaxation of one element of a ``pyproject.toml`` requirement array.
 
-Notes: docs/internals.md, govern/edit/pyproject.py.
+Notes: docs/internals.md#edit.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def relax_pyproject(
     bad_versions: Sequence[str] = (),
 ) -> Edit:
     """Replace the specifiers of the element ``requirement`` of the array ``group``
-    (tracked at ``line``) with ``specifier`` (see the module docstring)."""
+    (tracked at ``line``) with ``specifier``, keeping its form (docs/commands/propose.md)."""
     bom = "\ufeff" if text.startswith("\ufeff") else ""
     body = text[len(bom) :]
     try:

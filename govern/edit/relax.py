@@ -1,6 +1,6 @@
 """The narrow relaxation govern proposes for a verified candidate (docs/design.md "Relaxation").
 
-Notes: docs/internals.md, govern/edit/relax.py.
+Notes: docs/design.md#relaxation, docs/internals.md#edit.
 """
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ def relax(
 ) -> Relaxation:
     """Compute the relaxation of ``clause`` in ``specifiers`` that admits ``candidate``.
 
-    See the module docstring for the strategies and the invariants (and their three
+    See docs/design.md (Relaxation) for the strategies and the invariants (and their three
     stated exceptions: a pin moved by ``exclude``, ``raise-floor``, and the pre-releases of
     P itself under ``==P.*``). Raises :class:`RelaxationRefused` for an unknown strategy,
     a clause that is not in ``specifiers``, a floor, a known-bad candidate, a candidate

@@ -1,6 +1,6 @@
 """The edit that relaxes one clause of a requirements or constraints file, keeping its form.
 
-Notes: docs/internals.md, govern/edit/requirements.py.
+Notes: docs/internals.md#edit.
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ def relax_requirements(
     hashes: Sequence[str] | None = None,
 ) -> Edit:
     """Replace the specifiers of ``requirement`` (tracked at ``line``) with ``specifier``
-    in a requirements or constraints file (see the module docstring)."""
+    in a requirements or constraints file, keeping its form (docs/commands/propose.md)."""
     bom = "\ufeff" if text.startswith("\ufeff") else ""
     physical = [split_end(held) for held in text[len(bom) :].splitlines(keepends=True)]
     bodies = [body for body, _ in physical]

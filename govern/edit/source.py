@@ -1,7 +1,8 @@
 """The one entry point of the edit: relax one clause of a requirement source, any format.
 
 Requirements and constraints files are :mod:`govern.edit.requirements`'s, ``pyproject.toml``
-is :mod:`govern.edit.pyproject`'s; each module's docstring holds its rules.
+is :mod:`govern.edit.pyproject`'s; the rules are in docs/commands/propose.md and
+docs/internals.md#edit.
 """
 
 from __future__ import annotations
@@ -31,8 +32,8 @@ def relax_source(
     the ``format`` source ``text`` to ``specifier``, which admits ``candidate``.
 
     Raises :class:`~govern.edit.common.Superseded` when a person changed the line,
-    :class:`EditRefused` when the file cannot be edited as proposed; the rules are in the
-    docstring of the format's module.
+    :class:`EditRefused` when the file cannot be edited as proposed; the rules are in
+    docs/commands/propose.md and docs/internals.md#edit.
     """
     path, line, requirement, package = ref.source, ref.line, ref.requirement, ref.package
     if format in ("requirements", "constraints"):

@@ -1,6 +1,6 @@
 """Read annotations (reason, links, owner, review date, ...) from comments.
 
-Notes: docs/internals.md, govern/exclusions/annotations.py.
+Notes: docs/commands/audit.md#where-reasons-come-from.
 """
 
 from __future__ import annotations

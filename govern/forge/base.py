@@ -1,6 +1,6 @@
 """What a proposal needs from where the code lives: branches, change requests, comments.
 
-Notes: docs/internals.md, govern/forge/base.py.
+Notes: docs/internals.md#forge.
 """
 
 from __future__ import annotations

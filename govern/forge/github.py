@@ -1,6 +1,6 @@
 """GitHub's pull requests, issues and comments over its REST API (version 2022-11-28).
 
-Notes: docs/internals.md, govern/forge/github.py.
+Notes: docs/internals.md#forge.
 """
 
 from __future__ import annotations
@@ -164,6 +164,8 @@ class GitHubForge:
         params = {"head": f"{self.owner}:{branch}", "state": "all"}
         found: list[ChangeRequest] = []
         async for item in self._pages(self._repo("pulls"), params):
+            # Unsigned markers count on change requests alone: the branch is govern's (only
+            # those who may push wrote it), and one opened before signing is found again.
             if marker.ends(answer_text(item, "body"), unsigned=True):
                 found.append(_change(item))
         return max(found, key=lambda change: change.number, default=None)

@@ -1,6 +1,6 @@
 """GitLab's merge requests, issues and notes over its REST API v4.
 
-Notes: docs/internals.md, govern/forge/gitlab.py.
+Notes: docs/internals.md#forge.
 """
 
 from __future__ import annotations
@@ -237,6 +237,8 @@ class GitLabForge:
         params = {"source_branch": branch, "state": "all"}
         found: list[ChangeRequest] = []
         async for item in self._pages(f"{self._project}/merge_requests", params):
+            # Unsigned markers count on change requests alone: the branch is govern's (only
+            # those who may push wrote it), and one opened before signing is found again.
             if (
                 marker.ends(answer_text(item, "description"), unsigned=True)
                 and item.get("source_branch") == branch

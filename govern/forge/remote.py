@@ -1,7 +1,7 @@
 """Which forge and repository a git remote names, and the :class:`~govern.forge.base.Forge`
 for it.
 
-Notes: docs/internals.md, govern/forge/remote.py.
+Notes: docs/internals.md#forge.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The forges' webhook deliveries about a change request ending, read as the vendors shape
 them, and whether one is about a given proposal's change request.
 
-Notes: docs/internals.md, govern/forge/webhooks.py.
+Notes: docs/internals.md#forge.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
 """Local git: the one command runner, a file's history for replay, the one-commit push.
 
-Notes: docs/internals.md, govern/git/__init__.py.
+Notes: docs/internals.md#git.
 """

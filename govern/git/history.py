@@ -1,6 +1,6 @@
 """Read provenance from a local git repository by running the ``git`` command.
 
-Notes: docs/internals.md, govern/git/history.py.
+Notes: docs/internals.md#git.
 """
 
 from __future__ import annotations

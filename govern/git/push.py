@@ -1,6 +1,6 @@
 """Push one commit that changes one file to a branch of a remote, leaving the user's clone alone.
 
-Notes: docs/internals.md, govern/git/push.py.
+Notes: docs/internals.md#git.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The one way govern runs the ``git`` command, and the one family of its errors.
 
-Notes: docs/internals.md, govern/git/runner.py.
+Notes: docs/internals.md#git.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
 """The REST seam shared by CI providers, forges and notifiers.
 
-Notes: docs/internals.md, govern/http/__init__.py.
+Notes: docs/internals.md#http.
 """

@@ -1,6 +1,6 @@
 """HTTP answers read within bounds: a size counted as the body is decoded, and a deadline.
 
-Notes: docs/internals.md, govern/http/body.py.
+Notes: docs/internals.md#http.
 """
 
 from __future__ import annotations

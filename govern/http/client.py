@@ -1,6 +1,6 @@
 """The REST client shared by the hosted CI providers, the forges and the GitHub App tokens.
 
-Notes: docs/internals.md, govern/http/client.py.
+Notes: docs/internals.md#http.
 """
 
 from __future__ import annotations
@@ -219,6 +219,8 @@ class ApiClient:
                         tip=f"the token from {self._token_source} lacks a permission this needs",
                         status=status,
                     )
+                # Any other 4xx is the caller's to read by its status: GitHub answers 404 for
+                # a repository the token cannot see, GitLab for a wrong trigger token.
                 if status < 500:
                     raise errors.error(f"{where}: HTTP {status}{suffix}", tip=None, status=status)
                 reason = f"HTTP {status}"

@@ -1,7 +1,7 @@
 """GitHub's REST API (version 2022-11-28), built once for the forge, the CI provider and
 a GitHub App's token requests: the root URL, the headers, the API version, the token.
 
-Notes: docs/internals.md, govern/http/github.py.
+Notes: docs/internals.md#http.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Listings read page by page: GitLab's ``X-Next-Page``, or a ``Link: rel="next"``.
 
-Notes: docs/internals.md, govern/http/pages.py.
+Notes: docs/internals.md#http.
 """
 
 from __future__ import annotations

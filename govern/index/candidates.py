@@ -1,6 +1,6 @@
 """Which published releases could lift an exclusion, per profile (docs/design.md "candidate").
 
-Notes: docs/internals.md, govern/index/candidates.py.
+Notes: docs/internals.md#index.
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ def candidates(
     now: datetime,
     first_seen: Mapping[Version, datetime] | None = None,
 ) -> list[Decision]:
-    """The Decisions of the walks for one exclusion on one profile (module docstring).
+    """The Decisions of the walks for one exclusion on one profile (docs/internals.md#index).
 
     ``releases`` may come in any order; ``first_seen`` gives, per version, when govern
     first saw it, standing in for an upload time the index did not give. The result holds
@@ -307,6 +307,8 @@ class _Check:
         if cooldown <= timedelta(0):
             return None
         uploaded = release.upload_time or self.first_seen.get(release.version)
+        # Neither an upload time nor a first sighting: the cooldown cannot be shown to have
+        # passed, so the release waits.
         if uploaded is None:
             return f"{release.version} has no upload time (cooldown {_duration(cooldown)})"
         age = self.now - _utc(uploaded)
@@ -340,6 +342,8 @@ def _installable(release: Release, profile: Profile) -> tuple[str | None, str | 
     for file in live:
         text = (file.requires_python or "").strip()
         spec = _requires_python(text)
+        # An invalid requires-python makes the file unusable: pip ignores such a value, and
+        # govern does not guess what it meant.
         if spec is None:
             invalid = invalid or text
         elif spec.contains(python, prereleases=True):

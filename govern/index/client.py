@@ -1,6 +1,6 @@
 """An async client for the Simple API (PEP 691 JSON, PEP 503 HTML), on an injected httpx client.
 
-Notes: docs/internals.md, govern/index/client.py.
+Notes: docs/internals.md#index.
 """
 
 from __future__ import annotations
@@ -356,6 +356,8 @@ class IndexClient:
         for index in indexes:
             result = await self._fetch_from(index, project, validators)
             requests += result.requests
+            # The next index only when this one has no such project: any other failure stops
+            # here, so an outage never moves a project to an extra index (dependency confusion).
             if not (isinstance(result, FetchFailed) and result.status in (404, 410)):
                 break
         assert result is not None  # indexes_for never answers an empty tuple

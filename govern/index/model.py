@@ -1,6 +1,6 @@
 """What the package index says about a project, as frozen values.
 
-Notes: docs/internals.md, govern/index/model.py.
+Notes: docs/internals.md#index.
 """
 
 from __future__ import annotations

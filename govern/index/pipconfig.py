@@ -1,6 +1,6 @@
 """Which package index to watch, resolved the way pip resolves it.
 
-Notes: docs/internals.md, govern/index/pipconfig.py.
+Notes: docs/internals.md#index.
 """
 
 from __future__ import annotations
@@ -161,6 +161,7 @@ def pip_config_files(environ: Mapping[str, str] | None = None) -> list[Path]:
     config_dirs = env.get("XDG_CONFIG_DIRS") or "/etc/xdg"
     files.extend(Path(d) / "pip" / "pip.conf" for d in config_dirs.split(os.pathsep) if d)
     files.append(Path("/etc/pip.conf"))
+    # As pip does: a PIP_CONFIG_FILE that exists replaces the user's own files.
     if not (env_file and Path(env_file).exists()):
         config_home = Path(env.get("XDG_CONFIG_HOME") or home / ".config")
         files.extend([home / ".pip" / "pip.conf", config_home / "pip" / "pip.conf"])

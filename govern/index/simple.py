@@ -1,6 +1,6 @@
 """Parse Simple API project pages (PEP 691 JSON, PEP 503 HTML) into :class:`ProjectPage` values.
 
-Notes: docs/internals.md, govern/index/simple.py.
+Notes: docs/internals.md#index.
 """
 
 from __future__ import annotations

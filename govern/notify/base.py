@@ -1,6 +1,6 @@
 """What a reminder needs from a channel: a message in, what the other side answered out.
 
-Notes: docs/internals.md, govern/notify/base.py.
+Notes: docs/internals.md#notify.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Reminders and digests by email: SMTP with STARTTLS (RFC 3207) or implicit TLS
 (RFC 8314, port 465), and AUTH (RFC 4954).
 
-Notes: docs/internals.md, govern/notify/email.py.
+Notes: docs/internals.md#notify.
 """
 
 from __future__ import annotations

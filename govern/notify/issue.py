@@ -1,6 +1,6 @@
 """Reminders as a comment on the exclusion's linked issue, through the repository's forge.
 
-Notes: docs/internals.md, govern/notify/issue.py.
+Notes: docs/internals.md#notify.
 """
 
 from __future__ import annotations
@@ -78,6 +78,8 @@ class IssueNotifier:
         own = self.forge.repository
         for link in message.links:
             ref = linked_issue(link, host=self.host, repository=own)
+            # Only this repository's own namespace: an upstream tracker (cupy/cupy#9963) is
+            # where the bug was reported, not where this repository's people talk.
             if ref is not None and _namespace(ref.repository) == _namespace(own):
                 return ref
         return Skipped(f"no linked issue under {_namespace(own)}/ on {self.host}")

@@ -1,6 +1,6 @@
 """The repository's "Pending relaxations" issue, kept up to date in place; digest periods.
 
-Notes: docs/internals.md, govern/notify/pending.py.
+Notes: docs/internals.md#notify.
 """
 
 from __future__ import annotations

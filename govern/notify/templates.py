@@ -1,6 +1,6 @@
 """The texts govern sends: a reminder, the pending-relaxations issue, a digest.
 
-Notes: docs/internals.md, govern/notify/templates.py.
+Notes: docs/internals.md#notify.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Reminders and digests as a chat message, through a Slack-compatible incoming webhook.
 
-Notes: docs/internals.md, govern/notify/webhook.py.
+Notes: docs/internals.md#notify.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """``govern audit --format github``: GitHub Actions workflow commands, one per finding.
 
-Notes: docs/internals.md, govern/output/github.py.
+Notes: docs/internals.md#output.
 """
 
 from __future__ import annotations

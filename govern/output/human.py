@@ -1,6 +1,6 @@
 """``govern audit`` for people: a report grouped by source, with carets under problems.
 
-Notes: docs/internals.md, govern/output/human.py.
+Notes: docs/internals.md#output.
 """
 
 from __future__ import annotations

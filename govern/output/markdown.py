@@ -1,6 +1,6 @@
 """``govern audit --format markdown``: a pull-request comment (GitHub-flavoured Markdown).
 
-Notes: docs/internals.md, govern/output/markdown.py.
+Notes: docs/internals.md#output.
 """
 
 from __future__ import annotations
@@ -32,6 +32,8 @@ def cell(text: str | None) -> str:
     if not text:
         return ""
     escaped = html.escape(_controls(text.strip()), quote=False).replace("|", "\\|")
+    # A zero-width space after @ (as Renovate does): a reason naming a person must not
+    # ping them on every push.
     escaped = _MENTION.sub("@&#8203;", escaped)
     return _NEWLINES.sub("<br>", escaped)
 

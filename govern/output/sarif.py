@@ -1,6 +1,6 @@
 """``govern audit --format sarif``: SARIF 2.1.0 for code-scanning tools.
 
-Notes: docs/internals.md, govern/output/sarif.py.
+Notes: docs/internals.md#output.
 """
 
 from __future__ import annotations

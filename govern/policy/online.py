@@ -1,6 +1,6 @@
 """The index rules of ``govern audit --online``: what the package index says of each exclusion.
 
-Notes: docs/internals.md, govern/policy/online.py.
+Notes: docs/commands/audit.md#govern-audit---online.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Exactly once: every outgoing action is written to the outbox before it is sent.
 
-Notes: docs/internals.md, govern/service/outbox.py.
+Notes: docs/internals.md#service.
 Only the flow lives here; every statement on the rows is :mod:`govern.store.outbox`'s.
 """
 
@@ -106,7 +106,8 @@ async def deliver(
         tried_before = row.attempts > 0
         started = isinstance(claim, dict) and claim.get("sending") is True
         if started and find is None and not resend_unconfirmed:
-            # The first attempt may have arrived: never a second copy (see the docstring).
+            # The first attempt may have arrived (carrying Idempotency-Key or Message-ID for
+            # a receiver that drops duplicates): at most once, never a second copy.
             return _unconfirmed(session, key, when)
         # Claimed before looking or sending: no other run takes it meanwhile.
         rows.claim(session, row, holder=_holder(when), until=when + LEASE)
@@ -124,6 +125,7 @@ async def deliver(
         try:
             result = await send()
         except Exception as exc:  # any failure is recorded, never a verdict
+            # A deadline met after the request left: maybe sent, so never sent again.
             if not resend_unconfirmed and getattr(exc, "maybe_sent", False):
                 with store.session(write=True) as session:
                     return _unconfirmed(session, key, when, error=_message(exc))

@@ -1,6 +1,6 @@
 """Polling: the index's releases for every tracked exclusion, and the candidates they give.
 
-Notes: docs/internals.md, govern/service/poll.py.
+Notes: docs/internals.md#service.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Proposing: the pull request (or branch, or reminder) that relaxes a verified line, once.
 
-Notes: docs/internals.md, govern/service/propose.py.
+Notes: docs/internals.md#service.
 """
 
 from __future__ import annotations
@@ -267,7 +267,7 @@ class Proposer:
         return self._seal
 
     async def run(self, query: str | None = None, *, dry_run: bool = False) -> ProposeResult:
-        """Propose every verified exclusion (or the one named); see the module docstring."""
+        """Propose every verified exclusion (or the one named): docs/commands/propose.md."""
         result = ProposeResult()
         with self.store.session() as session:
             work = proposals.verified(session, query=query)

@@ -1,6 +1,6 @@
 """Reminders, the pending-relaxations issue and the digest, each sent once through the outbox.
 
-Notes: docs/internals.md, govern/service/remind.py.
+Notes: docs/internals.md#service.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Replaying a requirements file's history by its diffs, with the events of a full re-read.
 
-Notes: docs/internals.md, govern/service/replay.py.
+Notes: docs/internals.md#service.
 """
 
 from __future__ import annotations

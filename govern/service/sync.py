@@ -1,6 +1,6 @@
 """The sync: the exclusions of a source, compared with the store and written as events.
 
-Notes: docs/internals.md, govern/service/sync.py.
+Notes: docs/internals.md#service.
 """
 
 from __future__ import annotations

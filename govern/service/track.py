@@ -1,6 +1,6 @@
 """Tracking: the exclusions an audit sees, synced into the store as a governance thread.
 
-Notes: docs/internals.md, govern/service/track.py.
+Notes: docs/internals.md#service.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Verification: try current candidates on their runtime profiles through CI, and record it.
 
-Notes: docs/internals.md, govern/service/verify.py.
+Notes: docs/internals.md#service.
 """
 
 from __future__ import annotations

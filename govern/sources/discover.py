@@ -1,6 +1,6 @@
 """Find the requirement sources under a directory.
 
-Notes: docs/internals.md, govern/sources/discover.py.
+Notes: docs/internals.md#sources.
 """
 
 from __future__ import annotations
@@ -255,8 +255,8 @@ def discover(
 ) -> list[Path]:
     """The requirement sources below ``root``, sorted by their root-relative POSIX path.
 
-    Returned paths are ``root / relative``. See the module documentation for
-    the default rules and the meaning of ``include`` and ``exclude``. Files
+    Returned paths are ``root / relative``. The default rules are docs/commands/audit.md's,
+    ``include`` and ``exclude`` docs/configuration.md's. Files
     found by their name whose content is not requirements are left out, and
     appended to ``rejected`` (if given) with the finding that says why.
     """

@@ -1,6 +1,6 @@
 """pip's line rules, once: logical lines, where a comment starts, options and their words.
 
-Notes: docs/internals.md, govern/sources/pipline.py.
+Notes: docs/internals.md#sources.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Read the requirements declared in a ``pyproject.toml``.
 
-Notes: docs/internals.md, govern/sources/pyproject.py.
+Notes: docs/internals.md#sources.
 """
 
 from __future__ import annotations

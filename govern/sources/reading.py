@@ -1,6 +1,6 @@
 """Opening the files an audit reads: regular files only, never blocking, never unbounded.
 
-Notes: docs/internals.md, govern/sources/reading.py.
+Notes: docs/internals.md#sources.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """pip requirements and constraints files, read by pip's own rules.
 
-Notes: docs/internals.md, govern/sources/requirements_txt.py.
+Notes: docs/internals.md#sources.
 """
 
 from __future__ import annotations

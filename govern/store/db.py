@@ -1,6 +1,6 @@
 """Opening the store: the database URL, the engine, sessions, and the schema's revision.
 
-Notes: docs/internals.md, govern/store/db.py.
+Notes: docs/internals.md#store.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The store's tables: what govern remembers between runs.
 
-Notes: docs/internals.md, govern/store/models.py, docs/design.md.
+Notes: docs/internals.md#store, docs/design.md#vocabulary.
 """
 
 from __future__ import annotations

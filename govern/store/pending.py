@@ -1,6 +1,6 @@
 """The dashboard's front page, read with paginated SQL (no page loads everything).
 
-Notes: docs/internals.md, govern/store/pending.py.
+Notes: docs/internals.md#store.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The narrow relaxation of each candidate, computed when it can change and stored on its row.
 
-Notes: docs/internals.md, govern/store/relaxations.py.
+Notes: docs/internals.md#store.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """``govern serve``: the dashboard application (FastAPI, Jinja2 rendered on the server).
 
-Notes: docs/internals.md, govern/web/app.py.
+Notes: docs/internals.md#web.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Inline SVG charts for the dashboard (``govern serve``): held-back debt and its ages.
 
-Notes: docs/internals.md, govern/web/charts.py.
+Notes: docs/internals.md#web.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ CLASS_NAMES: tuple[str, ...] = (
     "chart-value",
     "chart-empty",
 )
-"""Every CSS class the charts use (see the module docstring for what each one marks)."""
+"""Every CSS class the charts use: the stylesheet's hooks (``static/app.css``)."""
 
 DEFAULT_AGE_BUCKETS: tuple[tuple[str, float, float], ...] = (
     ("< 30 d", -math.inf, 30.0),
@@ -482,6 +482,8 @@ def debt_over_time(
                 f'<path class="chart-line {line_cls}" d="{path}" fill="none" stroke="{colour}"'
                 f' stroke-width="2" stroke-linejoin="round"{dash}/>'
             )
+        # Points take the series' class, not chart-line-secondary: that rule's fill: none
+        # would hide them.
         for x, y in isolated:
             out.append(
                 f'<circle class="chart-point {cls}" cx="{_num(x)}" cy="{_num(y)}" r="3"'

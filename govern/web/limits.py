@@ -1,6 +1,6 @@
 """The dashboard's limits on what a client may send: body size, and failed token attempts.
 
-Notes: docs/internals.md, govern/web/limits.py.
+Notes: docs/internals.md#web.
 """
 
 from __future__ import annotations
@@ -36,6 +36,8 @@ class BodyLimit:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        # Before any route reads it: a webhook's signature is checked over the whole body,
+        # so an unsigned 300 MB body used to be read whole before its 401.
         declared = _content_length(scope)
         if declared is not None and declared > self.limit:
             await _answer(send, 413, f"the request body is over {self.limit} bytes")
@@ -63,6 +65,8 @@ class RefuseNul:
         self.app = app
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        # No name, id or filter of govern's holds a NUL, and the stores misread one:
+        # PostgreSQL refuses it in text (a 500), SQLite ends a LIKE pattern at it (all rows).
         if scope["type"] == "http" and _has_nul(scope):
             await _answer(send, 400, "a NUL byte is not allowed in a path or a query")
             return

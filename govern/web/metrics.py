@@ -1,6 +1,6 @@
 """``/metrics``: the store's state in the Prometheus text format (0.0.4), every series ``govern_``.
 
-Notes: docs/internals.md, govern/web/metrics.py.
+Notes: docs/internals.md#web.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The dashboard's protections: headers, the write token, sessions, CSRF, webhook signatures.
 
-Notes: docs/internals.md, govern/web/security.py.
+Notes: docs/internals.md#web.
 """
 
 from __future__ import annotations
@@ -40,7 +40,8 @@ class Secrets:
     gitlab_webhook_token: str | None = field(default=None, repr=False)
     token_source: str = "$GOVERN_WEB_TOKEN"  # noqa: S105 -- a variable's name
     key: bytes = field(default_factory=lambda: secrets.token_bytes(32), repr=False)
-    # Signed-out sessions' nonces, each until its session would have expired anyway.
+    # Signed-out sessions' nonces, each until its session would have expired anyway. In
+    # memory, beside the key: a session is valid only in the process that signed it.
     revoked: dict[str, float] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
