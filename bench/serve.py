@@ -234,7 +234,7 @@ def seed_store(url: str, root: Path, size: int, now: datetime) -> Seeded:
     from webseed import seed
 
     from govern.store.db import Store
-    from govern.store.models import Exclusion
+    from govern.store.models import StoredExclusion
 
     with Store(url) as store:
         start = time.perf_counter()
@@ -254,7 +254,7 @@ def seed_store(url: str, root: Path, size: int, now: datetime) -> Seeded:
                 )
             }
             # SQLAlchemy Core, not govern's views: what the page must show, found apart.
-            x = Exclusion.__table__.c  # type: ignore[attr-defined]
+            x = StoredExclusion.__table__.c  # type: ignore[attr-defined]
             verified = (x.removed_at.is_(None), x.state == "verified")
             oldest = connection.execute(select(func.min(x.first_seen_at)).where(*verified))
             oldest_at = oldest.scalar_one()

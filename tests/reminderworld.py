@@ -20,7 +20,7 @@ from govern.ci.base import Conclusion, Provider, RunRef, RunStatus, Started, Tri
 from govern.exclusions.states import State
 from govern.service.verify import Verifier
 from govern.store.db import Store
-from govern.store.models import Candidate, Exclusion, Release
+from govern.store.models import Candidate, StoredExclusion, StoredRelease
 
 NOW = datetime(2026, 6, 2, 9, 0, tzinfo=UTC)
 TOKEN = "ghp_" + "n" * 36
@@ -58,8 +58,10 @@ class Passes(Provider):
 def verify(store: Store, version: str, package: str = "cupy-cuda13x") -> None:
     """Publish ``version`` as ``package``'s candidate and verify it (it passes)."""
     with store.session(write=True) as session:
-        exclusion = session.exec(select(Exclusion).where(Exclusion.package == package)).one()
-        release = Release(package=package, version=version, first_seen_at=NOW)
+        exclusion = session.exec(
+            select(StoredExclusion).where(StoredExclusion.package == package)
+        ).one()
+        release = StoredRelease(package=package, version=version, first_seen_at=NOW)
         session.add(release)
         session.flush()
         session.add(

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import insert
-from sqlmodel import select
+from sqlmodel import col, select
 
 from govern.config import Config
 from govern.exclusions.states import EventKind
@@ -25,13 +25,13 @@ from govern.service.track import TrackOptions, track
 from govern.store import relaxations
 from govern.store.db import BULK, Store
 from govern.store.models import (
-    Annotation,
     Candidate,
     Event,
-    Exclusion,
-    Release,
     Repository,
-    Source,
+    StoredAnnotation,
+    StoredExclusion,
+    StoredRelease,
+    StoredSource,
     Verification,
 )
 
@@ -57,10 +57,12 @@ def seed(store: Store, root: Path, *, generated: int = 200, now: datetime = NOW)
     opened = now - timedelta(days=80)
     track(store, repo, None, config=config, options=TrackOptions(now=opened))
     with store.session(write=True) as session:
-        cupy = session.exec(select(Exclusion).where(Exclusion.package == "cupy-cuda13x")).one()
+        cupy = session.exec(
+            select(StoredExclusion).where(StoredExclusion.package == "cupy-cuda13x")
+        ).one()
         assert cupy.id is not None
-        bad = Release(package="cupy-cuda13x", version="14.1.0", first_seen_at=opened)
-        fixed = Release(
+        bad = StoredRelease(package="cupy-cuda13x", version="14.1.0", first_seen_at=opened)
+        fixed = StoredRelease(
             package="cupy-cuda13x", version="14.1.1", first_seen_at=now - timedelta(days=70)
         )
         session.add_all([bad, fixed])
@@ -150,7 +152,7 @@ def generate(store: Store, count: int, *, now: datetime = NOW, seed_value: int =
         sources = []
         for repository in repositories:
             for name in ("requirements.txt", "requirements/test.txt", "pyproject.toml"):
-                source = Source(
+                source = StoredSource(
                     repository_id=repository.id or 0,
                     path=name,
                     format="pyproject" if name.endswith(".toml") else "requirements",
@@ -192,11 +194,13 @@ def generate(store: Store, count: int, *, now: datetime = NOW, seed_value: int =
                     "acknowledged_at": None,
                 }
             )
-        session.execute(insert(Exclusion), rows, execution_options=BULK)
+        session.execute(insert(StoredExclusion), rows, execution_options=BULK)
         ids = {
             key: row_id
             for row_id, key in session.execute(
-                select(Exclusion.id, Exclusion.key).where(Exclusion.key.like("gen%"))  # type: ignore[attr-defined]
+                select(StoredExclusion.id, StoredExclusion.key).where(
+                    col(StoredExclusion.key).like("gen%")
+                )
             )
         }
         notes: list[dict[str, Any]] = []
@@ -223,7 +227,7 @@ def generate(store: Store, count: int, *, now: datetime = NOW, seed_value: int =
                     "commit": None,
                 }
             )
-        session.execute(insert(Annotation), notes, execution_options=BULK)
+        session.execute(insert(StoredAnnotation), notes, execution_options=BULK)
         releases: list[dict[str, Any]] = []
         for row in rows:
             if row["state"] in ("candidate", "verified", "verifying"):
@@ -240,11 +244,13 @@ def generate(store: Store, count: int, *, now: datetime = NOW, seed_value: int =
                     }
                 )
         if releases:
-            session.execute(insert(Release), releases, execution_options=BULK)
+            session.execute(insert(StoredRelease), releases, execution_options=BULK)
             release_ids = {
                 package: row_id
                 for row_id, package in session.execute(
-                    select(Release.id, Release.package).where(Release.version == "99.0.0")
+                    select(StoredRelease.id, StoredRelease.package).where(
+                        StoredRelease.version == "99.0.0"
+                    )
                 )
             }
             candidates = [

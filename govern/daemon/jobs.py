@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True, slots=True)
-class Outcome:
+class JobOutcome:
     """How one run of a job went: ``ok`` is False when it could not do its work."""
 
     ok: bool
@@ -35,7 +35,7 @@ class Outcome:
     detail: dict[str, Any] = field(default_factory=dict)
 
 
-Job = Callable[[], Awaitable[Outcome]]
+Job = Callable[[], Awaitable[JobOutcome]]
 T = TypeVar("T")
 
 
@@ -109,10 +109,10 @@ class PollJob:
         self._settings = settings
         self._profiles = list(profiles)
 
-    async def __call__(self) -> Outcome:
+    async def __call__(self) -> JobOutcome:
         return await in_thread(self._poll, "poll")
 
-    def _poll(self, stop: threading.Event) -> Outcome:
+    def _poll(self, stop: threading.Event) -> JobOutcome:
         result = run_until_stopped(
             lambda: poll_index(self._store, self._settings, self._profiles), stop
         )
@@ -120,7 +120,7 @@ class PollJob:
         if result.unavailable:
             _package, reason = result.failures[0]
             summary += f" (the index answered none: {reason})"
-        return Outcome(not result.unavailable, summary, result.as_dict())
+        return JobOutcome(not result.unavailable, summary, result.as_dict())
 
 
 class SyncJob:
@@ -135,10 +135,10 @@ class SyncJob:
         self._roots = list(roots)
         self._config_file = config_file
 
-    async def __call__(self) -> Outcome:
+    async def __call__(self) -> JobOutcome:
         return await in_thread(self._sync, "sync")
 
-    def _sync(self, stop: threading.Event) -> Outcome:
+    def _sync(self, stop: threading.Event) -> JobOutcome:
         repositories: list[dict[str, Any]] = []
         failed: list[str] = []
         for root in self._roots:
@@ -166,7 +166,7 @@ class SyncJob:
         summary = f"{len(self._roots)} repositories, {events} events"
         if failed:
             summary += f", {len(failed)} failed ({'; '.join(failed)})"
-        return Outcome(not failed, summary, {"repositories": repositories})
+        return JobOutcome(not failed, summary, {"repositories": repositories})
 
 
 class VerifyJob:
@@ -185,7 +185,7 @@ class VerifyJob:
         self._settings = settings
         self._options = options or VerifyOptions()
 
-    async def __call__(self) -> Outcome:  # in a thread, as sync and poll: the loop stays free
+    async def __call__(self) -> JobOutcome:  # in a thread, as sync and poll: the loop stays free
         return verify_outcome(await in_thread(self._verify, "verify"))
 
     def _verify(self, stop: threading.Event) -> VerifyResult:
@@ -197,7 +197,7 @@ class VerifyJob:
         )
 
 
-def verify_outcome(result: VerifyResult) -> Outcome:
+def verify_outcome(result: VerifyResult) -> JobOutcome:
     """A ``govern verify`` call (runs started, runs still going, conclusions) as an outcome."""
     concluded = ", ".join(f"{n} {c}" for c, n in sorted(result.concluded.items()) if n)
     summary = f"{result.started} runs started, {result.running} still running" + (
@@ -205,7 +205,7 @@ def verify_outcome(result: VerifyResult) -> Outcome:
     )
     if result.errors:
         summary += f"; {len(result.errors)} errors (first: {result.errors[0]})"
-    return Outcome(not result.auth_failed, summary, result.as_dict())
+    return JobOutcome(not result.auth_failed, summary, result.as_dict())
 
 
 class ProposeJob:
@@ -215,13 +215,13 @@ class ProposeJob:
     def __init__(self, store: Store) -> None:
         self._store = store
 
-    async def __call__(self) -> Outcome:
+    async def __call__(self) -> JobOutcome:
         result = await in_thread(self._propose, "propose")
         states = [p.state for p in result.proposals]
         summary = ", ".join(f"{states.count(s)} {s}" for s in sorted(set(states))) or "nothing"
         if result.closed:
             summary += f"; {len(result.closed)} change requests closed or merged"
-        return Outcome(not result.failed, summary, result.as_dict())
+        return JobOutcome(not result.failed, summary, result.as_dict())
 
     def _propose(self, stop: threading.Event) -> ProposeResult:
         return run_until_stopped(
@@ -236,9 +236,9 @@ class DigestJob:
     def __init__(self, store: Store) -> None:
         self._store = store
 
-    async def __call__(self) -> Outcome:
+    async def __call__(self) -> JobOutcome:
         result = await in_thread(self._digest, "digest")
-        return Outcome(not result.failed, result.summary(), result.as_dict())
+        return JobOutcome(not result.failed, result.summary(), result.as_dict())
 
     def _digest(self, stop: threading.Event) -> DigestResult:
         return run_until_stopped(lambda: application.digest_once(self._store), stop)

@@ -16,7 +16,7 @@ from typing import Any
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 
-from govern.daemon.jobs import Job, Outcome, in_thread
+from govern.daemon.jobs import Job, JobOutcome, in_thread
 from govern.daemon.schedule import describe, jitter
 from govern.errors import GovernError
 
@@ -205,11 +205,11 @@ class Daemon:
                 try:
                     outcome = await job()
                 except GovernError as exc:
-                    outcome = Outcome(False, exc.message)
+                    outcome = JobOutcome(False, exc.message)
                 except Exception as exc:  # a bug must not end the daemon: the next run may work
                     if self.debug:
                         traceback.print_exc(file=sys.stderr)
-                    outcome = Outcome(False, f"internal error: {type(exc).__name__}: {exc}")
+                    outcome = JobOutcome(False, f"internal error: {type(exc).__name__}: {exc}")
                 elapsed = time.monotonic() - began
             self.report(
                 {

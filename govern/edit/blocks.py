@@ -22,7 +22,7 @@ from govern.text import quoted
 
 
 @dataclass(frozen=True, slots=True)
-class Comment:
+class GovernComment:
     """A ``# govern:`` comment that belongs to the requirement: its line and its ``#``."""
 
     line: int  # 0-based physical line
@@ -190,7 +190,7 @@ def structured(text: str, *, below: bool = False) -> bool:
     return text.strip().startswith("^govern:" if below else "govern:")
 
 
-def bad_listed(comments: Iterable[Comment]) -> list[str]:
+def bad_listed(comments: Iterable[GovernComment]) -> list[str]:
     """The versions the comments' ``bad=`` fields name."""
     out: list[str] = []
     for comment in comments:
@@ -199,7 +199,9 @@ def bad_listed(comments: Iterable[Comment]) -> list[str]:
     return out
 
 
-def record_bad(comments: Sequence[Comment], versions: Sequence[str]) -> tuple[Comment, str] | None:
+def record_bad(
+    comments: Sequence[GovernComment], versions: Sequence[str]
+) -> tuple[GovernComment, str] | None:
     """The comment to change and its new text, so that ``bad=`` names ``versions`` too.
 
     The first ``bad=`` field gets the versions it lacks (in its own quoting and separator);
@@ -230,7 +232,7 @@ def refuse_bad_admitted(
     before: SpecifierSet,
     after: SpecifierSet,
     candidate: Version,
-    comments: Sequence[Comment],
+    comments: Sequence[GovernComment],
     bad_versions: Sequence[str],
     where: str,
 ) -> None:

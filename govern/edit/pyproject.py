@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from govern.edit.blocks import (
-    Comment,
+    GovernComment,
     evidence_text,
     missing_evidence,
     newly_excluded,
@@ -208,18 +208,18 @@ def _string_edit(loc: Loc, value: str, new: str, where: str) -> tuple[int, int, 
 
 def _comments(
     body: str, scan: Scan, starts: Sequence[int], loc: Loc
-) -> tuple[list[Comment], list[Comment], list[Comment]]:
+) -> tuple[list[GovernComment], list[GovernComment], list[GovernComment]]:
     """The element's ``# govern:`` comments: on its line, in the block above, right below."""
     first = _line(starts, loc.start) - 1
     last = _line(starts, max(loc.end, loc.start)) - 1
-    on_line: list[Comment] = []
+    on_line: list[GovernComment] = []
     for offset in scan.comments:
         if offset > loc.end and _line(starts, offset) - 1 == first:
             comment = _comment(body, starts, offset)
             if structured(comment.text):
                 on_line.append(comment)
     above = [c for c in _block(body, scan, starts, first) if structured(c.text)]
-    below: list[Comment] = []
+    below: list[GovernComment] = []
     if last + 1 < len(starts):
         head = starts[last + 1]
         row = body[head : _line_end(body, head)]
@@ -231,10 +231,10 @@ def _comments(
     return on_line, above, below
 
 
-def _block(body: str, scan: Scan, starts: Sequence[int], line: int) -> list[Comment]:
+def _block(body: str, scan: Scan, starts: Sequence[int], line: int) -> list[GovernComment]:
     """The comment-only lines right above the 0-based ``line``, in order."""
     comments = set(scan.comments)
-    block: list[Comment] = []
+    block: list[GovernComment] = []
     for number in range(line - 1, -1, -1):
         head = starts[number]
         row = body[head : _line_end(body, head)]
@@ -245,10 +245,10 @@ def _block(body: str, scan: Scan, starts: Sequence[int], line: int) -> list[Comm
     return block
 
 
-def _comment(body: str, starts: Sequence[int], offset: int) -> Comment:
+def _comment(body: str, starts: Sequence[int], offset: int) -> GovernComment:
     line = _line(starts, offset) - 1
     end = _line_end(body, offset)
-    return Comment(line, offset - starts[line], body[offset + 1 : end])
+    return GovernComment(line, offset - starts[line], body[offset + 1 : end])
 
 
 def _line(starts: Sequence[int], offset: int) -> int:

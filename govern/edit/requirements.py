@@ -11,7 +11,7 @@ from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 
 from govern.edit.blocks import (
-    Comment,
+    GovernComment,
     evidence_text,
     missing_evidence,
     newly_excluded,
@@ -195,26 +195,26 @@ def _pieces(
     return pieces
 
 
-def _comments(logicals: Sequence[Logical], bodies: Sequence[str], held: Req) -> list[Comment]:
+def _comments(logicals: Sequence[Logical], bodies: Sequence[str], held: Req) -> list[GovernComment]:
     """The requirement's ``# govern:`` comments: inline, in the block above, right below."""
-    found: list[Comment] = []
+    found: list[GovernComment] = []
     if held.comment_at is not None:
         line, column = position(held.logical, held.comment_at)
         if line == held.logical.last:
             body = bodies[line]
             if structured(body[column + 1 :]):
-                found.append(Comment(line, column, body[column + 1 :]))
+                found.append(GovernComment(line, column, body[column + 1 :]))
     for logical in _block(logicals, held):
         body = bodies[logical.first]
         column = body.index("#")
         if structured(body[column + 1 :]):
-            found.append(Comment(logical.first, column, body[column + 1 :]))
+            found.append(GovernComment(logical.first, column, body[column + 1 :]))
     following = [lg for lg in logicals if lg.first == held.logical.last + 1]
     if following and _comment_only(following[0]):
         body = bodies[following[0].first]
         column = body.index("#")
         if structured(body[column + 1 :], below=True):
-            found.append(Comment(following[0].first, column, body[column + 1 :]))
+            found.append(GovernComment(following[0].first, column, body[column + 1 :]))
     return found
 
 

@@ -21,7 +21,7 @@ from govern.lifecycle import advance, related_end
 from govern.service.values import Provenance, SyncCounts
 from govern.store import events as thread
 from govern.store import relaxations, tracking
-from govern.store.models import Repository, Source
+from govern.store.models import Repository, StoredSource
 
 if TYPE_CHECKING:
     from govern.store.db import Session
@@ -129,7 +129,7 @@ class _PendingEvent:
 
 @dataclass
 class _SourceState:
-    row: Source
+    row: StoredSource
     active: dict[str, _Row] = field(default_factory=dict)
 
 

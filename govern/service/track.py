@@ -29,7 +29,7 @@ from govern.service.tree_hash import tree_hash, unchanged
 from govern.service.values import Provenance, SyncCounts
 from govern.sources.model import Source as SourceRecord
 from govern.store.db import Store
-from govern.store.tracking import StoredSource, lock_repository, stored_sources
+from govern.store.tracking import SourceState, lock_repository, stored_sources
 
 if TYPE_CHECKING:
     from govern.git.history import Commit, Git, Hunk, Patch, Revision
@@ -83,7 +83,7 @@ def _git_path(git: Git | None, root: Path, path: str) -> str | None:
 
 
 def _renames(
-    git: Git, root: Path, sources: dict[str, SourceRecord], stored: dict[str, StoredSource]
+    git: Git, root: Path, sources: dict[str, SourceRecord], stored: dict[str, SourceState]
 ) -> dict[str, tuple[str, Provenance]]:
     """Sources that git renamed from a tracked path that is gone: new -> (old, commit).
 
@@ -145,7 +145,7 @@ def _plan_replay(
     git: Git,
     root: Path,
     sources: dict[str, SourceRecord],
-    stored: dict[str, StoredSource],
+    stored: dict[str, SourceState],
     options: TrackOptions,
     notes: list[str],
 ) -> tuple[list[_Replay], dict[str, str]]:

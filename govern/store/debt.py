@@ -10,7 +10,7 @@ from datetime import date, datetime, timedelta
 from sqlmodel import Session, col, select
 
 from govern.exclusions.model import SubKind
-from govern.store.models import DebtDay, Exclusion, as_utc
+from govern.store.models import DebtDay, StoredExclusion, as_utc
 
 
 def debt(session: Session, *, now: datetime, days: int = 180) -> tuple[list[DebtDay], list[float]]:
@@ -19,8 +19,8 @@ def debt(session: Session, *, now: datetime, days: int = 180) -> tuple[list[Debt
     spans = [
         (as_utc(first), as_utc(removed) if removed else None)
         for first, removed in session.exec(
-            select(Exclusion.first_seen_at, Exclusion.removed_at).where(
-                col(Exclusion.sub_kind) != SubKind.SENTINEL
+            select(StoredExclusion.first_seen_at, StoredExclusion.removed_at).where(
+                col(StoredExclusion.sub_kind) != SubKind.SENTINEL
             )
         ).all()
     ]

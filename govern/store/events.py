@@ -19,12 +19,12 @@ from sqlmodel import Session
 from govern.exclusions.states import EventKind, State
 from govern.lifecycle import advance
 from govern.store.db import BULK
-from govern.store.models import Event, Exclusion
+from govern.store.models import Event, StoredExclusion
 
 
 def record(
     session: Session,
-    exclusion: Exclusion | int,
+    exclusion: StoredExclusion | int,
     kind: EventKind,
     detail: dict[str, Any],
     at: datetime,
@@ -35,7 +35,11 @@ def record(
 ) -> State:
     """Append an event of ``kind`` to the exclusion's thread and move its state as the
     lifecycle says (``to`` picks where the table allows several); returns the state."""
-    row = exclusion if isinstance(exclusion, Exclusion) else session.get(Exclusion, exclusion)
+    row = (
+        exclusion
+        if isinstance(exclusion, StoredExclusion)
+        else session.get(StoredExclusion, exclusion)
+    )
     if row is None or row.id is None:
         raise LookupError(f"no exclusion {exclusion!r} to record a {kind} event on")
     after = advance(kind, State(row.state), to=to)

@@ -14,17 +14,17 @@ from sqlmodel import Session, col, select
 
 from govern.store import outbox
 from govern.store.models import (
-    Annotation,
     Candidate,
     CandidatePublic,
     Event,
     EventPublic,
-    Exclusion,
     ExclusionDetail,
     ExclusionPublic,
     Proposal,
     ProposalPublic,
-    Release,
+    StoredAnnotation,
+    StoredExclusion,
+    StoredRelease,
     ThreadPublic,
     Verification,
     VerificationPublic,
@@ -53,8 +53,8 @@ def threads(session: Session, *, query: str, now: datetime) -> list[ThreadPublic
     if has_nul(query):
         return []
     name = canonicalize_name(query)
-    seed_query = columns(col(Exclusion.id)).where(
-        or_(col(Exclusion.key) == query, col(Exclusion.package) == name)
+    seed_query = columns(col(StoredExclusion.id)).where(
+        or_(col(StoredExclusion.key) == query, col(StoredExclusion.package) == name)
     )
     seeds = [row_id for (row_id,) in session.execute(seed_query)]
     if not seeds:
@@ -64,7 +64,7 @@ def threads(session: Session, *, query: str, now: datetime) -> list[ThreadPublic
     members_ids = list(component)
     for start in range(0, len(members_ids), _BATCH):
         batch = members_ids[start : start + _BATCH]
-        for row in ordered_rows(session, col(Exclusion.id).in_(batch)):
+        for row in ordered_rows(session, col(StoredExclusion.id).in_(batch)):
             assert row[0].id is not None
             rows[row[0].id] = row
     notes = _all_notes(session, list(rows))
@@ -133,8 +133,11 @@ def _predecessor_neighbours(session: Session, ids: set[int]) -> set[int]:
     out: set[int] = set()
     for batch in _batches(ids):
         for row_id, predecessor in session.execute(
-            columns(col(Exclusion.id), col(Exclusion.predecessor_id)).where(
-                or_(col(Exclusion.id).in_(batch), col(Exclusion.predecessor_id).in_(batch))
+            columns(col(StoredExclusion.id), col(StoredExclusion.predecessor_id)).where(
+                or_(
+                    col(StoredExclusion.id).in_(batch),
+                    col(StoredExclusion.predecessor_id).in_(batch),
+                )
             )
         ):
             out.add(row_id)
@@ -148,7 +151,9 @@ def _links_of(session: Session, ids: set[int]) -> set[str]:
     out: set[str] = set()
     for batch in _batches(ids):
         for (links,) in session.execute(
-            columns(col(Annotation.links)).where(col(Annotation.exclusion_id).in_(batch))
+            columns(col(StoredAnnotation.links)).where(
+                col(StoredAnnotation.exclusion_id).in_(batch)
+            )
         ):
             out.update(link for link in links or () if isinstance(link, str))
     return out
@@ -164,8 +169,8 @@ def _sharing(session: Session, links: set[str]) -> set[int]:
     for link in sorted(links):
         pattern = f"%{like_literal(json.dumps(link))}%"
         for exclusion_id, found in session.execute(
-            columns(col(Annotation.exclusion_id), col(Annotation.links)).where(
-                cast(col(Annotation.links), Text).like(pattern, escape="\\")
+            columns(col(StoredAnnotation.exclusion_id), col(StoredAnnotation.links)).where(
+                cast(col(StoredAnnotation.links), Text).like(pattern, escape="\\")
             )
         ):
             if link in (found or ()):
@@ -173,10 +178,12 @@ def _sharing(session: Session, links: set[str]) -> set[int]:
     return out
 
 
-def _all_notes(session: Session, ids: list[int]) -> dict[int, list[Annotation]]:
-    out: dict[int, list[Annotation]] = defaultdict(list)
+def _all_notes(session: Session, ids: list[int]) -> dict[int, list[StoredAnnotation]]:
+    out: dict[int, list[StoredAnnotation]] = defaultdict(list)
     statement = (
-        select(Annotation).where(col(Annotation.exclusion_id).in_(ids)).order_by(col(Annotation.id))
+        select(StoredAnnotation)
+        .where(col(StoredAnnotation.exclusion_id).in_(ids))
+        .order_by(col(StoredAnnotation.id))
     )
     for note in session.exec(statement):
         out[note.exclusion_id].append(note)
@@ -191,7 +198,9 @@ def _events(session: Session, ids: list[int]) -> dict[int, list[Event]]:
     return out
 
 
-def _timeline(event: Event, exclusion: ExclusionPublic, notes: list[Annotation]) -> EventPublic:
+def _timeline(
+    event: Event, exclusion: ExclusionPublic, notes: list[StoredAnnotation]
+) -> EventPublic:
     at = as_utc(event.at)
     # The annotation in force right after the event: the newest recorded at or before it.
     note = None
@@ -238,8 +247,8 @@ def candidates_of(session: Session, *, exclusion_id: int) -> list[CandidatePubli
     """Every release considered for an exclusion, newest first, with its verifications."""
     runs: dict[int, list[VerificationPublic]] = defaultdict(list)
     rows = session.exec(
-        select(Candidate, Release)
-        .join(Release, col(Release.id) == col(Candidate.release_id))
+        select(Candidate, StoredRelease)
+        .join(StoredRelease, col(StoredRelease.id) == col(Candidate.release_id))
         .where(col(Candidate.exclusion_id) == exclusion_id)
     ).all()
     ids = [c.id for c, _ in rows if c.id is not None]

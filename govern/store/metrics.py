@@ -12,7 +12,7 @@ from sqlalchemy import select as columns
 from sqlmodel import Session, col
 
 from govern.exclusions.states import Conclusion
-from govern.store.models import Exclusion, IndexPage, PollRun, Verification, as_utc
+from govern.store.models import IndexPage, PollRun, StoredExclusion, Verification, as_utc
 from govern.store.queries import counts
 
 
@@ -45,17 +45,19 @@ def _age(now: datetime, first: datetime) -> float:
 
 def figures(session: Session, *, now: datetime) -> Figures:
     """The figures at ``now``; ages and the median are found by the database (no row load)."""
-    open_ = col(Exclusion.removed_at).is_(None)
+    open_ = col(StoredExclusion.removed_at).is_(None)
     opened = int(
-        session.execute(columns(func.count()).select_from(Exclusion).where(open_)).one()[0]
+        session.execute(columns(func.count()).select_from(StoredExclusion).where(open_)).one()[0]
     )
-    oldest = session.execute(columns(func.min(col(Exclusion.first_seen_at))).where(open_)).one()[0]
+    oldest = session.execute(
+        columns(func.min(col(StoredExclusion.first_seen_at))).where(open_)
+    ).one()[0]
     middle = [  # the median's one or two rows
         as_utc(first)
         for (first,) in session.execute(
-            columns(col(Exclusion.first_seen_at))
+            columns(col(StoredExclusion.first_seen_at))
             .where(open_)
-            .order_by(col(Exclusion.first_seen_at))
+            .order_by(col(StoredExclusion.first_seen_at))
             .offset(max(0, (opened - 1) // 2))
             .limit(1 if opened % 2 else 2)
         )

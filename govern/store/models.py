@@ -73,8 +73,10 @@ class Repository(SQLModel, table=True):
     digest: str | None = Field(default=None, max_length=64)
 
 
-class Source(SQLModel, table=True):
+class StoredSource(SQLModel, table=True):
     """A requirements file or pyproject.toml of a repository."""
+
+    __tablename__ = "source"
 
     __table_args__ = (UniqueConstraint("repository_id", "path"),)
 
@@ -90,11 +92,13 @@ class Source(SQLModel, table=True):
     commit: str | None = Field(default=None, max_length=64)
 
 
-class Annotation(SQLModel, table=True):
+class StoredAnnotation(SQLModel, table=True):
     """One version of what is known about an exclusion (reason, links, owner, ...).
 
     A changed reason adds a row and clears ``current`` on the one it replaces.
     """
+
+    __tablename__ = "annotation"
 
     __table_args__ = (
         Index("ix_annotation_current", "exclusion_id", "current"),
@@ -131,8 +135,10 @@ class ExclusionBase(SQLModel):
     state: str = Field(default=State.HELD, max_length=16, index=True)
 
 
-class Exclusion(ExclusionBase, table=True):
+class StoredExclusion(ExclusionBase, table=True):
     """One clause that keeps versions out, under its stable key, with its lifecycle state."""
+
+    __tablename__ = "exclusion"
 
     __table_args__ = (
         UniqueConstraint("repository_id", "key"),
@@ -180,8 +186,10 @@ class Event(EventBase, table=True):
     related_id: int | None = Field(default=None, foreign_key="exclusion.id")
 
 
-class Release(SQLModel, table=True):
+class StoredRelease(SQLModel, table=True):
     """A release of a package seen on an index."""
+
+    __tablename__ = "release"
 
     __table_args__ = (UniqueConstraint("package", "version"),)
 

@@ -23,7 +23,7 @@ from sqlmodel import Session, col, select
 from govern.exclusions.states import OutboxAction, OutboxState
 from govern.store import locks
 from govern.store.location import as_utc
-from govern.store.models import DeliveryPublic, Exclusion, Outbox, Proposal
+from govern.store.models import DeliveryPublic, Outbox, Proposal, StoredExclusion
 
 __all__ = [
     "CLAIM",
@@ -285,9 +285,9 @@ def troubled(session: Session, *, limit: int = 20) -> tuple[int, list[Troubled]]
     where = col(Outbox.state).in_((OutboxState.FAILED, OutboxState.DEAD))
     total = session.execute(columns(func.count()).select_from(Outbox).where(where)).one()[0]
     rows = session.exec(
-        select(Outbox, Exclusion)
+        select(Outbox, StoredExclusion)
         .outerjoin(Proposal, col(Proposal.id) == col(Outbox.proposal_id))
-        .outerjoin(Exclusion, col(Exclusion.id) == col(Proposal.exclusion_id))
+        .outerjoin(StoredExclusion, col(StoredExclusion.id) == col(Proposal.exclusion_id))
         .where(where)
         .order_by(col(Outbox.id).desc())
         .limit(limit)

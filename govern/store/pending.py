@@ -16,16 +16,16 @@ from sqlmodel import Session, col, select
 
 from govern.exclusions.states import PENDING, CandidateStatus, Conclusion, State
 from govern.store.models import (
-    Annotation,
     Candidate,
     ChangePublic,
     EvidencePublic,
-    Exclusion,
     ExclusionPublic,
     PendingPage,
     PendingPublic,
     Proposal,
-    Release,
+    StoredAnnotation,
+    StoredExclusion,
+    StoredRelease,
     Verification,
     as_utc,
 )
@@ -48,20 +48,23 @@ def _by_ids(session: Session, ids: Sequence[int], now: datetime) -> dict[int, Ex
     """The exclusions with these ids, shown."""
     if not ids:
         return {}
-    rows = session.exec(exclusion_rows().where(col(Exclusion.id).in_(list(ids)))).all()
+    rows = session.exec(exclusion_rows().where(col(StoredExclusion.id).in_(list(ids)))).all()
     return {row[0].id or 0: exclusion_public(row, now=now) for row in rows}
 
 
 def pending(session: Session, *, now: datetime, limit: int = PER_PAGE) -> PendingPage:
     """Exclusions with a candidate or a verified release (not snoozed), verified first."""
     shown = (
-        col(Exclusion.removed_at).is_(None),
-        or_(col(Exclusion.snoozed_until).is_(None), col(Exclusion.snoozed_until) <= now.date()),
+        col(StoredExclusion.removed_at).is_(None),
+        or_(
+            col(StoredExclusion.snoozed_until).is_(None),
+            col(StoredExclusion.snoozed_until) <= now.date(),
+        ),
     )
     total = session.execute(
         columns(func.count())
-        .select_from(Exclusion)
-        .where(*shown, col(Exclusion.state).in_(PENDING))
+        .select_from(StoredExclusion)
+        .where(*shown, col(StoredExclusion.state).in_(PENDING))
     ).one()[0]
     ids = _pending_ids(session, shown, limit)
     rows = _by_ids(session, ids, now)
@@ -108,9 +111,9 @@ def _pending_ids(session: Session, shown: Sequence[Any], limit: int) -> list[int
             picked.extend(
                 (state != State.VERIFIED, as_utc(first), row_id)
                 for row_id, first in session.execute(
-                    columns(col(Exclusion.id), col(Exclusion.first_seen_at))
-                    .where(*shown, col(Exclusion.state) == state)
-                    .order_by(col(Exclusion.first_seen_at))
+                    columns(col(StoredExclusion.id), col(StoredExclusion.first_seen_at))
+                    .where(*shown, col(StoredExclusion.state) == state)
+                    .order_by(col(StoredExclusion.first_seen_at))
                     .limit(wanted)
                 )
             )
@@ -118,9 +121,11 @@ def _pending_ids(session: Session, shown: Sequence[Any], limit: int) -> list[int
     return [row_id for _, _, row_id in picked[:limit]]
 
 
-def _best_candidates(session: Session, ids: Sequence[int]) -> dict[int, tuple[Candidate, Release]]:
+def _best_candidates(
+    session: Session, ids: Sequence[int]
+) -> dict[int, tuple[Candidate, StoredRelease]]:
     """Per exclusion: a passed candidate if any, else the newest eligible one still open."""
-    out: dict[int, tuple[Candidate, Release]] = {}
+    out: dict[int, tuple[Candidate, StoredRelease]] = {}
     if not ids:
         return out
     order = (
@@ -130,10 +135,10 @@ def _best_candidates(session: Session, ids: Sequence[int]) -> dict[int, tuple[Ca
         CandidateStatus.ERRORED,
     )
     rank: dict[str, int] = {status: place for place, status in enumerate(order)}
-    found: dict[int, list[tuple[Candidate, Release]]] = defaultdict(list)
+    found: dict[int, list[tuple[Candidate, StoredRelease]]] = defaultdict(list)
     for candidate, release in session.exec(
-        select(Candidate, Release)
-        .join(Release, col(Release.id) == col(Candidate.release_id))
+        select(Candidate, StoredRelease)
+        .join(StoredRelease, col(StoredRelease.id) == col(Candidate.release_id))
         .where(
             col(Candidate.exclusion_id).in_(list(ids)),
             col(Candidate.eligible),
@@ -201,39 +206,39 @@ def _proposals(session: Session, ids: Sequence[int]) -> dict[int, str]:
 
 def attention(session: Session, *, now: datetime, limit: int = 20) -> dict[str, Any]:
     """Held, overdue and failed: counts, and the oldest or latest few of each."""
-    open_ = col(Exclusion.removed_at).is_(None)
+    open_ = col(StoredExclusion.removed_at).is_(None)
     today = now.date()
-    overdue_where = (open_, col(Annotation.review_by) < today)
+    overdue_where = (open_, col(StoredAnnotation.review_by) < today)
     overdue_total = overdue(session, today=today)
     overdue_ids = list(
         session.execute(
-            columns(col(Exclusion.id))
-            .select_from(Exclusion)
-            .join(Annotation, CURRENT_NOTE)
+            columns(col(StoredExclusion.id))
+            .select_from(StoredExclusion)
+            .join(StoredAnnotation, CURRENT_NOTE)
             .where(*overdue_where)
-            .order_by(col(Annotation.review_by))
+            .order_by(col(StoredAnnotation.review_by))
             .limit(limit)
         ).scalars()
     )
-    held_where = (open_, col(Exclusion.state) == State.HELD)
+    held_where = (open_, col(StoredExclusion.state) == State.HELD)
     held_total = session.execute(
-        columns(func.count()).select_from(Exclusion).where(*held_where)
+        columns(func.count()).select_from(StoredExclusion).where(*held_where)
     ).one()[0]
     held_ids = list(
         session.execute(
-            columns(col(Exclusion.id))
+            columns(col(StoredExclusion.id))
             .where(*held_where)
-            .order_by(col(Exclusion.first_seen_at))
+            .order_by(col(StoredExclusion.first_seen_at))
             .limit(limit)
         ).scalars()
     )
     rows = _by_ids(session, [*overdue_ids, *held_ids], now)
     failed: list[dict[str, Any]] = []
     for verification, candidate, release, exclusion in session.exec(
-        select(Verification, Candidate, Release, Exclusion)
+        select(Verification, Candidate, StoredRelease, StoredExclusion)
         .join(Candidate, col(Candidate.id) == col(Verification.candidate_id))
-        .join(Release, col(Release.id) == col(Candidate.release_id))
-        .join(Exclusion, col(Exclusion.id) == col(Candidate.exclusion_id))
+        .join(StoredRelease, col(StoredRelease.id) == col(Candidate.release_id))
+        .join(StoredExclusion, col(StoredExclusion.id) == col(Candidate.exclusion_id))
         .where(col(Verification.conclusion) == Conclusion.FAILED)
         .order_by(col(Verification.id).desc())
         .limit(limit)

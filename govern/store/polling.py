@@ -23,19 +23,19 @@ from govern.lifecycle import advance
 from govern.store import locks
 from govern.store.core import Rows, chunks, insert_rows, table, update_rows, where_in
 from govern.store.models import (
-    Annotation,
     Candidate,
     Event,
-    Exclusion,
     IndexPage,
     PollRun,
-    Release,
+    StoredAnnotation,
+    StoredExclusion,
+    StoredRelease,
 )
 from govern.store.queries import failed_versions
 
-_EXCLUSION = table(Exclusion)
-_ANNOTATION = table(Annotation)
-_RELEASE = table(Release)
+_EXCLUSION = table(StoredExclusion)
+_ANNOTATION = table(StoredAnnotation)
+_RELEASE = table(StoredRelease)
 _CANDIDATE = table(Candidate)
 _EVENT = table(Event)
 _PAGE = table(IndexPage)

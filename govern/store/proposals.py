@@ -24,15 +24,15 @@ from govern.exclusions.states import (
     State,
 )
 from govern.store.models import (
-    Annotation,
     Candidate,
     Event,
-    Exclusion,
     Proposal,
-    Release,
     Repository,
-    Source,
+    StoredAnnotation,
+    StoredExclusion,
     StoredRelaxation,
+    StoredRelease,
+    StoredSource,
     Verification,
 )
 from govern.store.queries import newest_first
@@ -84,15 +84,17 @@ def verified(
     """Open exclusions with a passed candidate (the newest passed version of each), or the
     one with id ``query`` / the package ``query``; of one ``repository`` when named."""
     statement = (
-        select(Exclusion, Repository, Source)
-        .join(Repository, col(Repository.id) == col(Exclusion.repository_id))
-        .join(Source, col(Source.id) == col(Exclusion.source_id))
-        .where(col(Exclusion.state).in_(_PROPOSABLE), col(Exclusion.removed_at).is_(None))
-        .order_by(col(Exclusion.id))
+        select(StoredExclusion, Repository, StoredSource)
+        .join(Repository, col(Repository.id) == col(StoredExclusion.repository_id))
+        .join(StoredSource, col(StoredSource.id) == col(StoredExclusion.source_id))
+        .where(
+            col(StoredExclusion.state).in_(_PROPOSABLE), col(StoredExclusion.removed_at).is_(None)
+        )
+        .order_by(col(StoredExclusion.id))
     )
     if query:
         statement = statement.where(
-            (col(Exclusion.key) == query) | (col(Exclusion.package) == query.lower())
+            (col(StoredExclusion.key) == query) | (col(StoredExclusion.package) == query.lower())
         )
     if repository is not None:
         statement = statement.where(col(Repository.name) == repository)
@@ -105,8 +107,8 @@ def verified(
         candidate, release = best
         assert candidate.id is not None
         note = session.exec(
-            select(Annotation).where(
-                col(Annotation.exclusion_id) == exclusion.id, col(Annotation.current)
+            select(StoredAnnotation).where(
+                col(StoredAnnotation.exclusion_id) == exclusion.id, col(StoredAnnotation.current)
             )
         ).first()
         out.append(
@@ -145,11 +147,11 @@ def file_hashes(files: Sequence[dict[str, Any]]) -> tuple[str, ...]:
     return tuple(sorted(found))
 
 
-def _best_passed(session: Session, exclusion_id: int) -> tuple[Candidate, Release] | None:
+def _best_passed(session: Session, exclusion_id: int) -> tuple[Candidate, StoredRelease] | None:
     """The newest passed candidate of an exclusion (PEP 440 order, as the pages sort)."""
     rows = session.exec(
-        select(Candidate, Release)
-        .join(Release, col(Release.id) == col(Candidate.release_id))
+        select(Candidate, StoredRelease)
+        .join(StoredRelease, col(StoredRelease.id) == col(Candidate.release_id))
         .where(
             col(Candidate.exclusion_id) == exclusion_id,
             col(Candidate.status) == CandidateStatus.PASSED,
@@ -162,10 +164,10 @@ def _runs(session: Session, version: str, exclusion_id: int) -> tuple[Run, ...]:
     rows = session.exec(
         select(Verification)
         .join(Candidate, col(Candidate.id) == col(Verification.candidate_id))
-        .join(Release, col(Release.id) == col(Candidate.release_id))
+        .join(StoredRelease, col(StoredRelease.id) == col(Candidate.release_id))
         .where(
             col(Candidate.exclusion_id) == exclusion_id,
-            col(Release.version) == version,
+            col(StoredRelease.version) == version,
             col(Verification.conclusion) == Conclusion.PASSED,
         )
         .order_by(col(Verification.id))
@@ -180,7 +182,7 @@ def _history(session: Session, exclusion_id: int) -> tuple[tuple[datetime, str, 
     while current is not None and current not in ids and len(ids) < 20:
         ids.append(current)
         current = session.exec(
-            select(Exclusion.predecessor_id).where(col(Exclusion.id) == current)
+            select(StoredExclusion.predecessor_id).where(col(StoredExclusion.id) == current)
         ).first()
     events = session.exec(
         select(Event).where(col(Event.exclusion_id).in_(ids)).order_by(col(Event.at))
@@ -268,7 +270,7 @@ def changed_by_hand(session: Session, *, exclusion_id: int) -> str | None:
     """The exclusion's key when a sync saw its line change or go while govern's change
     request was still open (a person changed it, even if only to relax it by hand), else
     None. A merged request is told by the forge first."""
-    row = session.get(Exclusion, exclusion_id)
+    row = session.get(StoredExclusion, exclusion_id)
     if row is None or row.removed_at is None:
         return None
     return row.key
@@ -357,8 +359,8 @@ def root_of(session: Session, *, exclusion_id: int) -> str | None:
     """Where the exclusion's repository was last tracked from."""
     return session.exec(
         select(Repository.root)
-        .join(Exclusion, col(Exclusion.repository_id) == col(Repository.id))
-        .where(col(Exclusion.id) == exclusion_id)
+        .join(StoredExclusion, col(StoredExclusion.repository_id) == col(Repository.id))
+        .where(col(StoredExclusion.id) == exclusion_id)
     ).first()
 
 

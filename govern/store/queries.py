@@ -23,14 +23,14 @@ from sqlmodel import Session, col, select
 
 from govern.exclusions.states import ENDED, REJECTED, State
 from govern.store.models import (
-    Annotation,
     Candidate,
-    Exclusion,
     ExclusionPage,
     ExclusionPublic,
-    Release,
     Repository,
-    Source,
+    StoredAnnotation,
+    StoredExclusion,
+    StoredRelease,
+    StoredSource,
     as_utc,
 )
 
@@ -38,7 +38,7 @@ PER_PAGE = 50
 MAX_PER_PAGE = 200
 
 # An exclusion with its current annotation (None: it has none), source and repository.
-ExclusionRow = tuple[Exclusion, Annotation | None, Source, Repository]
+ExclusionRow = tuple[StoredExclusion, StoredAnnotation | None, StoredSource, Repository]
 
 
 def has_nul(*texts: str | None) -> bool:
@@ -55,7 +55,7 @@ def like_literal(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
-def shown_state(row: Exclusion, note: Annotation | None, today: date) -> str:
+def shown_state(row: StoredExclusion, note: StoredAnnotation | None, today: date) -> str:
     """The state shown: the stored one, or ``overdue`` for an open one past its review date."""
     if row.state in ENDED:
         return row.state
@@ -100,21 +100,23 @@ def exclusion_public(
 
 
 # An exclusion's annotation in force (joined outer: not every exclusion has one).
-CURRENT_NOTE = (col(Annotation.exclusion_id) == col(Exclusion.id)) & col(Annotation.current)
+CURRENT_NOTE = (col(StoredAnnotation.exclusion_id) == col(StoredExclusion.id)) & col(
+    StoredAnnotation.current
+)
 
 
 def joined(statement: Any) -> Any:
     """``statement`` (over Exclusion) joined to its source, repository and current note."""
     return (
-        statement.join(Source, col(Source.id) == col(Exclusion.source_id))
-        .join(Repository, col(Repository.id) == col(Exclusion.repository_id))
-        .join(Annotation, CURRENT_NOTE, isouter=True)
+        statement.join(StoredSource, col(StoredSource.id) == col(StoredExclusion.source_id))
+        .join(Repository, col(Repository.id) == col(StoredExclusion.repository_id))
+        .join(StoredAnnotation, CURRENT_NOTE, isouter=True)
     )
 
 
 def exclusion_rows() -> Any:
     """Exclusions with their current annotation, source and repository (to filter)."""
-    return joined(select(Exclusion, Annotation, Source, Repository))
+    return joined(select(StoredExclusion, StoredAnnotation, StoredSource, Repository))
 
 
 def ordered_rows(session: Session, *where: Any) -> list[ExclusionRow]:
@@ -123,7 +125,10 @@ def ordered_rows(session: Session, *where: Any) -> list[ExclusionRow]:
         exclusion_rows()
         .where(*where)
         .order_by(
-            col(Repository.name), col(Source.path), col(Exclusion.line), col(Exclusion.clause)
+            col(Repository.name),
+            col(StoredSource.path),
+            col(StoredExclusion.line),
+            col(StoredExclusion.clause),
         )
     )
     return list(session.exec(statement).all())
@@ -138,8 +143,8 @@ def failed_versions(
     if ids is not None and not ids:
         return out
     query = (
-        columns(col(Candidate.exclusion_id), col(Release.version))
-        .join(Release, col(Release.id) == col(Candidate.release_id))
+        columns(col(Candidate.exclusion_id), col(StoredRelease.version))
+        .join(StoredRelease, col(StoredRelease.id) == col(Candidate.release_id))
         .where(col(Candidate.status).in_(REJECTED))
     )
     if ids is not None:
@@ -199,14 +204,14 @@ def exclusions(
         return []
     where: list[Any] = []
     if packages:
-        where.append(col(Exclusion.package).in_([canonicalize_name(p) for p in packages]))
+        where.append(col(StoredExclusion.package).in_([canonicalize_name(p) for p in packages]))
     if repositories:
         where.append(or_(*(col(Repository.name).contains(r) for r in repositories)))
     if kinds:
-        where.append(col(Exclusion.kind).in_(list(kinds)))
+        where.append(col(StoredExclusion.kind).in_(list(kinds)))
     wanted = set(states)
     if not include_ended and not wanted & set(ENDED):
-        where.append(col(Exclusion.removed_at).is_(None))
+        where.append(col(StoredExclusion.removed_at).is_(None))
     shown = [
         exclusion_public(row, now=now, assigned_owner=False)
         for row in ordered_rows(session, *where)
@@ -250,12 +255,17 @@ def browse(
     if has_nul(*filters.as_query().values()):
         return ExclusionPage.model_construct(items=[], total=0, page=page, per_page=per_page)
     where = _filtered(filters, now.date())
-    counted = joined(columns(func.count()).select_from(Exclusion)).where(*where)
+    counted = joined(columns(func.count()).select_from(StoredExclusion)).where(*where)
     total = session.execute(counted).one()[0]
     rows = session.exec(
         exclusion_rows()
         .where(*where)
-        .order_by(col(Repository.name), col(Source.path), col(Exclusion.line), col(Exclusion.id))
+        .order_by(
+            col(Repository.name),
+            col(StoredSource.path),
+            col(StoredExclusion.line),
+            col(StoredExclusion.id),
+        )
         .offset((page - 1) * per_page)
         .limit(per_page)
     ).all()
@@ -274,25 +284,35 @@ def _filtered(filters: Filters, today: date) -> list[Any]:
         pattern = f"%{like_literal(filters.repository)}%"
         where.append(col(Repository.name).like(pattern, escape="\\"))
     if filters.package:
-        where.append(col(Exclusion.package) == canonicalize_name(filters.package))
+        where.append(col(StoredExclusion.package) == canonicalize_name(filters.package))
     if filters.kind:
-        where.append(col(Exclusion.kind) == filters.kind)
+        where.append(col(StoredExclusion.kind) == filters.kind)
     state = filters.state
     if state in ENDED:
-        where.append(col(Exclusion.state) == state)
+        where.append(col(StoredExclusion.state) == state)
     else:
-        where.append(col(Exclusion.removed_at).is_(None))
+        where.append(col(StoredExclusion.removed_at).is_(None))
         if state == State.OVERDUE:
-            where.append(col(Annotation.review_by) < today)
+            where.append(col(StoredAnnotation.review_by) < today)
         elif state:  # as shown: an overdue exclusion is listed as overdue, not as its state
-            where.append(col(Exclusion.state) == state)
+            where.append(col(StoredExclusion.state) == state)
             where.append(
-                or_(col(Annotation.review_by).is_(None), col(Annotation.review_by) >= today)
+                or_(
+                    col(StoredAnnotation.review_by).is_(None),
+                    col(StoredAnnotation.review_by) >= today,
+                )
             )
     if filters.owner:
-        where.append(_contains(filters.owner, Exclusion.assigned_owner, Annotation.owner))
+        where.append(
+            _contains(filters.owner, StoredExclusion.assigned_owner, StoredAnnotation.owner)
+        )
     if filters.q:
-        searched = (Exclusion.package, Exclusion.requirement, Source.path, Annotation.reason)
+        searched = (
+            StoredExclusion.package,
+            StoredExclusion.requirement,
+            StoredSource.path,
+            StoredAnnotation.reason,
+        )
         where.append(_contains(filters.q, *searched))
     return where
 
@@ -308,7 +328,7 @@ def find_row(session: Session, *, key: str) -> ExclusionRow | None:
     if has_nul(key):
         return None
     found: ExclusionRow | None = session.exec(
-        exclusion_rows().where(col(Exclusion.key) == key).limit(1)
+        exclusion_rows().where(col(StoredExclusion.key) == key).limit(1)
     ).first()
     return found
 
@@ -326,7 +346,7 @@ def counts(session: Session, *, now: datetime) -> dict[str, int]:
     """Exclusions by state (``overdue`` counted apart, among the open ones)."""
     out: dict[str, int] = dict.fromkeys(State, 0)
     for state, number in session.execute(
-        columns(col(Exclusion.state), func.count()).group_by(col(Exclusion.state))
+        columns(col(StoredExclusion.state), func.count()).group_by(col(StoredExclusion.state))
     ).all():
         out[state] = int(number)
     out[State.OVERDUE] = overdue(session, today=now.date())
@@ -338,14 +358,16 @@ def overdue(session: Session, *, today: date) -> int:
     return int(
         session.execute(
             columns(func.count())
-            .select_from(Exclusion)
-            .join(Annotation, CURRENT_NOTE)
-            .where(col(Exclusion.removed_at).is_(None), col(Annotation.review_by) < today)
+            .select_from(StoredExclusion)
+            .join(StoredAnnotation, CURRENT_NOTE)
+            .where(
+                col(StoredExclusion.removed_at).is_(None), col(StoredAnnotation.review_by) < today
+            )
         ).one()[0]
     )
 
 
-def current_notes(session: Session, *, ids: Sequence[int | None]) -> dict[int, Annotation]:
+def current_notes(session: Session, *, ids: Sequence[int | None]) -> dict[int, StoredAnnotation]:
     """The annotation in force of each exclusion of ``ids`` that has one."""
     wanted = [i for i in ids if i is not None]
     if not wanted:
@@ -353,8 +375,8 @@ def current_notes(session: Session, *, ids: Sequence[int | None]) -> dict[int, A
     return {
         note.exclusion_id: note
         for note in session.exec(
-            select(Annotation).where(
-                col(Annotation.exclusion_id).in_(wanted), col(Annotation.current)
+            select(StoredAnnotation).where(
+                col(StoredAnnotation.exclusion_id).in_(wanted), col(StoredAnnotation.current)
             )
         )
     }

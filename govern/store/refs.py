@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from govern.exclusions.ref import ExclusionRef
-from govern.store.models import Exclusion
+from govern.store.models import StoredExclusion
 
 
-def from_row(row: Exclusion, *, repository: str, source: str) -> ExclusionRef:
+def from_row(row: StoredExclusion, *, repository: str, source: str) -> ExclusionRef:
     """The reference of a stored exclusion, with its repository's name and source's path."""
     return ExclusionRef(
         key=row.key,

@@ -17,7 +17,13 @@ from sqlalchemy import select as columns
 from sqlmodel import Session, col
 
 from govern.edit import relax as relaxation
-from govern.store.models import Annotation, Candidate, Exclusion, Release, StoredRelaxation
+from govern.store.models import (
+    Candidate,
+    StoredAnnotation,
+    StoredExclusion,
+    StoredRelaxation,
+    StoredRelease,
+)
 from govern.store.queries import failed_versions
 
 Executor = Session | Connection
@@ -103,8 +109,8 @@ def _refresh(executor: Executor, ids: Sequence[int], missing_only: bool) -> int:
     if missing_only:
         where.append(col(Candidate.relaxation).is_(None))
     candidates = executor.execute(
-        columns(col(Candidate.id), col(Candidate.exclusion_id), col(Release.version))
-        .join(Release, col(Release.id) == col(Candidate.release_id))
+        columns(col(Candidate.id), col(Candidate.exclusion_id), col(StoredRelease.version))
+        .join(StoredRelease, col(StoredRelease.id) == col(Candidate.release_id))
         .where(*where)
     ).all()
     if not candidates:
@@ -114,17 +120,17 @@ def _refresh(executor: Executor, ids: Sequence[int], missing_only: bool) -> int:
         row_id: (requirement, clause, package)
         for row_id, requirement, clause, package in executor.execute(
             columns(
-                col(Exclusion.id),
-                col(Exclusion.requirement),
-                col(Exclusion.clause),
-                col(Exclusion.package),
-            ).where(col(Exclusion.id).in_(wanted))
+                col(StoredExclusion.id),
+                col(StoredExclusion.requirement),
+                col(StoredExclusion.clause),
+                col(StoredExclusion.package),
+            ).where(col(StoredExclusion.id).in_(wanted))
         )
     }
     bad: dict[int, set[str]] = defaultdict(set)
     for exclusion_id, versions in executor.execute(
-        columns(col(Annotation.exclusion_id), col(Annotation.bad_versions)).where(
-            col(Annotation.exclusion_id).in_(wanted), col(Annotation.current)
+        columns(col(StoredAnnotation.exclusion_id), col(StoredAnnotation.bad_versions)).where(
+            col(StoredAnnotation.exclusion_id).in_(wanted), col(StoredAnnotation.current)
         )
     ):
         bad[exclusion_id].update(v for v in versions or () if isinstance(v, str))
@@ -132,8 +138,8 @@ def _refresh(executor: Executor, ids: Sequence[int], missing_only: bool) -> int:
         bad[exclusion_id] |= versions
     published: dict[str, list[str]] = defaultdict(list)
     for package, version in executor.execute(
-        columns(col(Release.package), col(Release.version)).where(
-            col(Release.package).in_(sorted({line[2] for line in lines.values()}))
+        columns(col(StoredRelease.package), col(StoredRelease.version)).where(
+            col(StoredRelease.package).in_(sorted({line[2] for line in lines.values()}))
         )
     ):
         published[package].append(version)

@@ -21,11 +21,11 @@ from sqlmodel import select as orm_select
 from govern.store import locks
 from govern.store.core import Rows, chunks, table
 from govern.store.db import BULK
-from govern.store.models import Annotation, Exclusion, Repository, Source
+from govern.store.models import Repository, StoredAnnotation, StoredExclusion, StoredSource
 
 _REPOSITORY = table(Repository)
-_SOURCE = table(Source)
-_EXCLUSION = table(Exclusion)
+_SOURCE = table(StoredSource)
+_EXCLUSION = table(StoredExclusion)
 
 
 def repository(conn: Connection, *, name: str) -> Row[int, str | None] | None:
@@ -53,7 +53,7 @@ def active_exclusions(conn: Connection, *, repository_id: int) -> int:
 
 
 @dataclass(frozen=True, slots=True)
-class StoredSource:
+class SourceState:
     """What the store holds for one source of a repository (read without a lock)."""
 
     commit: str | None  # the newest commit replayed
@@ -61,7 +61,7 @@ class StoredSource:
     tracked: bool  # any exclusion ever recorded for it
 
 
-def stored_sources(conn: Connection, *, name: str) -> dict[str, StoredSource]:
+def stored_sources(conn: Connection, *, name: str) -> dict[str, SourceState]:
     """Per source path: its replay marker and active keys (empty for a new repository)."""
     found = repository(conn, name=name)
     if found is None:
@@ -80,7 +80,7 @@ def stored_sources(conn: Connection, *, name: str) -> dict[str, StoredSource]:
         if row.removed_at is None:
             keys[row.source_id].add(row.key)
     return {
-        path: StoredSource(commit, frozenset(keys[source_id]), source_id in tracked)
+        path: SourceState(commit, frozenset(keys[source_id]), source_id in tracked)
         for source_id, (path, commit) in paths.items()
     }
 
@@ -122,16 +122,18 @@ def lock_repository(session: Session, *, name: str, root: str, now: datetime) ->
     return found
 
 
-def sources_of(session: Session, *, repository_id: int) -> list[Source]:
+def sources_of(session: Session, *, repository_id: int) -> list[StoredSource]:
     """Every source row of a repository (present or not)."""
-    return list(session.exec(orm_select(Source).where(Source.repository_id == repository_id)))
+    return list(
+        session.exec(orm_select(StoredSource).where(StoredSource.repository_id == repository_id))
+    )
 
 
 def add_source(
     session: Session, *, repository_id: int, path: str, format: str, at: datetime
-) -> Source:
+) -> StoredSource:
     """A new source row, with its id."""
-    row = Source(
+    row = StoredSource(
         repository_id=repository_id, path=path, format=format, first_seen_at=at, last_seen_at=at
     )
     session.add(row)
@@ -141,8 +143,8 @@ def add_source(
 
 def exclusion_rows(session: Session, *, repository_id: int) -> Rows:
     """Every exclusion of a repository (removed ones too), as :data:`EXCLUSION_FIELDS`."""
-    fields = (col(getattr(Exclusion, name)) for name in EXCLUSION_FIELDS)
-    query = select(*fields).where(col(Exclusion.repository_id) == repository_id)
+    fields = (col(getattr(StoredExclusion, name)) for name in EXCLUSION_FIELDS)
+    query = select(*fields).where(col(StoredExclusion.repository_id) == repository_id)
     return session.execute(query).all()
 
 
@@ -150,19 +152,23 @@ def current_fingerprints(session: Session, *, repository_id: int) -> Rows:
     """The current annotation of each exclusion of a repository: (id, exclusion_id,
     fingerprint)."""
     query = (
-        select(col(Annotation.id), col(Annotation.exclusion_id), col(Annotation.fingerprint))
-        .join(Exclusion, col(Exclusion.id) == col(Annotation.exclusion_id))
-        .where(col(Exclusion.repository_id) == repository_id, col(Annotation.current))
+        select(
+            col(StoredAnnotation.id),
+            col(StoredAnnotation.exclusion_id),
+            col(StoredAnnotation.fingerprint),
+        )
+        .join(StoredExclusion, col(StoredExclusion.id) == col(StoredAnnotation.exclusion_id))
+        .where(col(StoredExclusion.repository_id) == repository_id, col(StoredAnnotation.current))
     )
     return session.execute(query).all()
 
 
 def annotation_fields(session: Session, *, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
     """The :data:`ANNOTATION_FIELDS` of the annotation versions ``ids``, by id."""
-    fields = [getattr(Annotation, name) for name in ANNOTATION_FIELDS]
+    fields = [getattr(StoredAnnotation, name) for name in ANNOTATION_FIELDS]
     stored: dict[int, dict[str, Any]] = {}
     for chunk in chunks(ids):
-        query = select(col(Annotation.id), *fields).where(col(Annotation.id).in_(chunk))
+        query = select(col(StoredAnnotation.id), *fields).where(col(StoredAnnotation.id).in_(chunk))
         for found in session.execute(query):
             stored[found[0]] = dict(zip(ANNOTATION_FIELDS, found[1:], strict=True))
     return stored
@@ -178,12 +184,12 @@ def insert_exclusions(
     # A plain executemany (pipelined by psycopg), then the ids by key: INSERT ... RETURNING
     # would render thousands of rows into one statement, which psycopg then re-parses
     # placeholder by placeholder (seconds for 10,000 rows).
-    session.execute(insert(Exclusion), list(rows), execution_options=BULK)
+    session.execute(insert(StoredExclusion), list(rows), execution_options=BULK)
     keys = [row["key"] for row in rows]
     ids: dict[str, int] = {}
     for chunk in chunks(keys):
-        query = select(col(Exclusion.id), col(Exclusion.key)).where(
-            col(Exclusion.repository_id) == repository_id, col(Exclusion.key).in_(chunk)
+        query = select(col(StoredExclusion.id), col(StoredExclusion.key)).where(
+            col(StoredExclusion.repository_id) == repository_id, col(StoredExclusion.key).in_(chunk)
         )
         ids.update((key, new_id) for new_id, key in session.execute(query))
     return ids
@@ -192,18 +198,20 @@ def insert_exclusions(
 def update_exclusions(session: Session, *, rows: Sequence[Mapping[str, Any]]) -> None:
     """Exclusions by ``id`` (the same other columns set in every dict), in one batch."""
     if rows:
-        session.execute(update(Exclusion), list(rows))
+        session.execute(update(StoredExclusion), list(rows))
 
 
 def retire_annotations(session: Session, *, ids: Sequence[int]) -> None:
     """The annotation versions ``ids`` are no longer current."""
     if ids:
         session.execute(
-            update(Annotation).where(col(Annotation.id).in_(list(ids))).values(current=False)
+            update(StoredAnnotation)
+            .where(col(StoredAnnotation.id).in_(list(ids)))
+            .values(current=False)
         )
 
 
 def insert_annotations(session: Session, *, rows: Sequence[Mapping[str, Any]]) -> None:
     """New annotation versions (dicts by column), in one batch."""
     if rows:
-        session.execute(insert(Annotation), list(rows), execution_options=BULK)
+        session.execute(insert(StoredAnnotation), list(rows), execution_options=BULK)

@@ -14,11 +14,11 @@ from sqlmodel import Session, col, select
 
 from govern.exclusions.states import CandidateStatus
 from govern.store.models import (
-    Annotation,
     Candidate,
-    Exclusion,
     IndexPage,
-    Release,
+    StoredAnnotation,
+    StoredExclusion,
+    StoredRelease,
     Verification,
 )
 from govern.store.queries import current_notes
@@ -28,9 +28,9 @@ def open_exclusions(session: Session, *, key: str, package: str) -> list[int]:
     """The ids of the exclusions not removed whose key is ``key`` or whose package is
     ``package`` (a canonical name)."""
     found = session.exec(
-        select(Exclusion.id).where(
-            (col(Exclusion.key) == key) | (col(Exclusion.package) == package),
-            col(Exclusion.removed_at).is_(None),
+        select(StoredExclusion.id).where(
+            (col(StoredExclusion.key) == key) | (col(StoredExclusion.package) == package),
+            col(StoredExclusion.removed_at).is_(None),
         )
     ).all()
     return [i for i in found if i is not None]
@@ -61,22 +61,22 @@ def running(
 
 def waiting(
     session: Session, *, exclusion_ids: Collection[int] | None, profiles: Collection[str]
-) -> list[tuple[Candidate, Release, Exclusion]]:
+) -> list[tuple[Candidate, StoredRelease, StoredExclusion]]:
     """Eligible candidates ``found`` of open exclusions (of some, and of some profiles when
     given), by exclusion, profile and release."""
     query = (
-        select(Candidate, Release, Exclusion)
-        .join(Release, col(Release.id) == col(Candidate.release_id))
-        .join(Exclusion, col(Exclusion.id) == col(Candidate.exclusion_id))
+        select(Candidate, StoredRelease, StoredExclusion)
+        .join(StoredRelease, col(StoredRelease.id) == col(Candidate.release_id))
+        .join(StoredExclusion, col(StoredExclusion.id) == col(Candidate.exclusion_id))
         .where(
             col(Candidate.eligible),
             col(Candidate.status) == CandidateStatus.FOUND,
-            col(Exclusion.removed_at).is_(None),
+            col(StoredExclusion.removed_at).is_(None),
         )
-        .order_by(col(Exclusion.id), col(Candidate.profile), col(Release.id))
+        .order_by(col(StoredExclusion.id), col(Candidate.profile), col(StoredRelease.id))
     )
     if exclusion_ids is not None:
-        query = query.where(col(Exclusion.id).in_(list(exclusion_ids)))
+        query = query.where(col(StoredExclusion.id).in_(list(exclusion_ids)))
     if profiles:
         query = query.where(col(Candidate.profile).in_(list(profiles)))
     return list(session.exec(query).all())
@@ -136,9 +136,9 @@ def rename_run(session: Session, *, verification_ids: Sequence[int | None], run_
             row.run_id = run_id
 
 
-def release(session: Session, *, release_id: int) -> Release | None:
+def release(session: Session, *, release_id: int) -> StoredRelease | None:
     """A release by id."""
-    return session.get(Release, release_id)
+    return session.get(StoredRelease, release_id)
 
 
 def listed_by(session: Session, *, package: str) -> str | None:
@@ -153,16 +153,16 @@ def verification(session: Session, *, verification_id: int | None) -> Verificati
     return session.get(Verification, verification_id)
 
 
-def candidate_of(session: Session, *, candidate_id: int) -> tuple[Candidate, Release] | None:
+def candidate_of(session: Session, *, candidate_id: int) -> tuple[Candidate, StoredRelease] | None:
     """A candidate and its release (None: either is gone)."""
     candidate = session.get(Candidate, candidate_id)
-    found = session.get(Release, candidate.release_id) if candidate is not None else None
+    found = session.get(StoredRelease, candidate.release_id) if candidate is not None else None
     return (candidate, found) if candidate is not None and found is not None else None
 
 
 def reproducer(session: Session, *, exclusion_id: int) -> str | None:
     """The exclusion's reproducer (its annotation's ``verify``), if any."""
-    note: Annotation | None = current_notes(session, ids=[exclusion_id]).get(exclusion_id)
+    note: StoredAnnotation | None = current_notes(session, ids=[exclusion_id]).get(exclusion_id)
     return note.verify if note is not None else None
 
 
@@ -187,14 +187,14 @@ def candidate_statuses(
     session.flush()
     statuses: dict[int, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
     for candidate, found in session.exec(
-        select(Candidate, Release)
-        .join(Release, col(Release.id) == col(Candidate.release_id))
+        select(Candidate, StoredRelease)
+        .join(StoredRelease, col(StoredRelease.id) == col(Candidate.release_id))
         .where(col(Candidate.exclusion_id).in_(sorted(exclusion_ids)), col(Candidate.eligible))
     ):
         statuses[candidate.exclusion_id][found.version].add(candidate.status)
     return statuses
 
 
-def exclusion(session: Session, *, exclusion_id: int) -> Exclusion | None:
+def exclusion(session: Session, *, exclusion_id: int) -> StoredExclusion | None:
     """An exclusion by id."""
-    return session.get(Exclusion, exclusion_id)
+    return session.get(StoredExclusion, exclusion_id)

@@ -18,7 +18,7 @@ from sqlmodel import Session, col, select
 
 from govern.exclusions.states import EventKind, State
 from govern.store import events
-from govern.store.models import Exclusion
+from govern.store.models import StoredExclusion
 from govern.store.queries import has_nul
 from govern.web.state import AppState
 
@@ -38,18 +38,18 @@ class ActionError(ValueError):
         self.status = status
 
 
-def _exclusion(state: AppState, key: str, session: object) -> Exclusion:
+def _exclusion(state: AppState, key: str, session: object) -> StoredExclusion:
     assert isinstance(session, Session)
     if has_nul(key):
         raise ActionError(f"no exclusion with id {key!r}", status=404)
-    row = session.exec(select(Exclusion).where(col(Exclusion.key) == key)).first()
+    row = session.exec(select(StoredExclusion).where(col(StoredExclusion.key) == key)).first()
     if row is None or row.id is None:
         raise ActionError(f"no exclusion with id {key!r}", status=404)
     return row
 
 
 def _record(
-    session: Session, row: Exclusion, kind: EventKind, now: datetime, **detail: object
+    session: Session, row: StoredExclusion, kind: EventKind, now: datetime, **detail: object
 ) -> None:
     """The action's event on the exclusion's thread (no action moves its state)."""
     events.record(session, row, kind, dict(detail), now)
@@ -120,7 +120,9 @@ def proposable(session: Session, key: str) -> bool:
     page shows (``overdue`` hides a verified one's state)."""
     if has_nul(key):
         return False
-    stored = session.exec(select(Exclusion.state).where(col(Exclusion.key) == key)).first()
+    stored = session.exec(
+        select(StoredExclusion.state).where(col(StoredExclusion.key) == key)
+    ).first()
     return stored in PROPOSABLE
 
 

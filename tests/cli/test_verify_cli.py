@@ -23,7 +23,7 @@ from govern.config import Config
 from govern.service.track import TrackOptions, track
 from govern.service.verify import VerifyOptions, VerifyResult
 from govern.store.db import Store
-from govern.store.models import Candidate, Exclusion, Release, Verification
+from govern.store.models import Candidate, StoredExclusion, StoredRelease, Verification
 
 NOW = datetime(2026, 8, 1, tzinfo=UTC)
 SAY = f"{sys.executable} -c \"print('govern-verify: installed demo==' + '{{version}}')\""
@@ -39,10 +39,10 @@ def seeded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, str]:
     with Store(db) as store:
         track(store, root, None, config=Config(), options=TrackOptions(now=NOW))
         with store.session(write=True) as session:
-            release = Release(package="demo", version="1.1", first_seen_at=NOW)
+            release = StoredRelease(package="demo", version="1.1", first_seen_at=NOW)
             session.add(release)
             session.flush()
-            exclusion = session.exec(select(Exclusion)).one()
+            exclusion = session.exec(select(StoredExclusion)).one()
             session.add(
                 Candidate(
                     exclusion_id=exclusion.id or 0,
@@ -251,7 +251,7 @@ def test_configured_secrets_never_reach_the_command_nor_any_page(
 
     with Store(db) as store:
         with store.session() as session:
-            key = session.exec(select(Exclusion)).one().key
+            key = session.exec(select(StoredExclusion)).one().key
             run = session.exec(select(Verification)).one()
         log = run.log_excerpt or ""
         assert log.count("***") >= 3, log  # the three lines printed, each scrubbed

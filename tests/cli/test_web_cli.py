@@ -174,10 +174,12 @@ def test_the_terminal_dashboard_shows_bidi_controls_and_escapes_visibly(
 ) -> None:
     from sqlmodel import select
 
-    from govern.store.models import Exclusion, Repository
+    from govern.store.models import Repository, StoredExclusion
 
     with Store(db) as store, store.session(write=True) as session:
-        cupy = session.exec(select(Exclusion).where(Exclusion.package == "cupy-cuda13x")).one()
+        cupy = session.exec(
+            select(StoredExclusion).where(StoredExclusion.package == "cupy-cuda13x")
+        ).one()
         cupy.assigned_owner = "@gpu\u202eevil\x1b[31m"
         repository = session.get(Repository, cupy.repository_id)
         assert repository is not None

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from govern.daemon.jobs import Job, Outcome
+from govern.daemon.jobs import Job, JobOutcome
 from govern.daemon.runner import Daemon
 from govern.daemon.schedule import describe, jitter, parse_every
 from govern.errors import GovernError, UsageError
@@ -63,13 +63,13 @@ class _Recorder:
         self.reports: list[dict[str, Any]] = []
 
     def job(self, name: str, *, takes: float = 0.0, fails: BaseException | None = None) -> Job:
-        async def run() -> Outcome:
+        async def run() -> JobOutcome:
             began = time.monotonic()
             await asyncio.sleep(takes)
             self.runs.append((name, began, time.monotonic()))
             if fails is not None:
                 raise fails
-            return Outcome(True, f"{name} done", {"n": len(self.runs)})
+            return JobOutcome(True, f"{name} done", {"n": len(self.runs)})
 
         return run
 
@@ -173,11 +173,11 @@ def test_a_scheduled_job_longer_than_the_grace_period_is_cancelled_quietly() -> 
     seen = _Recorder()
     calls = 0
 
-    async def slower_each_time() -> Outcome:
+    async def slower_each_time() -> JobOutcome:
         nonlocal calls
         calls += 1
         await asyncio.sleep(0 if calls == 1 else 30)
-        return Outcome(True, f"call {calls}")
+        return JobOutcome(True, f"call {calls}")
 
     daemon = Daemon({"poll": (slower_each_time, 1)}, seen.report, grace=0.3)
     began = time.monotonic()

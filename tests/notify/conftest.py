@@ -20,7 +20,7 @@ from fakes.webhook import FakeWebhook
 from govern.config import Config
 from govern.service.track import TrackOptions, track
 from govern.store.db import Store
-from govern.store.models import Release
+from govern.store.models import StoredRelease
 
 
 @pytest.fixture
@@ -50,7 +50,7 @@ def tracked(database_url: str, clone: Path) -> Iterator[Store]:
         )
         with opened.session(write=True) as session:
             session.add_all(
-                Release(package="cupy-cuda13x", version=v, first_seen_at=NOW)
+                StoredRelease(package="cupy-cuda13x", version=v, first_seen_at=NOW)
                 for v in ("14.0.1", "14.1.0")
             )
         yield opened

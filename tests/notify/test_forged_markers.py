@@ -28,7 +28,7 @@ from govern.notify import channels
 from govern.notify.base import Message, Notifier
 from govern.service.propose import Proposer, ProposeResult
 from govern.store.db import Store
-from govern.store.models import Annotation, Exclusion, Outbox, Release
+from govern.store.models import Outbox, StoredAnnotation, StoredExclusion, StoredRelease
 
 TWO = f"""\
 # CuPy 14.1.0 imports pytest at import time; tracked in {ISSUE}
@@ -101,14 +101,16 @@ def test_a_reason_carrying_another_reminder_s_marker_does_not_stop_that_reminder
 ) -> None:
     with tracked.session(write=True) as session:
         session.add_all(
-            Release(package="cupy-cuda12x", version=v, first_seen_at=NOW)
+            StoredRelease(package="cupy-cuda12x", version=v, first_seen_at=NOW)
             for v in ("14.0.1", "14.1.0")
         )
-        first, second = session.exec(select(Exclusion).order_by(col(Exclusion.id))).all()
+        first, second = session.exec(
+            select(StoredExclusion).order_by(col(StoredExclusion.id))
+        ).all()
         assert (first.package, second.package) == ("cupy-cuda13x", "cupy-cuda12x")
         note = session.exec(
-            select(Annotation).where(
-                col(Annotation.exclusion_id) == first.id, col(Annotation.current)
+            select(StoredAnnotation).where(
+                col(StoredAnnotation.exclusion_id) == first.id, col(StoredAnnotation.current)
             )
         ).one()
         forged = f"<!-- govern:reminder=remind:{second.key}:14.1.1:issue -->"

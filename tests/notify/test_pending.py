@@ -30,7 +30,7 @@ from govern.notify import channels, pending, templates
 from govern.service.remind import Digester, DigestResult
 from govern.store import outbox as stored_outbox
 from govern.store.db import Store
-from govern.store.models import Annotation, Outbox
+from govern.store.models import Outbox, StoredAnnotation
 
 HOOK_ENV = "GOVERN_TEST_WEBHOOK_URL"
 
@@ -155,12 +155,12 @@ def test_a_body_that_comes_back_is_written_again(
     settings = config(pending_issue=True)
     run(tracked, github, webhook, settings)  # held
     with tracked.session(write=True) as session:
-        note = session.exec(select(Annotation)).one()
+        note = session.exec(select(StoredAnnotation)).one()
         note.review_by = date(2026, 1, 1)
     run(tracked, github, webhook, settings)  # overdue
     assert "## Overdue (1)" in pending_issues(github)[0]["body"]
     with tracked.session(write=True) as session:
-        session.exec(select(Annotation)).one().review_by = None
+        session.exec(select(StoredAnnotation)).one().review_by = None
     run(tracked, github, webhook, settings)  # held again: the first body, sent again
     (issue,) = pending_issues(github)
     assert "## Overdue (0)" in issue["body"]
@@ -178,7 +178,7 @@ def test_a_text_that_failed_to_go_out_is_superseded_by_the_next_one_published(
     failed = run(tracked, github, webhook, settings)
     assert failed.repositories[0]["pending_issue"]["state"] == "failed"
     with tracked.session(write=True) as session:
-        session.exec(select(Annotation)).one().review_by = date(2026, 1, 1)
+        session.exec(select(StoredAnnotation)).one().review_by = date(2026, 1, 1)
     run(tracked, github, webhook, settings)  # another text, published
     (issue,) = pending_issues(github)
     assert "## Overdue (1)" in issue["body"]
@@ -267,7 +267,7 @@ def test_a_daily_digest_with_nothing_to_act_on_is_not_sent(
         "message": "nothing relaxable or overdue",
     }
     with tracked.session(write=True) as session:
-        session.exec(select(Annotation)).one().review_by = date(2026, 1, 1)
+        session.exec(select(StoredAnnotation)).one().review_by = date(2026, 1, 1)
     result = run(tracked, github, webhook, config(digest="daily"))
     assert result.repositories[0]["digest"]["period"] == "2026-06-02"
     (message,) = webhook.messages

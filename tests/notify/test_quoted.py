@@ -33,7 +33,7 @@ from govern.notify import channels
 from govern.service.propose import Proposer
 from govern.service.remind import Digester
 from govern.store.db import Store
-from govern.store.models import Annotation
+from govern.store.models import StoredAnnotation
 
 HOOK_ENV = "GOVERN_TEST_WEBHOOK_URL"
 HOSTILE = (
@@ -85,7 +85,7 @@ def assert_quoted(text: str) -> None:
 @pytest.fixture
 def hostile(store: Store) -> Store:
     with store.session(write=True) as session:
-        note = session.exec(select(Annotation).where(col(Annotation.current))).one()
+        note = session.exec(select(StoredAnnotation).where(col(StoredAnnotation.current))).one()
         note.reason = HOSTILE
     return store
 

@@ -42,7 +42,7 @@ from govern.notify.email import message_id
 from govern.service.outbox import seal
 from govern.service.propose import Proposer, ProposeResult
 from govern.store.db import Store
-from govern.store.models import Event, Exclusion, Outbox
+from govern.store.models import Event, Outbox, StoredExclusion
 
 WEBHOOK_ENV = "GOVERN_TEST_WEBHOOK_URL"
 ALL = ("issue", "webhook", "email")
@@ -163,7 +163,7 @@ def events(store: Store, kind: EventKind) -> list[Event]:
 
 def exclusion_key(store: Store) -> str:
     with store.session() as session:
-        return session.exec(select(Exclusion)).one().key
+        return session.exec(select(StoredExclusion)).one().key
 
 
 # -- once, on every channel -----------------------------------------------------------------
@@ -236,7 +236,7 @@ def test_three_runs_send_one_comment_one_chat_message_and_one_email(
         "url": first.url,
     }
     with store.session() as session:
-        assert session.exec(select(Exclusion)).one().state == State.PROPOSED
+        assert session.exec(select(StoredExclusion)).one().state == State.PROPOSED
 
 
 def test_a_newer_verified_version_is_reminded_once_more(store: Store, world: World) -> None:

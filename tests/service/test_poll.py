@@ -32,8 +32,8 @@ from govern.service.track import TrackOptions, track
 from govern.store import events, polling
 from govern.store.db import Store
 from govern.store.location import as_utc
-from govern.store.models import Candidate, Event, Exclusion, IndexPage, PollRun
-from govern.store.models import Release as ReleaseRow
+from govern.store.models import Candidate, Event, IndexPage, PollRun, StoredExclusion
+from govern.store.models import StoredRelease as ReleaseRow
 
 NOW = datetime(2026, 8, 1, tzinfo=UTC)
 X86 = Profile(name="cuda13", python=Version("3.12"), platforms=("manylinux_2_28_x86_64",))
@@ -128,7 +128,7 @@ def test_a_fixed_release_becomes_a_candidate(store: Store, index: StaticIndex) -
     assert decided[("14.1.1", "cuda13")] == (True, None, "newest")
     assert ("14.1.0", "cuda13") not in decided or not decided[("14.1.0", "cuda13")][0]
     with store.session() as session:
-        cupy = session.exec(select(Exclusion)).one()
+        cupy = session.exec(select(StoredExclusion)).one()
         events = session.exec(select(Event).where(Event.kind == "candidate-found")).all()
     assert cupy.state == "candidate"
     assert sorted(e.detail["version"] for e in events) == ["14.1.1", "14.1.3"]
@@ -183,7 +183,7 @@ def test_a_failing_index_changes_nothing(store: Store, tmp_path: Path) -> None:
         page = session.exec(select(IndexPage)).one()
         assert page.failures == 1
         assert page.failure == reason
-        assert session.exec(select(Exclusion)).one().state == "held"
+        assert session.exec(select(StoredExclusion)).one().state == "held"
         assert session.exec(select(Event).where(Event.kind == "candidate-found")).all() == []
         assert session.exec(select(ReleaseRow)).all() == []
 
@@ -415,7 +415,7 @@ def test_bad_answers_are_recorded_and_never_a_verdict(database_url: str, tmp_pat
             }
         ]
         with store.session() as session:
-            states = {e.package: e.state for e in session.exec(select(Exclusion))}
+            states = {e.package: e.state for e in session.exec(select(StoredExclusion))}
             pages = {p.package: p.failures for p in session.exec(select(IndexPage))}
         assert states == dict.fromkeys(names[:-1], "held") | {"zeta": "candidate"}
         assert all(pages[name] == 1 for name in failed)
@@ -671,7 +671,7 @@ def test_the_same_page_again_without_validators_writes_nothing(
             with store.session() as session:
                 return [
                     sorted(map(repr, session.exec(select(model)).all()))
-                    for model in (ReleaseRow, Candidate, Event, Exclusion, IndexPage)
+                    for model in (ReleaseRow, Candidate, Event, StoredExclusion, IndexPage)
                 ]
 
         before = snapshot()

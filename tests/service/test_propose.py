@@ -38,13 +38,13 @@ from govern.service.verify import Verifier
 from govern.store.db import Store
 from govern.store.history import threads
 from govern.store.models import (
-    Annotation,
     Candidate,
     Event,
-    Exclusion,
     Outbox,
     Proposal,
-    Release,
+    StoredAnnotation,
+    StoredExclusion,
+    StoredRelease,
 )
 
 NOW = datetime(2026, 6, 2, tzinfo=UTC)
@@ -92,9 +92,9 @@ def store(database_url: str, origin: tuple[Path, Path]) -> Iterator[Store]:
             options=TrackOptions(now=NOW),
         )
         with opened.session(write=True) as session:
-            exclusion = session.exec(select(Exclusion)).one()
+            exclusion = session.exec(select(StoredExclusion)).one()
             releases = [
-                Release(package="cupy-cuda13x", version=v, first_seen_at=NOW)
+                StoredRelease(package="cupy-cuda13x", version=v, first_seen_at=NOW)
                 for v in ("14.0.1", "14.1.0", "14.1.1")
             ]
             session.add_all(releases)
@@ -143,7 +143,7 @@ def test_three_runs_push_one_branch_with_only_that_line_changed(
     bare, clone = origin
     before = _git("status", "--porcelain", cwd=clone), _git("for-each-ref", cwd=clone)
     with store.session() as session:
-        assert session.exec(select(Exclusion)).one().state == State.VERIFIED
+        assert session.exec(select(StoredExclusion)).one().state == State.VERIFIED
     proposer = _proposer(store, ProposeConfig(via=Via.GIT))
     results = [asyncio.run(proposer.run()) for _ in range(3)]
     outcome = results[0].proposals[0]
@@ -173,7 +173,7 @@ def test_three_runs_push_one_branch_with_only_that_line_changed(
     # The user's clone is never touched.
     assert (_git("status", "--porcelain", cwd=clone), _git("for-each-ref", cwd=clone)) == before
     with store.session() as session:
-        exclusion = session.exec(select(Exclusion)).one()
+        exclusion = session.exec(select(StoredExclusion)).one()
         opened = session.exec(
             select(Event).where(col(Event.kind) == EventKind.PROPOSAL_OPENED)
         ).all()
@@ -204,7 +204,7 @@ def test_dry_run_prints_the_change_and_sends_nothing(
     ]
     with store.session() as session:
         assert session.exec(select(Outbox)).all() == []
-        assert session.exec(select(Exclusion)).one().state == State.VERIFIED
+        assert session.exec(select(StoredExclusion)).one().state == State.VERIFIED
     document = json.loads(json.dumps(result.as_dict()))
     assert document["schema"] == "govern.propose/1"
     assert document["proposals"][0]["old"] == "cupy-cuda13x < 14.1.0"
@@ -305,7 +305,7 @@ def test_the_pull_request_is_opened_once_across_runs_and_a_crash(
     assert "+cupy-cuda13x != 14.1.0" in body
     assert "<!-- govern:proposal=" in body
     with store.session() as session:
-        exclusion = session.exec(select(Exclusion)).one()
+        exclusion = session.exec(select(StoredExclusion)).one()
         opened = session.exec(
             select(Event).where(col(Event.kind) == EventKind.PROPOSAL_OPENED)
         ).all()
@@ -317,7 +317,7 @@ def test_the_owner_s_users_review_and_are_assigned_and_its_teams_review(
     store: Store, origin: tuple[Path, Path], fake: FakeGitHubForge
 ) -> None:
     with store.session(write=True) as session:
-        note = session.exec(select(Annotation).where(col(Annotation.current))).one()
+        note = session.exec(select(StoredAnnotation).where(col(StoredAnnotation.current))).one()
         note.owner = "@alice @octo-org/platform Jane Doe"
     _run_github(store, fake)
     (pull,) = fake.pulls.values()
@@ -335,7 +335,7 @@ def test_a_pull_request_closed_unmerged_holds_the_exclusion_and_is_not_reopened(
     result = _run_github(store, fake)
     assert [(c["number"], c["state"]) for c in result.closed] == [(pull["number"], "declined")]
     with store.session() as session:
-        exclusion = session.exec(select(Exclusion)).one()
+        exclusion = session.exec(select(StoredExclusion)).one()
         kinds = [e.kind for e in session.exec(select(Event).order_by(col(Event.id))).all()]
     assert exclusion.state == State.HELD
     assert EventKind.DECLINED in kinds
@@ -427,7 +427,9 @@ def test_the_thread_reads_found_verified_proposed_merged_relaxed_with_the_pr_num
     )
     with store.session() as session:
         (thread,) = threads(session, query="cupy-cuda13x", now=NOW)
-        ended = session.exec(select(Exclusion).where(col(Exclusion.clause) == "<14.1.0")).one()
+        ended = session.exec(
+            select(StoredExclusion).where(col(StoredExclusion.clause) == "<14.1.0")
+        ).one()
     said = [(e.kind, e.pull_request, e.detail.get("direction")) for e in thread.events]
     assert said == [
         (EventKind.ADDED, None, None),
@@ -499,7 +501,7 @@ def test_an_exclusion_s_own_mode_wins_over_its_package_s(
 ) -> None:
     bare, _clone = origin
     with store.session() as session:
-        key = session.exec(select(Exclusion)).one().key
+        key = session.exec(select(StoredExclusion)).one().key
     settings = ProposeConfig(
         via=Via.GIT,
         packages=(("cupy-cuda13x", ProposeMode.PULL_REQUEST),),
@@ -608,7 +610,7 @@ def test_a_pull_request_a_person_closed_after_a_crash_is_not_opened_again(
     assert first.proposals[0].number == number
     assert [(c["number"], c["state"]) for c in first.closed] == [(number, "declined")]
     with store.session() as session:
-        assert session.exec(select(Exclusion)).one().state == State.HELD
+        assert session.exec(select(StoredExclusion)).one().state == State.HELD
 
 
 def test_a_forge_that_cannot_be_built_stops_only_its_own_watch(
@@ -662,7 +664,7 @@ def test_a_line_a_person_relaxed_by_hand_closes_govern_s_pull_request(
 
 def _reason(store: Store, text: str) -> None:
     with store.session(write=True) as session:
-        note = session.exec(select(Annotation).where(col(Annotation.current))).one()
+        note = session.exec(select(StoredAnnotation).where(col(StoredAnnotation.current))).one()
         note.reason = text
 
 

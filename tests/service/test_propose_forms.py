@@ -33,7 +33,7 @@ from govern.service.propose import Proposer, ProposeResult
 from govern.service.track import TrackOptions, track
 from govern.service.verify import Verifier
 from govern.store.db import Store
-from govern.store.models import Candidate, Event, Exclusion, Release
+from govern.store.models import Candidate, Event, StoredExclusion, StoredRelease
 
 KV = """\
 lmcache >= 0.3.9
@@ -121,7 +121,7 @@ class World:
         exclusions."""
         with self.store.session(write=True) as session:
             releases = {
-                v: Release(
+                v: StoredRelease(
                     package=package, version=v, first_seen_at=NOW, files=(files or {}).get(v, [])
                 )
                 for v in versions
@@ -129,7 +129,7 @@ class World:
             session.add_all(releases.values())
             session.flush()
             for exclusion in session.exec(
-                select(Exclusion).where(col(Exclusion.package) == package)
+                select(StoredExclusion).where(col(StoredExclusion.package) == package)
             ).all():
                 session.add(
                     Candidate(

@@ -40,7 +40,7 @@ from govern.service.propose import Proposer, ProposeResult
 from govern.service.track import TrackOptions, track
 from govern.store.db import Store
 from govern.store.history import proposals_of
-from govern.store.models import Exclusion, Outbox, Release
+from govern.store.models import Outbox, StoredExclusion, StoredRelease
 
 NOW = datetime(2026, 6, 2, tzinfo=UTC)
 TOKEN = "ghp_" + "p" * 36
@@ -80,7 +80,7 @@ def store(database_url: str, origin: tuple[Path, Path]) -> Iterator[Store]:
         track(opened, clone, None, config=Config(repository="o/r"), options=TrackOptions(now=NOW))
         with opened.session(write=True) as session:
             session.add_all(
-                Release(package="cupy-cuda13x", version=v, first_seen_at=NOW)
+                StoredRelease(package="cupy-cuda13x", version=v, first_seen_at=NOW)
                 for v in ("14.0.1", "14.1.0")
             )
         verify(opened, "14.1.1")
@@ -157,7 +157,7 @@ def _person_pushes(bare: Path, tmp: Path, branch: str, text: str, *, start: str 
 
 def _branch_name(store: Store) -> str:
     with store.session() as session:
-        key = session.exec(select(Exclusion)).one().key
+        key = session.exec(select(StoredExclusion)).one().key
     return f"govern/relax/cupy-cuda13x-{key[:10]}"
 
 
@@ -187,7 +187,7 @@ def test_a_reviewer_s_fix_up_survives_a_newer_candidate_and_a_comment_says_so(
     assert github.pulls[first.number]["state"] == "open"
     assert "14.1.1" in github.pulls[first.number]["title"], "not updated over the fix-up"
     with store.session() as session:
-        exclusion = session.exec(select(Exclusion)).one()
+        exclusion = session.exec(select(StoredExclusion)).one()
         shown = proposals_of(session, exclusion_id=exclusion.id or 0)
     notes = [d.note for p in shown for d in p.deliveries if d.note]
     assert any("left alone" in n and first.branch in n for n in notes), notes
@@ -303,7 +303,7 @@ def test_the_pull_request_is_closed_with_a_comment_when_the_base_already_admits_
 def _claimed(store: Store, pid: int) -> None:
     """The change request's delivery held right now by a live process on this host."""
     with store.session(write=True) as session:
-        key = session.exec(select(Exclusion)).one().key
+        key = session.exec(select(StoredExclusion)).one().key
         session.add(
             Outbox(
                 dedupe_key=f"change:{key}:14.1.1",

@@ -21,7 +21,7 @@ from sqlmodel import col, select
 from govern.config import Config
 from govern.service.track import TrackOptions, TrackResult, track
 from govern.store.db import Store
-from govern.store.models import Event, Exclusion, Repository
+from govern.store.models import Event, Repository, StoredExclusion
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 PACKAGES = ("numpy", "pytz", "sushy", "lesscpy", "cupy", "attrs", "boto3", "botocore", "six")
@@ -116,7 +116,9 @@ def _read(store: Store, root: Path) -> tuple[list[tuple[Any, ...]], list[tuple[A
         (repo_id,) = session.exec(
             select(Repository.id).where(Repository.root == str(root.resolve()))
         ).all()
-        rows = session.exec(select(Exclusion).where(Exclusion.repository_id == repo_id)).all()
+        rows = session.exec(
+            select(StoredExclusion).where(StoredExclusion.repository_id == repo_id)
+        ).all()
         keys = {row.id: row.key for row in rows}
         events = session.exec(
             select(Event).where(col(Event.exclusion_id).in_(keys)).order_by(col(Event.id))
@@ -201,5 +203,5 @@ def test_a_working_tree_line_that_does_not_parse_keeps_only_its_own(
     assert (again.counts.changed, again.counts.removed) == (1, 0)
     assert any("do not parse" in note for note in again.notes)
     with store.session() as session:
-        states = sorted((row.clause, row.state) for row in session.exec(select(Exclusion)))
+        states = sorted((row.clause, row.state) for row in session.exec(select(StoredExclusion)))
     assert states == [("!=2011.1", "held"), ("<2", "relaxed"), ("<3", "held")]

@@ -15,7 +15,7 @@ from govern.config import Config
 from govern.service import sync as sync_module
 from govern.service.track import TrackOptions, TrackResult, track
 from govern.store.db import Store
-from govern.store.models import Annotation, Event, Exclusion, Source
+from govern.store.models import Event, StoredAnnotation, StoredExclusion, StoredSource
 
 T0 = datetime(2026, 5, 24, 12, 0, tzinfo=UTC)
 T1 = datetime(2026, 8, 10, 12, 0, tzinfo=UTC)
@@ -40,11 +40,11 @@ def _sync(store: Store, root: Path, when: datetime = T0) -> TrackResult:
 def _snapshot(store: Store) -> dict[str, Any]:
     """What a user can see: exclusions with state, and every event (without ids)."""
     with store.session() as session:
-        rows = session.exec(select(Exclusion).order_by(col(Exclusion.key))).all()
+        rows = session.exec(select(StoredExclusion).order_by(col(StoredExclusion.key))).all()
         keys = {row.id: row.key for row in rows}
         events = session.exec(select(Event).order_by(col(Event.id))).all()
-        notes = session.exec(select(Annotation)).all()
-        sources = session.exec(select(Source)).all()
+        notes = session.exec(select(StoredAnnotation)).all()
+        sources = session.exec(select(StoredSource)).all()
         return {
             "exclusions": sorted(
                 (r.key, r.package, r.clause, r.state, keys.get(r.predecessor_id or -1))
@@ -74,8 +74,12 @@ def test_first_sync_adds_and_a_second_adds_nothing(store: Store, tmp_path: Path)
     assert second.counts.unchanged == 2
     assert _snapshot(store) == before
     with store.session() as session:
-        cupy = session.exec(select(Exclusion).where(Exclusion.package == "cupy-cuda13x")).one()
-        note = session.exec(select(Annotation).where(Annotation.exclusion_id == cupy.id)).one()
+        cupy = session.exec(
+            select(StoredExclusion).where(StoredExclusion.package == "cupy-cuda13x")
+        ).one()
+        note = session.exec(
+            select(StoredAnnotation).where(StoredAnnotation.exclusion_id == cupy.id)
+        ).one()
     assert cupy.kind == "cap"
     assert cupy.state == "held"
     assert note.reason is not None
@@ -100,11 +104,13 @@ def test_a_changed_reason_is_an_annotation_change_and_both_are_kept(
     assert result.counts.annotation_changed == 1
     assert result.counts.events == 1
     with store.session() as session:
-        attrs = session.exec(select(Exclusion).where(Exclusion.package == "attrs")).one()
+        attrs = session.exec(
+            select(StoredExclusion).where(StoredExclusion.package == "attrs")
+        ).one()
         notes = session.exec(
-            select(Annotation)
-            .where(Annotation.exclusion_id == attrs.id)
-            .order_by(col(Annotation.id))
+            select(StoredAnnotation)
+            .where(StoredAnnotation.exclusion_id == attrs.id)
+            .order_by(col(StoredAnnotation.id))
         ).all()
         event = session.exec(select(Event).where(Event.kind == "annotation-changed")).one()
     assert [n.current for n in notes] == [False, True]
@@ -126,8 +132,10 @@ def test_a_clause_changed_in_place_is_linked_to_its_predecessor(
     assert result.counts.added == 0
     assert result.counts.removed == 0
     with store.session() as session:
-        old = session.exec(select(Exclusion).where(Exclusion.clause == "<14.1.0")).one()
-        new = session.exec(select(Exclusion).where(Exclusion.clause == "!=14.1.0")).one()
+        old = session.exec(select(StoredExclusion).where(StoredExclusion.clause == "<14.1.0")).one()
+        new = session.exec(
+            select(StoredExclusion).where(StoredExclusion.clause == "!=14.1.0")
+        ).one()
         changed = session.exec(select(Event).where(Event.kind == "changed")).one()
     assert new.predecessor_id == old.id
     assert old.state == "relaxed"
@@ -146,7 +154,7 @@ def test_lowering_a_cap_is_tightened_and_the_old_one_removed(store: Store, tmp_p
     source.write_text("numpy<1.26\n", encoding="utf-8")
     _sync(store, tmp_path, T1)
     with store.session() as session:
-        old = session.exec(select(Exclusion).where(Exclusion.clause == "<2")).one()
+        old = session.exec(select(StoredExclusion).where(StoredExclusion.clause == "<2")).one()
         changed = session.exec(select(Event).where(Event.kind == "changed")).one()
     assert old.state == "removed"
     assert changed.detail["direction"] == "tightened"

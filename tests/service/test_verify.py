@@ -23,7 +23,7 @@ from govern.errors import CIAuthError, CIRateLimited
 from govern.service.track import TrackOptions, track
 from govern.service.verify import Verifier, VerifyResult
 from govern.store.db import Store
-from govern.store.models import Candidate, Event, Exclusion, Release, Verification
+from govern.store.models import Candidate, Event, StoredExclusion, StoredRelease, Verification
 
 NOW = datetime(2026, 8, 1, tzinfo=UTC)
 
@@ -75,10 +75,12 @@ def store(database_url: str, tmp_path: Path) -> Iterator[Store]:
             config = Config(repository=f"example/{name}")
             track(opened, root, None, config=config, options=TrackOptions(now=NOW))
         with opened.session(write=True) as session:
-            releases = [Release(package="demo", version=v, first_seen_at=NOW) for v in ("1.1",)]
+            releases = [
+                StoredRelease(package="demo", version=v, first_seen_at=NOW) for v in ("1.1",)
+            ]
             session.add_all(releases)
             session.flush()
-            for exclusion in session.exec(select(Exclusion)):
+            for exclusion in session.exec(select(StoredExclusion)):
                 assert exclusion.id is not None
                 for profile in ("x86", "arm"):
                     session.add(
@@ -118,7 +120,9 @@ def _statuses(store: Store) -> dict[tuple[int, str], str]:
 
 def _states(store: Store) -> list[str]:
     with store.session() as session:
-        return [e.state for e in session.exec(select(Exclusion).order_by(col(Exclusion.id)))]
+        return [
+            e.state for e in session.exec(select(StoredExclusion).order_by(col(StoredExclusion.id)))
+        ]
 
 
 def test_one_run_per_release_and_profile_however_many_repositories(store: Store) -> None:
@@ -235,10 +239,10 @@ def test_a_version_that_is_not_pep440_never_reaches_a_provider(store: Store) -> 
     with store.session(write=True) as session:
         for candidate in session.exec(select(Candidate)):
             candidate.status = "passed"
-        hostile = Release(package="demo", version="1.0; rm -rf /", first_seen_at=NOW)
+        hostile = StoredRelease(package="demo", version="1.0; rm -rf /", first_seen_at=NOW)
         session.add(hostile)
         session.flush()
-        exclusion = session.exec(select(Exclusion)).first()
+        exclusion = session.exec(select(StoredExclusion)).first()
         assert exclusion is not None
         session.add(
             Candidate(

@@ -24,7 +24,7 @@ from wheels import build_wheel
 
 from fakes.index import IndexFile, StaticIndex
 from govern.store.db import Store
-from govern.store.models import Candidate, Event, Exclusion, Release, Verification
+from govern.store.models import Candidate, Event, StoredExclusion, StoredRelease, Verification
 
 PIN = (
     "# cupy-demo 14.1.0 imports a test-only module at import time: hold 14.0.1\n"
@@ -65,12 +65,12 @@ def index(tmp_path: Path) -> Iterator[StaticIndex]:
 
 def _state(db: str) -> tuple[str, dict[str, str], list[tuple[str, str | None, str | None]]]:
     with Store(db) as store, store.session() as session:
-        exclusion = session.exec(select(Exclusion)).one()
+        exclusion = session.exec(select(StoredExclusion)).one()
         candidates = {
             release.version: candidate.status
             for candidate, release in session.exec(
-                select(Candidate, Release).join(
-                    Release, col(Release.id) == col(Candidate.release_id)
+                select(Candidate, StoredRelease).join(
+                    StoredRelease, col(StoredRelease.id) == col(Candidate.release_id)
                 )
             )
         }

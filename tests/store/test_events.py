@@ -15,7 +15,7 @@ from govern.lifecycle import TransitionRefused
 from govern.service.track import TrackOptions, track
 from govern.store import events
 from govern.store.db import Store
-from govern.store.models import Event, Exclusion
+from govern.store.models import Event, StoredExclusion
 
 NOW = datetime(2025, 3, 1, 12, tzinfo=UTC)
 
@@ -34,21 +34,21 @@ def store(database_url: str, tmp_path: Path) -> Iterator[Store]:
 
 def _seen(store: Store) -> tuple[str, list[str]]:
     with store.session() as session:
-        exclusion = session.exec(select(Exclusion)).one()
+        exclusion = session.exec(select(StoredExclusion)).one()
         kinds = session.exec(select(Event.kind).order_by(col(Event.id))).all()
     return exclusion.state, list(kinds)
 
 
 def _set(store: Store, state: State) -> None:
     with store.session(write=True) as session:
-        exclusion = session.exec(select(Exclusion)).one()
+        exclusion = session.exec(select(StoredExclusion)).one()
         exclusion.state = state
 
 
 def test_record_appends_the_event_and_moves_the_state(store: Store) -> None:
     _set(store, State.VERIFIED)
     with store.session(write=True) as session:
-        exclusion = session.exec(select(Exclusion)).one()
+        exclusion = session.exec(select(StoredExclusion)).one()
         after = events.record(session, exclusion, EventKind.REMINDED, {"version": "1.1"}, NOW)
     assert after is State.PROPOSED
     assert _seen(store) == (State.PROPOSED, [EventKind.ADDED, EventKind.REMINDED])
@@ -56,7 +56,7 @@ def test_record_appends_the_event_and_moves_the_state(store: Store) -> None:
 
 def test_record_by_id_keeps_a_state_the_event_does_not_move(store: Store) -> None:
     with store.session() as session:
-        exclusion_id = session.exec(select(Exclusion.id)).one()
+        exclusion_id = session.exec(select(StoredExclusion.id)).one()
     assert exclusion_id is not None
     with store.session(write=True) as session:
         events.record(session, exclusion_id, EventKind.SNOOZED, {"by": "dashboard"}, NOW)
@@ -66,7 +66,7 @@ def test_record_by_id_keeps_a_state_the_event_does_not_move(store: Store) -> Non
 def test_a_refused_event_writes_nothing(store: Store) -> None:
     before = _seen(store)
     with store.session(write=True) as session:
-        exclusion = session.exec(select(Exclusion)).one()
+        exclusion = session.exec(select(StoredExclusion)).one()
         with pytest.raises(TransitionRefused, match="added event is not allowed"):
             events.record(session, exclusion, EventKind.ADDED, {}, NOW)
     assert _seen(store) == before
@@ -76,11 +76,11 @@ def test_a_refused_event_writes_nothing(store: Store) -> None:
 
 def test_the_verifier_must_say_where_a_settled_exclusion_goes(store: Store) -> None:
     with store.session(write=True) as session:
-        exclusion = session.exec(select(Exclusion)).one()
+        exclusion = session.exec(select(StoredExclusion)).one()
         with pytest.raises(TransitionRefused, match="needs one of"):
             events.record(session, exclusion, EventKind.VERIFICATION_STARTED, {}, NOW)
     with store.session(write=True) as session:
-        exclusion = session.exec(select(Exclusion)).one()
+        exclusion = session.exec(select(StoredExclusion)).one()
         events.record(
             session, exclusion, EventKind.VERIFICATION_STARTED, {}, NOW, to=State.VERIFYING
         )

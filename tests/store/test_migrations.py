@@ -170,7 +170,7 @@ def test_an_unsupported_database_is_a_clear_error() -> None:
 def test_events_are_append_only(database_url: str) -> None:
     from datetime import UTC, datetime
 
-    from govern.store.models import AppendOnly, Event, Exclusion, Repository, Source
+    from govern.store.models import AppendOnly, Event, Repository, StoredExclusion, StoredSource
 
     now = datetime(2026, 1, 1, tzinfo=UTC)
     with Store(database_url) as store:
@@ -179,7 +179,7 @@ def test_events_are_append_only(database_url: str) -> None:
             session.add(repo)
             session.flush()
             assert repo.id is not None
-            source = Source(
+            source = StoredSource(
                 repository_id=repo.id,
                 path="r.txt",
                 format="requirements",
@@ -189,7 +189,7 @@ def test_events_are_append_only(database_url: str) -> None:
             session.add(source)
             session.flush()
             assert source.id is not None
-            row = Exclusion(
+            row = StoredExclusion(
                 key="k",
                 repository_id=repo.id,
                 source_id=source.id,

@@ -20,7 +20,7 @@ from govern.service.track import TrackOptions, track
 from govern.service.verify import Verifier
 from govern.store import relaxations
 from govern.store.db import Store
-from govern.store.models import Candidate, Exclusion, Release, StoredRelaxation
+from govern.store.models import Candidate, StoredExclusion, StoredRelaxation, StoredRelease
 
 NOW = datetime(2026, 8, 1, tzinfo=UTC)
 LINE = "demo < 1.1\n"
@@ -63,9 +63,10 @@ def store(database_url: str, repo: Path) -> Iterator[Store]:
     with Store(database_url) as opened:
         _track(opened, repo)
         with opened.session(write=True) as session:
-            exclusion = session.exec(select(Exclusion)).one()
+            exclusion = session.exec(select(StoredExclusion)).one()
             releases = [
-                Release(package="demo", version=v, first_seen_at=NOW) for v in ("1.1", "1.2", "1.3")
+                StoredRelease(package="demo", version=v, first_seen_at=NOW)
+                for v in ("1.1", "1.2", "1.3")
             ]
             session.add_all(releases)
             session.flush()
@@ -101,9 +102,9 @@ def _stored(store: Store) -> dict[str, StoredRelaxation | None]:
         return {
             release.version: relaxations.stored(candidate.relaxation)
             for candidate, release in session.exec(
-                select(Candidate, Release)
-                .join(Release, col(Release.id) == col(Candidate.release_id))
-                .order_by(col(Release.version))
+                select(Candidate, StoredRelease)
+                .join(StoredRelease, col(StoredRelease.id) == col(Candidate.release_id))
+                .order_by(col(StoredRelease.version))
             )
         }
 

@@ -314,7 +314,7 @@ def test_metrics_ages_match_the_store(database_url: str, tmp_path: Path, extra: 
 
     from sqlmodel import select
 
-    from govern.store.models import Exclusion, as_utc
+    from govern.store.models import StoredExclusion, as_utc
     from govern.web.metrics import render
 
     with Store(database_url) as store:
@@ -322,7 +322,7 @@ def test_metrics_ages_match_the_store(database_url: str, tmp_path: Path, extra: 
         with store.session() as session:
             ages = [
                 (NOW - as_utc(e.first_seen_at)).total_seconds() / 86400
-                for e in session.exec(select(Exclusion))
+                for e in session.exec(select(StoredExclusion))
             ]
             text = render(session, now=NOW)
     values = {

@@ -25,7 +25,7 @@ from webseed import NOW, seed
 
 from govern.exclusions.states import EventKind, ProposalState, State
 from govern.store.db import Store
-from govern.store.models import Event, Exclusion, Proposal
+from govern.store.models import Event, Proposal, StoredExclusion
 from govern.web.app import create_app
 from govern.web.security import Secrets
 from govern.web.state import AppState
@@ -47,7 +47,9 @@ def served(
     with Store(database_url) as store:
         key = seed(store, tmp_path, generated=3)
         with store.session(write=True) as session:
-            exclusion = session.exec(select(Exclusion).where(col(Exclusion.key) == key)).one()
+            exclusion = session.exec(
+                select(StoredExclusion).where(col(StoredExclusion.key) == key)
+            ).one()
             exclusion.state = State.PROPOSED
             session.add(
                 Proposal(
@@ -71,7 +73,9 @@ def served(
 
 def _outcome(store: Store, key: str) -> tuple[str, str, list[tuple[str, int | None]]]:
     with store.session() as session:
-        exclusion = session.exec(select(Exclusion).where(col(Exclusion.key) == key)).one()
+        exclusion = session.exec(
+            select(StoredExclusion).where(col(StoredExclusion.key) == key)
+        ).one()
         proposal = session.exec(select(Proposal)).one()
         events = session.exec(
             select(Event)

@@ -25,7 +25,7 @@ from sqlmodel import col, select
 from webseed import NOW, seed
 
 from govern.store.db import Store
-from govern.store.models import Exclusion
+from govern.store.models import StoredExclusion
 from govern.web.app import create_app
 from govern.web.limits import Throttle
 from govern.web.security import HEADERS, Secrets
@@ -124,7 +124,7 @@ def test_a_lone_surrogate_in_a_json_body_is_a_400_with_the_headers(
     assert answer.headers["content-type"] == "application/json"
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]
     with state.store.session() as session:  # nothing was written
-        row = session.exec(select(Exclusion).where(col(Exclusion.key) == key)).one()
+        row = session.exec(select(StoredExclusion).where(col(StoredExclusion.key) == key)).one()
         assert (row.assigned_owner, row.snoozed_until) == (None, None)
 
 

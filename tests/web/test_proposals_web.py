@@ -16,7 +16,7 @@ from webseed import NOW, seed
 
 from govern.exclusions.states import OutboxState, ProposalState, State
 from govern.store.db import Store
-from govern.store.models import Annotation, Exclusion, Outbox, Proposal
+from govern.store.models import Outbox, Proposal, StoredAnnotation, StoredExclusion
 from govern.web.app import create_app
 from govern.web.security import Secrets
 from govern.web.state import AppState
@@ -38,7 +38,9 @@ def _propose(store: Store, key: str) -> None:
     """A pull request opened for the exclusion, with a push sent, a comment that keeps
     failing and a message that gave up."""
     with store.session(write=True) as session:
-        exclusion = session.exec(select(Exclusion).where(col(Exclusion.key) == key)).one()
+        exclusion = session.exec(
+            select(StoredExclusion).where(col(StoredExclusion.key) == key)
+        ).one()
         proposal = Proposal(
             exclusion_id=exclusion.id or 0,
             kind="pull-request",
@@ -111,7 +113,9 @@ def test_propose_now_is_offered_only_for_a_verified_exclusion(
     page = client.get(f"/exclusions/{key}").text
     assert 'id="propose-now"' in page
     with state.store.session() as session:
-        other = session.exec(select(Exclusion).where(col(Exclusion.state) == State.HELD)).first()
+        other = session.exec(
+            select(StoredExclusion).where(col(StoredExclusion.state) == State.HELD)
+        ).first()
     assert other is not None
     assert 'id="propose-now"' not in client.get(f"/exclusions/{other.key}").text
     answer = client.post(f"/api/v1/exclusions/{other.key}/propose", headers=GOOD)
@@ -146,7 +150,9 @@ def test_a_send_whose_answer_was_lost_is_shown_unconfirmed_not_sent(
     answer (a run died while sending it; the outbox does not send it again)."""
     client, key, state = served
     with state.store.session(write=True) as session:
-        exclusion = session.exec(select(Exclusion).where(col(Exclusion.key) == key)).one()
+        exclusion = session.exec(
+            select(StoredExclusion).where(col(StoredExclusion.key) == key)
+        ).one()
         reminder = Proposal(
             exclusion_id=exclusion.id or 0,
             kind="reminder",
@@ -230,10 +236,12 @@ def test_propose_now_is_offered_for_a_verified_exclusion_whose_review_is_overdue
 ) -> None:
     client, key, state = served
     with state.store.session(write=True) as session:
-        exclusion = session.exec(select(Exclusion).where(col(Exclusion.key) == key)).one()
+        exclusion = session.exec(
+            select(StoredExclusion).where(col(StoredExclusion.key) == key)
+        ).one()
         note = session.exec(
-            select(Annotation).where(
-                col(Annotation.exclusion_id) == exclusion.id, col(Annotation.current)
+            select(StoredAnnotation).where(
+                col(StoredAnnotation.exclusion_id) == exclusion.id, col(StoredAnnotation.current)
             )
         ).first()
         assert note is not None

@@ -30,7 +30,7 @@ from webseed import NOW, seed
 from govern.application import CIProviders
 from govern.ci.base import Conclusion, Provider, RunRef, RunStatus, Started, Trial
 from govern.store.db import Store
-from govern.store.models import Candidate, Exclusion, Release, Verification
+from govern.store.models import Candidate, StoredExclusion, StoredRelease, Verification
 from govern.web.app import create_app
 from govern.web.security import Secrets
 from govern.web.state import AppState
@@ -63,8 +63,10 @@ def running(
     with Store(database_url) as store:
         seed(store, tmp_path, generated=0)
         with store.session(write=True) as session:
-            cupy = session.exec(select(Exclusion)).one()
-            fixed = session.exec(select(Release).where(Release.version == "14.1.1")).one()
+            cupy = session.exec(select(StoredExclusion)).one()
+            fixed = session.exec(
+                select(StoredRelease).where(StoredRelease.version == "14.1.1")
+            ).one()
             for profile, provider, run_id in (("gh", "gha", "4242"), ("bk", "bk", "77")):
                 candidate = Candidate(
                     exclusion_id=cupy.id or 0,
