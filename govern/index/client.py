@@ -39,15 +39,14 @@ from govern.index.model import (
     ProjectPage,
     Validators,
 )
+from govern.index.parsing import SimpleParseError, strip_credentials
 from govern.index.pipconfig import IndexSettings
 from govern.index.simple import (
     HTML_CONTENT_TYPE,
     JSON_CONTENT_TYPE,
     LEGACY_HTML_CONTENT_TYPE,
-    SimpleParseError,
     parse_html,
     parse_json,
-    strip_credentials,
 )
 from govern.redact import redact as redact_url
 from govern.redact import scrub

@@ -14,17 +14,17 @@ from urllib.parse import unquote, urljoin
 from packaging.utils import canonicalize_name
 
 from govern.index.model import DistributionFile, ProjectPage
-from govern.index.simple import (
-    _HASH_FRAGMENT,
+from govern.index.parsing import (
+    HASH_FRAGMENT,
     Notes,
+    Resolver,
     SimpleParseError,
-    _check_api_version,
-    _quote,
-    _Resolver,
-    _split,
     api_major,
+    check_api_version,
     file_from,
     looks_like_json,
+    quoted,
+    split_url,
 )
 
 
@@ -131,18 +131,18 @@ def _start_tags(text: str) -> list[str]:
 
 
 def _html_file(
-    anchor: Mapping[str, str | None], *, project: str, resolve: _Resolver, notes: Notes
+    anchor: Mapping[str, str | None], *, project: str, resolve: Resolver, notes: Notes
 ) -> DistributionFile | None:
     href = (anchor.get("href") or "").strip()
     try:
-        absolute, fragment, path = _split(resolve(href))
+        absolute, fragment, path = split_url(resolve(href))
     except ValueError:  # a malformed URL is not a file
         return None
     filename = unquote(path.rsplit("/", 1)[-1])
     if not filename:
         return None
     hashes: dict[str, str] = {}
-    match = _HASH_FRAGMENT.match(fragment)
+    match = HASH_FRAGMENT.match(fragment)
     if match:
         hashes[match.group(1)] = match.group(2).lower()
     yanked = "data-yanked" in anchor
@@ -182,10 +182,10 @@ def parse_page(
     notes = Notes()
     api_version = collector.api_version
     if api_version is not None and api_major(api_version) is None:
-        notes.add(f"pypi:repository-version {_quote(api_version)} is not a version: ignored")
+        notes.add(f"pypi:repository-version {quoted(api_version)} is not a version: ignored")
         api_version = None
     if api_version is not None:
-        _check_api_version(api_version)  # a newer major: PEP 629 asks to refuse the page
+        check_api_version(api_version)  # a newer major: PEP 629 asks to refuse the page
     base = base_url
     if collector.base_href:
         try:
@@ -193,7 +193,7 @@ def parse_page(
         except ValueError:  # a malformed <base href> is ignored, as browsers do
             base = base_url
     files: list[DistributionFile] = []
-    resolve = _Resolver(base)
+    resolve = Resolver(base)
     for anchor in collector.anchors:
         file = _html_file(anchor, project=project, resolve=resolve, notes=notes)
         if file is not None:

@@ -14,8 +14,8 @@ from govern.exclusions.clause import Clause
 from govern.exclusions.model import Exclusion, Kind, SubKind
 from govern.index.candidates import candidates, nearest_published, stale_since
 from govern.index.model import Fetched, FetchFailed, FetchResult, Release, releases
+from govern.index.parsing import parse_version
 from govern.index.profiles import Profile
-from govern.index.simple import parse_version
 from govern.policy.engine import Emitter
 from govern.policy.model import Finding, Policy
 

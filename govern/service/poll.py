@@ -34,9 +34,9 @@ from govern.index.model import (
     NotModified,
     Validators,
 )
+from govern.index.parsing import file_from
 from govern.index.pipconfig import IndexSettings
 from govern.index.profiles import Profile
-from govern.index.simple import file_from
 from govern.lifecycle import advance
 from govern.redact import redact as redact_url
 from govern.store import events, polling, relaxations

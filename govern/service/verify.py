@@ -20,8 +20,8 @@ from govern.ci.base import Conclusion, Provider, RunRef, RunStatus, Trial
 from govern.errors import CIAuthError, CIError, CIRateLimited
 from govern.exclusions.states import SETTLED, CandidateStatus, EventKind
 from govern.index.model import DistributionFile
+from govern.index.parsing import strip_credentials
 from govern.index.pipconfig import IndexSettings
-from govern.index.simple import strip_credentials
 from govern.lifecycle import settled
 from govern.redact import ConfiguredSecrets
 from govern.service.poll import file_from_json

@@ -19,18 +19,17 @@ from packaging.version import Version
 
 from fakes.index import hostile_html
 from govern.index.model import FileKind, releases
-from govern.index.pep503 import _AnchorCollector
-from govern.index.simple import (
+from govern.index.parsing import (
     MAX_NOTES,
+    Resolver,
     SimpleParseError,
-    _Resolver,
-    _split,
     api_major,
     file_from,
-    parse_html,
-    parse_json,
+    split_url,
     strip_credentials,
 )
+from govern.index.pep503 import _AnchorCollector
+from govern.index.simple import parse_html, parse_json
 
 BASE = "https://index.test/simple/demo/"
 
@@ -601,7 +600,7 @@ def _outcome(join: Any, *args: str) -> Any:
 @settings(max_examples=1000, deadline=None)
 @given(_BASES, st.lists(_URLS, min_size=1, max_size=4))
 def test_resolved_urls_are_urljoins(base: str, urls: list[str]) -> None:
-    resolve = _Resolver(base)
+    resolve = Resolver(base)
     for url in [*urls, *urls]:  # again: the folders joined before are reused
         assert _outcome(resolve, url) == _outcome(urljoin, base, url), url
 
@@ -631,7 +630,7 @@ def test_resolved_urls_are_urljoins(base: str, urls: list[str]) -> None:
     ],
 )
 def test_resolved_urls_are_urljoins_in_the_corners(base: str, url: str) -> None:
-    resolve = _Resolver(base)
+    resolve = Resolver(base)
     assert _outcome(resolve, "z/demo-1.0.tar.gz") == _outcome(urljoin, base, "z/demo-1.0.tar.gz")
     for _ in range(2):
         assert _outcome(resolve, url) == _outcome(urljoin, base, url)
@@ -644,7 +643,7 @@ def test_split_urls_are_urldefrags(url: str) -> None:
         absolute, fragment = urldefrag(url)
         return absolute, fragment, urlsplit(absolute).path
 
-    assert _outcome(_split, url) == _outcome(reference, url)
+    assert _outcome(split_url, url) == _outcome(reference, url)
 
 
 @pytest.mark.parametrize(
