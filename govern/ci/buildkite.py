@@ -5,8 +5,11 @@ Notes: docs/internals.md#ci.
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import re
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
+from datetime import datetime
 from typing import Any, Unpack
 from urllib.parse import quote
 
@@ -14,7 +17,18 @@ import httpx
 
 from govern.ci import options as opts
 from govern.ci.base import Trial
-from govern.ci.hosted import Job, PipelineProvider, RunStates, Settings, expect, one_line, trial_env
+from govern.ci.hosted import (
+    Job,
+    PipelineProvider,
+    RunStates,
+    Settings,
+    expect,
+    now,
+    one_line,
+    trial_env,
+)
+from govern.errors import CI_ERRORS
+from govern.http.client import ApiClient
 
 __all__ = ["API_URL", "Buildkite", "from_config", "trial_env"]
 
@@ -52,6 +66,31 @@ _STATES = RunStates(
 _BK_TIMESTAMP = re.compile(r"\x1b_bk;t=\d+\x07")
 
 
+def buildkite_client(
+    http: httpx.AsyncClient,
+    *,
+    token: str,
+    token_source: str,
+    api_url: str = API_URL,
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    clock: Callable[[], datetime] = now,
+) -> ApiClient:
+    """A client of Buildkite's REST API with an API access token as a bearer token
+    (scrubbed from every message), raising ``CI_ERRORS``. Buildkite has no forge: its API
+    is built here alone."""
+    return ApiClient(
+        http,
+        vendor=VENDOR,
+        base_url=api_url,
+        headers={"Authorization": f"Bearer {token}", "Accept": "application/json"},
+        secrets=(token,) if token else (),
+        token_source=token_source,
+        sleep=sleep,
+        clock=clock,
+        errors=CI_ERRORS,
+    )
+
+
 class Buildkite(PipelineProvider):
     """Trials as builds of one Buildkite pipeline."""
 
@@ -83,8 +122,8 @@ class Buildkite(PipelineProvider):
         ``read_build_logs`` scopes; ``settings`` say where it came from (for messages),
         the API root, the time-out, and the sleep and clock of tests.
         """
-        headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
-        super().__init__(name, http=http, headers=headers, secrets=(token,), **settings)
+        connect = functools.partial(buildkite_client, http, token=token)
+        super().__init__(name, connect=connect, **settings)
         self.organization = organization
         self.pipeline = pipeline
         self.branch = branch
@@ -110,7 +149,7 @@ class Buildkite(PipelineProvider):
             "env": trial_env(trial),
             "meta_data": {META_DATA_KEY: trial.correlation_id},
         }
-        return await self._api.json("POST", self._builds, json_body=body)
+        return await (await self.client()).json("POST", self._builds, json_body=body)
 
     def pending_reason(self, number: int, run: Mapping[str, Any]) -> str | None:
         """A build blocked on a block step waits for a person, whatever its state."""

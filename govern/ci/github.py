@@ -6,6 +6,7 @@ Notes: docs/internals.md#ci.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import re
 from collections.abc import Mapping, Sequence
@@ -27,8 +28,8 @@ from govern.ci.hosted import (
     optional_str,
     timestamp,
 )
-from govern.errors import CIError, ConfigError
-from govern.http.github import API_URL, github_headers
+from govern.errors import CI_ERRORS, CIError, ConfigError
+from govern.http.github import API_URL, DEFAULT_ENV, GitHubApi, TokenSource
 from govern.tomltables import show
 
 log = logging.getLogger(__name__)
@@ -95,7 +96,7 @@ class GitHubActions(HostedProvider):
     vendor = VENDOR
     keys = opts.COMMON_KEYS | {"repository", "workflow", "ref", "mode"}
     default_api_url = API_URL
-    env_variable = "GITHUB_TOKEN"
+    env_variable = DEFAULT_ENV
     needs = "the actions:write (and checks:read) permission on the repository"
     shown = ("repository", "mode", "workflow", "ref")
     log_limit = 16 * 1024 * 1024  # per job: the evidence line is near the start of a log
@@ -109,19 +110,25 @@ class GitHubActions(HostedProvider):
         token: str,
         workflow: str | int = "",
         ref: str = "main",
+        app: TokenSource | None = None,
         **settings: Unpack[Settings],
     ) -> None:
         """A provider for ``repository`` ("owner/repo"), with ``workflow`` (a file name such
         as ``verify.yml``, or the numeric id) and ``ref`` as the mode reads them. ``token``
         is sent as a bearer token and scrubbed from every message; ``token_source``
-        ("$GITHUB_TOKEN", in ``settings``) names it in messages.
+        ("$GITHUB_TOKEN", in ``settings``) names it in messages; ``app`` gives a GitHub
+        App's installation tokens instead, renewed as they expire. The client is the
+        forge's (:class:`~govern.http.github.GitHubApi`): GitHub's headers and API version,
+        and its secondary rate limit waited for.
         """
         if not _REPOSITORY.match(repository):
             raise ValueError(f"repository must be owner/name, not {repository!r}")
         if self.workflow_required and not str(workflow):
             raise ValueError(f"{self.mode} mode needs a workflow (a file name or an id)")
-        headers = github_headers(token)
-        super().__init__(name, http=http, headers=headers, secrets=(token,), **settings)
+        connect = functools.partial(
+            GitHubApi, http, errors=CI_ERRORS, token=token, app=app, vendor=VENDOR
+        )
+        super().__init__(name, connect=connect, **settings)
         self.repository = repository
         self.workflow = str(workflow)
         self.ref = ref
@@ -164,7 +171,8 @@ class GitHubActions(HostedProvider):
 
     async def _run_status(self, trial: Trial, run: RunRef, run_id: str) -> RunStatus:
         """The status of one workflow run by its numeric id."""
-        body = await self._api.json("GET", self.repo_path(f"actions/runs/{run_id}"))
+        api = await self.client()
+        body = await api.json("GET", self.repo_path(f"actions/runs/{run_id}"))
         data = expect(body, dict, "the workflow run", VENDOR)
         state = expect(data.get("status"), str, "the run's status", VENDOR)
         url = optional_str(data.get("html_url")) or run.url
@@ -187,13 +195,15 @@ class GitHubActions(HostedProvider):
             return  # govern did not start those runs
         run_id = await self._resolve(run)
         if run_id is not None:
-            await self._api.request("POST", self.repo_path(f"actions/runs/{run_id}/cancel"))
+            api = await self.client()
+            await api.request("POST", self.repo_path(f"actions/runs/{run_id}/cancel"))
 
     # -- check runs ----------------------------------------------------------------------
 
     async def check_runs(self, ref: str) -> list[CheckRunInfo]:
         """The latest check runs of ``ref`` (a sha, a branch, or ``refs/pull/N/head``)."""
-        body = await self._api.json(
+        api = await self.client()
+        body = await api.json(
             "GET",
             self.repo_path(f"commits/{quote(ref, safe='/')}/check-runs"),
             params={"per_page": _PER_PAGE},
@@ -228,7 +238,8 @@ class GitHubActions(HostedProvider):
             return summarize_check_runs(checks, trial)
         jobs = [self._job(c.id, c.name, c.conclusion) for c in checks if c.app == ACTIONS_APP]
         text, problems = await self.read_logs(jobs)
-        return summarize_check_runs(checks, trial, self._api.scrub(text), problems=problems)
+        api = await self.client()
+        return summarize_check_runs(checks, trial, api.scrub(text), problems=problems)
 
     # -- helpers -------------------------------------------------------------------------
 
@@ -248,7 +259,8 @@ class GitHubActions(HostedProvider):
             params["branch"] = branch
         if since is not None:
             params["created"] = f">={since.astimezone(UTC):%Y-%m-%dT%H:%M:%SZ}"
-        body = await self._api.json("GET", self.workflow_path("runs"), params=params)
+        api = await self.client()
+        body = await api.json("GET", self.workflow_path("runs"), params=params)
         data = expect(body, dict, "the run list", VENDOR)
         runs = expect(data.get("workflow_runs"), list, "workflow_runs", VENDOR)
         pattern = correlation_pattern(correlation_id)
@@ -288,7 +300,8 @@ class GitHubActions(HostedProvider):
 
     async def _jobs(self, run_id: str) -> list[Job]:
         """The run's latest jobs."""
-        body = await self._api.json(
+        api = await self.client()
+        body = await api.json(
             "GET", self.repo_path(f"actions/runs/{run_id}/jobs"), params={"per_page": _PER_PAGE}
         )
         data = expect(body, dict, "the job list", VENDOR)

@@ -59,11 +59,13 @@ class GitHubDispatch(GitHubActions):
         """Send the dispatch; the run when GitHub says which it is, else None."""
         body: dict[str, Any] = {"ref": self.ref, "inputs": self.inputs(trial)}
         path = self.workflow_path("dispatches")
+        api = await self.client()
         # A dispatch is not idempotent: an answer lost to a 5xx or a time-out may still have
         # started a run, so it is sent once; the service tries again with a new attempt id.
+        # A rate limit refused it (no run): the client waits a short one out, sends again.
         if self._ask_run_details:
             try:
-                answer = await self._api.json(
+                answer = await api.json(
                     "POST", path, json_body={**body, "return_run_details": True}, attempts=1
                 )
             except CIError as exc:
@@ -76,7 +78,7 @@ class GitHubDispatch(GitHubActions):
                 )
             else:
                 return _details_ref(answer)
-        await self._api.json("POST", path, json_body=body, attempts=1)
+        await api.json("POST", path, json_body=body, attempts=1)
         return None
 
 

@@ -5,6 +5,7 @@ Notes: docs/internals.md#ci.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from typing import Any, Unpack
@@ -15,8 +16,8 @@ import httpx
 from govern.ci import options as opts
 from govern.ci.base import Trial
 from govern.ci.hosted import Job, PipelineProvider, RunStates, Settings, expect, one_line, trial_env
-from govern.errors import CIAuthError, CIError, ConfigError
-from govern.http.gitlab import API_URL, gitlab_headers
+from govern.errors import CI_ERRORS, CIAuthError, CIError, ConfigError
+from govern.http.gitlab import API_URL, DEFAULT_ENV, gitlab_client
 from govern.http.pages import pages
 from govern.tomltables import show
 
@@ -86,7 +87,7 @@ class GitLab(PipelineProvider):
     vendor = VENDOR
     keys = opts.COMMON_KEYS | {"project", "ref", "token-kind", "read-token-env"}
     default_api_url = API_URL
-    env_variable = "GITLAB_TOKEN"
+    env_variable = DEFAULT_ENV
     needs = "the api scope"
     states = _STATES
     shown = ("project", "ref", "token_kind")
@@ -123,21 +124,25 @@ class GitLab(PipelineProvider):
                 f"{opts.where(name)}: a trigger token cannot read pipelines;"
                 " a read token (read-token-env) is needed too",
             )
-        # The API client reads with the access token; a trigger token only starts.
+        # The API client (built as the forge's: gitlab_client) reads with the access token;
+        # a trigger token only starts pipelines, and is scrubbed from messages too.
         token_source = settings.get("token_source", f"${self.env_variable}")
         settings["token_source"] = read_token_source or token_source
-        headers = gitlab_headers(read_token or token)
-        super().__init__(name, http=http, headers=headers, secrets=(token, read_token), **settings)
+        connect = functools.partial(
+            gitlab_client,
+            http,
+            token=read_token or token,
+            errors=CI_ERRORS,
+            vendor=VENDOR,
+            also_secret=(token,),
+        )
+        super().__init__(name, connect=connect, **settings)
         self.project = project
         self.ref = ref
         self.token_kind = token_kind
         self.read_token_source = self.token_source
         self.token_source = token_source  # the token that starts pipelines
         self._token = token if trigger else None
-        # The trigger token travels in the body, never in a header.
-        self._trigger = (
-            self._api.with_credentials({}, token_source=token_source) if trigger else None
-        )
         self._project = f"/projects/{quote(str(project), safe='')}"
 
     def run_path(self, number: int) -> str:
@@ -147,7 +152,8 @@ class GitLab(PipelineProvider):
     async def create(self, trial: Trial) -> Any:
         """Create a pipeline on ``ref`` with the trial as its variables."""
         variables = trial_env(trial)
-        if self._trigger is None:
+        api = await self.client()
+        if self._token is None:
             body: dict[str, Any] = {
                 "ref": self.ref,
                 "variables": [
@@ -155,12 +161,12 @@ class GitLab(PipelineProvider):
                     for key, value in variables.items()
                 ],
             }
-            return await self._api.json("POST", f"{self._project}/pipeline", json_body=body)
+            return await api.json("POST", f"{self._project}/pipeline", json_body=body)
         body = {"token": self._token, "ref": self.ref, "variables": variables}
+        # The trigger token travels in the body, never in a header.
+        trigger = api.with_credentials({}, token_source=self.token_source)
         try:
-            return await self._trigger.json(
-                "POST", f"{self._project}/trigger/pipeline", json_body=body
-            )
+            return await trigger.json("POST", f"{self._project}/trigger/pipeline", json_body=body)
         except CIError as exc:
             if exc.status != 404:  # a wrong trigger token is a 404 there
                 raise
@@ -175,8 +181,9 @@ class GitLab(PipelineProvider):
         """The pipeline's jobs, oldest first (GitLab lists them newest first, by pages)."""
         items: list[dict[str, Any]] = []
         path = f"{self.run_path(number)}/jobs"
-        async for page in pages(self._api, path, {}, per_page=_PER_PAGE, max_pages=_MAX_PAGES):
-            listed = expect(self._api.decode(page), list, "the pipeline's jobs", VENDOR)
+        api = await self.client()
+        async for page in pages(api, path, {}, per_page=_PER_PAGE, max_pages=_MAX_PAGES):
+            listed = expect(api.decode(page), list, "the pipeline's jobs", VENDOR)
             items.extend(j for j in listed if isinstance(j, dict) and isinstance(j.get("id"), int))
         return [self._job(item) for item in sorted(items, key=lambda job: int(job["id"]))]
 

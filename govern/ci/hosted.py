@@ -11,9 +11,7 @@ from abc import abstractmethod
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, ClassVar, TypedDict
-
-import httpx
+from typing import Any, ClassVar, Protocol, TypedDict
 
 from govern.ci import options as opts
 from govern.ci.base import (
@@ -28,10 +26,11 @@ from govern.ci.base import (
     judge_evidence,
     strip_ansi,
 )
-from govern.errors import CI_ERRORS, CIAuthError, CIError, CIRateLimited, CIUnavailable
-from govern.http.client import ApiClient
+from govern.errors import CIAuthError, CIError, CIRateLimited, CIUnavailable
+from govern.http.client import ApiClient, ClientSource
 
 __all__ = [
+    "Connect",
     "HostedProvider",
     "Job",
     "PipelineProvider",
@@ -173,6 +172,22 @@ class Settings(TypedDict, total=False):
     clock: Callable[[], datetime]
 
 
+class Connect(Protocol):
+    """Builds a provider's REST client with its vendor's builder (:mod:`govern.http.github`,
+    :mod:`govern.http.gitlab`), the token bound in already, raising ``CI_ERRORS``."""
+
+    def __call__(
+        self,
+        *,
+        api_url: str,
+        token_source: str,
+        sleep: Callable[[float], Awaitable[None]],
+        clock: Callable[[], datetime],
+    ) -> ClientSource:
+        """The client for the API at ``api_url``, its token from ``token_source``."""
+        ...
+
+
 class HostedProvider(Provider):
     """A provider that drives a vendor's REST API with a token."""
 
@@ -194,34 +209,29 @@ class HostedProvider(Provider):
         self,
         name: str,
         *,
-        http: httpx.AsyncClient,
-        headers: Mapping[str, str],
-        secrets: Iterable[str | None],
+        connect: Connect,
         token_source: str | None = None,
         api_url: str | None = None,
         timeout: float = 3600.0,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         clock: Callable[[], datetime] = now,
     ) -> None:
-        """``headers`` carry the token, which came from ``token_source`` ("$TOKEN");
-        ``secrets`` are scrubbed from every message and log excerpt."""
+        """``connect`` builds the REST client the vendor's way (headers, API version,
+        rate limits), with the token from ``token_source`` ("$TOKEN") bound in it; the
+        client scrubs the token from every message and log excerpt."""
         super().__init__(name, timeout=timeout)
         self.api_url = (api_url or self.default_api_url).rstrip("/")
         token_source = token_source or f"${self.env_variable}"
         self.token_source = token_source
         self._sleep = sleep
         self._clock = clock
-        self._api = ApiClient(
-            http,
-            vendor=self.vendor,
-            base_url=self.api_url,
-            headers=headers,
-            secrets=tuple(secret for secret in secrets if secret),
-            token_source=token_source,
-            sleep=sleep,
-            clock=clock,
-            errors=CI_ERRORS,
+        self._api = connect(
+            api_url=self.api_url, token_source=token_source, sleep=sleep, clock=clock
         )
+
+    async def client(self) -> ApiClient:
+        """The REST client for the next request (a GitHub App's token renewed as it expires)."""
+        return await self._api.client()
 
     @classmethod
     def check_table(cls, options: Mapping[str, Any], name: str) -> None:
@@ -281,11 +291,12 @@ class HostedProvider(Provider):
         not be read (an expired or removed log); auth, rate limits and outages raise."""
         parts: list[str] = []
         problems: list[str] = []
+        api = await self.client()
         for job in jobs:
             if job.log_path is None:
                 continue
             try:
-                text = await self._api.text(job.log_path, limit=self.log_limit)
+                text = await api.text(job.log_path, limit=self.log_limit)
             except (CIAuthError, CIRateLimited, CIUnavailable):
                 raise
             except CIError as exc:
@@ -307,11 +318,12 @@ class HostedProvider(Provider):
     ) -> RunStatus:
         """A finished run judged with the evidence in its jobs' logs (:func:`judged`)."""
         text, problems = await self.read_logs(jobs)
+        api = await self.client()
         return judged(
             trial,
             ending,
             detail,
-            self._api.scrub(text),
+            api.scrub(text),
             url=url,
             finished_at=finished_at,
             problems=problems,
@@ -423,7 +435,7 @@ class PipelineProvider(HostedProvider):
         """The run's state; a finished run is judged on its jobs' logs."""
         states, vendor = self.states, self.vendor
         number = self.run_number(run)
-        answer = await self._api.json("GET", self.run_path(number))
+        answer = await (await self.client()).json("GET", self.run_path(number))
         document = expect(answer, dict, f"the {states.noun}", vendor)
         what = f"the {states.noun} {states.state_key}"
         state = expect(document.get(states.state_key), str, what, vendor)
@@ -437,7 +449,8 @@ class PipelineProvider(HostedProvider):
         return await self._verdict(trial, number, status, document, url)
 
     async def _cancel(self, run: RunRef) -> None:
-        await self._api.request(self.cancel_method, f"{self.run_path(self.run_number(run))}/cancel")
+        path = f"{self.run_path(self.run_number(run))}/cancel"
+        await (await self.client()).request(self.cancel_method, path)
 
     async def _verdict(
         self, trial: Trial, number: int, passed: bool, run: Mapping[str, Any], url: str | None

@@ -9,7 +9,7 @@ import asyncio
 import json
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 
@@ -63,6 +63,15 @@ def _message(response: httpx.Response) -> str:
     return ""
 
 
+class ClientSource(Protocol):
+    """Where a caller gets the client for its next request: an :class:`ApiClient` (one
+    token), or :class:`govern.http.github.GitHubApi` (a GitHub App's tokens, renewed)."""
+
+    async def client(self) -> ApiClient:
+        """The client to send the next request with."""
+        ...
+
+
 class ApiClient:
     """Requests to one vendor's REST API with one token."""
 
@@ -101,6 +110,10 @@ class ApiClient:
         self.errors = errors
         self._secondary_wait = secondary_wait
         self._secondary_hits = 0
+
+    async def client(self) -> ApiClient:
+        """This client: its token never changes (:class:`ClientSource`)."""
+        return self
 
     def with_credentials(self, headers: Mapping[str, str], *, token_source: str) -> ApiClient:
         """A client for the same API with another credential (GitLab's trigger token):
@@ -146,18 +159,24 @@ class ApiClient:
         """One API call, retried when transient; a 2xx or 3xx response, read in full.
 
         ``attempts`` overrides the client's number of attempts for this call: 1 sends a
-        request that must not be repeated once (no retry after a 5xx, a time-out or a
-        short rate limit). Each attempt, answer read included, ends within the client's
-        timeout; its body, decoded, within ``max_bytes`` (``keep``: only its last bytes
-        are kept, :func:`govern.http.body.read_body`).
+        request that must not be repeated once (no retry after a 5xx or a time-out, which
+        may have done it). A rate limit refused the request: a short one is waited out and
+        the request sent again, up to the client's number of attempts whatever ``attempts``
+        says (GitHub's advice for a secondary limit with ``Retry-After``). Each attempt,
+        answer read included, ends within the client's timeout; its body, decoded, within
+        ``max_bytes`` (``keep``: only its last bytes are kept,
+        :func:`govern.http.body.read_body`).
         """
         errors = self.errors
         url = self.url(path)
         where = f"{self.vendor}: {method} {self._shown(url)}"
         tries = self._attempts if attempts is None else max(1, attempts)
+        sends = max(tries, self._attempts)  # in all: a rate limit's refusal is not one of tries
         reason = "no attempt"
         status: int | None = None
-        for attempt in range(1, tries + 1):
+        failures = attempt = 0
+        while attempt < sends:
+            attempt += 1
             status = None
             try:
                 request = self._http.build_request(
@@ -194,7 +213,7 @@ class ApiClient:
                 if until is not None or _is_rate_limited(response):
                     until = until or rate_limit_until(response.headers, self._clock())
                     wait = (until - self._clock()).total_seconds() if until else None
-                    if wait is not None and wait <= _SHORT_WAIT and attempt < tries:
+                    if wait is not None and wait <= _SHORT_WAIT and attempt < sends:
                         await self._backoff.pause(attempt, wait)
                         continue
                     shown = f" until {until:%Y-%m-%d %H:%M:%S} UTC" if until else ""
@@ -224,9 +243,12 @@ class ApiClient:
                 if status < 500:
                     raise errors.error(f"{where}: HTTP {status}{suffix}", tip=None, status=status)
                 reason = f"HTTP {status}"
-            if attempt < tries:
+            failures += 1  # a time-out, a lost connection or a 5xx: the request may be done
+            if failures >= tries:
+                break
+            if attempt < sends:
                 await self._backoff.pause(attempt)
-        attempts_made = f"{tries} attempt{'s' if tries > 1 else ''}"
+        attempts_made = f"{attempt} attempt{'s' if attempt > 1 else ''}"
         raise errors.unavailable(
             f"{where}: {reason} after {attempts_made}", tip=None, status=status
         )

@@ -106,25 +106,28 @@ class GitHubApi:
         token_source: str = f"${DEFAULT_ENV}",
         app: TokenSource | None = None,
         api_url: str = API_URL,
+        vendor: str = "github",
         attempts: int = 3,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         clock: Callable[[], datetime] = _now,
     ) -> None:
-        """``token`` is used until ``app`` (if given) hands out its first token."""
+        """``token`` is used until ``app`` (if given) hands out its first token; ``vendor``
+        names GitHub in messages."""
         self._http = http
-        self._options = (errors, token_source, api_url, attempts, sleep, clock)
+        self._options = (errors, token_source, api_url, vendor, attempts, sleep, clock)
         self._app = app
         self._token = token
         self._api = self._build(token)
 
     def _build(self, token: str | None) -> ApiClient:
-        errors, token_source, api_url, attempts, sleep, clock = self._options
+        errors, token_source, api_url, vendor, attempts, sleep, clock = self._options
         return github_client(
             self._http,
             token=token,
             token_source=token_source,
             errors=errors,
             api_url=api_url,
+            vendor=vendor,
             attempts=attempts,
             sleep=sleep,
             clock=clock,

@@ -9,7 +9,7 @@ Bearer``), https://docs.gitlab.com/ee/api/rest/index.html (the ``/api/v4`` root)
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from datetime import UTC, datetime
 
 import httpx
@@ -67,15 +67,16 @@ def gitlab_client(
     attempts: int = 3,
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     clock: Callable[[], datetime] = _now,
+    also_secret: Iterable[str | None] = (),
 ) -> ApiClient:
     """A client of GitLab's API with one token (scrubbed from every message), raising
-    ``errors``."""
+    ``errors``; ``also_secret``: other tokens to scrub (a CI trigger token)."""
     return ApiClient(
         http,
         vendor=vendor,
         base_url=api_url,
         headers=gitlab_headers(token, kind),
-        secrets=(token,) if token else (),
+        secrets=tuple(secret for secret in (token, *also_secret) if secret),
         token_source=token_source,
         attempts=attempts,
         sleep=sleep,

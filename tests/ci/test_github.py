@@ -17,8 +17,8 @@ import pytest
 from packaging.version import Version
 
 from fakes.api import Reply
+from fakes.ci import NOW, Ending, GitHubVendor
 from fakes.ci import TRIAL as KIT_TRIAL
-from fakes.ci import Ending, GitHubVendor
 from fakes.github import JobPlan, RunPlan, github_log, message
 from fakes.sleeps import Sleeps, run
 from govern.ci.base import Conclusion, RunRef, RunStatus, Trial
@@ -31,7 +31,7 @@ from govern.ci.github import (
 from govern.ci.github_checks import GitHubChecks
 from govern.ci.github_dispatch import GitHubDispatch
 from govern.ci.providers import github_from_config
-from govern.errors import CIError, CIUnavailable, ConfigError
+from govern.errors import CIError, CIRateLimited, CIUnavailable, ConfigError
 
 TOKEN = GitHubVendor.token
 TRIAL = replace(KIT_TRIAL, profile="linux-cuda13", correlation_id="govern-7-1")
@@ -280,6 +280,57 @@ def test_a_secondary_rate_limit_with_retry_after_is_slept_through(gh: GitHubVend
     assert status.conclusion is Conclusion.PASSED
     assert sleeps.delays == [2.0]
     assert len(gh.fake.sent("GET", path)) == 2
+
+
+def test_a_dispatch_waits_out_a_secondary_rate_limit_and_is_sent_again(gh: GitHubVendor) -> None:
+    """GitHub's advice for a secondary limit with retry-after: wait that long, send again.
+    The limit refused the dispatch (no run started), so sending it twice starts one run."""
+    fake = gh.fake
+    limited = message(403, "You have exceeded a secondary rate limit.", **{"retry-after": "1"})
+    fake.fail(limited, method="POST", path=fake.repo_path(DISPATCHES))
+    sleeps = Sleeps()
+
+    started = gh.using(lambda p: p.start(TRIAL), sleeps=sleeps)
+
+    assert sleeps.delays == [1.0]
+    assert len(fake.sent("POST", fake.repo_path(DISPATCHES))) == 2
+    [run_id] = fake.run_ids()
+    assert started.run.run_id == str(run_id)
+
+
+def test_a_secondary_rate_limit_without_headers_waits_at_least_a_minute(gh: GitHubVendor) -> None:
+    """As the forge: GitHub's client, not a 403 taken for a token without permission."""
+    fake = gh.fake
+    limited = message(403, "You have exceeded a secondary rate limit. Please wait.")
+    fake.fail(limited, method="POST", path=fake.repo_path(DISPATCHES))
+
+    with pytest.raises(CIRateLimited) as caught:
+        gh.using(lambda p: p.start(TRIAL))
+
+    assert caught.value.until is not None
+    assert (caught.value.until - NOW).total_seconds() >= 60
+    assert len(fake.sent("POST")) == 1
+    assert fake.run_ids() == []
+
+
+def test_an_apps_installation_token_is_sent_instead_of_the_token(gh: GitHubVendor) -> None:
+    """The forge's GitHub App tokens work for GitHub Actions too (the same client)."""
+
+    class Tokens:
+        def __init__(self) -> None:
+            self.handed = 0
+
+        async def token(self) -> str:
+            self.handed += 1
+            return TOKEN  # the fake accepts one token: the App's installation token
+
+    tokens = Tokens()
+    started = gh.using(lambda p: p.start(TRIAL), token="ghp_STARTUP_UNUSED_000", app=tokens)
+
+    assert tokens.handed >= 1
+    [dispatch] = gh.fake.sent("POST", gh.fake.repo_path(DISPATCHES))
+    assert dispatch.headers["authorization"] == f"Bearer {TOKEN}"
+    assert started.run.run_id in {str(run_id) for run_id in gh.fake.run_ids()}
 
 
 @pytest.mark.parametrize(

@@ -136,16 +136,41 @@ def test_a_request_sent_once_is_not_retried(echo: Echo) -> None:
         call(echo.url, "POST", attempts=1, sleeps=sleeps)
     assert caught.value.status == 502
 
-    echo.fail(json_reply(429, {}, {"Retry-After": "1"}))
-    with pytest.raises(CIRateLimited):  # a short rate limit is not slept through either
-        call(echo.url, "POST", attempts=1, sleeps=sleeps)
     assert sleeps.delays == []
 
     echo.fail(Reply(502, b"Bad Gateway", "text/plain"), times=3)
     with pytest.raises(CIUnavailable, match="HTTP 502 after 3 attempts"):
         call(echo.url, "POST", sleeps=sleeps)
-    assert len(echo.sent("POST")) == 5
+    assert len(echo.sent("POST")) == 4
     assert len(sleeps.delays) == 2
+
+
+def test_a_request_sent_once_is_sent_again_after_a_short_rate_limit(echo: Echo) -> None:
+    """A rate limit refused the request: nothing was done, so waiting it out is safe."""
+    sleeps = Sleeps()
+    echo.fail(json_reply(429, {}, {"Retry-After": "1"}))
+    assert call(echo.url, "POST", attempts=1, sleeps=sleeps) == {"ok": True}
+    assert sleeps.delays == [1.0]
+    assert len(echo.sent("POST")) == 2
+
+    # ...but a 5xx after the refusal may have done it: not sent again.
+    echo.fail(json_reply(429, {}, {"Retry-After": "1"}))
+    echo.fail(Reply(502, b"Bad Gateway", "text/plain"))
+    with pytest.raises(CIUnavailable, match=r"HTTP 502 after 2 attempts\Z"):
+        call(echo.url, "POST", attempts=1, sleeps=sleeps)
+    assert len(echo.sent("POST")) == 4
+
+    # Refusals are sent again as many times as the client's attempts, no more.
+    echo.fail(json_reply(429, {}, {"Retry-After": "1"}), times=3)
+    with pytest.raises(CIRateLimited):
+        call(echo.url, "POST", attempts=1, sleeps=sleeps)
+    assert len(echo.sent("POST")) == 7
+    assert sleeps.delays == [1.0, 1.0, 1.0, 1.0]
+
+    echo.fail(json_reply(429, {}, {"Retry-After": "600"}))  # a long one is raised at once
+    with pytest.raises(CIRateLimited):
+        call(echo.url, "POST", attempts=1, sleeps=sleeps)
+    assert len(echo.sent("POST")) == 8
 
 
 def test_another_credential_shares_the_secrets(echo: Echo) -> None:
