@@ -13,12 +13,14 @@ from govern.cli import STATE
 # In the order of `govern --help`: the module and name of a command, or of a group of them
 # (``db``), in govern.cli.
 COMMANDS: dict[str, tuple[str, str]] = {
+    "demo": ("demo", "demo"),
     "audit": ("audit", "audit"),
     "poll": ("poll", "poll_command"),
     "daemon": ("daemon", "daemon"),
     "rules": ("rules", "rules"),
     "db": ("track", "db_app"),
     "track": ("track", "track"),
+    "untrack": ("track", "untrack"),
     "status": ("track", "status"),
     "history": ("track", "history"),
     "verify": ("verify", "verify"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import textwrap
+from collections.abc import Sequence
 from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -20,7 +21,7 @@ from govern.text import line, visible
 
 if TYPE_CHECKING:
     from govern.store.db import Store
-    from govern.store.models import EventPublic
+    from govern.store.models import EventPublic, ThreadPublic
 
 db_app = typer.Typer(help="The store's schema: upgrade, downgrade, show the revision.")
 
@@ -294,6 +295,11 @@ def history(
             f"nothing tracked for '{line(query)}'",
             tip="Name a package or an exclusion id from `govern status`; run `govern track` first.",
         )
+    print_threads(found)
+
+
+def print_threads(found: Sequence[ThreadPublic]) -> None:
+    """Each thread as ``govern history`` prints it: its exclusions, links and events."""
     for number, thread in enumerate(found, start=1):
         packages = sorted({e.package for e in thread.exclusions})
         typer.echo(

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from govern.store.db import Store
 
 
-def _web_stack(*modules: str) -> None:
+def require_web_stack(*modules: str) -> None:
     """Stop with a tip when the web extra (or what it needs) is missing or broken.
 
     ``modules``: what the command uses (``govern report`` renders with Jinja alone, and
@@ -99,7 +99,7 @@ def serve(
     Read-only unless the write token is set (the variable named by web.token-env,
     GOVERN_WEB_TOKEN by default).
     """
-    _web_stack()
+    require_web_stack()
     import uvicorn  # here, with the stack below: see govern.cli
 
     from govern import application
@@ -230,7 +230,7 @@ def report(
     from govern import application
 
     if fmt is ReportFormat.HTML:
-        _web_stack("jinja2")  # a page rendered here: no server
+        require_web_stack("jinja2")  # a page rendered here: no server
     config = application.settings(config_file)
     with application.store(db, config) as store:
         found = _collect(store)

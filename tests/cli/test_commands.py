@@ -45,6 +45,7 @@ def test_every_command_is_registered_in_app_py() -> None:
         for command in app.registered_commands
     }
     assert names == {
+        "demo",
         "audit",
         "poll",
         "daemon",

@@ -145,12 +145,12 @@ def test_the_dashboard_verifies_with_the_providers_and_attempts_the_cli_would(
 
 
 def test_a_missing_web_extra_is_an_error_with_a_tip() -> None:
-    from govern.cli.web import _web_stack
+    from govern.cli.web import require_web_stack
     from govern.errors import GovernError
 
-    _web_stack("jinja2")  # installed with the test extras: no error
+    require_web_stack("jinja2")  # installed with the test extras: no error
     with pytest.raises(GovernError, match=r"web extra \(govern_no_such_module is missing\)") as e:
-        _web_stack("jinja2", "govern_no_such_module")
+        require_web_stack("jinja2", "govern_no_such_module")
     assert e.value.tip == "pip install 'govern[web]'"
 
 
