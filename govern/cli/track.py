@@ -179,6 +179,51 @@ def _day(value: str | None, option: str) -> date | None:
         ) from None
 
 
+def untrack(
+    repository: Annotated[
+        str, typer.Argument(help="The repository's name, as `govern status` shows it.")
+    ],
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    db: DbOption = None,
+) -> None:
+    """Forget a repository: its sources, exclusions, their whole threads, candidates,
+    verifications, proposals and outbox rows. Releases stay (they are the packages').
+
+    Asks first (a terminal is needed for that; --yes skips the question). A later
+    `govern track` of the repository starts it afresh.
+    """
+    from govern.notify.base import repository_key
+    from govern.store.tracking import forget_repository
+    from govern.store.tracking import repository as repository_row
+
+    with _open(db) as store:
+        with store.transaction() as conn:
+            known = repository_row(conn, name=repository) is not None
+        if not known:
+            raise UsageError(
+                f"no repository named '{line(repository)}' is tracked",
+                tip="`govern status` lists the repositories tracked, by name.",
+            )
+        if not yes:
+            if not sys.stdin.isatty():
+                raise UsageError(
+                    f"untrack deletes {line(repository)}'s rows and asks first, but there "
+                    "is no terminal to ask on",
+                    tip="Add --yes to forget it without asking.",
+                )
+            typer.confirm(
+                f"Forget {line(repository)} and every row of it in {store.display_url}?",
+                abort=True,
+            )
+        with store.session(write=True) as session:
+            counts = forget_repository(session, name=repository, keyed=repository_key(repository))
+        if counts is None:  # forgotten meanwhile, by another run
+            raise UsageError(f"no repository named '{line(repository)}' is tracked")
+        counts.pop("repositories", None)
+        removed = ", ".join(f"{n} {table}" for table, n in counts.items())
+        typer.echo(f"forgot {line(repository)} ({store.display_url}): {removed}")
+
+
 _STATES = tuple(State)
 _KINDS = tuple(Kind)
 

@@ -14,14 +14,25 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Row, func, insert, select, update
+from sqlalchemy import Connection, Row, delete, func, insert, select, update
 from sqlmodel import Session, col
 from sqlmodel import select as orm_select
 
 from govern.store import locks
 from govern.store.core import Rows, chunks, table
 from govern.store.db import BULK
-from govern.store.models import Repository, StoredAnnotation, StoredExclusion, StoredSource
+from govern.store.models import (
+    Candidate,
+    Event,
+    Outbox,
+    Proposal,
+    Repository,
+    StoredAnnotation,
+    StoredExclusion,
+    StoredSource,
+    Verification,
+)
+from govern.store.outbox import KeyKind
 
 _REPOSITORY = table(Repository)
 _SOURCE = table(StoredSource)
@@ -215,3 +226,101 @@ def insert_annotations(session: Session, *, rows: Sequence[Mapping[str, Any]]) -
     """New annotation versions (dicts by column), in one batch."""
     if rows:
         session.execute(insert(StoredAnnotation), list(rows), execution_options=BULK)
+
+
+# -- forgetting a repository (govern untrack) -----------------------------------------------
+
+# The outbox keys whose second part is an exclusion's key (govern.store.outbox.KeyKind).
+_BY_EXCLUSION = (
+    KeyKind.PUSH,
+    KeyKind.CHANGE,
+    KeyKind.LABELS,
+    KeyKind.LEFT_ALONE,
+    KeyKind.REMIND,
+)
+_BY_REPOSITORY = (KeyKind.DIGEST, KeyKind.PENDING)
+
+
+def forget_repository(session: Session, *, name: str, keyed: str) -> dict[str, int] | None:
+    """Delete the repository ``name`` and every row that belongs to it: its sources,
+    exclusions, their annotations, events, candidates, verifications and proposals, and
+    the outbox rows of those proposals, exclusions and of the repository (``keyed``: its
+    name as outbox keys spell it). Releases and index pages are the packages' and stay.
+
+    Returns the rows deleted by table (None: no such repository). One transaction: the
+    caller's. The events go too, on purpose: the thread is append-only while the
+    repository is tracked, and forgetting it is the one way out.
+    """
+    locks.repository(session, name=name)  # a sync of it waits, then finds it new
+    found = session.exec(orm_select(Repository).where(col(Repository.name) == name)).first()
+    if found is None:
+        return None
+    mine = col(StoredExclusion.repository_id) == found.id
+    exclusions = select(col(StoredExclusion.id)).where(mine)
+    candidates = select(col(Candidate.id)).where(col(Candidate.exclusion_id).in_(exclusions))
+    proposals = select(col(Proposal.id)).where(col(Proposal.exclusion_id).in_(exclusions))
+    own = select(col(StoredExclusion.key)).where(mine)
+    own_keys = set(session.execute(own).scalars())
+    shared: set[str] = set()  # keys another repository holds too (never, in practice)
+    for chunk in chunks(sorted(own_keys)):
+        elsewhere = select(col(StoredExclusion.key)).where(
+            col(StoredExclusion.repository_id) != found.id, col(StoredExclusion.key).in_(chunk)
+        )
+        shared.update(session.execute(elsewhere).scalars())
+    keys = own_keys - shared
+    proposal_keys = list(
+        session.execute(
+            select(col(Proposal.dedupe_key)).where(col(Proposal.exclusion_id).in_(exclusions))
+        ).scalars()
+    )
+    proposal_ids = set(session.execute(proposals).scalars())
+    outbox_ids = [
+        row_id
+        for row_id, key, proposal_id in session.execute(
+            select(col(Outbox.id), col(Outbox.dedupe_key), col(Outbox.proposal_id))
+        )
+        if proposal_id in proposal_ids or _outbox_owned(key, keys, keyed, proposal_keys)
+    ]
+    counts: dict[str, int] = {"outbox": 0}
+
+    def gone(label: str, statement: Any) -> None:
+        counts[label] = counts.get(label, 0) + int(
+            getattr(session.execute(statement), "rowcount", 0) or 0
+        )
+
+    for chunk in chunks(outbox_ids):
+        gone("outbox", delete(Outbox).where(col(Outbox.id).in_(chunk)))
+    gone("proposals", delete(Proposal).where(col(Proposal.exclusion_id).in_(exclusions)))
+    runs = delete(Verification).where(col(Verification.candidate_id).in_(candidates))
+    gone("verifications", runs)
+    gone("candidates", delete(Candidate).where(col(Candidate.exclusion_id).in_(exclusions)))
+    gone("events", delete(Event).where(col(Event.exclusion_id).in_(exclusions)))
+    notes = delete(StoredAnnotation).where(col(StoredAnnotation.exclusion_id).in_(exclusions))
+    gone("annotations", notes)
+    # A line's predecessor is of the same repository (the sync links within one); the
+    # guard keeps another repository's row valid all the same.
+    session.execute(
+        update(StoredExclusion)
+        .where(
+            col(StoredExclusion.repository_id) != found.id,
+            col(StoredExclusion.predecessor_id).in_(exclusions),
+        )
+        .values(predecessor_id=None)
+    )
+    gone("exclusions", delete(StoredExclusion).where(mine))
+    gone("sources", delete(StoredSource).where(col(StoredSource.repository_id) == found.id))
+    gone("repositories", delete(Repository).where(col(Repository.id) == found.id))
+    return counts
+
+
+def _outbox_owned(key: str, exclusions: set[str], keyed: str, proposals: Sequence[str]) -> bool:
+    """Whether an outbox key belongs to the forgotten repository (outbox_key's layout)."""
+    kind, _, rest = key.partition(":")
+    part = rest.split(":", 1)[0]
+    if kind in _BY_EXCLUSION:
+        return part in exclusions
+    if kind in _BY_REPOSITORY:
+        return part == keyed
+    if kind == KeyKind.CLOSE:
+        return any(rest.startswith(f"{p}:") for p in proposals)
+    return False

@@ -51,6 +51,7 @@ def test_every_command_is_registered_in_app_py() -> None:
         "daemon",
         "rules",
         "track",
+        "untrack",
         "status",
         "history",
         "verify",
