@@ -20,7 +20,8 @@ from sqlalchemy import insert
 from sqlmodel import col, select
 
 from govern.config import Config
-from govern.exclusions.states import EventKind
+from govern.exclusions.model import SubKind
+from govern.exclusions.states import CandidateStatus, Conclusion, EventKind, State
 from govern.service.track import TrackOptions, track
 from govern.store import relaxations
 from govern.store.db import BULK, Store
@@ -71,7 +72,7 @@ def seed(store: Store, root: Path, *, generated: int = 200, now: datetime = NOW)
             exclusion_id=cupy.id,
             release_id=fixed.id or 0,
             profile="cuda13",
-            status="passed",
+            status=CandidateStatus.PASSED,
             found_at=now - timedelta(days=70),
         )
         session.add(candidate)
@@ -85,7 +86,7 @@ def seed(store: Store, root: Path, *, generated: int = 200, now: datetime = NOW)
                 run_url=RUN_URL,
                 started_at=now - timedelta(days=69, hours=1),
                 finished_at=now - timedelta(days=69),
-                conclusion="passed",
+                conclusion=Conclusion.PASSED,
                 installed_version="14.1.1",
                 detail="exit status 0",
                 log_excerpt="govern-verify: installed cupy-cuda13x==14.1.1\n12 passed in 3.1s\n",
@@ -126,7 +127,7 @@ def seed(store: Store, root: Path, *, generated: int = 200, now: datetime = NOW)
             session.add(
                 Event(exclusion_id=cupy.id, kind=kind, at=at, recorded_at=at, detail=detail)
             )
-        cupy.state = "verified"
+        cupy.state = State.VERIFIED
         key = cupy.key
     if generated:
         generate(store, generated, now=now)
@@ -138,7 +139,8 @@ def seed(store: Store, root: Path, *, generated: int = 200, now: datetime = NOW)
 def generate(store: Store, count: int, *, now: datetime = NOW, seed_value: int = 7) -> None:
     """``count`` exclusions in bulk, over a few repositories and files."""
     rng = random.Random(seed_value)  # noqa: S311 -- test data, not cryptography
-    kinds = [("cap", "<", "cap"), ("not-equal", "!=", "not-equal"), ("pin", "==", "pin")]
+    # (kind, operator, sub-kind): exact for all three (a sub-kind is a SubKind).
+    kinds = [(k, op, SubKind.EXACT) for k, op in (("cap", "<"), ("not-equal", "!="), ("pin", "=="))]
     states = ["held"] * 6 + ["candidate"] * 2 + ["verified", "verifying"]
     with store.session(write=True) as session:
         repositories = []

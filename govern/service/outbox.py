@@ -94,7 +94,7 @@ async def deliver(
     with store.session(write=True) as session:
         # One run decides for a key at a time (the row's lock, held to the commit).
         row = rows.open_row(session, key=key, action=action, proposal_id=proposal_id, now=when)
-        state = OutboxState(row.state)
+        state = row.state
         if state is OutboxState.SENT or state is OutboxState.DEAD:
             return Delivered(key, state, dict(row.result), row.last_error)
         due = row.next_attempt_at

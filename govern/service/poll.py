@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from packaging.version import Version
 
-from govern.exclusions.states import CandidateStatus, EventKind, State
+from govern.exclusions.states import CandidateStatus, EventKind
 from govern.index.candidates import (
     RELEASE_WINDOW,
     Decision,
@@ -271,7 +271,9 @@ def _judging(profiles: str, exclusions: Sequence[Watched]) -> str:
 
     ``profiles`` is :func:`_profiles_key` of the poll's profiles.
     """
-    parts = [profiles, repr(sorted((e.id, e.clause_text, e.kind, e.known_bad) for e in exclusions))]
+    # The kind's string, not the member: its repr would change the hashes stored.
+    judged = sorted((e.id, e.clause_text, e.kind.value, e.known_bad) for e in exclusions)
+    parts = [profiles, repr(judged)]
     return hashlib.sha256("\n".join(parts).encode("utf-8")).hexdigest()
 
 
@@ -491,7 +493,7 @@ class _Recorder:
                     {"package": exclusion.package, "clause": exclusion.clause_text, **detail}
                 )
                 # A held exclusion with a candidate moves (the lifecycle's table).
-                if advance(EventKind.CANDIDATE_FOUND, State(exclusion.state)) != exclusion.state:
+                if advance(EventKind.CANDIDATE_FOUND, exclusion.state) != exclusion.state:
                     self.promoted.add(exclusion.id)
         if limited:
             result.limited.append(_limited(exclusion, found, limited))

@@ -850,7 +850,7 @@ def record_closed(
     with store.session(write=True) as session:
         row = proposals.proposal_by_id(session, proposal_id=proposal_id)
         if row.state != ProposalState.OPEN:
-            return {"proposal": row.id, "number": row.number, "state": str(row.state)}
+            return {"proposal": row.id, "number": row.number, "state": row.state}
         merged = state is ChangeState.MERGED
         ended = ProposalState.MERGED if merged else ProposalState.DECLINED
         row = proposals.set_proposal_state(session, proposal_id=proposal_id, state=ended, at=now)
@@ -863,7 +863,7 @@ def record_closed(
             now,
             pull_request=row.number,
         )
-        return {"proposal": row.id, "number": row.number, "state": str(row.state)}
+        return {"proposal": row.id, "number": row.number, "state": row.state}
 
 
 def _theirs(number: object, branch: str) -> str:

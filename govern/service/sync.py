@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from packaging.version import InvalidVersion, Version
 
-from govern.exclusions.model import Exclusion, Kind, exclusion_key
+from govern.exclusions.model import Exclusion, Kind, SubKind, exclusion_key
 from govern.exclusions.states import EventKind, State
 from govern.lifecycle import advance, related_end
 from govern.service.values import Provenance, SyncCounts
@@ -48,7 +48,7 @@ def fingerprint(values: dict[str, Any]) -> str:
 
 
 class _Clause(Protocol):
-    kind: str
+    kind: Kind
     clause: str
 
 
@@ -87,12 +87,12 @@ class _Row:
     package: str
     marker: str | None
     group: str | None
-    kind: str
-    sub_kind: str
+    kind: Kind
+    sub_kind: SubKind
     clause: str
     line: int
     requirement: str
-    state: str | None  # None: new, until its first event (the lifecycle's table moves it)
+    state: State | None  # None: new, until its first event (the lifecycle's table moves it)
     removed_at: datetime | None
     predecessor_id: int | None
     dirty: bool = False
@@ -353,9 +353,9 @@ class Sync:
         related_to: State | None = None,
     ) -> None:
         """Queue an event and move the row's state (and its related row's) by the table."""
-        row.state = advance(kind, _state(row.state))
+        row.state = advance(kind, row.state)
         if related is not None and related_to is not None:
-            related.state = related_end(kind, _state(related.state), to=related_to)
+            related.state = related_end(kind, related.state, to=related_to)
         self._events.append(_PendingEvent(row, kind, provenance, detail, related))
 
     def _note_of(self, row: _Row) -> _Note | None:
@@ -448,8 +448,8 @@ class Sync:
             package=item.package,
             marker=item.marker,
             group=item.group,
-            kind=str(item.kind),
-            sub_kind=str(item.sub_kind),
+            kind=item.kind,
+            sub_kind=item.sub_kind,
             clause=item.clause,
             line=item.line,
             requirement=item.requirement,
@@ -633,11 +633,6 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-def _state(value: str | None) -> State | None:
-    """A row's state as the lifecycle reads it (None: a new row)."""
-    return State(value) if value is not None else None
-
-
 def _pair(
     appeared: Sequence[Exclusion], vanished: Sequence[_Row]
 ) -> tuple[list[tuple[_Row, Exclusion]], list[Exclusion], list[_Row]]:
@@ -660,7 +655,7 @@ def _pair(
         olds = old_by.get(group_key, [])
         unmatched: list[Exclusion] = []
         for item in items:
-            same = next((o for o in olds if o.kind == str(item.kind)), None)
+            same = next((o for o in olds if o.kind == item.kind), None)
             if same is not None:
                 olds.remove(same)
                 pairs.append((same, item))

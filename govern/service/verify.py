@@ -415,7 +415,7 @@ class Verifier:
                 row = verifying.verification(session, verification_id=stale.id)
                 if row is None or row.conclusion is not None:
                     continue  # concluded by another process meanwhile
-                row.conclusion = conclusion.value
+                row.conclusion = conclusion
                 row.finished_at = status.finished_at or now
                 row.installed_version = status.installed
                 # Every configured secret by its value, whatever the provider printed.

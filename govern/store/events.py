@@ -42,7 +42,7 @@ def record(
     )
     if row is None or row.id is None:
         raise LookupError(f"no exclusion {exclusion!r} to record a {kind} event on")
-    after = advance(kind, State(row.state), to=to)
+    after = advance(kind, row.state, to=to)
     if after != row.state:
         row.state = after
         session.add(row)

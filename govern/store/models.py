@@ -6,15 +6,37 @@ Notes: docs/internals.md#store, docs/design.md#vocabulary.
 from __future__ import annotations
 
 from datetime import UTC, date, datetime
+from enum import StrEnum
 from typing import Annotated, Any
 
 from pydantic import PlainSerializer, computed_field
-from sqlalchemy import JSON, Column, DateTime, Dialect, Index, Text, UniqueConstraint, event
+from sqlalchemy import (
+    JSON,
+    Column,
+    DateTime,
+    Dialect,
+    Index,
+    String,
+    Text,
+    UniqueConstraint,
+    event,
+)
 from sqlalchemy.orm import Session as OrmSession
 from sqlalchemy.types import TypeDecorator
 from sqlmodel import Field, SQLModel
 
-from govern.exclusions.states import CandidateStatus, OutboxState, ProposalState, State
+from govern.exclusions.model import Kind, SubKind
+from govern.exclusions.states import (
+    CandidateStatus,
+    Conclusion,
+    EventKind,
+    OutboxAction,
+    OutboxState,
+    ProposalKind,
+    ProposalState,
+    State,
+    Via,
+)
 from govern.store.location import as_utc as as_utc  # re-exported: the models read with it
 
 # Named constraints, so later migrations can alter them (SQLite's batch mode needs names).
@@ -46,6 +68,49 @@ class UTCDateTime(TypeDecorator[datetime]):
 
     def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
         return None if value is None else as_utc(value)
+
+
+class ClosedSet(TypeDecorator[StrEnum]):
+    """A member of one closed set (exclusions/states.py), stored as its plain string
+    (``VARCHAR(length)``, as every such column always was) and read back as the member.
+
+    Not SQLAlchemy's ``Enum``: that stores the member's name, and a native type on
+    PostgreSQL; the stored values stay the strings the JSON contracts and SQL name.
+    """
+
+    impl = String
+    cache_ok = True
+
+    def __init__(self, members: type[StrEnum], length: int) -> None:
+        super().__init__(length)
+        self.members = members
+
+    def process_bind_param(self, value: str | None, dialect: Dialect) -> str | None:
+        # A member, or its string: a value outside the set is refused before it is stored.
+        return None if value is None else self.members(value).value
+
+    def coerce_compared_value(self, op: Any, value: Any) -> Any:
+        # What a column is compared with is text (a LIKE pattern, a filter's value): only
+        # what is written must be a member.
+        return self.impl_instance
+
+    def process_result_value(self, value: str | None, dialect: Dialect) -> StrEnum | None:
+        return None if value is None else self.members(value)
+
+
+def _closed(
+    members: type[StrEnum],
+    length: int,
+    *,
+    default: Any = ...,
+    nullable: bool = False,
+    index: bool = False,
+) -> Any:
+    """A column holding a member of ``members`` (:class:`ClosedSet`)."""
+    column: Column[Any] = Column(ClosedSet(members, length), nullable=nullable, index=index)
+    if default is ...:
+        return Field(sa_column=column)
+    return Field(default=default, sa_column=column)
 
 
 # A moment as the JSON contracts write it: ``datetime.isoformat()`` (``+00:00``, not ``Z``).
@@ -129,10 +194,10 @@ class ExclusionBase(SQLModel):
     clause: str = Field(max_length=256)  # normalized: "!=14.1.0"
     requirement: str = Field(sa_column=Column(Text, nullable=False))  # the line as written
     marker: str | None = Field(default=None, sa_column=Column(Text))
-    kind: str = Field(max_length=16)
-    sub_kind: str = Field(max_length=16)
+    kind: Kind = _closed(Kind, 16)
+    sub_kind: SubKind = _closed(SubKind, 16)
     line: int
-    state: str = Field(default=State.HELD, max_length=16, index=True)
+    state: State = _closed(State, 16, default=State.HELD, index=True)
 
 
 class StoredExclusion(ExclusionBase, table=True):
@@ -169,7 +234,7 @@ class StoredExclusion(ExclusionBase, table=True):
 class EventBase(SQLModel):
     """What one step of an exclusion's thread records: its kind, commit, author, details."""
 
-    kind: str = Field(max_length=32)  # an EventKind
+    kind: EventKind = _closed(EventKind, 32)
     commit: str | None = Field(default=None, max_length=64)
     pull_request: int | None = None
     author: str | None = Field(default=None, max_length=256)
@@ -241,7 +306,7 @@ class CandidateBase(SQLModel):
     role: str = Field(default="newest", max_length=16)  # newest, first
     eligible: bool = True
     reason: str | None = Field(default=None, sa_column=Column(Text))  # why not, when not
-    status: str = Field(default=CandidateStatus.FOUND, max_length=16)
+    status: CandidateStatus = _closed(CandidateStatus, 16, default=CandidateStatus.FOUND)
 
 
 class Candidate(CandidateBase, table=True):
@@ -264,7 +329,7 @@ class VerificationBase(SQLModel):
     """What a CI run of a candidate said: where it ran, how it ended and why."""
 
     provider: str = Field(max_length=32)
-    conclusion: str | None = Field(default=None, max_length=16)  # a Conclusion
+    conclusion: Conclusion | None = _closed(Conclusion, 16, default=None, nullable=True)
     run_url: str | None = Field(default=None, sa_column=Column(Text))
     detail: str | None = Field(default=None, sa_column=Column(Text))  # why, in a line
 
@@ -297,8 +362,8 @@ class StoredRelaxation(SQLModel):
 class ProposalBase(SQLModel):
     """What govern proposed for an exclusion: how, its state, the new clause, where."""
 
-    kind: str = Field(max_length=32)  # a ProposalKind
-    state: str = Field(default=ProposalState.OPEN, max_length=16)  # a ProposalState
+    kind: ProposalKind = _closed(ProposalKind, 32)
+    state: ProposalState = _closed(ProposalState, 16, default=ProposalState.OPEN)
     new_clause: str | None = Field(default=None, max_length=256)
     url: str | None = Field(default=None, sa_column=Column(Text))
 
@@ -313,7 +378,7 @@ class Proposal(ProposalBase, table=True):
     candidate_id: int | None = Field(default=None, foreign_key="candidate.id")
     dedupe_key: str = Field(max_length=128)
     created_at: datetime = _when()
-    via: str | None = Field(default=None, max_length=16)  # a Via: git, github, gitlab, remind
+    via: Via | None = _closed(Via, 16, default=None, nullable=True)  # git, github, gitlab, remind
     version: str | None = Field(default=None, max_length=128)  # the candidate proposed
     branch: str | None = Field(default=None, max_length=256)
     number: int | None = None  # the change request's number (GitHub) or iid (GitLab)
@@ -330,9 +395,9 @@ class Outbox(SQLModel, table=True):
 
     id: int | None = Field(default=None, primary_key=True)
     dedupe_key: str = Field(max_length=256)
-    action: str = Field(max_length=32)  # an OutboxAction (exclusions/states.py) value
+    action: OutboxAction = _closed(OutboxAction, 32)
     proposal_id: int | None = Field(default=None, foreign_key="proposal.id", index=True)
-    state: str = Field(default=OutboxState.PENDING, max_length=16)
+    state: OutboxState = _closed(OutboxState, 16, default=OutboxState.PENDING)
     attempts: int = 0
     next_attempt_at: datetime | None = _when(nullable=True)
     last_error: str | None = Field(default=None, sa_column=Column(Text))  # no token, ever
@@ -458,8 +523,8 @@ class DeliveryPublic(SQLModel):
 
     model_config = SHOWN
 
-    action: str
-    state: str
+    action: OutboxAction
+    state: OutboxState
     attempts: int
     error: str | None  # never a token
     next_attempt: Moment | None

@@ -43,7 +43,7 @@ def overview(session: Session, *, repository: str, today: date) -> Overview:
             continue  # a <9999-style sentinel is no debt (docs/design.md)
         entry = Notice(
             ref=from_row(exclusion, repository=repo.name, source=source.path),
-            state=State(exclusion.state),
+            state=exclusion.state,
             reason=note.reason if note else None,
             links=tuple(note.links) if note else (),
             review_by=note.review_by if note else None,

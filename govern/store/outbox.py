@@ -194,7 +194,7 @@ def mark_failed(
     found.last_error = error[:2000]
     found.next_attempt_at = None if dead else now + wait(found.attempts)
     session.add(found)
-    return OutboxState(found.state)
+    return found.state
 
 
 def supersede(session: Session, *, prefix: str, sent: str) -> int:

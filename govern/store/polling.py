@@ -57,9 +57,9 @@ class Watched:
 
     id: int
     package: str
-    state: str
+    state: State
     clause_text: str
-    kind: str
+    kind: Kind
     known_bad: tuple[str, ...]
     clause: Clause | None
 

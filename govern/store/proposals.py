@@ -22,6 +22,7 @@ from govern.exclusions.states import (
     ProposalKind,
     ProposalState,
     State,
+    Via,
 )
 from govern.store.models import (
     Candidate,
@@ -117,7 +118,7 @@ def verified(
                 ref=from_row(exclusion, repository=repo.name, source=source.path),
                 root=repo.root,
                 format=source.format,
-                state=State(exclusion.state),
+                state=exclusion.state,
                 candidate_id=candidate.id,
                 version=release.version,
                 relaxation=stored(candidate.relaxation),
@@ -214,7 +215,7 @@ def open_proposal(
     key: str,
     work: Work,
     kind: ProposalKind,
-    via: str,
+    via: Via,
     now: datetime,
     old: str,
     new: str | None,

@@ -34,7 +34,7 @@ from fakes.forge_github import FakeGitHubForge
 from fakes.smtp import SMTPServer
 from fakes.webhook import FakeWebhook, slack
 from govern.config import Config, NotifyConfig, ProposeConfig
-from govern.exclusions.states import EventKind, OutboxState, ProposeMode, State, Via
+from govern.exclusions.states import EventKind, OutboxAction, OutboxState, ProposeMode, State, Via
 from govern.forge.github import GitHubForge
 from govern.notify import channels
 from govern.notify.base import Message, Notifier
@@ -348,7 +348,7 @@ def test_a_reminder_another_run_is_sending_is_left_to_it_and_is_no_failure(
             session.add(
                 Outbox(
                     dedupe_key=f"remind:{key}:14.1.1:{channel}",
-                    action=f"remind-{channel}",
+                    action=OutboxAction.remind(channel),
                     state=OutboxState.SENDING,
                     attempts=1,
                     next_attempt_at=NOW + timedelta(hours=1),
@@ -373,7 +373,7 @@ def test_a_crash_before_sending_sends_on_the_next_run(store: Store, world: World
             session.add(
                 Outbox(
                     dedupe_key=f"remind:{key}:14.1.1:{channel}",
-                    action=f"remind-{channel}",
+                    action=OutboxAction.remind(channel),
                     created_at=NOW,
                 )
             )

@@ -26,7 +26,7 @@ from sqlmodel import col, select
 
 from fakes.forge_gitlab import FakeGitLabForge
 from govern.config import Config, ProposeConfig
-from govern.exclusions.states import EventKind, Via
+from govern.exclusions.states import EventKind, State, Via
 from govern.forge.gitlab import GitLabForge
 from govern.git.push import Pusher
 from govern.service.propose import Proposer, ProposeResult
@@ -139,7 +139,7 @@ class World:
                         found_at=NOW,
                     )
                 )
-                exclusion.state = "candidate"
+                exclusion.state = State.CANDIDATE
         provider = Passes()
         verifier = Verifier(
             self.store,

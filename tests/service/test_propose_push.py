@@ -32,7 +32,7 @@ from fakes.forge_gitlab import FakeGitLabForge
 from fakes.forge_gitlab import message as gitlab_message
 from govern.config import Config, ProposeConfig
 from govern.daemon.jobs import ProposeJob
-from govern.exclusions.states import Via
+from govern.exclusions.states import OutboxAction, OutboxState, Via
 from govern.forge.github import GitHubForge
 from govern.forge.gitlab import GitLabForge
 from govern.git.push import Pusher
@@ -307,8 +307,8 @@ def _claimed(store: Store, pid: int) -> None:
         session.add(
             Outbox(
                 dedupe_key=f"change:{key}:14.1.1",
-                action="open-change",
-                state="sending",
+                action=OutboxAction.OPEN_CHANGE,
+                state=OutboxState.SENDING,
                 attempts=1,
                 next_attempt_at=datetime.now(UTC) + timedelta(hours=1),
                 result={

@@ -20,6 +20,7 @@ from sqlmodel import col, select
 from govern.ci.base import Conclusion, Provider, RunRef, RunStatus, Started, Trial
 from govern.config import Config
 from govern.errors import CIAuthError, CIRateLimited
+from govern.exclusions.states import CandidateStatus, State
 from govern.service.track import TrackOptions, track
 from govern.service.verify import Verifier, VerifyResult
 from govern.store.db import Store
@@ -91,7 +92,7 @@ def store(database_url: str, tmp_path: Path) -> Iterator[Store]:
                             found_at=NOW,
                         )
                     )
-                exclusion.state = "candidate"
+                exclusion.state = State.CANDIDATE
         yield opened
 
 
@@ -212,7 +213,7 @@ def test_a_hosted_run_is_polled_and_timed_out(store: Store) -> None:
     fresh = Scripted(RunStatus(None), timeout=600)
     with store.session(write=True) as session:
         for candidate in session.exec(select(Candidate)):
-            candidate.status = "found"
+            candidate.status = CandidateStatus.FOUND
     _verify(store, fresh, profiles=["x86"])
     later = _verify(store, fresh, clock=NOW + timedelta(minutes=11), profiles=["x86"], attempts=1)
     assert fresh.cancelled == ["run-1"]
@@ -238,7 +239,7 @@ def test_a_rate_limit_or_a_refused_token_stops_starting_runs(store: Store) -> No
 def test_a_version_that_is_not_pep440_never_reaches_a_provider(store: Store) -> None:
     with store.session(write=True) as session:
         for candidate in session.exec(select(Candidate)):
-            candidate.status = "passed"
+            candidate.status = CandidateStatus.PASSED
         hostile = StoredRelease(package="demo", version="1.0; rm -rf /", first_seen_at=NOW)
         session.add(hostile)
         session.flush()
@@ -263,7 +264,7 @@ def test_a_run_whose_process_died_before_recording_it_is_closed(store: Store) ->
     with store.session(write=True) as session:
         candidate = session.exec(select(Candidate)).first()
         assert candidate is not None
-        candidate.status = "verifying"
+        candidate.status = CandidateStatus.VERIFYING
         session.add(
             Verification(
                 candidate_id=candidate.id or 0,
@@ -303,7 +304,7 @@ class Racing(Scripted):
         if not self.trials:
             with self.store.session(write=True) as session:
                 for candidate in session.exec(select(Candidate).where(Candidate.profile == "x86")):
-                    candidate.status = "failed"
+                    candidate.status = CandidateStatus.FAILED
         return await super().start(trial)
 
 

@@ -23,6 +23,7 @@ from sqlmodel import col, select
 from wheels import build_wheel
 
 from fakes.index import IndexFile, StaticIndex
+from govern.exclusions.states import EventKind
 from govern.store.db import Store
 from govern.store.models import Candidate, Event, StoredExclusion, StoredRelease, Verification
 
@@ -66,7 +67,7 @@ def index(tmp_path: Path) -> Iterator[StaticIndex]:
 def _state(db: str) -> tuple[str, dict[str, str], list[tuple[str, str | None, str | None]]]:
     with Store(db) as store, store.session() as session:
         exclusion = session.exec(select(StoredExclusion)).one()
-        candidates = {
+        candidates: dict[str, str] = {
             release.version: candidate.status
             for candidate, release in session.exec(
                 select(Candidate, StoredRelease).join(
@@ -74,7 +75,7 @@ def _state(db: str) -> tuple[str, dict[str, str], list[tuple[str, str | None, st
                 )
             )
         }
-        runs = [
+        runs: list[tuple[str, str | None, str | None]] = [
             (v.conclusion or "", v.installed_version, v.detail)
             for v in session.exec(select(Verification).order_by(col(Verification.id)))
         ]
@@ -157,9 +158,9 @@ def test_the_broken_release_fails_and_the_fix_passes(
     assert "verification passed  cupy-demo 14.1.1" in out
     with Store(db) as store, store.session() as session:
         kinds = [e.kind for e in session.exec(select(Event).order_by(col(Event.id)))]
-    assert kinds.count("verification-started") == 2
-    assert kinds.count("verification-failed") == 1
-    assert kinds.count("verification-passed") == 1
+    assert kinds.count(EventKind.VERIFICATION_STARTED) == 2
+    assert kinds.count(EventKind.VERIFICATION_FAILED) == 1
+    assert kinds.count(EventKind.VERIFICATION_PASSED) == 1
 
 
 def test_an_ad_hoc_command_with_a_reproducer(

@@ -10,6 +10,8 @@ from sqlalchemy import inspect
 from sqlmodel import select
 
 from govern.errors import SchemaOutOfDate, StoreError
+from govern.exclusions.model import Kind, SubKind
+from govern.exclusions.states import EventKind
 from govern.store.db import SCHEMA_REVISION, Store, migrations_dir, redact, resolve_url
 
 TABLES = {
@@ -195,8 +197,8 @@ def test_events_are_append_only(database_url: str) -> None:
                 source_id=source.id,
                 package="p",
                 clause="<1",
-                kind="cap",
-                sub_kind="exact",
+                kind=Kind.CAP,
+                sub_kind=SubKind.EXACT,
                 requirement="p<1",
                 line=1,
                 first_seen_at=now,
@@ -204,11 +206,11 @@ def test_events_are_append_only(database_url: str) -> None:
             session.add(row)
             session.flush()
             assert row.id is not None
-            session.add(Event(exclusion_id=row.id, kind="added", at=now, recorded_at=now))
+            session.add(Event(exclusion_id=row.id, kind=EventKind.ADDED, at=now, recorded_at=now))
 
         def change() -> None:
             with store.session(write=True) as session:
-                session.exec(select(Event)).one().kind = "removed"
+                session.exec(select(Event)).one().kind = EventKind.REMOVED
 
         def delete() -> None:
             with store.session(write=True) as session:

@@ -6,6 +6,8 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 
 import pytest
+from sqlalchemy import insert
+from sqlmodel import select
 
 from govern.exclusions.states import OutboxAction, OutboxState
 from govern.store import outbox
@@ -45,23 +47,32 @@ def test_pushed_to_reads_rows_stored_with_a_plain_action_string(store: Store) ->
     push of another exclusion whose key shares the characters is not (the prefix ends in
     ``:``)."""
     with store.session(write=True) as session:
-        for key, branch, sha in (
-            ("push:r:a:1", "govern/a", "1" * 40),
-            ("push:r:a:2", "govern/a", "2" * 40),
-            ("push:r:ab:1", "govern/ab", "3" * 40),
-        ):
-            session.add(
-                Outbox(
-                    dedupe_key=key,
-                    action="push",
-                    state=OutboxState.SENT,
-                    result={"branch": branch, "sha": sha},
-                    created_at=NOW,
-                )
+        rows = [
+            {
+                "dedupe_key": key,
+                "action": "push",
+                "state": "sent",
+                "attempts": 0,
+                "result": {"branch": branch, "sha": sha},
+                "created_at": NOW,
+            }
+            for key, branch, sha in (
+                ("push:r:a:1", "govern/a", "1" * 40),
+                ("push:r:a:2", "govern/a", "2" * 40),
+                ("push:r:ab:1", "govern/ab", "3" * 40),
             )
+        ]
+        session.execute(insert(Outbox), rows)
     with store.session() as session:
         record = outbox.pushed_to(session, prefix=key_prefix(KeyKind.PUSH, "r:a"))
+        read = session.exec(select(Outbox)).first()
+        assert read is not None
+        assert (read.action, read.state) == (OutboxAction.PUSH, OutboxState.SENT)
+        assert type(read.action) is OutboxAction  # the column reads the member back
     assert record == outbox.PushRecord("govern/a", frozenset({"1" * 40, "2" * 40}))
+    with store.engine.connect() as connection:  # and stores the plain strings
+        stored = connection.exec_driver_sql("SELECT DISTINCT action, state FROM outbox").all()
+    assert [tuple(row) for row in stored] == [("push", "sent")]
 
 
 def test_supersede_leaves_sent_and_sending_rows_alone(store: Store) -> None:
@@ -75,7 +86,9 @@ def test_supersede_leaves_sent_and_sending_rows_alone(store: Store) -> None:
     }
     with store.session(write=True) as session:
         for key, state in states.items():
-            session.add(Outbox(dedupe_key=key, action="open-change", state=state, created_at=NOW))
+            session.add(
+                Outbox(dedupe_key=key, action=OutboxAction.OPEN_CHANGE, state=state, created_at=NOW)
+            )
     with store.session(write=True) as session:
         done = outbox.supersede(
             session, prefix=key_prefix(KeyKind.CHANGE, "r:a"), sent="change:r:a:3"

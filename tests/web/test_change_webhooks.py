@@ -23,7 +23,7 @@ from fastapi.testclient import TestClient
 from sqlmodel import col, select
 from webseed import NOW, seed
 
-from govern.exclusions.states import EventKind, ProposalState, State
+from govern.exclusions.states import EventKind, ProposalKind, ProposalState, State, Via
 from govern.store.db import Store
 from govern.store.models import Event, Proposal, StoredExclusion
 from govern.web.app import create_app
@@ -54,14 +54,14 @@ def served(
             session.add(
                 Proposal(
                     exclusion_id=exclusion.id or 0,
-                    kind="pull-request",
+                    kind=ProposalKind.PULL_REQUEST,
                     dedupe_key=f"proposal:{key}:14.1.1",
                     state=ProposalState.OPEN,
                     created_at=NOW,
                     version="14.1.1",
                     branch=BRANCH,
                     number=7,
-                    via=via,
+                    via=Via(via),
                     url=url,
                 )
             )

@@ -14,7 +14,14 @@ from fastapi.testclient import TestClient
 from sqlmodel import col, select
 from webseed import NOW, seed
 
-from govern.exclusions.states import OutboxState, ProposalState, State
+from govern.exclusions.states import (
+    OutboxAction,
+    OutboxState,
+    ProposalKind,
+    ProposalState,
+    State,
+    Via,
+)
 from govern.store.db import Store
 from govern.store.models import Outbox, Proposal, StoredAnnotation, StoredExclusion
 from govern.web.app import create_app
@@ -43,23 +50,28 @@ def _propose(store: Store, key: str) -> None:
         ).one()
         proposal = Proposal(
             exclusion_id=exclusion.id or 0,
-            kind="pull-request",
+            kind=ProposalKind.PULL_REQUEST,
             dedupe_key=f"proposal:{key}:14.1.1",
             state=ProposalState.OPEN,
             new_clause="!=14.1.0",
             url="https://forge.example/octo-org/app/pull/7",
             created_at=NOW,
-            via="github",
+            via=Via.GITHUB,
             version="14.1.1",
             number=7,
         )
         session.add(proposal)
         session.flush()
         rows = [
-            Outbox(dedupe_key=f"push:{key}", action="push", state=OutboxState.SENT, attempts=1),
+            Outbox(
+                dedupe_key=f"push:{key}",
+                action=OutboxAction.PUSH,
+                state=OutboxState.SENT,
+                attempts=1,
+            ),
             Outbox(
                 dedupe_key=f"comment:{key}",
-                action="comment",
+                action=OutboxAction.COMMENT,
                 state=OutboxState.FAILED,
                 attempts=3,
                 last_error="GitHub answered 502 Bad Gateway",
@@ -67,7 +79,7 @@ def _propose(store: Store, key: str) -> None:
             ),
             Outbox(
                 dedupe_key=f"mail:{key}",
-                action="mail",
+                action=OutboxAction.REMIND_EMAIL,
                 state=OutboxState.DEAD,
                 attempts=8,
                 last_error="SMTP 535 authentication failed",
@@ -93,7 +105,7 @@ def test_the_exclusion_page_shows_the_proposal_its_link_and_its_troubled_deliver
     assert "comment: failed after 3 attempts" in proposals
     assert "GitHub answered 502 Bad Gateway" in proposals
     assert "retried after 2026-" in proposals
-    assert "mail: dead after 8 attempts" in proposals
+    assert "remind-email: dead after 8 attempts" in proposals
     assert "gave up: a person looks" in proposals
     detail = client.get(f"/api/v1/exclusions/{key}").json()
     (proposal,) = detail["proposals"]
@@ -101,7 +113,7 @@ def test_the_exclusion_page_shows_the_proposal_its_link_and_its_troubled_deliver
     assert [(d["action"], d["state"], d["attempts"]) for d in proposal["deliveries"]] == [
         ("push", "sent", 1),
         ("comment", "failed", 3),
-        ("mail", "dead", 8),
+        ("remind-email", "dead", 8),
     ]
     assert proposal["deliveries"][1]["error"] == "GitHub answered 502 Bad Gateway"
 
@@ -155,7 +167,7 @@ def test_a_send_whose_answer_was_lost_is_shown_unconfirmed_not_sent(
         ).one()
         reminder = Proposal(
             exclusion_id=exclusion.id or 0,
-            kind="reminder",
+            kind=ProposalKind.REMINDER,
             dedupe_key=f"reminder:{key}:14.1.1",
             state=ProposalState.OPEN,
             created_at=NOW,
@@ -164,8 +176,8 @@ def test_a_send_whose_answer_was_lost_is_shown_unconfirmed_not_sent(
         session.add(reminder)
         session.flush()
         for action, result in (
-            ("webhook", {"unconfirmed": True, "attempts": 1}),
-            ("mail", {"status": 250}),
+            (OutboxAction.REMIND_WEBHOOK, {"unconfirmed": True, "attempts": 1}),
+            (OutboxAction.REMIND_EMAIL, {"status": 250}),
         ):
             session.add(
                 Outbox(
@@ -181,14 +193,14 @@ def test_a_send_whose_answer_was_lost_is_shown_unconfirmed_not_sent(
             )
     page = client.get(f"/exclusions/{key}").text
     proposals = page[page.index("<h2>Proposals</h2>") : page.index("<h2>Actions</h2>")]
-    assert "webhook: unconfirmed" in proposals
-    assert "webhook: sent" not in proposals
+    assert "remind-webhook: unconfirmed" in proposals
+    assert "remind-webhook: sent" not in proposals
     assert "it may not have arrived" in proposals
-    assert "mail: sent</li>" in proposals
+    assert "remind-email: sent</li>" in proposals
     (shown,) = client.get(f"/api/v1/exclusions/{key}").json()["proposals"]
     assert [(d["action"], d["state"]) for d in shown["deliveries"]] == [
-        ("webhook", "unconfirmed"),
-        ("mail", "sent"),
+        ("remind-webhook", "unconfirmed"),
+        ("remind-email", "sent"),
     ]
 
 
@@ -269,7 +281,7 @@ def test_the_front_page_lists_the_deliveries_that_failed_or_gave_up(
     listed = listed[: listed.index("</ul>")]
     items = listed.split("<li ")[1:]
     assert len(items) == 2  # the sent push is not listed
-    assert "mail dead after 8 attempts" in items[0]
+    assert "remind-email dead after 8 attempts" in items[0]
     assert "gave up: a person looks" in items[0]
     assert "comment failed after 3 attempts" in items[1]
     assert "GitHub answered 502 Bad Gateway" in items[1]

@@ -29,6 +29,7 @@ from webseed import NOW, seed
 
 from govern.application import CIProviders
 from govern.ci.base import Conclusion, Provider, RunRef, RunStatus, Started, Trial
+from govern.exclusions.states import CandidateStatus, State
 from govern.store.db import Store
 from govern.store.models import Candidate, StoredExclusion, StoredRelease, Verification
 from govern.web.app import create_app
@@ -72,7 +73,7 @@ def running(
                     exclusion_id=cupy.id or 0,
                     release_id=fixed.id or 0,
                     profile=profile,
-                    status="verifying",
+                    status=CandidateStatus.VERIFYING,
                     found_at=NOW,
                 )
                 session.add(candidate)
@@ -86,7 +87,7 @@ def running(
                         started_at=NOW,
                     )
                 )
-            cupy.state = "verifying"
+            cupy.state = State.VERIFYING
         providers = {"gha": Answering("gha", "github-actions"), "bk": Answering("bk", "buildkite")}
         state = AppState(
             store=store,
