@@ -695,7 +695,7 @@ class Proposer:
         with self.store.session(write=True) as session:
             return proposals.open_proposal(
                 session,
-                key=f"proposal:{work.ref.key}:{work.version}",
+                key=outbox_key(KeyKind.PROPOSAL, work.ref.key, work.version),
                 work=work,
                 kind=ProposalKind.BRANCH if via == Via.GIT else ProposalKind.PULL_REQUEST,
                 via=via,
@@ -739,7 +739,7 @@ class Proposer:
 
     def _superseded(self, work: Work, why: str) -> None:
         with self.store.session(write=True) as session:
-            key = f"superseded:{work.ref.key}:{work.version}"
+            key = outbox_key(KeyKind.SUPERSEDED, work.ref.key, work.version)
             if not proposals.note_superseded(session, key=key, work=work, at=self.now()):
                 return  # said once
             events.record(

@@ -177,7 +177,7 @@ def _proposal(store: Store, work: Work, now: datetime) -> int:
     with store.session(write=True) as session:
         return proposals.open_proposal(
             session,
-            key=f"reminder:{work.ref.key}:{work.version}",
+            key=outbox_key(KeyKind.REMINDER, work.ref.key, work.version),
             work=work,
             kind=ProposalKind.REMINDER,
             via=Via.REMIND,

@@ -53,10 +53,17 @@ _SEP = ":"
 
 
 class KeyKind(StrEnum):
-    """The first part of an outbox key: what one key stands for (stored; never changes).
+    """The first part of a dedupe key, an outbox row's or a proposal row's: what one key
+    stands for (stored; never changes).
 
     Not the action: a comment left on a branch govern leaves alone is keyed ``left-alone``,
     a reminder's key names its channel after the message's key."""
+
+    # Proposal rows (``Proposal.dedupe_key``): one per exclusion and version proposed.
+    PROPOSAL = "proposal"  # proposal:<exclusion>:<version> (a branch or change request)
+    REMINDER = "reminder"  # reminder:<exclusion>:<version>
+    SUPERSEDED = "superseded"  # superseded:<exclusion>:<version> (the line changed by hand)
+    # Outbox rows (``Outbox.dedupe_key``).
 
     PUSH = "push"  # push:<exclusion>:<sha-256 of the file pushed>
     CHANGE = "change"  # change:<exclusion>:<version>
@@ -69,7 +76,8 @@ class KeyKind(StrEnum):
 
 
 def outbox_key(kind: KeyKind, *parts: str | int) -> str:
-    """The dedupe key ``<kind>:<part>:<part>...``: one action per key, ever."""
+    """The dedupe key ``<kind>:<part>:<part>...``: one action (or proposal row) per key,
+    ever. Every outbox and proposal key is built here."""
     return _SEP.join([kind.value, *(str(part) for part in parts)])
 
 

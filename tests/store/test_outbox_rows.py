@@ -31,6 +31,13 @@ def test_keys_are_spelled_as_rows_already_stored_them() -> None:
     assert outbox_key(KeyKind.LABELS, "r:x", 7) == "labels:r:x:7"
     assert key_prefix(KeyKind.PUSH, "r:x") == "push:r:x:"
     assert on_channel(outbox_key(KeyKind.REMIND, "r:x", "1.2"), "email") == ("remind:r:x:1.2:email")
+    # The proposal rows' keys too (Proposal.dedupe_key), and a close keyed by one of them.
+    proposal = outbox_key(KeyKind.PROPOSAL, "r:x", "1.2")
+    assert proposal == "proposal:r:x:1.2"
+    assert outbox_key(KeyKind.REMINDER, "r:x", "1.2") == "reminder:r:x:1.2"
+    assert outbox_key(KeyKind.SUPERSEDED, "r:x", "1.2") == "superseded:r:x:1.2"
+    assert outbox_key(KeyKind.CLOSE, proposal, 7) == "close:proposal:r:x:1.2:7"
+    assert outbox_key(KeyKind.PENDING, "repo-ab", 3, "f00d") == "pending:repo-ab:3:f00d"
 
 
 def test_actions_are_the_strings_already_stored() -> None:
