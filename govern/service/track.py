@@ -451,7 +451,7 @@ def track(
         repository.synced_at = now
         repository.synced_commit = head
         replaying = any(state.row.commit for state in sync.sources.values())
-        repository.digest = (
+        repository.synced_tree_hash = (
             tree_hash(
                 root,
                 config,

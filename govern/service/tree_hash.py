@@ -25,7 +25,7 @@ def tree_hash(
 
     The files' bytes, the configuration, the repository's name, govern's version and,
     for a repository whose history is replayed, HEAD. A file that uses ``${VAR}`` reads
-    the environment too: then there is no digest (every sync runs in full).
+    the environment too: then there is no tree hash (every sync runs in full).
     """
     from govern import __version__
 
@@ -71,20 +71,21 @@ def unchanged(
 ) -> Unchanged | None:
     """The store's counts when a sync of ``root`` has nothing to do, else None.
 
-    Nothing to do: the digest of the files read last time and now, the configuration,
+    Nothing to do: the tree hash of the files read last time and now, the configuration,
     govern's version and HEAD (when the history is replayed) is the one the last sync
     stored, and ``--history`` has nothing left to backfill.
     """
     with store.connection() as conn:
         found = tracking.repository(conn, name=name)
-        if found is None or found.digest is None:
+        if found is None or found.synced_tree_hash is None:
             return None
         present = tracking.present_sources(conn, repository_id=found.id)
         replaying = any(row.commit for row in present)
         if history and not all(row.commit for row in present):
             return None
         files = [*discovered, *(root / row.path for row in present)]
-        if tree_hash(root, config, name, files, head if replaying else None) != found.digest:
+        hashed = tree_hash(root, config, name, files, head if replaying else None)
+        if hashed != found.synced_tree_hash:
             return None
         active = tracking.active_exclusions(conn, repository_id=found.id)
     return Unchanged(sources=len(present), exclusions=active)

@@ -133,9 +133,12 @@ class Repository(SQLModel, table=True):
     created_at: datetime = _when()
     synced_at: datetime | None = _when(nullable=True)
     synced_commit: str | None = Field(default=None, max_length=64)
-    # A hash of everything the last sync read (files, configuration, govern's version):
-    # when nothing of it changed, a re-sync has nothing to do (see service/track.py).
-    digest: str | None = Field(default=None, max_length=64)
+    # The tree hash of the last sync (service/tree_hash.py): everything it read (files,
+    # configuration, govern's version); when nothing of it changed, a re-sync has nothing
+    # to do. Stored in the column ``digest``, its name since the column was added.
+    synced_tree_hash: str | None = Field(
+        default=None, sa_column=Column("digest", String(64), key="synced_tree_hash")
+    )
 
 
 class StoredSource(SQLModel, table=True):

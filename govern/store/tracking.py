@@ -1,6 +1,6 @@
 """The sync's reads and writes of a repository, on the models' tables.
 
-Before the lock: whether anything changed since the last sync (the digest it stored, the
+Before the lock: whether anything changed since the last sync (the tree hash it stored, the
 sources present, how many exclusions are active), and what each source holds (its replay
 marker and its active keys), so that git is read before the repository's lock is taken.
 Under it (:func:`lock_repository`): the rows :class:`govern.service.sync.Sync` compares,
@@ -40,9 +40,9 @@ _EXCLUSION = table(StoredExclusion)
 
 
 def repository(conn: Connection, *, name: str) -> Row[int, str | None] | None:
-    """A repository's id and the digest its last sync stored (None: never synced)."""
+    """A repository's id and the tree hash its last sync stored (None: never synced)."""
     r = _REPOSITORY.c
-    return conn.execute(select(r.id, r.digest).where(r.name == name)).first()
+    return conn.execute(select(r.id, r.synced_tree_hash).where(r.name == name)).first()
 
 
 def present_sources(conn: Connection, *, repository_id: int) -> Rows:
