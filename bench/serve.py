@@ -674,7 +674,7 @@ def profile_section(url: str, now: datetime) -> None:
     from starlette.responses import Response
 
     from govern.store.db import Store
-    from govern.store.pending import attention, pending
+    from govern.store.pending import attention, relaxable
     from govern.web.app import create_app
     from govern.web.security import Secrets
     from govern.web.state import AppState
@@ -696,7 +696,7 @@ def profile_section(url: str, now: datetime) -> None:
         for _ in range(5):
             with store.session() as session:
                 for name, call in (
-                    ("pending", lambda: pending(session, now=now)),
+                    ("pending", lambda: relaxable(session, now=now)),
                     ("attention", lambda: attention(session, now=now)),
                 ):
                     statements.clear()

@@ -147,13 +147,13 @@ class ReportFormat(enum.StrEnum):
 
 def _collect(store: Store) -> dict[str, Any]:
     from govern.store.models import utcnow
-    from govern.store.pending import attention, pending
+    from govern.store.pending import attention, relaxable
 
     now = utcnow()
     with store.session() as session:
         return {
             "now": now,
-            "pending": pending(session, now=now, limit=200),
+            "pending": relaxable(session, now=now, limit=200),
             "attention": attention(session, now=now),
         }
 

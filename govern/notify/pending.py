@@ -17,7 +17,7 @@ from govern.notify.base import repository_key
 from govern.notify.issue import from_forge
 from govern.notify.templates import pending_issue
 
-__all__ = ["PendingIssue", "find", "period", "publish", "render"]
+__all__ = ["TrackingIssue", "find", "period", "publish", "render"]
 
 
 def period(now: datetime, every: str) -> str | None:
@@ -32,7 +32,7 @@ def period(now: datetime, every: str) -> str | None:
 
 
 @dataclass(frozen=True, slots=True)
-class PendingIssue:
+class TrackingIssue:
     """The issue as it should read: title, body (ending in its marker), and their hash."""
 
     repository: str
@@ -48,22 +48,22 @@ class PendingIssue:
         return hashlib.sha256(raw).hexdigest()[:16]
 
 
-def render(overview: Overview, seal: Seal) -> PendingIssue:
+def render(overview: Overview, seal: Seal) -> TrackingIssue:
     """The pending issue of ``overview``'s repository, its marker signed by ``seal``."""
     title, body = pending_issue(overview)
     mark = seal.marker("pending", repository_key(overview.repository))
-    return PendingIssue(overview.repository, title, with_markers(body, mark), mark)
+    return TrackingIssue(overview.repository, title, with_markers(body, mark), mark)
 
 
-def _answer(issue: Issue, wanted: PendingIssue, action: str) -> dict[str, Any]:
+def _answer(issue: Issue, wanted: TrackingIssue, action: str) -> dict[str, Any]:
     return {"number": issue.number, "url": issue.url, "digest": wanted.text_hash, "action": action}
 
 
-def _shows(issue: Issue, wanted: PendingIssue) -> bool:
+def _shows(issue: Issue, wanted: TrackingIssue) -> bool:
     return issue.title == wanted.title and issue.body.strip() == wanted.body.strip()
 
 
-async def find(forge: Forge, wanted: PendingIssue) -> dict[str, Any] | None:
+async def find(forge: Forge, wanted: TrackingIssue) -> dict[str, Any] | None:
     """The issue, if it already reads as ``wanted`` (a run that crashed after editing it)."""
     try:
         found = await forge.find_issue(wanted.marker)
@@ -74,7 +74,7 @@ async def find(forge: Forge, wanted: PendingIssue) -> dict[str, Any] | None:
     return _answer(found, wanted, "found")
 
 
-async def publish(forge: Forge, wanted: PendingIssue, *, number: int | None) -> dict[str, Any]:
+async def publish(forge: Forge, wanted: TrackingIssue, *, number: int | None) -> dict[str, Any]:
     """Open the issue, or edit it (``number``: where it was last sent) when it differs.
 
     An issue that is gone (deleted, transferred: 404) is looked for by its marker, then

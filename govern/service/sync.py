@@ -119,7 +119,7 @@ class _Note:
 
 
 @dataclass(slots=True, eq=False)
-class _PendingEvent:
+class _QueuedEvent:
     row: _Row
     kind: EventKind
     provenance: Provenance
@@ -169,7 +169,7 @@ class Sync:
         self._new_notes: dict[int, _Note] = {}  # by id() of the row, for rows without ids
         self._notes: list[_Note] = []
         self._retired: list[int] = []
-        self._events: list[_PendingEvent] = []
+        self._events: list[_QueuedEvent] = []
         self._inserts: list[tuple[_Row, datetime, str | None, int | None]] = []
         self._compare: list[tuple[int, dict[str, Any], dict[str, Any]]] = []
         self._synced: set[str] = set()
@@ -356,7 +356,7 @@ class Sync:
         row.state = advance(kind, row.state)
         if related is not None and related_to is not None:
             related.state = related_end(kind, related.state, to=related_to)
-        self._events.append(_PendingEvent(row, kind, provenance, detail, related))
+        self._events.append(_QueuedEvent(row, kind, provenance, detail, related))
 
     def _note_of(self, row: _Row) -> _Note | None:
         if row.id is not None:

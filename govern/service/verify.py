@@ -54,7 +54,7 @@ class _Wanted:
 
 
 @dataclass(frozen=True, slots=True)
-class _Pending:
+class _QueuedEvent:
     """An event of a run, recorded once its candidates' statuses are written."""
 
     exclusion_id: int
@@ -375,7 +375,7 @@ class Verifier:
             self._record(
                 session,
                 [
-                    _Pending(
+                    _QueuedEvent(
                         _exclusion_of(group, row),
                         EventKind.VERIFICATION_STARTED,
                         self._detail(row, first),
@@ -410,7 +410,7 @@ class Verifier:
         conclusion = status.conclusion
         now = self.clock()
         with self.store.session(write=True) as session:
-            pending: list[_Pending] = []
+            pending: list[_QueuedEvent] = []
             for stale in rows:
                 row = verifying.verification(session, verification_id=stale.id)
                 if row is None or row.conclusion is not None:
@@ -446,7 +446,7 @@ class Verifier:
                     "detail": row.detail,
                 }
                 pending.append(
-                    _Pending(
+                    _QueuedEvent(
                         candidate.exclusion_id,
                         EventKind.concluded(conclusion),
                         ended,
@@ -461,7 +461,7 @@ class Verifier:
             self._record(session, pending)
             relaxations.refresh(session, exclusion_ids={p.exclusion_id for p in pending})
 
-    def _record(self, session: Session, pending: Sequence[_Pending]) -> None:
+    def _record(self, session: Session, pending: Sequence[_QueuedEvent]) -> None:
         """Record the events, each exclusion settled from its candidates' statuses (the
         lifecycle moves only those among ``SETTLED``; the others keep their state)."""
         if not pending:

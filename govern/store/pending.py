@@ -14,7 +14,7 @@ from sqlalchemy import func, or_
 from sqlalchemy import select as columns
 from sqlmodel import Session, col, select
 
-from govern.exclusions.states import PENDING, CandidateStatus, Conclusion, State
+from govern.exclusions.states import RELAXABLE, CandidateStatus, Conclusion, State
 from govern.store.models import (
     Candidate,
     ChangePublic,
@@ -52,7 +52,7 @@ def _by_ids(session: Session, ids: Sequence[int], now: datetime) -> dict[int, Ex
     return {row[0].id or 0: exclusion_public(row, now=now) for row in rows}
 
 
-def pending(session: Session, *, now: datetime, limit: int = PER_PAGE) -> PendingPage:
+def relaxable(session: Session, *, now: datetime, limit: int = PER_PAGE) -> PendingPage:
     """Exclusions with a candidate or a verified release (not snoozed), verified first."""
     shown = (
         col(StoredExclusion.removed_at).is_(None),
@@ -64,9 +64,9 @@ def pending(session: Session, *, now: datetime, limit: int = PER_PAGE) -> Pendin
     total = session.execute(
         columns(func.count())
         .select_from(StoredExclusion)
-        .where(*shown, col(StoredExclusion.state).in_(PENDING))
+        .where(*shown, col(StoredExclusion.state).in_(RELAXABLE))
     ).one()[0]
-    ids = _pending_ids(session, shown, limit)
+    ids = _relaxable_ids(session, shown, limit)
     rows = _by_ids(session, ids, now)
     best = _best_candidates(session, ids)
     evidence = _evidence(session, [c for c, _ in best.values()])
@@ -98,7 +98,7 @@ def pending(session: Session, *, now: datetime, limit: int = PER_PAGE) -> Pendin
     return PendingPage.model_construct(items=items, total=total)
 
 
-def _pending_ids(session: Session, shown: Sequence[Any], limit: int) -> list[int]:
+def _relaxable_ids(session: Session, shown: Sequence[Any], limit: int) -> list[int]:
     """The first ``limit`` pending exclusions: the verified ones, then the candidate and
     verifying ones together; oldest first in each group. One ordered query per state, each
     stopped at what it can contribute: never a sort of every pending row."""

@@ -23,7 +23,7 @@ from govern.store.models import (
     ExclusionPage,
     PendingPage,
 )
-from govern.store.pending import pending as pending_page
+from govern.store.pending import relaxable
 from govern.web import actions
 from govern.web.deps import SessionDep, StateDep, WriterDep
 from govern.web.limits import StrictJsonRoute
@@ -79,7 +79,7 @@ def pending(
     app: StateDep, session: SessionDep, limit: Annotated[int, Query(ge=1, le=200)] = 50
 ) -> PendingPage:
     """Exclusions with a candidate or a verified release, and the change that would be made."""
-    return pending_page(session, now=app.clock(), limit=limit)
+    return relaxable(session, now=app.clock(), limit=limit)
 
 
 @router.get("/exclusions", response_model=ExclusionPage)

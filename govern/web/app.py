@@ -30,7 +30,7 @@ from govern.store import history, queries
 from govern.store.debt import debt as debt_series
 from govern.store.location import SCHEMA_REVISION
 from govern.store.outbox import troubled
-from govern.store.pending import attention, pending
+from govern.store.pending import attention, relaxable
 from govern.web import actions, api
 from govern.web.charts import DebtPoint, age_histogram, debt_over_time
 from govern.web.deps import SessionDep, StateDep, get_state, peer
@@ -106,7 +106,7 @@ def _pages(app: FastAPI) -> None:
         return _render(
             request,
             "index.html",
-            pending=pending(session, now=now),
+            pending=relaxable(session, now=now),
             attention=attention(session, now=now),
             deliveries=troubled(session),
             now=now,
