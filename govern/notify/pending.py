@@ -49,7 +49,8 @@ class TrackingIssue:
 
 
 def render(overview: Overview, seal: Seal) -> TrackingIssue:
-    """The pending issue of ``overview``'s repository, its marker signed by ``seal``."""
+    """The tracking issue of ``overview``'s repository (its pending relaxations), its marker
+    signed by ``seal``."""
     title, body = pending_issue(overview)
     mark = seal.marker("pending", repository_key(overview.repository))
     return TrackingIssue(overview.repository, title, with_markers(body, mark), mark)

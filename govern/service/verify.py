@@ -410,7 +410,7 @@ class Verifier:
         conclusion = status.conclusion
         now = self.clock()
         with self.store.session(write=True) as session:
-            pending: list[_QueuedEvent] = []
+            queued: list[_QueuedEvent] = []
             for stale in rows:
                 row = verifying.verification(session, verification_id=stale.id)
                 if row is None or row.conclusion is not None:
@@ -445,7 +445,7 @@ class Verifier:
                     "run_url": row.run_url,
                     "detail": row.detail,
                 }
-                pending.append(
+                queued.append(
                     _QueuedEvent(
                         candidate.exclusion_id,
                         EventKind.concluded(conclusion),
@@ -458,17 +458,17 @@ class Verifier:
                     {"verification": row.id, "package": release.package, **ended}
                 )
                 self.result.concluded[conclusion.value] += 1
-            self._record(session, pending)
-            relaxations.refresh(session, exclusion_ids={p.exclusion_id for p in pending})
+            self._record(session, queued)
+            relaxations.refresh(session, exclusion_ids={p.exclusion_id for p in queued})
 
-    def _record(self, session: Session, pending: Sequence[_QueuedEvent]) -> None:
+    def _record(self, session: Session, queued: Sequence[_QueuedEvent]) -> None:
         """Record the events, each exclusion settled from its candidates' statuses (the
         lifecycle moves only those among ``SETTLED``; the others keep their state)."""
-        if not pending:
+        if not queued:
             return
-        ids = {p.exclusion_id for p in pending}
+        ids = {p.exclusion_id for p in queued}
         statuses = verifying.candidate_statuses(session, exclusion_ids=ids)
-        for p in pending:
+        for p in queued:
             exclusion = verifying.exclusion(session, exclusion_id=p.exclusion_id)
             if exclusion is None:
                 continue
