@@ -20,10 +20,19 @@ from sqlalchemy import func, update
 from sqlalchemy import select as columns
 from sqlmodel import Session, col, select
 
+from govern.exclusions.ref import ExclusionRef
 from govern.exclusions.states import OutboxAction, OutboxState
 from govern.store import locks
 from govern.store.location import as_utc
-from govern.store.models import DeliveryPublic, Outbox, Proposal, StoredExclusion
+from govern.store.models import (
+    DeliveryPublic,
+    Outbox,
+    Proposal,
+    Repository,
+    StoredExclusion,
+    StoredSource,
+)
+from govern.store.refs import from_row
 
 __all__ = [
     "CLAIM",
@@ -282,9 +291,7 @@ class Troubled:
     attempts: int
     error: str | None
     next_attempt: datetime | None
-    exclusion: str | None  # the exclusion's id
-    package: str | None
-    clause: str | None
+    ref: ExclusionRef | None  # None: not one exclusion's
 
 
 def troubled(session: Session, *, limit: int = 20) -> tuple[int, list[Troubled]]:
@@ -293,9 +300,11 @@ def troubled(session: Session, *, limit: int = 20) -> tuple[int, list[Troubled]]
     where = col(Outbox.state).in_((OutboxState.FAILED, OutboxState.DEAD))
     total = session.execute(columns(func.count()).select_from(Outbox).where(where)).one()[0]
     rows = session.exec(
-        select(Outbox, StoredExclusion)
+        select(Outbox, StoredExclusion, StoredSource, Repository)
         .outerjoin(Proposal, col(Proposal.id) == col(Outbox.proposal_id))
         .outerjoin(StoredExclusion, col(StoredExclusion.id) == col(Proposal.exclusion_id))
+        .outerjoin(StoredSource, col(StoredSource.id) == col(StoredExclusion.source_id))
+        .outerjoin(Repository, col(Repository.id) == col(StoredExclusion.repository_id))
         .where(where)
         .order_by(col(Outbox.id).desc())
         .limit(limit)
@@ -307,11 +316,13 @@ def troubled(session: Session, *, limit: int = 20) -> tuple[int, list[Troubled]]
             attempts=found.attempts,
             error=found.last_error,
             next_attempt=as_utc(found.next_attempt_at) if found.next_attempt_at else None,
-            exclusion=exclusion.key if exclusion else None,
-            package=exclusion.package if exclusion else None,
-            clause=exclusion.clause if exclusion else None,
+            ref=(
+                from_row(exclusion, repository=repo.name, source=source.path)
+                if exclusion is not None and source is not None and repo is not None
+                else None
+            ),
         )
-        for found, exclusion in rows
+        for found, exclusion, source, repo in rows
     ]
 
 

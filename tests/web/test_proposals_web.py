@@ -3,6 +3,7 @@ outbox holds them (failed sends retried, dead ones waiting for a person), and "p
 
 from __future__ import annotations
 
+import html
 import re
 import time
 from collections.abc import Iterator
@@ -24,6 +25,7 @@ from govern.exclusions.states import (
 )
 from govern.store.db import Store
 from govern.store.models import Outbox, Proposal, StoredAnnotation, StoredExclusion
+from govern.store.outbox import troubled
 from govern.web.app import create_app
 from govern.web.security import Secrets
 from govern.web.state import AppState
@@ -116,6 +118,48 @@ def test_the_exclusion_page_shows_the_proposal_its_link_and_its_troubled_deliver
         ("remind-email", "dead", 8),
     ]
     assert proposal["deliveries"][1]["error"] == "GitHub answered 502 Bad Gateway"
+
+
+def test_the_front_page_lists_failing_deliveries_with_the_exclusion_each_is_for(
+    served: tuple[TestClient, str, AppState],
+) -> None:
+    client, key, state = served
+    _propose(state.store, key)
+    with state.store.session(write=True) as session:
+        session.add(
+            Outbox(
+                dedupe_key="digest:app:2026-W01",
+                action="digest",
+                state=OutboxState.DEAD,
+                attempts=2,
+                created_at=NOW,
+            )
+        )
+    with state.store.session() as session:
+        exclusion = session.exec(
+            select(StoredExclusion).where(col(StoredExclusion.key) == key)
+        ).one()
+        total, listed = troubled(session)
+    assert total == 3
+    assert [(t.action, t.ref.key if t.ref else None) for t in listed] == [
+        ("digest", None),
+        ("mail", key),
+        ("comment", key),
+    ]
+    ref = listed[1].ref
+    assert ref is not None
+    assert (ref.repository, ref.source, ref.line, ref.package, ref.clause) == (
+        "github.com/vllm-project/vllm",
+        "requirements/cuda.txt",
+        exclusion.line,
+        "cupy-cuda13x",
+        exclusion.clause,
+    )
+    front = client.get("/").text
+    deliveries = front[front.index('id="deliveries"') :]
+    shown = html.escape(f"cupy-cuda13x {exclusion.clause}")
+    assert re.search(rf'<a href="/exclusions/[^"]+">{re.escape(shown)}</a>: mail dead', deliveries)
+    assert "repository: digest dead after 2 attempts" in deliveries
 
 
 def test_propose_now_is_offered_only_for_a_verified_exclusion(
