@@ -40,17 +40,12 @@ _ORPHAN_AFTER = timedelta(hours=1)
 
 @dataclass(frozen=True, slots=True)
 class _Wanted:
-    """One candidate row to try, with what its trial needs."""
+    """One candidate waiting to be tried, with what its trial needs."""
 
-    candidate_id: int
-    exclusion_id: int
-    package: str
-    clause: str
-    version: Version
-    profile: str
+    waiting: verifying.Waiting
+    version: Version  # the stored version, parsed
     reproducer: str | None
     attempt: int  # the attempt this run would be
-    release_id: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -251,19 +246,20 @@ class Verifier:
         """Start a run for each group of candidates waiting; returns how many runs started."""
         groups: dict[tuple[str, str, str, str | None], list[_Wanted]] = defaultdict(list)
         for wanted in self._wanted(exclusion_ids, profiles):
-            provider = self.provider_for(wanted.profile)
+            profile = wanted.waiting.profile
+            provider = self.provider_for(profile)
             if provider is None:
                 self.result.skipped.append(
-                    self._described(wanted, f"no CI provider for profile {wanted.profile!r}")
+                    self._described(wanted, f"no CI provider for profile {profile!r}")
                 )
                 continue
             if provider.name in self._refused:
                 continue
-            key = (wanted.package, str(wanted.version), wanted.profile, wanted.reproducer)
+            key = (wanted.waiting.ref.package, str(wanted.version), profile, wanted.reproducer)
             groups[key].append(wanted)
         started = 0
         for group in groups.values():
-            provider = self.provider_for(group[0].profile)
+            provider = self.provider_for(group[0].waiting.profile)
             assert provider is not None
             if provider.name in self._refused:
                 continue
@@ -274,46 +270,37 @@ class Verifier:
         """Eligible candidates not yet tried (or tried without a verdict, attempts left)."""
         with self.store.session() as session:
             rows = verifying.waiting(session, exclusion_ids=exclusion_ids, profiles=profiles)
-            ids = sorted({exclusion.id for _, _, exclusion in rows if exclusion.id is not None})
+            ids = sorted({row.exclusion_id for row in rows})
             notes = current_notes(session, ids=ids)
             bad = failed_versions(session, ids=ids)
-            tries = verifying.attempts(
-                session, candidate_ids=[c.id for c, _, _ in rows if c.id is not None]
-            )
+            tries = verifying.attempts(session, candidate_ids=[row.candidate_id for row in rows])
         out: list[_Wanted] = []
-        for candidate, release, exclusion in rows:
-            assert candidate.id is not None
-            assert exclusion.id is not None
+        for row in rows:
             try:
-                version = Version(release.version)
+                version = Version(row.version)
             except InvalidVersion:
                 self.result.skipped.append(
                     {
-                        "package": exclusion.package,
-                        "version": release.version,
-                        "profile": candidate.profile,
+                        "package": row.ref.package,
+                        "version": row.version,
+                        "profile": row.profile,
                         "reason": "not a PEP 440 version: never passed to CI",
                     }
                 )
                 continue
-            note = notes.get(exclusion.id)
-            known_bad = {*(note.bad_versions if note else ()), *bad.get(exclusion.id, ())}
+            note = notes.get(row.exclusion_id)
+            known_bad = {*(note.bad_versions if note else ()), *bad.get(row.exclusion_id, ())}
             if any(_same(version, b) for b in known_bad):
                 continue
-            done = tries.get(candidate.id, 0)
+            done = tries.get(row.candidate_id, 0)
             if done >= self.attempts:
                 continue
             out.append(
                 _Wanted(
-                    candidate_id=candidate.id,
-                    exclusion_id=exclusion.id,
-                    package=exclusion.package,
-                    clause=exclusion.clause,
+                    waiting=row,
                     version=version,
-                    profile=candidate.profile,
                     reproducer=note.verify if note else None,
                     attempt=done + 1,
-                    release_id=release.id or 0,
                 )
             )
         return out
@@ -325,18 +312,20 @@ class Verifier:
             # Read again under the write lock: another call (the dashboard, another process,
             # an earlier group of this one) may have tried or judged a candidate meanwhile.
             claimed = verifying.claim(
-                session, candidate_ids=[w.candidate_id for w in group], limit=self.attempts
+                session,
+                candidate_ids=[w.waiting.candidate_id for w in group],
+                limit=self.attempts,
             )
             group = [
-                dataclasses.replace(w, attempt=claimed[w.candidate_id])
+                dataclasses.replace(w, attempt=claimed[w.waiting.candidate_id])
                 for w in group
-                if w.candidate_id in claimed
+                if w.waiting.candidate_id in claimed
             ]
             rows = [
                 Verification(
-                    candidate_id=w.candidate_id,
+                    candidate_id=w.waiting.candidate_id,
                     provider=provider.name,
-                    profile=w.profile,
+                    profile=w.waiting.profile,
                     attempt=w.attempt,
                     started_at=now,
                 )
@@ -346,14 +335,15 @@ class Verifier:
         if not group:
             return False
         first = group[0]
-        indexes = self.index.indexes_for(first.package) if self.index is not None else ()
-        files, files_index = self._files(first)
+        ref = first.waiting.ref
+        indexes = self.index.indexes_for(ref.package) if self.index is not None else ()
+        files, files_index = self._files(first.waiting)
         trial = Trial(
-            package=first.package,
+            package=ref.package,
             version=first.version,
-            profile=first.profile,
+            profile=first.waiting.profile,
             correlation_id=f"govern-{rows[0].id}-{first.attempt}",
-            clause=first.clause,
+            clause=ref.clause,
             index_url=indexes[0] if indexes else None,
             extra_index_urls=tuple(indexes[1:]),
             reproducer=first.reproducer,
@@ -389,16 +379,16 @@ class Verifier:
             await self._conclude(rows, started.status)
         return True
 
-    def _files(self, wanted: _Wanted) -> tuple[tuple[DistributionFile, ...], str | None]:
+    def _files(self, waiting: verifying.Waiting) -> tuple[tuple[DistributionFile, ...], str | None]:
         """The candidate's files as the poll stored them (with their hashes), and the
         configured index (with its credentials) whose page listed them: None when that
         index is not configured any more (an install from elsewhere is never a guess)."""
         with self.store.session() as session:
-            release = verifying.release(session, release_id=wanted.release_id)
-            page = verifying.listed_by(session, package=wanted.package)
+            release = verifying.release(session, release_id=waiting.release_id)
+            page = verifying.listed_by(session, package=waiting.ref.package)
         stored = release.files if release is not None else []
         files = tuple(file_from_json(item) for item in stored)
-        indexes = self.index.indexes_for(wanted.package) if self.index is not None else ()
+        indexes = self.index.indexes_for(waiting.ref.package) if self.index is not None else ()
         listed = next((i for i in indexes if page and strip_credentials(i) == page), None)
         return files, listed
 
@@ -532,9 +522,9 @@ class Verifier:
     @staticmethod
     def _described(wanted: _Wanted, reason: str) -> dict[str, str]:
         return {
-            "package": wanted.package,
+            "package": wanted.waiting.ref.package,
             "version": str(wanted.version),
-            "profile": wanted.profile,
+            "profile": wanted.waiting.profile,
             "reason": reason,
         }
 
@@ -550,7 +540,7 @@ class Verifier:
 
 
 def _exclusion_of(group: Sequence[_Wanted], row: Verification) -> int:
-    return next(w.exclusion_id for w in group if w.candidate_id == row.candidate_id)
+    return next(w.waiting.exclusion_id for w in group if w.waiting.candidate_id == row.candidate_id)
 
 
 def _same(version: Version, text: str) -> bool:

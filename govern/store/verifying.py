@@ -9,19 +9,25 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 
+from sqlalchemy import select as columns
 from sqlmodel import Session, col, select
 
+from govern.exclusions.ref import ExclusionRef
 from govern.exclusions.states import CandidateStatus
 from govern.store.models import (
     Candidate,
     IndexPage,
+    Repository,
     StoredAnnotation,
     StoredExclusion,
     StoredRelease,
+    StoredSource,
     Verification,
 )
 from govern.store.queries import current_notes
+from govern.store.refs import from_row
 
 
 def open_exclusions(session: Session, *, key: str, package: str) -> list[int]:
@@ -59,15 +65,32 @@ def running(
     return list(session.exec(query).all())
 
 
+@dataclass(frozen=True, slots=True)
+class Waiting:
+    """An eligible candidate waiting for a run: which release, on which profile, for which
+    exclusion."""
+
+    candidate_id: int
+    exclusion_id: int
+    release_id: int
+    version: str  # as stored (not necessarily PEP 440)
+    profile: str
+    ref: ExclusionRef
+
+
 def waiting(
     session: Session, *, exclusion_ids: Collection[int] | None, profiles: Collection[str]
-) -> list[tuple[Candidate, StoredRelease, StoredExclusion]]:
+) -> list[Waiting]:
     """Eligible candidates ``found`` of open exclusions (of some, and of some profiles when
     given), by exclusion, profile and release."""
     query = (
-        select(Candidate, StoredRelease, StoredExclusion)
+        columns(
+            Candidate, StoredRelease, StoredExclusion, col(StoredSource.path), col(Repository.name)
+        )
         .join(StoredRelease, col(StoredRelease.id) == col(Candidate.release_id))
         .join(StoredExclusion, col(StoredExclusion.id) == col(Candidate.exclusion_id))
+        .join(StoredSource, col(StoredSource.id) == col(StoredExclusion.source_id))
+        .join(Repository, col(Repository.id) == col(StoredExclusion.repository_id))
         .where(
             col(Candidate.eligible),
             col(Candidate.status) == CandidateStatus.FOUND,
@@ -79,7 +102,22 @@ def waiting(
         query = query.where(col(StoredExclusion.id).in_(list(exclusion_ids)))
     if profiles:
         query = query.where(col(Candidate.profile).in_(list(profiles)))
-    return list(session.exec(query).all())
+    out: list[Waiting] = []
+    for candidate, found, exclusion, path, name in session.execute(query).all():
+        assert candidate.id is not None
+        assert exclusion.id is not None
+        assert found.id is not None
+        out.append(
+            Waiting(
+                candidate_id=candidate.id,
+                exclusion_id=exclusion.id,
+                release_id=found.id,
+                version=found.version,
+                profile=candidate.profile,
+                ref=from_row(exclusion, repository=name, source=path),
+            )
+        )
+    return out
 
 
 def attempts(session: Session, *, candidate_ids: Sequence[int]) -> dict[int, int]:
