@@ -115,7 +115,7 @@ def poll(
         bar: Any = None
         if sys.stderr.isatty() and fmt is ViewFormat.HUMAN:
             with store.transaction() as conn:
-                total = len({w.package for w in watched(conn, packages=names)})
+                total = len({w.ref.package for w in watched(conn, packages=names)})
             bar = typer.progressbar(length=total, label="polling", file=sys.stderr, show_pos=True)
             bar.__enter__()
 

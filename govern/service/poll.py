@@ -252,13 +252,13 @@ def _limited(exclusion: Watched, found: Needed, profiles: list[str]) -> dict[str
     total = len(found.releases) + found.left_out
     which = ", ".join(profiles)
     message = (
-        f"{exclusion.package} {exclusion.clause_text}: no candidate among the releases kept for "
+        f"{exclusion.ref.package} {exclusion.ref.clause}: no candidate among the releases kept for "
         f"profile {which}; the page lists {total:,} releases and {found.left_out:,} of them "
         f"were not looked at (at most {found.window:,} final releases per walk are kept)"
     )
     return {
-        "package": exclusion.package,
-        "clause": exclusion.clause_text,
+        "package": exclusion.ref.package,
+        "clause": exclusion.ref.clause,
         "profiles": profiles,
         "releases": total,
         "left_out": found.left_out,
@@ -272,7 +272,7 @@ def _judging(profiles: str, exclusions: Sequence[Watched]) -> str:
     ``profiles`` is :func:`_profiles_key` of the poll's profiles.
     """
     # The kind's string, not the member: its repr would change the hashes stored.
-    judged = sorted((e.id, e.clause_text, e.kind.value, e.known_bad) for e in exclusions)
+    judged = sorted((e.id, e.ref.clause, e.kind.value, e.known_bad) for e in exclusions)
     parts = [profiles, repr(judged)]
     return hashlib.sha256("\n".join(parts).encode("utf-8")).hexdigest()
 
@@ -438,7 +438,7 @@ class _Recorder:
         clause = exclusion.clause
         if clause is None:
             return
-        ids, first_seen = self.ids(exclusion.package)
+        ids, first_seen = self.ids(exclusion.ref.package)
         limited: list[str] = []
         for profile in profiles:
             decisions: list[Decision] = candidates(
@@ -490,7 +490,7 @@ class _Recorder:
                 )
                 result.candidates_found += 1
                 result.found.append(
-                    {"package": exclusion.package, "clause": exclusion.clause_text, **detail}
+                    {"package": exclusion.ref.package, "clause": exclusion.ref.clause, **detail}
                 )
                 # A held exclusion with a candidate moves (the lifecycle's table).
                 if advance(EventKind.CANDIDATE_FOUND, exclusion.state) != exclusion.state:
@@ -550,7 +550,7 @@ async def poll(
     result = PollResult()
     with store.transaction() as conn:
         exclusions = polling.watched(conn, packages=packages)
-        names = sorted({e.package for e in exclusions})
+        names = sorted({e.ref.package for e in exclusions})
         validators, fresh = _stored(conn, names, client.settings, when)
     if refresh:
         fresh = set()
@@ -558,7 +558,7 @@ async def poll(
     result.projects = len(names)
     by_package: dict[str, list[Watched]] = defaultdict(list)
     for exclusion in exclusions:
-        by_package[exclusion.package].append(exclusion)
+        by_package[exclusion.ref.package].append(exclusion)
     # Judging without a cooldown depends on no clock: a page as recorded (a 304, or the
     # same content) judged on the same inputs (profiles, clauses, known-bad) is skipped.
     timeless = all(not p.minimum_release_age for p in profiles)

@@ -18,6 +18,7 @@ from sqlalchemy import Connection, insert, select, update
 
 from govern.exclusions.clause import Clause
 from govern.exclusions.model import Kind, SubKind
+from govern.exclusions.ref import ExclusionRef
 from govern.exclusions.states import EventKind, State
 from govern.lifecycle import advance
 from govern.store import locks
@@ -27,11 +28,14 @@ from govern.store.models import (
     Event,
     IndexPage,
     PollRun,
+    Repository,
     StoredAnnotation,
     StoredExclusion,
     StoredRelease,
+    StoredSource,
 )
 from govern.store.queries import failed_versions
+from govern.store.refs import from_row
 
 _EXCLUSION = table(StoredExclusion)
 _ANNOTATION = table(StoredAnnotation)
@@ -40,6 +44,8 @@ _CANDIDATE = table(Candidate)
 _EVENT = table(Event)
 _PAGE = table(IndexPage)
 _POLL_RUN = table(PollRun)
+_SOURCE = table(StoredSource)
+_REPOSITORY = table(Repository)
 
 # Exclusions the watcher looks at: bans have no candidate, and requires-python is not a
 # package on the index.
@@ -50,15 +56,14 @@ _WATCHED_KINDS = (Kind.NOT_EQUAL, Kind.CAP, Kind.PIN)
 class Watched:
     """A tracked exclusion as the watcher needs it: its clause, with its known-bad versions.
 
-    ``clause`` is None when the stored clause cannot be judged. ``clause_text``, ``kind``
+    ``clause`` is None when the stored clause cannot be judged. ``ref.clause``, ``kind``
     and ``known_bad`` are as stored (what messages show and what a poll's judging depends
     on, judgeable or not).
     """
 
     id: int
-    package: str
+    ref: ExclusionRef
     state: State
-    clause_text: str
     kind: Kind
     known_bad: tuple[str, ...]
     clause: Clause | None
@@ -71,11 +76,27 @@ def lock(conn: Connection) -> None:
 
 def watched(conn: Connection, *, packages: Sequence[str] = ()) -> list[Watched]:
     """Active exclusions the watcher judges (only of ``packages``, when given)."""
-    e, a = _EXCLUSION.c, _ANNOTATION.c
+    e, a, s, r = _EXCLUSION.c, _ANNOTATION.c, _SOURCE.c, _REPOSITORY.c
     query = (
-        select(e.id, e.package, e.clause, e.kind, e.state, a.bad_versions)
+        select(
+            e.id,
+            e.key,
+            e.line,
+            e.package,
+            e.requirement,
+            e.clause,
+            e.marker,
+            e.group,
+            e.kind,
+            e.state,
+            a.bad_versions,
+            s.path.label("source_path"),
+            r.name.label("repository_name"),
+        )
         .select_from(
-            _EXCLUSION.outerjoin(_ANNOTATION, (a.exclusion_id == e.id) & a.current.is_(True))
+            _EXCLUSION.join(_SOURCE, s.id == e.source_id)
+            .join(_REPOSITORY, r.id == e.repository_id)
+            .outerjoin(_ANNOTATION, (a.exclusion_id == e.id) & a.current.is_(True))
         )
         .where(
             e.removed_at.is_(None),
@@ -93,9 +114,8 @@ def watched(conn: Connection, *, packages: Sequence[str] = ()) -> list[Watched]:
         out.append(
             Watched(
                 id=row.id,
-                package=row.package,
+                ref=from_row(row, repository=row.repository_name, source=row.source_path),
                 state=row.state,
-                clause_text=row.clause,
                 kind=row.kind,
                 known_bad=bad,
                 clause=_clause(row.clause, row.kind, bad),
