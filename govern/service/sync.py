@@ -9,19 +9,21 @@ import hashlib
 import json
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from packaging.version import InvalidVersion, Version
 
 from govern.exclusions.model import Exclusion, Kind, SubKind, exclusion_key
+from govern.exclusions.ref import ExclusionRef
 from govern.exclusions.states import EventKind, State
 from govern.lifecycle import advance, related_end
 from govern.service.values import Provenance, SyncCounts
 from govern.store import events as thread
 from govern.store import relaxations, tracking
 from govern.store.models import Repository, StoredSource
+from govern.store.refs import from_row
 
 if TYPE_CHECKING:
     from govern.store.db import Session
@@ -47,11 +49,6 @@ def fingerprint(values: dict[str, Any]) -> str:
     return hashlib.sha256(raw.encode("utf-8")).hexdigest()
 
 
-class _Clause(Protocol):
-    kind: Kind
-    clause: str
-
-
 def _bound(clause: str) -> Version | None:
     digits = clause.lstrip("<>=!~").removesuffix(".*")
     try:
@@ -60,49 +57,60 @@ def _bound(clause: str) -> Version | None:
         return None
 
 
-def direction(old: _Clause, new: Exclusion) -> str:
+def direction(old_kind: str, old_clause: str, new: Exclusion) -> str:
     """Whether a clause that changed in place lets more versions in (``relaxed``) or fewer.
 
     A cap or pin that became a not-equal is relaxed (the CuPy case); a cap raised is
     relaxed, lowered is ``tightened``; anything else is ``changed``.
     """
     order: dict[str, int] = {Kind.BAN: 0, Kind.PIN: 1, Kind.CAP: 2, Kind.NOT_EQUAL: 3}
-    if old.kind != new.kind:
-        if old.kind in order and new.kind in order:
-            return "relaxed" if order[new.kind] > order[old.kind] else "tightened"
+    if old_kind != new.kind:
+        if old_kind in order and new.kind in order:
+            return "relaxed" if order[new.kind] > order[old_kind] else "tightened"
         return "changed"
-    before, after = _bound(old.clause), _bound(new.clause)
-    if before is None or after is None or before == after or old.kind == Kind.NOT_EQUAL:
+    before, after = _bound(old_clause), _bound(new.clause)
+    if before is None or after is None or before == after or old_kind == Kind.NOT_EQUAL:
         return "changed"
     return "relaxed" if after > before else "tightened"
 
 
 @dataclass(slots=True, eq=False)
 class _Row:
-    """An exclusion as the sync sees it: loaded by columns, written back in bulk."""
+    """An exclusion as the sync sees it: loaded by columns, written back in bulk.
+
+    ``ref`` is frozen: a line, requirement, key or source that moves replaces it
+    (:meth:`move`), and the row is written back at the end.
+    """
 
     id: int | None
-    key: str
+    ref: ExclusionRef
     source_id: int
-    package: str
-    marker: str | None
-    group: str | None
     kind: Kind
     sub_kind: SubKind
-    clause: str
-    line: int
-    requirement: str
     state: State | None  # None: new, until its first event (the lifecycle's table moves it)
     removed_at: datetime | None
     predecessor_id: int | None
     dirty: bool = False
     predecessor: _Row | None = None  # linked in this sync (its id may come at the end)
 
-
-# The rows come from the store in its field order: _Row(*values) builds one.
-assert tuple(_Row.__dataclass_fields__)[: len(tracking.EXCLUSION_FIELDS)] == (
-    tracking.EXCLUSION_FIELDS
-)
+    def move(
+        self,
+        *,
+        line: int | None = None,
+        requirement: str | None = None,
+        key: str | None = None,
+        source: str | None = None,
+    ) -> None:
+        """The reference with what moved (what is None stays), to be written back."""
+        ref = self.ref
+        self.ref = replace(
+            ref,
+            line=ref.line if line is None else line,
+            requirement=ref.requirement if requirement is None else requirement,
+            key=ref.key if key is None else key,
+            source=ref.source if source is None else source,
+        )
+        self.dirty = True
 
 
 @dataclass(slots=True, eq=False)
@@ -158,10 +166,20 @@ class Sync:
         by_source = {state.row.id: state for state in self.sources.values()}
         self.by_key: dict[str, _Row] = {}
         for values in tracking.exclusion_rows(session, repository_id=repo_id):
-            row = _Row(*values)
-            self.by_key[row.key] = row
+            held = by_source[values.source_id]
+            row = _Row(
+                id=values.id,
+                ref=from_row(values, repository=repository.name, source=held.row.path),
+                source_id=values.source_id,
+                kind=values.kind,
+                sub_kind=values.sub_kind,
+                state=values.state,
+                removed_at=values.removed_at,
+                predecessor_id=values.predecessor_id,
+            )
+            self.by_key[row.ref.key] = row
             if row.removed_at is None:
-                by_source[row.source_id].active[row.key] = row
+                held.active[row.ref.key] = row
         self.current: dict[int, _Note] = {}
         current = tracking.current_fingerprints(session, repository_id=repo_id)
         for note_id, exclusion_id, digest in current:
@@ -217,9 +235,9 @@ class Sync:
             now_seen.setdefault(item.id, item)
         vanished = [row for key, row in state.active.items() if key not in now_seen]
         for row in vanished if lines else ():
-            line = lines.get(row.key) if lines else None
-            if line is not None and row.line != line:
-                row.line, row.dirty = line, True
+            line = lines.get(row.ref.key) if lines else None
+            if line is not None and row.ref.line != line:
+                row.move(line=line)
         return self._bring(state, now_seen, vanished, provenance, removal, keep)
 
     def sync_changes(
@@ -253,8 +271,8 @@ class Sync:
         for key in missing:
             row = state.active[key]
             line = gone[key]
-            if line is not None and row.line != line:
-                row.line, row.dirty = line, True
+            if line is not None and row.ref.line != line:
+                row.move(line=line)
             vanished.append(row)
         self.counts.unchanged += outside
         return self._bring(state, now_seen, vanished, provenance, removal, keep)
@@ -280,22 +298,22 @@ class Sync:
                 appeared.append(item)
                 continue
             self.counts.unchanged += 1
-            if row.id is not None and row.requirement != item.requirement:
+            if row.id is not None and row.ref.requirement != item.requirement:
                 self._relax.add(row.id)
-            if row.line != item.line or row.requirement != item.requirement:
-                row.line, row.requirement, row.dirty = item.line, item.requirement, True
+            if row.ref.line != item.line or row.ref.requirement != item.requirement:
+                row.move(line=item.line, requirement=item.requirement)
             self._annotate(row, item, removal)
         kept: set[str] = set()
         if keep is not None and vanished:
-            kept = {row.key for row in vanished if keep(row.package)}
-            vanished = [row for row in vanished if row.key not in kept]
+            kept = {row.ref.key for row in vanished if keep(row.ref.package)}
+            vanished = [row for row in vanished if row.ref.key not in kept]
         pairs, appeared, vanished = _pair(appeared, vanished)
         for item in appeared:
             self._add(state, item, provenance(item))
         for old, item in pairs:
             self._change(state, old, item, provenance(item))
         for row in vanished:
-            self._remove(state, row, removal, {"clause": row.clause})
+            self._remove(state, row, removal, {"clause": row.ref.clause})
         return kept
 
     def rename_source(self, old: str, new: str, when: Provenance) -> bool:
@@ -312,14 +330,16 @@ class Sync:
         state.row.path = new
         self.sources[new] = state
         for row in [r for r in self.by_key.values() if r.source_id == state.row.id]:
+            ref = row.ref
             key = exclusion_key(
-                self.repository_key, new, row.package, row.marker, row.clause, group=row.group
+                self.repository_key, new, ref.package, ref.marker, ref.clause, group=ref.group
             )
             if key in self.by_key:
+                row.ref = replace(ref, source=new)  # the path is the source row's: not written
                 continue
-            del self.by_key[row.key]
-            active = state.active.pop(row.key, None)
-            row.key, row.dirty = key, True
+            del self.by_key[ref.key]
+            active = state.active.pop(ref.key, None)
+            row.move(key=key, source=new)
             self.by_key[key] = row
             if active is not None:
                 state.active[key] = row
@@ -337,7 +357,7 @@ class Sync:
             if path in wanted or not state.row.present:
                 continue
             for row in list(state.active.values()):
-                self._remove(state, row, removal, {"clause": row.clause})
+                self._remove(state, row, removal, {"clause": row.ref.clause})
             state.row.present = False
             state.row.last_seen_at = removal.at
 
@@ -434,25 +454,29 @@ class Sync:
         assert state.row.id is not None
         row.removed_at = None  # the ADDED or CHANGED event that follows holds it again
         row.source_id = state.row.id
-        row.line, row.requirement = item.line, item.requirement
-        row.dirty = True
+        row.move(line=item.line, requirement=item.requirement, source=state.row.path)
         if row.id is not None:
             self._relax.add(row.id)
 
     def _new_row(self, state: _SourceState, item: Exclusion, provenance: Provenance) -> _Row:
         assert state.row.id is not None
-        row = _Row(
-            id=None,
+        ref = ExclusionRef(
             key=item.id,
-            source_id=state.row.id,
+            repository=self.repository.name,
+            source=state.row.path,
+            line=item.line,
             package=item.package,
+            requirement=item.requirement,
+            clause=item.clause,
             marker=item.marker,
             group=item.group,
+        )
+        row = _Row(
+            id=None,
+            ref=ref,
+            source_id=state.row.id,
             kind=item.kind,
             sub_kind=item.sub_kind,
-            clause=item.clause,
-            line=item.line,
-            requirement=item.requirement,
             state=None,  # its first event (added, changed) sets it
             removed_at=None,
             predecessor_id=None,
@@ -468,17 +492,17 @@ class Sync:
         assert self.repository.id is not None
         rows = [
             {
-                "key": row.key,
+                "key": row.ref.key,
                 "repository_id": self.repository.id,
                 "source_id": row.source_id,
-                "package": row.package,
-                "marker": row.marker,
-                "group": row.group,
-                "clause": row.clause,
+                "package": row.ref.package,
+                "marker": row.ref.marker,
+                "group": row.ref.group,
+                "clause": row.ref.clause,
                 "kind": row.kind,
                 "sub_kind": row.sub_kind,
-                "requirement": row.requirement,
-                "line": row.line,
+                "requirement": row.ref.requirement,
+                "line": row.ref.line,
                 "state": row.state,
                 "predecessor_id": row.predecessor_id,
                 "first_seen_at": at,
@@ -490,7 +514,7 @@ class Sync:
         ]
         ids = tracking.insert_exclusions(self.session, repository_id=self.repository.id, rows=rows)
         for row, *_rest in self._inserts:
-            new_id = ids[row.key]
+            new_id = ids[row.ref.key]
             row.id = new_id
             self.by_id[new_id] = row
             row.dirty = False  # inserted as it stands
@@ -507,7 +531,7 @@ class Sync:
     def _change(
         self, state: _SourceState, old: _Row, item: Exclusion, provenance: Provenance
     ) -> None:
-        way = direction(old, item)
+        way = direction(old.kind, old.ref.clause, item)
         end = State.RELAXED if way == "relaxed" else State.REMOVED
         self._remove(state, old, provenance, None)  # its end comes with the CHANGED event
         row = self.by_key.get(item.id)
@@ -524,7 +548,7 @@ class Sync:
             row,
             EventKind.CHANGED,
             provenance,
-            {"from": old.clause, "to": item.clause, "direction": way},
+            {"from": old.ref.clause, "to": item.clause, "direction": way},
             related=old,
             related_to=end,
         )
@@ -540,7 +564,7 @@ class Sync:
     ) -> None:
         row.removed_at = provenance.at
         row.dirty = True
-        state.active.pop(row.key, None)
+        state.active.pop(row.ref.key, None)
         if detail is not None:  # a change records one event, on its successor
             self._event(row, EventKind.REMOVED, provenance, detail)
             self.counts.removed += 1
@@ -567,10 +591,10 @@ class Sync:
                 rows=[
                     {
                         "id": row.id,
-                        "key": row.key,
+                        "key": row.ref.key,
                         "source_id": row.source_id,
-                        "line": row.line,
-                        "requirement": row.requirement,
+                        "line": row.ref.line,
+                        "requirement": row.ref.requirement,
                         "state": row.state,
                         "removed_at": row.removed_at,
                         "predecessor_id": row.predecessor_id,
@@ -644,8 +668,8 @@ def _pair(
     if not appeared or not vanished:
         return [], list(appeared), list(vanished)
     old_by: dict[tuple[str, str | None, str | None], list[_Row]] = defaultdict(list)
-    for row in sorted(vanished, key=lambda r: (r.line, r.clause)):
-        old_by[(row.package, row.marker, row.group)].append(row)
+    for row in sorted(vanished, key=lambda r: (r.ref.line, r.ref.clause)):
+        old_by[(row.ref.package, row.ref.marker, row.ref.group)].append(row)
     pairs: list[tuple[_Row, Exclusion]] = []
     rest: list[Exclusion] = []
     by_group: dict[tuple[str, str | None, str | None], list[Exclusion]] = defaultdict(list)

@@ -129,7 +129,7 @@ def test_the_front_page_lists_failing_deliveries_with_the_exclusion_each_is_for(
         session.add(
             Outbox(
                 dedupe_key="digest:app:2026-W01",
-                action="digest",
+                action=OutboxAction.DIGEST_WEBHOOK,
                 state=OutboxState.DEAD,
                 attempts=2,
                 created_at=NOW,
@@ -142,9 +142,9 @@ def test_the_front_page_lists_failing_deliveries_with_the_exclusion_each_is_for(
         total, listed = troubled(session)
     assert total == 3
     assert [(t.action, t.ref.key if t.ref else None) for t in listed] == [
-        ("digest", None),
-        ("mail", key),
-        ("comment", key),
+        (OutboxAction.DIGEST_WEBHOOK, None),
+        (OutboxAction.REMIND_EMAIL, key),
+        (OutboxAction.COMMENT, key),
     ]
     ref = listed[1].ref
     assert ref is not None
@@ -158,8 +158,8 @@ def test_the_front_page_lists_failing_deliveries_with_the_exclusion_each_is_for(
     front = client.get("/").text
     deliveries = front[front.index('id="deliveries"') :]
     shown = html.escape(f"cupy-cuda13x {exclusion.clause}")
-    assert re.search(rf'<a href="/exclusions/[^"]+">{re.escape(shown)}</a>: mail dead', deliveries)
-    assert "repository: digest dead after 2 attempts" in deliveries
+    assert re.search(rf'<a href="/exclusions/[^"]+">{re.escape(shown)}</a>: remind-email dead', deliveries)
+    assert "repository: digest-webhook dead after 2 attempts" in deliveries
 
 
 def test_propose_now_is_offered_only_for_a_verified_exclusion(
