@@ -555,6 +555,26 @@ def test_a_refused_statement_is_a_store_error_not_a_traceback(store: Store) -> N
         assert [e.exclusion_id for e in found] == [exclusion_id]
 
 
+def test_a_watched_exclusion_carries_its_reference(store: Store, tmp_path: Path) -> None:
+    with store.transaction() as conn:
+        (found,) = polling.watched(conn)
+    with store.session() as session:
+        row = session.exec(select(StoredExclusion)).one()
+    ref = found.ref
+    assert (found.id, ref.key, ref.package, ref.clause) == (
+        row.id,
+        row.key,
+        "cupy-cuda13x",
+        "<14.1.0",
+    )
+    assert (ref.source, ref.line, ref.requirement) == (
+        "requirements.txt",
+        3,
+        "cupy-cuda13x < 14.1.0",
+    )
+    assert ref.repository == str((tmp_path / "repo").resolve())
+
+
 def test_govern_poll_creates_a_new_sqlite_store(
     index: StaticIndex, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -23,6 +23,7 @@ from govern.errors import CIAuthError, CIRateLimited
 from govern.exclusions.states import CandidateStatus, State
 from govern.service.track import TrackOptions, track
 from govern.service.verify import Verifier, VerifyResult
+from govern.store import verifying
 from govern.store.db import Store
 from govern.store.models import Candidate, Event, StoredExclusion, StoredRelease, Verification
 
@@ -142,6 +143,24 @@ def test_one_run_per_release_and_profile_however_many_repositories(store: Store)
     assert _states(store) == ["verified", "verified"]
     assert result.started == 2
     assert result.concluded["passed"] == 4
+
+
+def test_a_waiting_candidate_carries_its_exclusions_reference(store: Store) -> None:
+    with store.session() as session:
+        waiting = verifying.waiting(session, exclusion_ids=None, profiles=())
+    assert [(w.ref.repository, w.profile, w.version) for w in waiting] == [
+        ("example/one", "arm", "1.1"),
+        ("example/one", "x86", "1.1"),
+        ("example/two", "arm", "1.1"),
+        ("example/two", "x86", "1.1"),
+    ]
+    ref = waiting[0].ref
+    assert (ref.source, ref.line, ref.package, ref.clause) == (
+        "requirements.txt",
+        1,
+        "demo",
+        "==1.0",
+    )
 
 
 def test_errored_runs_are_retried_and_never_count(store: Store) -> None:
