@@ -158,7 +158,9 @@ def test_the_front_page_lists_failing_deliveries_with_the_exclusion_each_is_for(
     front = client.get("/").text
     deliveries = front[front.index('id="deliveries"') :]
     shown = html.escape(f"cupy-cuda13x {exclusion.clause}")
-    assert re.search(rf'<a href="/exclusions/[^"]+">{re.escape(shown)}</a>: remind-email dead', deliveries)
+    assert re.search(
+        rf'<a href="/exclusions/[^"]+">{re.escape(shown)}</a>: remind-email dead', deliveries
+    )
     assert "repository: digest-webhook dead after 2 attempts" in deliveries
 
 
