@@ -6,12 +6,14 @@ Read once per run from the audited root; invalid configuration is a
 
 from __future__ import annotations
 
+import bisect
 import re
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, field
 from datetime import date, datetime
 from pathlib import Path
 from string import Formatter
-from typing import Any
+from typing import Any, TypeVar
 
 from packaging.specifiers import InvalidSpecifier, Specifier
 from packaging.utils import canonicalize_name
@@ -37,6 +39,69 @@ from govern.tomltables import (
     strings,
     tables,
 )
+
+_T = TypeVar("_T")
+
+#: A key path inside the govern table: keys, and indices of ``[[annotations]]``.
+KeyPath = tuple[str | int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigProblem:
+    """One problem of a configuration: the key it is about (a path inside the govern
+    table), the message as loading raises it (``FILE: ...``) and its tip."""
+
+    key: KeyPath
+    message: str
+    tip: str | None = None
+
+
+@dataclass(slots=True)
+class _Problems:
+    """The problems met while one table is validated.
+
+    Each check runs through :meth:`value`: a :class:`ConfigError` it raises is recorded
+    against its key and the setting takes its default, so one pass finds every problem
+    (``govern config check``) and loading raises the first (:func:`parse_config`).
+    """
+
+    where: str
+    found: list[ConfigProblem] = field(default_factory=list)
+
+    def add(self, key: KeyPath, error: ConfigError) -> None:
+        self.found.append(ConfigProblem(key, error.message, error.tip))
+
+    def value(
+        self, key: KeyPath, default: Any, check: Callable[..., _T], *args: Any, **kwargs: Any
+    ) -> _T:
+        """``check(*args, **kwargs)``, or ``default`` once its error is recorded against
+        ``key`` (the default is of the type ``check`` returns)."""
+        try:
+            return check(*args, **kwargs)
+        except ConfigError as exc:
+            self.add(key, exc)
+            return default  # type: ignore[no-any-return]
+
+    def keys(
+        self,
+        table: Mapping[str, Any],
+        known: Collection[str],
+        key: KeyPath,
+        *,
+        what: str = "key(s)",
+        after: str = "",
+        tip: str | None = None,
+    ) -> None:
+        """One problem per key of ``table`` not in ``known``, at that key."""
+        for name in table:
+            if name not in known:
+                self.value(
+                    (*key, name),
+                    None,
+                    lambda one: known_keys(one, known, self.where, what=what, after=after, tip=tip),
+                    {name: None},
+                )
+
 
 #: The keys of ``[tool.govern]``.
 TOOL_KEYS = {
@@ -198,11 +263,67 @@ class ProposeConfig:
         return name.strip(), rest.rstrip(">").strip()
 
 
-def _propose(value: Any, where: str) -> ProposeConfig:
+def _propose(value: Any, problems: _Problems) -> ProposeConfig:
+    where, at = problems.where, "propose"
     tip = 'Write [tool.govern.propose] then via = "git" and remote = "origin".'
     if not isinstance(value, dict):
-        raise ConfigError(f"{where}: propose must be a table, not {show(value)}", tip=tip)
-    known_keys(value, _PROPOSE_KEYS, where, what="[tool.govern.propose] key(s)", tip=tip)
+        problems.add(
+            (at,), ConfigError(f"{where}: propose must be a table, not {show(value)}", tip=tip)
+        )
+        return ProposeConfig()
+    problems.keys(value, _PROPOSE_KEYS, (at,), what="[tool.govern.propose] key(s)", tip=tip)
+
+    def get(key: str, default: Any, check: Callable[..., _T], *args: Any) -> _T:
+        return problems.value((at, key), default, check, *args)
+
+    packages = get("packages", {}, _packages, value, where)
+    exclusions = get("exclusions", {}, _exclusions, value, where)
+    author = get("author", None, _author, value, where)
+    token_env = get("token-env", None, _variable, value, "token-env", where, "GITHUB_TOKEN")
+    private_key_env = get(
+        "private-key-env", None, _variable, value, "private-key-env", where, "GOVERN_APP_KEY"
+    )
+    app_id, installation_id = get("app-id", (None, None), _app, value, where, private_key_env)
+    return ProposeConfig(
+        via=Via(get("via", Via.GIT, choice, value, "via", where, PROPOSE_VIA, Via.GIT)),
+        remote=get("remote", None, string, value, "remote", where, "propose.") or "origin",
+        base=get("base", None, string, value, "base", where, "propose."),
+        mode=ProposeMode(
+            get(
+                "propose",
+                ProposeMode.PULL_REQUEST,
+                choice,
+                value,
+                "propose",
+                where,
+                PROPOSE_MODES,
+                ProposeMode.PULL_REQUEST,
+            )
+        ),
+        packages=tuple(sorted((canonicalize_name(k), ProposeMode(m)) for k, m in packages.items())),
+        exclusions=tuple(sorted((k, ProposeMode(m)) for k, m in exclusions.items())),
+        branch_prefix=get("branch-prefix", None, string, value, "branch-prefix", where, "propose.")
+        or "govern/relax",
+        author=author,
+        labels=get(
+            "labels",
+            ("dependencies",),
+            strings,
+            value.get("labels", ["dependencies"]),
+            "labels",
+            where,
+        ),
+        draft=get("draft", False, boolean, value, "draft", where),
+        token_env=token_env,
+        forge=get("forge", None, string, value, "forge", where, "propose."),
+        api_url=get("api-url", None, string, value, "api-url", where, "propose."),
+        app_id=app_id,
+        installation_id=installation_id,
+        private_key_env=private_key_env,
+    )
+
+
+def _packages(value: dict[str, Any], where: str) -> dict[str, Any]:
     packages = value.get("packages", {})
     if not isinstance(packages, dict) or not all(
         isinstance(m, str) and m in PROPOSE_MODES for m in packages.values()
@@ -212,6 +333,10 @@ def _propose(value: Any, where: str) -> ProposeConfig:
             f"{', '.join(PROPOSE_MODES)}",
             tip='Write packages = { "cupy-cuda13x" = "remind" }.',
         )
+    return packages
+
+
+def _exclusions(value: dict[str, Any], where: str) -> dict[str, Any]:
     exclusions = value.get("exclusions", {})
     if not isinstance(exclusions, dict) or not all(
         isinstance(k, str) and re.fullmatch(r"[0-9a-f]{16}", k) and m in PROPOSE_MODES
@@ -222,17 +347,26 @@ def _propose(value: Any, where: str) -> ProposeConfig:
             f"govern status shows them) to one of {', '.join(PROPOSE_MODES)}",
             tip='Write exclusions = { "3f2a9c0d1e4b5a6f" = "none" }.',
         )
+    return exclusions
+
+
+def _author(value: dict[str, Any], where: str) -> str | None:
     author = string(value, "author", where, "propose.")
     if author is not None and not re.fullmatch(r"[^<>]+ <[^<>\s]+@[^<>\s]+>", author.strip()):
         raise ConfigError(
             f"{where}: propose.author must read Name <email>, not {show(author)}",
             tip='Write author = "Release Bot <bot@example.org>".',
         )
-    token_env = _variable(value, "token-env", where, "GITHUB_TOKEN")
-    private_key_env = _variable(value, "private-key-env", where, "GOVERN_APP_KEY")
+    return author.strip() if author is not None else None
+
+
+def _app(
+    value: dict[str, Any], where: str, private_key_env: str | None
+) -> tuple[str | None, int | None]:
+    """A GitHub App's (app-id, installation-id), both None when no App is named."""
     app_id = value.get("app-id")
     installation_id = value.get("installation-id")
-    app = (app_id, installation_id, private_key_env)
+    app = (app_id, installation_id, value.get("private-key-env"))
     if any(part is not None for part in app) and (
         not isinstance(app_id, str | int)
         or isinstance(app_id, bool)
@@ -248,24 +382,7 @@ def _propose(value: Any, where: str) -> ProposeConfig:
             tip="Write app-id = 123456, installation-id = 7890123 and private-key-env = "
             '"GOVERN_APP_KEY" (the variable holding the PEM key).',
         )
-    return ProposeConfig(
-        via=Via(choice(value, "via", where, PROPOSE_VIA, Via.GIT)),
-        remote=string(value, "remote", where, "propose.") or "origin",
-        base=string(value, "base", where, "propose."),
-        mode=ProposeMode(choice(value, "propose", where, PROPOSE_MODES, ProposeMode.PULL_REQUEST)),
-        packages=tuple(sorted((canonicalize_name(k), ProposeMode(m)) for k, m in packages.items())),
-        exclusions=tuple(sorted((k, ProposeMode(m)) for k, m in exclusions.items())),
-        branch_prefix=string(value, "branch-prefix", where, "propose.") or "govern/relax",
-        author=author.strip() if author is not None else None,
-        labels=strings(value.get("labels", ["dependencies"]), "labels", where),
-        draft=boolean(value, "draft", where),
-        token_env=token_env,
-        forge=string(value, "forge", where, "propose."),
-        api_url=string(value, "api-url", where, "propose."),
-        app_id=str(app_id) if app_id is not None else None,
-        installation_id=installation_id,
-        private_key_env=private_key_env,
-    )
+    return (str(app_id) if app_id is not None else None), installation_id
 
 
 def _variable(value: dict[str, Any], key: str, where: str, example: str) -> str | None:
@@ -336,19 +453,107 @@ def _notify_variable(value: dict[str, Any], key: str, where: str) -> str | None:
     return name
 
 
-def _notify(value: Any, where: str) -> NotifyConfig:
+def _notify(value: Any, problems: _Problems) -> NotifyConfig:
+    where, at = problems.where, "notify"
     tip = 'Write [tool.govern.notify] then channels = ["issue"].'
     if not isinstance(value, dict):
-        raise ConfigError(f"{where}: notify must be a table, not {show(value)}", tip=tip)
+        problems.add(
+            (at,), ConfigError(f"{where}: notify must be a table, not {show(value)}", tip=tip)
+        )
+        return NotifyConfig()
     for key, variable in _NOTIFY_SECRETS.items():
         if key in value:
-            raise ConfigError(
-                f"{where}: [tool.govern.notify] holds {key}: a secret must never be committed "
-                "in a configuration file",
-                tip=f"Remove it, revoke it, and name the variable that holds it: "
-                f'{variable} = "..."',
+            problems.add(
+                (at, key),
+                ConfigError(
+                    f"{where}: [tool.govern.notify] holds {key}: a secret must never be "
+                    "committed in a configuration file",
+                    tip=f"Remove it, revoke it, and name the variable that holds it: "
+                    f'{variable} = "..."',
+                ),
             )
-    known_keys(value, _NOTIFY_KEYS, where, what="[tool.govern.notify] key(s)")
+    rest = {k: v for k, v in value.items() if k not in _NOTIFY_SECRETS}  # refused above
+    problems.keys(rest, _NOTIFY_KEYS, (at,), what="[tool.govern.notify] key(s)")
+
+    def get(key: str, default: Any, check: Callable[..., _T], *args: Any) -> _T:
+        return problems.value((at, key), default, check, *args)
+
+    channels = get("channels", ("issue",), _channels, value, where)
+    port = get("smtp-port", 587, _port, value, where)
+    settings = NotifyConfig(
+        channels=channels,
+        webhook_url_env=get(
+            "webhook-url-env", None, _notify_variable, value, "webhook-url-env", where
+        ),
+        smtp_host=get("smtp-host", None, string, value, "smtp-host", where, "notify."),
+        smtp_port=port,
+        smtp_from=get("smtp-from", None, string, value, "smtp-from", where, "notify."),
+        smtp_to=get("smtp-to", (), strings, value.get("smtp-to", []), "notify.smtp-to", where),
+        smtp_user_env=get("smtp-user-env", None, _notify_variable, value, "smtp-user-env", where),
+        smtp_password_env=get(
+            "smtp-password-env", None, _notify_variable, value, "smtp-password-env", where
+        ),
+        smtp_tls=get(
+            "smtp-tls",
+            "starttls",
+            choice,
+            value,
+            "smtp-tls",
+            where,
+            SMTP_TLS,
+            "implicit" if port == 465 else "starttls",
+        ),
+        starttls=get("starttls", None, flag, value, "starttls", where, "notify.") is not False,
+        cafile=get("cafile", None, string, value, "cafile", where, "notify."),
+        pending_issue=get("pending-issue", False, boolean, value, "pending-issue", where),
+        digest=get("digest", "none", choice, value, "digest", where, NOTIFY_DIGESTS, "none"),
+    )
+    if (
+        "webhook" in channels
+        and settings.webhook_url_env is None
+        and "webhook-url-env" not in value
+    ):
+        problems.add(
+            (at, "channels"),
+            ConfigError(
+                f'{where}: notify.channels has "webhook" but no webhook-url-env',
+                tip='Add webhook-url-env = "GOVERN_WEBHOOK_URL" and put the URL in that variable.',
+            ),
+        )
+    if "email" in channels:
+        missing = [key for key in ("smtp-host", "smtp-from", "smtp-to") if not value.get(key)]
+        if missing:
+            problems.add(
+                (at, "channels"),
+                ConfigError(
+                    f'{where}: notify.channels has "email" but no {", ".join(missing)}',
+                    tip='Add smtp-host = "smtp.example.org", smtp-from = "govern@example.org" '
+                    'and smtp-to = ["team@example.org"].',
+                ),
+            )
+    if ("smtp-user-env" in value) != ("smtp-password-env" in value):
+        problems.add(
+            (at, "smtp-user-env" if "smtp-user-env" in value else "smtp-password-env"),
+            ConfigError(
+                f"{where}: notify.smtp-user-env and smtp-password-env go together",
+                tip='Name both variables: smtp-user-env = "SMTP_USER", '
+                'smtp-password-env = "SMTP_PASSWORD".',
+            ),
+        )
+    if settings.digest != "none" and not {"webhook", "email"} & set(channels):
+        problems.add(
+            (at, "digest"),
+            ConfigError(
+                f"{where}: notify.digest = {show(settings.digest)} needs a webhook or email "
+                "channel",
+                tip='Add "webhook" or "email" to channels (the pending issue is '
+                "pending-issue = true).",
+            ),
+        )
+    return settings
+
+
+def _channels(value: dict[str, Any], where: str) -> tuple[str, ...]:
     channels = strings(value.get("channels", ["issue"]), "notify.channels", where)
     odd = [c for c in channels if c not in NOTIFY_CHANNELS]
     if odd:
@@ -357,63 +562,17 @@ def _notify(value: Any, where: str) -> NotifyConfig:
             f"{', '.join(NOTIFY_CHANNELS)}",
             tip='Write channels = ["issue", "webhook", "email"] (any of them).',
         )
-    channels = tuple(dict.fromkeys(channels))
+    return tuple(dict.fromkeys(channels))
+
+
+def _port(value: dict[str, Any], where: str) -> int:
     port = value.get("smtp-port", 587)
     if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
         raise ConfigError(
             f"{where}: notify.smtp-port must be a port number, not {show(port)}",
             tip="Write it without quotes: smtp-port = 587 (STARTTLS's submission port).",
         )
-    settings = NotifyConfig(
-        channels=channels,
-        webhook_url_env=_notify_variable(value, "webhook-url-env", where),
-        smtp_host=string(value, "smtp-host", where, "notify."),
-        smtp_port=port,
-        smtp_from=string(value, "smtp-from", where, "notify."),
-        smtp_to=strings(value.get("smtp-to", []), "notify.smtp-to", where),
-        smtp_user_env=_notify_variable(value, "smtp-user-env", where),
-        smtp_password_env=_notify_variable(value, "smtp-password-env", where),
-        smtp_tls=choice(
-            value, "smtp-tls", where, SMTP_TLS, "implicit" if port == 465 else "starttls"
-        ),
-        starttls=flag(value, "starttls", where, "notify.") is not False,
-        cafile=string(value, "cafile", where, "notify."),
-        pending_issue=boolean(value, "pending-issue", where),
-        digest=choice(value, "digest", where, NOTIFY_DIGESTS, "none"),
-    )
-    if "webhook" in channels and settings.webhook_url_env is None:
-        raise ConfigError(
-            f'{where}: notify.channels has "webhook" but no webhook-url-env',
-            tip='Add webhook-url-env = "GOVERN_WEBHOOK_URL" and put the URL in that variable.',
-        )
-    if "email" in channels:
-        missing = [
-            key
-            for key, given in (
-                ("smtp-host", settings.smtp_host),
-                ("smtp-from", settings.smtp_from),
-                ("smtp-to", settings.smtp_to),
-            )
-            if not given
-        ]
-        if missing:
-            raise ConfigError(
-                f'{where}: notify.channels has "email" but no {", ".join(missing)}',
-                tip='Add smtp-host = "smtp.example.org", smtp-from = "govern@example.org" and '
-                'smtp-to = ["team@example.org"].',
-            )
-    if (settings.smtp_user_env is None) != (settings.smtp_password_env is None):
-        raise ConfigError(
-            f"{where}: notify.smtp-user-env and smtp-password-env go together",
-            tip='Name both variables: smtp-user-env = "SMTP_USER", '
-            'smtp-password-env = "SMTP_PASSWORD".',
-        )
-    if settings.digest != "none" and not {"webhook", "email"} & set(channels):
-        raise ConfigError(
-            f"{where}: notify.digest = {show(settings.digest)} needs a webhook or email channel",
-            tip='Add "webhook" or "email" to channels (the pending issue is pending-issue = true).',
-        )
-    return settings
+    return port
 
 
 @dataclass(frozen=True, slots=True)
@@ -458,18 +617,32 @@ class Config:
 
     def checked(self) -> Config:
         """Self, once every CI name that is referred to is defined."""
-        defined = {c.name for c in self.ci}
-        refs = [("verify-with", self.verify_with)]
-        refs += [(f"profiles.{p.name}.ci", p.ci) for p in self.profiles]
-        for key, ref in refs:
-            if ref is not None and ref not in defined:
-                shown = ", ".join(sorted(defined)) or "none"
-                raise ConfigError(
-                    f"{self.path}: {key} names CI {show(ref)}, which is not defined "
-                    f"(defined: {shown})",
-                    tip=f'Add [tool.govern.ci.{ref}] with provider = "...".',
-                )
+        problems = _Problems(str(self.path))
+        self._check_ci_names(problems)
+        if problems.found:
+            raise ConfigError(problems.found[0].message, tip=problems.found[0].tip)
         return self
+
+    def _check_ci_names(self, problems: _Problems, tables: Collection[str] = ()) -> None:
+        """Record each CI name referred to (verify-with, a profile's ci) that is not defined
+        (``tables``: names whose table has a problem of its own, not reported twice)."""
+        defined = {c.name for c in self.ci}
+        written = defined | set(tables)
+        refs: list[tuple[KeyPath, str, str | None]] = [
+            (("verify-with",), "verify-with", self.verify_with)
+        ]
+        refs += [(("profiles", p.name, "ci"), f"profiles.{p.name}.ci", p.ci) for p in self.profiles]
+        for path, key, ref in refs:
+            if ref is not None and ref not in written:
+                shown = ", ".join(sorted(defined)) or "none"
+                problems.add(
+                    path,
+                    ConfigError(
+                        f"{self.path}: {key} names CI {show(ref)}, which is not defined "
+                        f"(defined: {shown})",
+                        tip=f'Add [tool.govern.ci.{ref}] with provider = "...".',
+                    ),
+                )
 
     def secret_variables(self) -> frozenset[str]:
         """The environment variables this configuration names as holding secrets: the
@@ -592,79 +765,156 @@ def _annotation(item: Any, where: str) -> ConfigAnnotation:
     )
 
 
-def parse_config(table: dict[str, Any], path: Path) -> Config:
-    """Validate a ``[tool.govern]`` table."""
+def _annotations(value: Any, problems: _Problems) -> tuple[ConfigAnnotation, ...]:
+    """Each ``[[annotations]]`` entry; a wrong one is a problem at its own index."""
+    if not isinstance(value, list):
+        problems.add(
+            ("annotations",),
+            ConfigError(
+                f"{problems.where}: annotations must be an array of tables "
+                "([[tool.govern.annotations]])",
+                tip="See 'Annotations for generated files' in docs/configuration.md.",
+            ),
+        )
+        return ()
+    out = []
+    for index, item in enumerate(value):
+        found = problems.value(("annotations", index), None, _annotation, item, problems.where)
+        if found is not None:
+            out.append(found)
+    return tuple(out)
+
+
+def validate_config(table: dict[str, Any], path: Path) -> tuple[Config, list[ConfigProblem]]:
+    """A ``[tool.govern]`` table's settings, and every problem found in it (in the order
+    the keys are checked; a setting with a problem keeps its default)."""
     where = str(path)
-    known_keys(table, TOOL_KEYS, where, what="[tool.govern] key(s)")
-    annotations = table.get("annotations", [])
-    if not isinstance(annotations, list):
-        raise ConfigError(
-            f"{where}: annotations must be an array of tables ([[tool.govern.annotations]])",
-            tip="See 'Annotations for generated files' in docs/configuration.md.",
-        )
-    return Config(
+    problems = _Problems(where)
+    problems.keys(table, TOOL_KEYS, (), what="[tool.govern] key(s)")
+
+    def get(key: str, default: Any, check: Callable[..., _T], *args: Any) -> _T:
+        return problems.value((key,), default, check, *args)
+
+    annotations = _annotations(table.get("annotations", []), problems)
+    config = Config(
         path=path,
-        policy=string(table, "policy", where),
-        include=strings(table.get("include", []), "include", where),
-        exclude=strings(table.get("exclude", []), "exclude", where),
-        repository=string(table, "repository", where),
-        forge=_forge(table, where),
-        bug_url=_bug_url(table, where),
-        comment_style=choice(table, "comment-style", where, _CHOICES["comment-style"], "above"),
-        comment_scope=choice(table, "comment-scope", where, _CHOICES["comment-scope"], "group"),
-        inline_comments=choice(
-            table, "inline-comments", where, _CHOICES["inline-comments"], "auto"
+        policy=get("policy", None, string, table, "policy", where),
+        include=get("include", (), strings, table.get("include", []), "include", where),
+        exclude=get("exclude", (), strings, table.get("exclude", []), "exclude", where),
+        repository=get("repository", None, string, table, "repository", where),
+        forge=get("forge", None, _forge, table, where),
+        bug_url=get("bug-url", None, _bug_url, table, where),
+        comment_style=get(
+            "comment-style",
+            "above",
+            choice,
+            table,
+            "comment-style",
+            where,
+            _CHOICES["comment-style"],
+            "above",
         ),
-        allow_includes_outside_root=boolean(table, "allow-includes-outside-root", where),
-        fail_on=choice(table, "fail-on", where, _CHOICES["fail-on"]),
-        annotations=tuple(_annotation(a, where) for a in annotations),
-        database=string(table, "database", where),
-        index_url=_url(table, "index-url", where),
-        extra_index_urls=tuple(
-            _check_url(u, "extra-index-urls", where)
-            for u in strings(table.get("extra-index-urls", []), "extra-index-urls", where)
+        comment_scope=get(
+            "comment-scope",
+            "group",
+            choice,
+            table,
+            "comment-scope",
+            where,
+            _CHOICES["comment-scope"],
+            "group",
         ),
-        indexes=_indexes(table.get("indexes", {}), where),
-        trusted_redirects=tuple(
-            _check_url(u, "trusted-redirects", where)
-            for u in strings(table.get("trusted-redirects", []), "trusted-redirects", where)
+        inline_comments=get(
+            "inline-comments",
+            "auto",
+            choice,
+            table,
+            "inline-comments",
+            where,
+            _CHOICES["inline-comments"],
+            "auto",
         ),
-        profiles=_profiles(table.get("profiles", {}), where),
-        minimum_release_age=days(table, "minimum-release-age", where) or 0,
-        allow_prereleases=boolean(table, "allow-prereleases", where),
-        allow_sdist=boolean(table, "allow-sdist", where),
-        stale_cap_days=days(table, "stale-cap-days", where) or 90,
-        ci=_ci(table.get("ci", {}), where),
-        verify_with=string(table, "verify-with", where),
-        verify_attempts=_attempts(table, where),
-        propose=_propose(table.get("propose", {}), where),
-        notify=_notify(table.get("notify", {}), where),
-        **_web(table.get("web", {}), where),
-    ).checked()
+        allow_includes_outside_root=get(
+            "allow-includes-outside-root",
+            False,
+            boolean,
+            table,
+            "allow-includes-outside-root",
+            where,
+        ),
+        fail_on=get("fail-on", None, choice, table, "fail-on", where, _CHOICES["fail-on"]),
+        annotations=annotations,
+        database=get("database", None, string, table, "database", where),
+        index_url=get("index-url", None, _url, table, "index-url", where),
+        extra_index_urls=get("extra-index-urls", (), _urls, table, "extra-index-urls", where),
+        indexes=get("indexes", (), _indexes, table.get("indexes", {}), where),
+        trusted_redirects=get("trusted-redirects", (), _urls, table, "trusted-redirects", where),
+        profiles=_profiles(table.get("profiles", {}), problems),
+        minimum_release_age=get("minimum-release-age", 0, days, table, "minimum-release-age", where)
+        or 0,
+        allow_prereleases=get(
+            "allow-prereleases", False, boolean, table, "allow-prereleases", where
+        ),
+        allow_sdist=get("allow-sdist", False, boolean, table, "allow-sdist", where),
+        stale_cap_days=get("stale-cap-days", 90, days, table, "stale-cap-days", where) or 90,
+        ci=_ci(table.get("ci", {}), problems),
+        verify_with=get("verify-with", None, string, table, "verify-with", where),
+        verify_attempts=get("verify-attempts", 3, _attempts, table, where),
+        propose=_propose(table.get("propose", {}), problems),
+        notify=_notify(table.get("notify", {}), problems),
+        **_web(table.get("web", {}), problems),
+    )
+    ci = table.get("ci")
+    config._check_ci_names(problems, ci if isinstance(ci, dict) else ())
+    return config, problems.found
 
 
-def _web(value: Any, where: str) -> dict[str, str]:
+def parse_config(table: dict[str, Any], path: Path) -> Config:
+    """Validate a ``[tool.govern]`` table: its settings, or a :class:`ConfigError` for its
+    first problem (``govern config check`` lists them all)."""
+    config, problems = validate_config(table, path)
+    if problems:
+        first = problems[0]
+        tip = first.tip
+        if len(problems) > 1:
+            more = len(problems) - 1
+            plural = "s" if more > 1 else ""
+            tip = f"{tip or ''} ({more} more problem{plural}: govern config check)".lstrip()
+        raise ConfigError(first.message, tip=tip)
+    return config
+
+
+def _web(value: Any, problems: _Problems) -> dict[str, str]:
+    where = problems.where
+    out = {key.replace("-", "_"): default for key, default in _WEB_KEYS.items()}
     if not isinstance(value, dict):
-        raise ConfigError(
-            f"{where}: web must be a table ([tool.govern.web]), not {show(value)}",
-            tip='Write [tool.govern.web] then token-env = "GOVERN_WEB_TOKEN".',
+        problems.add(
+            ("web",),
+            ConfigError(
+                f"{where}: web must be a table ([tool.govern.web]), not {show(value)}",
+                tip='Write [tool.govern.web] then token-env = "GOVERN_WEB_TOKEN".',
+            ),
         )
-    known_keys(
+        value = {}
+    problems.keys(
         value,
         _WEB_KEYS,
-        where,
+        ("web",),
         what="[tool.govern.web] key(s)",
         tip=f"Known keys: {', '.join(sorted(_WEB_KEYS))} (names of environment variables; "
         "a secret itself never goes in a file).",
     )
-    out: dict[str, str] = {}
     for key, default in _WEB_KEYS.items():
         name = value.get(key, default)
         if not isinstance(name, str) or not name.replace("_", "").isalnum():
-            raise ConfigError(
-                f"{where}: web.{key} must name an environment variable, not {show(name)}",
-                tip=f'Write {key} = "{default}" (the name of a variable, not a secret).',
+            problems.add(
+                ("web", key),
+                ConfigError(
+                    f"{where}: web.{key} must name an environment variable, not {show(name)}",
+                    tip=f'Write {key} = "{default}" (the name of a variable, not a secret).',
+                ),
             )
+            continue
         out[key.replace("-", "_")] = name
     return {
         "web_token_env": out["token_env"],
@@ -674,23 +924,34 @@ def _web(value: Any, where: str) -> dict[str, str]:
     }
 
 
-def _ci(value: Any, where: str) -> tuple[CIConfig, ...]:
+def _ci(value: Any, problems: _Problems) -> tuple[CIConfig, ...]:
+    where = problems.where
     tip = 'Write [tool.govern.ci.local] then provider = "command".'
     out: list[CIConfig] = []
-    for name, item in sorted(tables(value, "ci", where, each="provider", tip=tip).items()):
+    found = problems.value(("ci",), {}, tables, value, "ci", where, each="provider", tip=tip)
+    for name, item in sorted(found.items()):
         kind = item.get("provider")
         if kind not in CI_KINDS:
-            raise ConfigError(
-                f"{where}: [tool.govern.ci.{name}] needs provider = one of "
-                f"{', '.join(CI_KINDS)}, not {show(kind)}",
-                tip='Write provider = "command" (or github-actions, buildkite, gitlab).',
+            problems.add(
+                ("ci", name, "provider"),
+                ConfigError(
+                    f"{where}: [tool.govern.ci.{name}] needs provider = one of "
+                    f"{', '.join(CI_KINDS)}, not {show(kind)}",
+                    tip='Write provider = "command" (or github-actions, buildkite, gitlab).',
+                ),
             )
+            continue
         if "token" in item:
-            raise ConfigError(
-                f"{where}: [tool.govern.ci.{name}] holds a token: a token must never be "
-                "committed in a configuration file",
-                tip='Remove it, revoke it, and name the variable that holds it: token-env = "..."',
+            problems.add(
+                ("ci", name, "token"),
+                ConfigError(
+                    f"{where}: [tool.govern.ci.{name}] holds a token: a token must never be "
+                    "committed in a configuration file",
+                    tip="Remove it, revoke it, and name the variable that holds it: "
+                    'token-env = "..."',
+                ),
             )
+            continue
         out.append(CIConfig(name=name, provider=kind, options=tuple(sorted(item.items()))))
     return tuple(out)
 
@@ -719,6 +980,10 @@ def _url(table: dict[str, Any], key: str, where: str) -> str | None:
     return None if value is None else _check_url(value, key, where)
 
 
+def _urls(table: dict[str, Any], key: str, where: str) -> tuple[str, ...]:
+    return tuple(_check_url(u, key, where) for u in strings(table.get(key, []), key, where))
+
+
 def _indexes(value: Any, where: str) -> tuple[tuple[str, str], ...]:
     if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
         raise ConfigError(
@@ -733,41 +998,67 @@ def _indexes(value: Any, where: str) -> tuple[tuple[str, str], ...]:
     )
 
 
-def _profiles(value: Any, where: str) -> tuple[ProfileConfig, ...]:
+def _profiles(value: Any, problems: _Problems) -> tuple[ProfileConfig, ...]:
+    where = problems.where
     tip = 'Write [tool.govern.profiles.cuda13] then python = "3.12".'
     out: list[ProfileConfig] = []
-    for name, item in sorted(tables(value, "profiles", where, each="profile", tip=tip).items()):
+    found = problems.value(
+        ("profiles",), {}, tables, value, "profiles", where, each="profile", tip=tip
+    )
+    for name, item in sorted(found.items()):
         prefix = f"profiles.{name}."
-        known_keys(item, _PROFILE_KEYS, where, after=f" in profile {name}")
-        python = string(item, "python", where, prefix)
-        if python is not None:
-            try:
-                Version(python)
-            except ValueError:  # InvalidVersion, or a number past the int-string limit
-                raise ConfigError(
-                    f"{where}: {prefix}python {show(python)} is not a version",
-                    tip='Write it as python = "3.12".',
-                ) from None
-        markers = item.get("markers", {})
-        if not isinstance(markers, dict) or not all(isinstance(v, str) for v in markers.values()):
-            raise ConfigError(
-                f"{where}: {prefix}markers must be a table of marker = value",
-                tip='Write markers = { sys_platform = "linux" }.',
-            )
+        at = ("profiles", name)
+        problems.keys(item, _PROFILE_KEYS, at, after=f" in profile {name}")
+
+        def get(key: str, default: Any, check: Callable[..., _T], *args: Any) -> _T:
+            return problems.value((*at, key), default, check, *args)  # noqa: B023
+
         out.append(
             ProfileConfig(
                 name=name,
-                python=python,
-                platforms=strings(item.get("platforms", []), prefix + "platforms", where),
-                implementation=string(item, "implementation", where, prefix) or "cp",
-                markers=tuple(sorted(markers.items())),
-                allow_prereleases=flag(item, "allow-prereleases", where, prefix),
-                allow_sdist=flag(item, "allow-sdist", where, prefix),
-                minimum_release_age=days(item, "minimum-release-age", where),
-                ci=string(item, "ci", where, prefix),
+                python=get("python", None, _python, item, where, prefix),
+                platforms=get(
+                    "platforms", (), strings, item.get("platforms", []), prefix + "platforms", where
+                ),
+                implementation=get(
+                    "implementation", None, string, item, "implementation", where, prefix
+                )
+                or "cp",
+                markers=get("markers", (), _markers, item, where, prefix),
+                allow_prereleases=get(
+                    "allow-prereleases", None, flag, item, "allow-prereleases", where, prefix
+                ),
+                allow_sdist=get("allow-sdist", None, flag, item, "allow-sdist", where, prefix),
+                minimum_release_age=get(
+                    "minimum-release-age", None, days, item, "minimum-release-age", where
+                ),
+                ci=get("ci", None, string, item, "ci", where, prefix),
             )
         )
     return tuple(out)
+
+
+def _python(item: dict[str, Any], where: str, prefix: str) -> str | None:
+    python = string(item, "python", where, prefix)
+    if python is not None:
+        try:
+            Version(python)
+        except ValueError:  # InvalidVersion, or a number past the int-string limit
+            raise ConfigError(
+                f"{where}: {prefix}python {show(python)} is not a version",
+                tip='Write it as python = "3.12".',
+            ) from None
+    return python
+
+
+def _markers(item: dict[str, Any], where: str, prefix: str) -> tuple[tuple[str, str], ...]:
+    markers = item.get("markers", {})
+    if not isinstance(markers, dict) or not all(isinstance(v, str) for v in markers.values()):
+        raise ConfigError(
+            f"{where}: {prefix}markers must be a table of marker = value",
+            tip='Write markers = { sys_platform = "linux" }.',
+        )
+    return tuple(sorted(markers.items()))
 
 
 def _exists(path: Path) -> bool:
@@ -784,8 +1075,12 @@ def _shown_path(path: Path) -> str:
     return repr(text[:200]) if len(text) > 200 or not text.isprintable() else text
 
 
-def _read_toml(path: Path, root: Path | None, *, quiet: bool) -> dict[str, Any] | None:
-    """The TOML table of a configuration file (read bounded: :mod:`govern.sources.reading`).
+_SYNTAX_TIP = "Fix the TOML syntax."
+
+
+def _read_toml(path: Path, root: Path | None, *, quiet: bool) -> tuple[dict[str, Any], str] | None:
+    """The TOML table of a configuration file and its text (read bounded:
+    :mod:`govern.sources.reading`).
 
     ``root``: the file was found there, not named, so a link out of it is refused.
     ``quiet``: a file that cannot be used is None instead of an error.
@@ -805,15 +1100,28 @@ def _read_toml(path: Path, root: Path | None, *, quiet: bool) -> dict[str, Any] 
             return None
         raise ConfigError(raw.message, tip="Use a regular .govern.toml inside the repository.")
     try:
-        return parse_toml(raw)
+        return parse_toml(raw), raw.decode("utf-8")
     except InvalidToml as exc:
         if quiet:
             return None
-        raise ConfigError(f"{path}: {exc}", tip="Fix the TOML syntax.") from None
+        raise ConfigError(f"{path}: {exc}", tip=_SYNTAX_TIP) from None
 
 
-def load_config(root: Path, explicit: Path | None = None) -> Config:
-    """The configuration for ``root``: ``explicit``, ``.govern.toml`` or ``[tool.govern]``."""
+@dataclass(frozen=True, slots=True)
+class ConfigFile:
+    """The file a configuration is read from: its govern table, where that table sits in
+    the document (``("tool", "govern")`` or ``()``), and the file's text."""
+
+    path: Path
+    table: dict[str, Any]
+    at: KeyPath
+    text: str
+
+
+def find_config(root: Path, explicit: Path | None = None) -> ConfigFile | None:
+    """The configuration file for ``root``: ``explicit``, ``.govern.toml`` or
+    ``[tool.govern]`` in ``pyproject.toml``; None when there is none (or the pyproject is
+    one the audit reports on). A file that cannot be read as one is a ConfigError."""
     candidates = [explicit] if explicit else [root / ".govern.toml", root / "pyproject.toml"]
     for path in candidates:
         if path is None or not _exists(path):
@@ -825,10 +1133,12 @@ def load_config(root: Path, explicit: Path | None = None) -> Config:
             continue
         # A broken or refused pyproject.toml is a finding of the audit, not a config error.
         beside = path.name == "pyproject.toml" and explicit is None
-        data = _read_toml(path, root if explicit is None else None, quiet=beside)
-        if data is None:
-            return Config()
+        read = _read_toml(path, root if explicit is None else None, quiet=beside)
+        if read is None:
+            return None
+        data, text = read
         tool = data.get("tool")
+        at: KeyPath = ("tool", "govern")
         if path.name == "pyproject.toml":
             if not isinstance(tool, dict):
                 if tool is None or explicit is None:
@@ -842,18 +1152,96 @@ def load_config(root: Path, explicit: Path | None = None) -> Config:
             if table is None:
                 continue
         elif tool is None:
-            table = data
+            table, at = data, ()
         elif not isinstance(tool, dict):
             raise ConfigError(
                 f"{path}: tool must be a table, not {kind(tool)}",
                 tip="Put the settings at the top level, or under [tool.govern].",
             )
+        elif "govern" in tool:
+            table = tool["govern"]
         else:
-            table = tool.get("govern", data)
+            table, at = data, ()
         if not isinstance(table, dict):
             raise ConfigError(
                 f"{path}: [tool.govern] must be a table, not {kind(table)}",
                 tip="Write the settings under a [tool.govern] header.",
             )
-        return parse_config(table, path)
-    return Config()
+        return ConfigFile(path, table, at, text)
+    return None
+
+
+def load_config(root: Path, explicit: Path | None = None) -> Config:
+    """The configuration for ``root``: ``explicit``, ``.govern.toml`` or ``[tool.govern]``."""
+    found = find_config(root, explicit)
+    return Config() if found is None else parse_config(found.table, found.path)
+
+
+@dataclass(frozen=True, slots=True)
+class PlacedProblem:
+    """A configuration problem with the file, line and column it is at (None: unknown)."""
+
+    file: str
+    line: int | None
+    column: int | None
+    message: str  # without the file's name
+    tip: str | None = None
+
+
+def check_config(
+    root: Path, explicit: Path | None = None
+) -> tuple[ConfigFile | None, Config, list[PlacedProblem]]:
+    """Every problem of the configuration for ``root`` at once, each placed at its key's
+    line and column: what ``govern config check`` prints. The same validation as loading
+    (:func:`validate_config`); a file that cannot be read at all is one problem."""
+    from govern.sources.tomlpos import Scanner
+
+    try:
+        found = find_config(root, explicit)
+    except ConfigError as exc:
+        return None, Config(), [_unreadable(exc, root, explicit)]
+    if found is None:
+        return None, Config(), []
+    config, problems = validate_config(found.table, found.path)
+    locs = Scanner(found.text).scan().locs
+    starts = [0] + [i + 1 for i, ch in enumerate(found.text) if ch == "\n"]
+    prefix = f"{found.path}: "
+    placed = []
+    for problem in problems:
+        line = column = None
+        path = (*found.at, *problem.key)
+        for size in range(len(path), 0, -1):  # the key itself, else the nearest table
+            loc = locs.get(path[:size])
+            if loc is not None:
+                line = bisect.bisect_right(starts, loc.key_start)
+                column = loc.key_start - starts[line - 1] + 1
+                break
+        placed.append(
+            PlacedProblem(
+                str(found.path),
+                line,
+                column,
+                problem.message.removeprefix(prefix),
+                problem.tip,
+            )
+        )
+    placed.sort(key=lambda p: (p.line or 0, p.column or 0))
+    return found, config, placed
+
+
+def _unreadable(exc: ConfigError, root: Path, explicit: Path | None) -> PlacedProblem:
+    """A file that cannot be read as configuration, placed where TOML says when it says."""
+    from govern.sources.tomlpos import error_message, error_position
+
+    file, message, line, column = str(explicit or root), exc.message, None, None
+    for name in (explicit, root / ".govern.toml", root / "pyproject.toml"):
+        if name is None or not message.startswith(f"{name}: "):
+            continue
+        file, message = str(name), message.removeprefix(f"{name}: ")
+        if exc.tip == _SYNTAX_TIP:  # tomllib's message: its position, then the rest
+            raw = read_bounded(name)
+            text = "" if isinstance(raw, Unreadable) else raw.decode("utf-8", "replace")
+            line, column = error_position(ValueError(message), text.splitlines())
+            message = error_message(ValueError(message))
+        break
+    return PlacedProblem(file, line, column, message, exc.tip)

@@ -7,6 +7,7 @@ wherever it is made: the file or table (``where``), the key path, and the value'
 
 from __future__ import annotations
 
+import difflib
 import tomllib
 from collections.abc import Collection, Iterable, Mapping
 from datetime import date, datetime, time
@@ -19,6 +20,7 @@ __all__ = [
     "boolean",
     "choice",
     "days",
+    "did_you_mean",
     "flag",
     "kind",
     "known_keys",
@@ -95,13 +97,33 @@ def known_keys(
     tip: str | None = None,
 ) -> None:
     """Refuse any key not in ``known``: "{where}: unknown {what} a, b{after}", with the
-    known keys as the tip unless ``tip`` is given."""
+    known keys as the tip unless ``tip`` is given; when an unknown key is probably a
+    misspelling of a known one, the tip says which ("Did you mean base?") instead of
+    listing them."""
     unknown = {str(k) for k in table if k not in known}
     if unknown:
+        guess = did_you_mean(unknown, known)
+        if guess is None:
+            tip = tip or f"Known keys: {', '.join(sorted(known))}."
         raise ConfigError(
             f"{where}: unknown {what} {names(unknown)}{after}",
-            tip=tip or f"Known keys: {', '.join(sorted(known))}.",
+            tip=f"{guess} {tip}" if guess and tip else guess or tip,
         )
+
+
+def did_you_mean(unknown: Collection[str], known: Collection[str]) -> str | None:
+    """ "Did you mean base?" for the known keys closest to the unknown ones, if any is close
+    (:func:`difflib.get_close_matches`); several: "Did you mean base (for bse), via (for vai)?"."""
+    pairs = [
+        (key, close[0])
+        for key in sorted(unknown)
+        if (close := difflib.get_close_matches(key, [str(k) for k in known], n=1))
+    ]
+    if not pairs:
+        return None
+    if len(unknown) == 1:
+        return f"Did you mean {pairs[0][1]}?"
+    return "Did you mean " + ", ".join(f"{g} (for {names({k})})" for k, g in pairs) + "?"
 
 
 def string(table: Mapping[str, Any], key: str, where: str, prefix: str = "") -> str | None:

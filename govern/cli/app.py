@@ -14,6 +14,8 @@ from govern.cli import STATE
 # (``db``), in govern.cli.
 COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("demo", "demo"),
+    "init": ("init", "init"),
+    "config": ("config", "config_app"),
     "audit": ("audit", "audit"),
     "poll": ("poll", "poll_command"),
     "daemon": ("daemon", "daemon"),

@@ -61,6 +61,8 @@ def _print_human(result: ProposeResult, *, dry_run: bool) -> None:
         typer.echo(f"{item.state:<10}  {item.ref.package}  {where}  {said}".rstrip())
         if item.message:
             typer.echo(f"            {item.message}")
+        if item.tip:
+            typer.echo(f"            Tip: {item.tip}")
         if dry_run and item.diff:
             typer.echo(item.diff.rstrip())
             typer.echo("")

@@ -18,6 +18,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from govern.errors import ForgeAuthError, ForgeError, ForgeUnavailable
+from govern.git.branches import BASE_TIP, local_default_branches
 from govern.git.runner import REPOSITORY_ENV, GitError, run, stderr_text
 from govern.redact import redact, scrub
 
@@ -130,6 +131,7 @@ class Pusher:
                 tip="Name an existing remote ([propose] remote), see `git remote -v`.",
             )
         self._url = os.fsdecode(proc.stdout.strip())
+        self._remote = remote
         self.url = redact(self._url)
         """The remote's URL as it may be shown (credentials hidden)."""
 
@@ -237,18 +239,29 @@ class Pusher:
     # -- questions -----------------------------------------------------------------------------
 
     def default_branch(self) -> str:
-        """The branch the remote's HEAD names (``git ls-remote --symref <url> HEAD``)."""
+        """The branch the remote's HEAD names (``git ls-remote --symref <url> HEAD``); when
+        it names none, the clone's default branch (:mod:`govern.git.branches`) if the remote
+        has it; else a PushError whose tip says how to set ``base``."""
         with self._session() as session:
             proc = self._git(session.repo, session.env, "ls-remote", "--symref", self._url, "HEAD")
             if proc.returncode != 0:
                 raise self._remote_error("reading", proc.stderr)
-        for line in proc.stdout.decode("utf-8", "replace").splitlines():
-            target, _, name = line.partition("\t")
-            if name == "HEAD" and target.startswith("ref: refs/heads/"):
-                return target.removeprefix("ref: refs/heads/")
+            for line in proc.stdout.decode("utf-8", "replace").splitlines():
+                target, _, name = line.partition("\t")
+                if name == "HEAD" and target.startswith("ref: refs/heads/"):
+                    return target.removeprefix("ref: refs/heads/")
+            heads = {name for _, name in self._ls_remote(session, "--heads")}
+        local = local_default_branches(
+            self._root, self._remote, env=self._env, executable=self._executable
+        )
+        for branch in local:
+            if f"refs/heads/{branch}" in heads:
+                return branch
+        tried = f" (tried {', '.join(local)}: not on the remote)" if local else ""
         raise PushError(
-            f"the remote {self.url} does not name a default branch",
-            tip="Configure the base branch ([propose] base).",
+            f"the remote {self.url} does not name a default branch, and this clone has no "
+            f"default branch the remote has{tried}",
+            tip=BASE_TIP,
         )
 
     def branch_head(self, branch: str) -> str | None:

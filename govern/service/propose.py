@@ -88,6 +88,7 @@ class Outcome:
     message: str | None = None
     diff: str | None = None
     body: str | None = None
+    tip: str | None = None  # what to do about a failure (the error's tip)
 
     def as_dict(self) -> dict[str, Any]:
         """The contract's fields, then govern's additions."""
@@ -107,6 +108,8 @@ class Outcome:
         }
         if self.diff is not None:
             out["diff"] = self.diff
+        if self.tip is not None:
+            out["tip"] = self.tip
         return out
 
 
@@ -276,7 +279,7 @@ class Proposer:
                 outcome = await self._one(item, dry_run=dry_run)
             except GovernError as exc:
                 outcome = self._outcome(
-                    item, Via.UNKNOWN, state=RunState.FAILED, message=exc.message
+                    item, Via.UNKNOWN, state=RunState.FAILED, message=exc.message, tip=exc.tip
                 )
             result.proposals.append(outcome)
         if not dry_run:

@@ -216,3 +216,35 @@ def test_a_tip_govern_did_not_push_is_left_alone(tmp_path: Path, origin: Path, c
     )
     assert (pushed.outcome, pushed.sha) == (PushOutcome.FOREIGN, fixed)
     assert _git(origin, "rev-parse", "govern/x").strip() == fixed, "the fix-up survives"
+
+
+def _headless(origin: Path, clone: Path) -> None:
+    """The origin's HEAD names a branch never pushed; the clone forgets what it named."""
+    _git(origin, "symbolic-ref", "HEAD", "refs/heads/gone")
+    _git(clone, "remote", "set-head", "origin", "-d")
+
+
+def test_a_remote_head_naming_no_branch_falls_back_to_the_clones_default(
+    origin: Path, clone: Path
+) -> None:
+    _headless(origin, clone)
+    assert "ref:" not in _git(clone, "ls-remote", "--symref", "origin", "HEAD")
+    pusher = _pusher(clone)
+    assert pusher.default_branch() == "main"  # the current branch, which tracks origin
+    _, unchanged = _push(pusher, "[project]\nname = 'y'\n", base=pusher.default_branch())
+    assert not unchanged
+    assert (
+        _git(origin, "rev-parse", "govern/x^").strip() == _git(origin, "rev-parse", "main").strip()
+    )
+
+
+def test_no_default_branch_anywhere_fails_with_the_tip_to_set_base(
+    origin: Path, clone: Path
+) -> None:
+    _headless(origin, clone)
+    _git(clone, "checkout", "-q", "-b", "topic")  # tracks nothing
+    _git(clone, "branch", "-q", "-m", "main", "trunk")  # no local main or master
+    with pytest.raises(PushError, match="does not name a default branch") as raised:
+        _pusher(clone).default_branch()
+    assert raised.value.tip is not None
+    assert 'base = "main"' in raised.value.tip
