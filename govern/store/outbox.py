@@ -10,7 +10,7 @@ are what supersede and the reads match on, so both must be spelled one way.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -73,7 +73,6 @@ class KeyKind(StrEnum):
     REMINDER = "reminder"  # reminder:<exclusion>:<version>
     SUPERSEDED = "superseded"  # superseded:<exclusion>:<version> (the line changed by hand)
     # Outbox rows (``Outbox.dedupe_key``).
-
     PUSH = "push"  # push:<exclusion>:<sha-256 of the file pushed>
     CHANGE = "change"  # change:<exclusion>:<version>
     LABELS = "labels"  # labels:<exclusion>:<change number>
@@ -94,6 +93,30 @@ def key_prefix(kind: KeyKind, *parts: str | int) -> str:
     """The prefix every key of ``kind`` with these first parts starts with (ends in ``:``,
     so ``push:a`` never matches ``push:ab:...``)."""
     return outbox_key(kind, *parts) + _SEP
+
+
+# The keys whose first part after the kind is an exclusion's key, and a repository's.
+_BY_EXCLUSION = frozenset(
+    {KeyKind.PUSH, KeyKind.CHANGE, KeyKind.LABELS, KeyKind.LEFT_ALONE, KeyKind.REMIND}
+)
+_BY_REPOSITORY = frozenset({KeyKind.DIGEST, KeyKind.PENDING})
+
+
+def owned_by(
+    key: str, *, exclusions: Collection[str], repository: str, proposals: Collection[str]
+) -> bool:
+    """Whether an outbox row's key belongs to these exclusions (their keys), this repository
+    (its name as keys spell it) or these proposal rows (their keys): the layout of
+    :func:`outbox_key` read back."""
+    kind, _, rest = key.partition(_SEP)
+    first = rest.split(_SEP, 1)[0]
+    if kind in _BY_EXCLUSION:
+        return first in exclusions
+    if kind in _BY_REPOSITORY:
+        return first == repository
+    if kind == KeyKind.CLOSE:  # close:<proposal key>:<change number>
+        return any(rest.startswith(p + _SEP) for p in proposals)
+    return False
 
 
 def on_channel(key: str, channel: str) -> str:

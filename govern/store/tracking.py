@@ -32,7 +32,7 @@ from govern.store.models import (
     StoredSource,
     Verification,
 )
-from govern.store.outbox import KeyKind
+from govern.store.outbox import owned_by
 
 _REPOSITORY = table(Repository)
 _SOURCE = table(StoredSource)
@@ -230,16 +230,6 @@ def insert_annotations(session: Session, *, rows: Sequence[Mapping[str, Any]]) -
 
 # -- forgetting a repository (govern untrack) -----------------------------------------------
 
-# The outbox keys whose second part is an exclusion's key (govern.store.outbox.KeyKind).
-_BY_EXCLUSION = (
-    KeyKind.PUSH,
-    KeyKind.CHANGE,
-    KeyKind.LABELS,
-    KeyKind.LEFT_ALONE,
-    KeyKind.REMIND,
-)
-_BY_REPOSITORY = (KeyKind.DIGEST, KeyKind.PENDING)
-
 
 def forget_repository(session: Session, *, name: str, keyed: str) -> dict[str, int] | None:
     """Delete the repository ``name`` and every row that belongs to it: its sources,
@@ -279,7 +269,8 @@ def forget_repository(session: Session, *, name: str, keyed: str) -> dict[str, i
         for row_id, key, proposal_id in session.execute(
             select(col(Outbox.id), col(Outbox.dedupe_key), col(Outbox.proposal_id))
         )
-        if proposal_id in proposal_ids or _outbox_owned(key, keys, keyed, proposal_keys)
+        if proposal_id in proposal_ids
+        or owned_by(key, exclusions=keys, repository=keyed, proposals=proposal_keys)
     ]
     counts: dict[str, int] = {"outbox": 0}
 
@@ -311,16 +302,3 @@ def forget_repository(session: Session, *, name: str, keyed: str) -> dict[str, i
     gone("sources", delete(StoredSource).where(col(StoredSource.repository_id) == found.id))
     gone("repositories", delete(Repository).where(col(Repository.id) == found.id))
     return counts
-
-
-def _outbox_owned(key: str, exclusions: set[str], keyed: str, proposals: Sequence[str]) -> bool:
-    """Whether an outbox key belongs to the forgotten repository (outbox_key's layout)."""
-    kind, _, rest = key.partition(":")
-    part = rest.split(":", 1)[0]
-    if kind in _BY_EXCLUSION:
-        return part in exclusions
-    if kind in _BY_REPOSITORY:
-        return part == keyed
-    if kind == KeyKind.CLOSE:
-        return any(rest.startswith(f"{p}:") for p in proposals)
-    return False

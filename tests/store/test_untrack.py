@@ -129,9 +129,8 @@ def test_untrack_forgets_one_repository_and_keeps_the_other(
     assert f"no repository named '{FIRST}' is tracked" in err
 
 
-def test_untrack_asks_first_and_needs_a_terminal_to_ask(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _tracked_app(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[str, str]:
+    """A store tracking one repository of one exclusion: its URL and the repository's name."""
     repo = tmp_path / "app"
     repo.mkdir()
     (repo / "requirements.txt").write_text("demo<2  # breaks the app\n", encoding="utf-8")
@@ -139,6 +138,13 @@ def test_untrack_asks_first_and_needs_a_terminal_to_ask(
     assert run_cli(["track", str(repo), "--db", db], capsys)[0] == 0
     with Store(db) as store, store.session() as session:
         (name,) = session.exec(select(Repository.name)).all()
+    return db, name
+
+
+def test_untrack_asks_first_and_needs_a_terminal_to_ask(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db, name = _tracked_app(tmp_path, capsys)
 
     monkeypatch.setattr("sys.stdin.isatty", lambda: False)
     code, _out, err = run_cli(["untrack", name, "--db", db], capsys)
@@ -157,13 +163,7 @@ class _Terminal(io.StringIO):
 def test_untrack_asks_and_a_no_keeps_everything(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    repo = tmp_path / "app"
-    repo.mkdir()
-    (repo / "requirements.txt").write_text("demo<2  # breaks the app\n", encoding="utf-8")
-    db = f"sqlite:///{tmp_path / 'govern.db'}"
-    assert run_cli(["track", str(repo), "--db", db], capsys)[0] == 0
-    with Store(db) as store, store.session() as session:
-        (name,) = session.exec(select(Repository.name)).all()
+    db, name = _tracked_app(tmp_path, capsys)
     monkeypatch.setattr("sys.stdin", _Terminal("n\n"))
     code, out, _err = run_cli(["untrack", name, "--db", db], capsys)
     assert code == 1  # aborted
