@@ -10,7 +10,6 @@ The text is checked the way ``govern config check`` checks it before it is writt
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +24,7 @@ from govern.git.branches import local_default_branches, remote_url
 from govern.git.runner import environment
 from govern.sources.discover import discover
 from govern.sources.reading import Unreadable, read_bounded
-from govern.tomltables import InvalidToml, parse_toml
+from govern.tomltables import InvalidToml, parse_toml, toml_string
 
 __all__ = ["CONFIG_NAME", "Found", "find", "render", "write"]
 
@@ -110,11 +109,6 @@ def _pythons(pyproject: Path) -> tuple[str | None, list[str]]:
     return text, list(dict.fromkeys(admitted[:1] + admitted[-1:]))
 
 
-def _q(text: str) -> str:
-    """A TOML basic string (JSON's escaping is TOML's for these characters)."""
-    return json.dumps(text, ensure_ascii=False)
-
-
 def render(found: Found) -> str:
     """The commented ``.govern.toml`` for what was found."""
     out: list[str] = []
@@ -137,12 +131,12 @@ def render(found: Found) -> str:
     add("")
     add("# The repository's name, part of each exclusion's id. Default: from the origin remote.")
     if found.repository:
-        add(f"repository = {_q(found.repository)}")
+        add(f"repository = {toml_string(found.repository)}")
     else:
         add('# repository = "github.com/OWNER/REPO"  # TODO: no origin remote was found')
     add('# The project\'s URL: resolves "#123" in reasons. Default: none.')
     if found.host and found.path:
-        add(f"forge = {_q(f'https://{found.host}/{found.path}')}")
+        add(f"forge = {toml_string(f'https://{found.host}/{found.path}')}")
     else:
         add('# forge = "https://github.com/OWNER/REPO"  # TODO: no origin remote was found')
     add("")
@@ -169,7 +163,7 @@ def _verify_keys(found: Found, emit: Callable[[str], None]) -> None:
     emit("# The CI provider that verifies candidates (a [ci.NAME] below). Default: none.")
     if names:
         emit(f"# TODO: uncomment once the workflow accepts govern's inputs (see [ci.{names[0]}]).")
-        emit(f"# verify-with = {_q(names[0])}")
+        emit(f"# verify-with = {toml_string(names[0])}")
     else:
         emit('# verify-with = "local"  # TODO: name a [ci.NAME] table')
     emit("# Runs per candidate before it waits for a person (1 to 20). Default: 3.")
@@ -183,17 +177,17 @@ def _propose(found: Found, add: Callable[[str], None]) -> None:
     add('# "git" pushes a branch; "github" or "gitlab" also opens the pull or merge request.')
     add('# Default: "git".')
     if found.forge:
-        add(f"via = {_q(found.forge)}")
+        add(f"via = {toml_string(found.forge)}")
         variable = "GITHUB_TOKEN" if found.forge == "github" else "GITLAB_TOKEN"
         add(f"# The variable holding the forge's token (never the token). Default: {variable}.")
-        add(f"# token-env = {_q(variable)}")
+        add(f"# token-env = {toml_string(variable)}")
     else:
         add('# via = "github"  # TODO: the origin remote is on no forge govern knows')
     add('# The git remote branches are pushed to. Default: "origin".')
     add('remote = "origin"')
     add("# The branch proposals target. Default: the branch the remote's HEAD names.")
     if found.base:
-        add(f"base = {_q(found.base)}")
+        add(f"base = {toml_string(found.base)}")
     else:
         add('# base = "main"  # TODO: no default branch was found in this clone')
     add('# "pull-request", "remind" or "none". Default: "pull-request".')
@@ -218,10 +212,10 @@ def _ci(found: Found, add: Callable[[str], None]) -> None:
             add("# TODO: the origin remote is not on GitHub: fill in repository, then uncomment.")
         add(f"{c}[ci.github]")
         add(f'{c}provider = "github-actions"  # required')
-        add(f"{c}repository = {_q(found.path or 'OWNER/REPO')}  # owner/name; required")
-        add(f"{c}workflow = {_q(workflow)}  # the file under .github/workflows; required")
+        add(f"{c}repository = {toml_string(found.path or 'OWNER/REPO')}  # owner/name; required")
+        add(f"{c}workflow = {toml_string(workflow)}  # the file under .github/workflows; required")
         add('# The branch the run is dispatched on. Default: "main".')
-        add(f"{c}ref = {_q(found.base or 'main')}")
+        add(f"{c}ref = {toml_string(found.base or 'main')}")
         add(
             '# token-env = "GITHUB_TOKEN"  # the variable holding the token. Default: GITHUB_TOKEN.'
         )
@@ -235,9 +229,9 @@ def _ci(found: Found, add: Callable[[str], None]) -> None:
             add("# TODO: the origin remote is not on GitLab: fill in project, then uncomment.")
         add(f"{c}[ci.gitlab]")
         add(f'{c}provider = "gitlab"  # required')
-        add(f"{c}project = {_q(found.path or 'GROUP/PROJECT')}  # group/project; required")
+        add(f"{c}project = {toml_string(found.path or 'GROUP/PROJECT')}  # group/project; required")
         add('# The branch the pipeline runs on. Default: "main".')
-        add(f"{c}ref = {_q(found.base or 'main')}")
+        add(f"{c}ref = {toml_string(found.base or 'main')}")
         add(
             '# token-env = "GITLAB_TOKEN"  # the variable holding the token. Default: GITLAB_TOKEN.'
         )
@@ -250,7 +244,7 @@ def _ci(found: Found, add: Callable[[str], None]) -> None:
         add('# provider = "buildkite"')
         add('# organization = "ORGANIZATION"')
         add('# pipeline = "PIPELINE"')
-        add(f'# branch = {_q(found.base or "main")}  # Default: "main".')
+        add(f'# branch = {toml_string(found.base or "main")}  # Default: "main".')
         add("")
 
 
@@ -258,17 +252,18 @@ def _profiles(found: Found, add: Callable[[str], None]) -> None:
     add("# Runtime profiles: the Pythons and platforms candidates must install on.")
     add("# Default: one profile, this machine.")
     if found.pythons:
-        add(f"# From requires-python = {_q(found.requires_python or '')}: the oldest and newest.")
+        written = toml_string(found.requires_python or "")
+        add(f"# From requires-python = {written}: the oldest and newest.")
         for version in found.pythons:
             add(f"[profiles.py{version.replace('.', '')}]")
             add("# The profile's Python version. Default: the running interpreter.")
-            add(f"python = {_q(version)}")
+            add(f"python = {toml_string(version)}")
             add("# Wheel platform tags. Default: this machine's.")
             add('# platforms = ["manylinux_2_28_x86_64"]')
             add("")
     else:
         why = (
-            f"requires-python = {_q(found.requires_python)} admits no known Python"
+            f"requires-python = {toml_string(found.requires_python)} admits no known Python"
             if found.requires_python
             else "no requires-python in pyproject.toml"
         )

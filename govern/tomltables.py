@@ -8,6 +8,7 @@ wherever it is made: the file or table (``where``), the key path, and the value'
 from __future__ import annotations
 
 import difflib
+import json
 import tomllib
 from collections.abc import Collection, Iterable, Mapping
 from datetime import date, datetime, time
@@ -35,6 +36,11 @@ __all__ = [
 
 class InvalidToml(ValueError):
     """Text that is not TOML; the message is tomllib's, with its line and column."""
+
+
+def toml_string(text: str) -> str:
+    """``text`` as a TOML basic string (JSON's escapes are TOML's for every character)."""
+    return json.dumps(text, ensure_ascii=False)
 
 
 def parse_toml(raw: bytes) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from packaging.version import Version
 from govern.demo.index import LocalIndex
 from govern.demo.wheels import build_wheel, sha256
 from govern.git.runner import environment, failed, run
+from govern.tomltables import toml_string
 
 if TYPE_CHECKING:
     from govern.config import Config
@@ -74,7 +75,7 @@ verify-with = "local"
 
 [ci.local]
 provider = "command"
-command = {_toml_string(CHECK)}
+command = {toml_string(CHECK)}
 isolated = true
 timeout = 300
 
@@ -83,10 +84,6 @@ via = "git"
 remote = "origin"
 base = "{BRANCH}"
 """
-
-
-def _toml_string(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def wheel_files(version: str) -> dict[str, str]:
