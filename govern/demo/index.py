@@ -14,6 +14,7 @@ import html
 import json
 import shutil
 import threading
+from collections.abc import Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import TracebackType
@@ -23,6 +24,8 @@ from packaging.utils import canonicalize_name
 
 JSON_TYPE = "application/vnd.pypi.simple.v1+json"
 HTML_TYPE = "application/vnd.pypi.simple.v1+html"
+LEGACY_HTML_TYPE = "text/html"
+OFFERED = (JSON_TYPE, HTML_TYPE, LEGACY_HTML_TYPE)
 
 
 class LocalIndex:
@@ -146,7 +149,7 @@ class _Handler(BaseHTTPRequestHandler):
                 self.send_header("Content-Length", "0")
                 self.end_headers()
                 return
-            wants_json = _prefers_json(self.headers.get("Accept", ""))
+            wants_json = negotiate(self.headers.get("Accept"), OFFERED) == JSON_TYPE
             target = target / ("index.json" if wants_json else "index.html")
             kind = JSON_TYPE if wants_json else HTML_TYPE
         else:
@@ -182,11 +185,16 @@ class _Handler(BaseHTTPRequestHandler):
         """Quiet: the demo prints what it does itself."""
 
 
-def _prefers_json(accept: str) -> bool:
-    """Whether an Accept header ranks the PEP 691 JSON type above the HTML ones."""
-    best: dict[str, float] = {}
+def negotiate(accept: str | None, offered: Sequence[str]) -> str | None:
+    """The offered media type the Accept header prefers (server order breaks ties).
+
+    No Accept header means text/html (PEP 691); None means nothing offered is acceptable.
+    """
+    if accept is None or not accept.strip():
+        return LEGACY_HTML_TYPE if LEGACY_HTML_TYPE in offered else None
+    ranges: list[tuple[str, float]] = []
     for item in accept.split(","):
-        kind, *params = (p.strip() for p in item.split(";"))
+        media, *params = (part.strip() for part in item.split(";"))
         quality = 1.0
         for param in params:
             key, _, value = param.partition("=")
@@ -195,10 +203,23 @@ def _prefers_json(accept: str) -> bool:
                     quality = float(value)
                 except ValueError:
                     quality = 0.0
-        best[kind] = max(best.get(kind, 0.0), quality)
-    json_q = best.get(JSON_TYPE, 0.0)
-    html_q = max(best.get(HTML_TYPE, 0.0), best.get("text/html", 0.0), best.get("*/*", 0.0))
-    return json_q > 0 and json_q >= html_q
+        if media:
+            ranges.append((media.lower(), quality))
+
+    def quality_of(offer: str) -> float:
+        kind = offer.split("/")[0]
+        best: tuple[int, float] = (-1, 0.0)  # (specificity, q)
+        for media, quality in ranges:
+            specificity = (
+                2 if media == offer else 1 if media == f"{kind}/*" else 0 if media == "*/*" else -1
+            )
+            if specificity > best[0]:
+                best = (specificity, quality)
+        return best[1]
+
+    scored = [(quality_of(offer), -i, offer) for i, offer in enumerate(offered)]
+    quality, _, offer = max(scored)
+    return offer if quality > 0 else None
 
 
 def _version(filename: str) -> str:

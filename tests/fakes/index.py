@@ -42,10 +42,7 @@ from typing import Self
 
 from packaging.utils import canonicalize_name, parse_sdist_filename, parse_wheel_filename
 
-JSON_TYPE = "application/vnd.pypi.simple.v1+json"
-HTML_TYPE = "application/vnd.pypi.simple.v1+html"
-LEGACY_HTML_TYPE = "text/html"
-
+from govern.demo.index import HTML_TYPE, JSON_TYPE, LEGACY_HTML_TYPE, negotiate
 
 # -- the server machinery shared by both servers --------------------------------------------
 
@@ -212,43 +209,6 @@ class Served:
         traceback: TracebackType | None,
     ) -> None:
         self.stop()
-
-
-def negotiate(accept: str | None, offered: Sequence[str]) -> str | None:
-    """The offered media type the Accept header prefers (server order breaks ties).
-
-    No Accept header means text/html (PEP 691); None means nothing offered is acceptable.
-    """
-    if accept is None or not accept.strip():
-        return LEGACY_HTML_TYPE if LEGACY_HTML_TYPE in offered else None
-    ranges: list[tuple[str, float]] = []
-    for item in accept.split(","):
-        media, *params = (part.strip() for part in item.split(";"))
-        quality = 1.0
-        for param in params:
-            key, _, value = param.partition("=")
-            if key.strip() == "q":
-                try:
-                    quality = float(value)
-                except ValueError:
-                    quality = 0.0
-        if media:
-            ranges.append((media.lower(), quality))
-
-    def quality_of(offer: str) -> float:
-        kind = offer.split("/")[0]
-        best: tuple[int, float] = (-1, 0.0)  # (specificity, q)
-        for media, quality in ranges:
-            specificity = (
-                2 if media == offer else 1 if media == f"{kind}/*" else 0 if media == "*/*" else -1
-            )
-            if specificity > best[0]:
-                best = (specificity, quality)
-        return best[1]
-
-    scored = [(quality_of(offer), -i, offer) for i, offer in enumerate(offered)]
-    quality, _, offer = max(scored)
-    return offer if quality > 0 else None
 
 
 def http_date(moment: float) -> str:
