@@ -9,7 +9,14 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
 from govern.errors import StoreError
-from govern.exclusions.states import ENDED, REJECTED, SETTLED, CandidateStatus, EventKind, State
+from govern.exclusions.states import (
+    ENDED,
+    REJECTED,
+    VERIFYING_STATES,
+    CandidateStatus,
+    EventKind,
+    State,
+)
 
 #: The states a stored exclusion can be in (``overdue`` is shown, never stored).
 STORED = frozenset(state for state in State if state is not State.OVERDUE)
@@ -61,7 +68,7 @@ TABLE: tuple[Transition, ...] = (
     Transition(EventKind.REMOVED, _OPEN, frozenset({State.REMOVED})),
     # The poll: a held exclusion with a candidate has something to try.
     *_rows(EventKind.CANDIDATE_FOUND, frozenset({State.HELD}), frozenset({State.CANDIDATE})),
-    # The verifier: an exclusion among SETTLED settles from its candidates' statuses.
+    # The verifier: an exclusion among VERIFYING_STATES moves by its candidates' statuses.
     *(
         row
         for kind in (
@@ -70,7 +77,7 @@ TABLE: tuple[Transition, ...] = (
             EventKind.VERIFICATION_FAILED,
             EventKind.VERIFICATION_ERRORED,
         )
-        for row in _rows(kind, frozenset(SETTLED), frozenset(SETTLED))
+        for row in _rows(kind, frozenset(VERIFYING_STATES), frozenset(VERIFYING_STATES))
     ),
     # The dashboard's actions change only their own fields.
     Transition(EventKind.SNOOZED, _ANY),
@@ -141,8 +148,8 @@ def _pick(after: frozenset[State], before: State | None, to: State | None, what:
     return to
 
 
-def settled(statuses: Mapping[str, Collection[str]]) -> State:
-    """Where the verification workflow leaves an exclusion among ``SETTLED``, from the
+def verification_state(statuses: Mapping[str, Collection[str]]) -> State:
+    """Where the verification workflow leaves an exclusion among ``VERIFYING_STATES``, from the
     statuses of its eligible candidates by version (a version failed on any profile is
     bad for the whole line): verifying while a run is going, verified once a version
     passed on every profile it was tried on, candidate while one waits, else held."""

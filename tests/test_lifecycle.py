@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from govern.exclusions.states import SETTLED, CandidateStatus, EventKind, State
+from govern.exclusions.states import VERIFYING_STATES, CandidateStatus, EventKind, State
 from govern.lifecycle import (
     OPEN,
     STORED,
@@ -12,8 +12,8 @@ from govern.lifecycle import (
     TransitionRefused,
     advance,
     related_end,
-    settled,
     transition,
+    verification_state,
 )
 
 
@@ -73,14 +73,14 @@ def test_refused(kind: EventKind, before: State | None) -> None:
         advance(kind, before)
 
 
-def test_the_verifier_names_where_a_settled_exclusion_goes() -> None:
-    for before in SETTLED:
+def test_the_verifier_names_where_an_exclusion_in_verification_goes() -> None:
+    for before in VERIFYING_STATES:
         with pytest.raises(TransitionRefused, match="needs one of"):
             advance(EventKind.VERIFICATION_STARTED, before)
         assert advance(EventKind.VERIFICATION_STARTED, before, to=State.VERIFYING) is (
             State.VERIFYING
         )
-    with pytest.raises(TransitionRefused):  # outside SETTLED a run moves nothing
+    with pytest.raises(TransitionRefused):  # outside VERIFYING_STATES a run moves nothing
         advance(EventKind.VERIFICATION_FAILED, State.PROPOSED, to=State.HELD)
     with pytest.raises(TransitionRefused):
         advance(EventKind.VERIFICATION_FAILED, State.HELD, to=State.PROPOSED)
@@ -111,6 +111,6 @@ def test_a_change_ends_its_predecessor() -> None:
         ({"2.0": {CandidateStatus.BAD}, "2.1": {CandidateStatus.PASSED}}, State.VERIFIED),
     ],
 )
-def test_settled(statuses: dict[str, set[str]], state: State) -> None:
-    assert settled(statuses) is state
+def test_verification_state(statuses: dict[str, set[str]], state: State) -> None:
+    assert verification_state(statuses) is state
     assert state in OPEN

@@ -30,7 +30,7 @@ class State(StrEnum):
 
 ENDED = (State.RELAXED, State.REMOVED)
 # The states the verification workflow moves an exclusion between; the others stay.
-SETTLED = (State.HELD, State.CANDIDATE, State.VERIFYING, State.VERIFIED)
+VERIFYING_STATES = (State.HELD, State.CANDIDATE, State.VERIFYING, State.VERIFIED)
 # Open exclusions with a candidate to act on: the dashboard's "pending relaxations".
 RELAXABLE = (State.VERIFIED, State.CANDIDATE, State.VERIFYING)
 

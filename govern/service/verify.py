@@ -18,11 +18,11 @@ from packaging.version import InvalidVersion, Version
 
 from govern.ci.base import Conclusion, Provider, RunRef, RunStatus, Trial
 from govern.errors import CIAuthError, CIError, CIRateLimited
-from govern.exclusions.states import SETTLED, CandidateStatus, EventKind
+from govern.exclusions.states import VERIFYING_STATES, CandidateStatus, EventKind
 from govern.index.model import DistributionFile
 from govern.index.parsing import strip_credentials
 from govern.index.pipconfig import IndexSettings
-from govern.lifecycle import settled
+from govern.lifecycle import verification_state
 from govern.redact import ConfiguredSecrets
 from govern.service.poll import file_from_json
 from govern.store import events, relaxations, verifying
@@ -452,8 +452,8 @@ class Verifier:
             relaxations.refresh(session, exclusion_ids={p.exclusion_id for p in queued})
 
     def _record(self, session: Session, queued: Sequence[_QueuedEvent]) -> None:
-        """Record the events, each exclusion settled from its candidates' statuses (the
-        lifecycle moves only those among ``SETTLED``; the others keep their state)."""
+        """Record the events, each exclusion moved by its candidates' statuses (the
+        lifecycle moves only those among ``VERIFYING_STATES``; the others keep their state)."""
         if not queued:
             return
         ids = {p.exclusion_id for p in queued}
@@ -462,7 +462,11 @@ class Verifier:
             exclusion = verifying.exclusion(session, exclusion_id=p.exclusion_id)
             if exclusion is None:
                 continue
-            to = settled(statuses.get(p.exclusion_id, {})) if exclusion.state in SETTLED else None
+            to = (
+                verification_state(statuses.get(p.exclusion_id, {}))
+                if exclusion.state in VERIFYING_STATES
+                else None
+            )
             events.record(
                 session, exclusion, p.kind, p.detail, p.at, to=to, recorded_at=p.recorded_at
             )
