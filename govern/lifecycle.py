@@ -79,6 +79,12 @@ TABLE: tuple[Transition, ...] = (
         )
         for row in _rows(kind, frozenset(VERIFYING_STATES), frozenset(VERIFYING_STATES))
     ),
+    # The poll: a ``!=V`` with V known bad has nothing left to relax; its candidates go.
+    *_rows(
+        EventKind.SETTLED,
+        frozenset({State.CANDIDATE, State.VERIFYING, State.VERIFIED}),
+        frozenset({State.HELD}),
+    ),
     # The dashboard's actions change only their own fields.
     Transition(EventKind.SNOOZED, _ANY),
     Transition(EventKind.OWNER_ASSIGNED, _ANY),

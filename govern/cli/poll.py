@@ -83,6 +83,11 @@ def _print_human(result: PollResult) -> None:
             f"  candidate: {found['package']} {found['version']} for {found['clause']} "
             f"(profile {found['profile']}, {found['role']})"
         )
+    for settled in result.newly_settled:
+        print(
+            f"  settled: {settled['package']} {settled['clause']}: {settled['why']} "
+            "(no candidates, no CI)"
+        )
     for package_name, reason in result.failures:
         print(f"  failed: {package_name}: {reason}", file=sys.stderr)
     for limited in result.limited:  # the bound on releases per walk (service/poll.py)

@@ -395,6 +395,11 @@ def _describe(event: EventPublic) -> str:
             f"{detail.get('profile')} ({detail.get('provider')}, attempt "
             f"{detail.get('attempt')}{installed})"
         )
+    if event.kind == EventKind.SETTLED:
+        return (
+            f"settled  {event.package} {event.clause}: {event.detail.get('why')} "
+            "(nothing left to relax: no candidates, no CI)"
+        )
     if event.kind == EventKind.MOVED:
         return (
             f"moved  {event.package} {event.clause}  "

@@ -124,6 +124,20 @@ class Clause:
             return version >= self.base
         return version > self.base  # == and ===
 
+    @property
+    def settled(self) -> bool:
+        """Whether the clause is a ``!=V`` whose V is known bad: it admits every release
+        after the ones it keeps out, so relaxing it would change nothing (no candidates)."""
+        if self.kind != Kind.NOT_EQUAL:
+            return False
+        if self.version in self.known_bad:
+            return True  # ``!=1.2.*`` with ``bad=1.2.*``, or the exact text
+        return (
+            self.base is not None
+            and self.spec.version == str(self.base)
+            and (self.is_known_bad(self.base))
+        )
+
     def is_known_bad(self, version: Version) -> bool:
         """Whether ``version`` is known bad (matched as ``==V``: local versions too)."""
         return any(bad.contains(version, prereleases=True) for bad in self.bad_specs)

@@ -73,6 +73,7 @@ class EventKind(StrEnum):
     VERIFICATION_PASSED = "verification-passed"
     VERIFICATION_FAILED = "verification-failed"
     VERIFICATION_ERRORED = "verification-errored"  # no verdict: errored, cancelled, timed out
+    SETTLED = "settled"  # a ``!=V`` with V known bad: nothing left to relax (recorded once)
     SNOOZED = "snoozed"  # the dashboard's actions
     OWNER_ASSIGNED = "owner-assigned"
     ACKNOWLEDGED = "acknowledged"

@@ -62,11 +62,14 @@ def candidates(
     *,
     now: datetime,
     first_seen: Mapping[Version, datetime] | None = None,
+    others: SpecifierSet | None = None,
 ) -> list[Decision]:
     """The Decisions of the walks for one exclusion on one profile (docs/internals.md#index).
 
     ``releases`` may come in any order; ``first_seen`` gives, per version, when govern
-    first saw it, standing in for an upload time the index did not give. The result holds
+    first saw it, standing in for an upload time the index did not give; ``others`` are
+    the line's other clauses: a release one of them keeps out is no candidate ("2.0.0 is
+    kept out by <2.0": relaxing this clause would not let it in). The result holds
     the ``first`` walk (not-equal only), then the ``newest`` walk, each in walking order;
     at most one Decision per walk is eligible, and it ends its walk.
     """
@@ -77,7 +80,7 @@ def candidates(
         if clause.beyond(release.version):
             pool.setdefault(release.version, release)
     ordered = [pool[version] for version in sorted(pool)]
-    check = _Check(clause, profile, _utc(now), first_seen or {})
+    check = _Check(clause, profile, _utc(now), first_seen or {}, others)
     if clause.kind != Kind.NOT_EQUAL:
         return _walk(reversed(ordered), Role.NEWEST, check)
     first = _walk(ordered, Role.FIRST, check)
@@ -286,6 +289,7 @@ class _Check:
     profile: Profile
     now: datetime
     first_seen: Mapping[Version, datetime]
+    others: SpecifierSet | None = None
 
     def __call__(self, release: Release) -> tuple[str | None, str | None]:
         """(reason, note): reason None when the release is eligible."""
@@ -294,6 +298,10 @@ class _Check:
             return f"{version} is known bad", None
         if self.clause.is_named(version):
             return f"{version} is the excluded version ({self.clause.spec})", None
+        if self.others is not None:
+            for spec in self.others:
+                if not spec.contains(version, prereleases=True):
+                    return f"{version} is kept out by {spec} on the same line", None
         if release.yanked:
             why = release.yanked_reason
             return (f"{version} is yanked: {why}" if why else f"{version} is yanked"), None

@@ -82,6 +82,8 @@ class PollResult:
     releases_left_out: int = 0  # releases of fetched pages past the bound (not recorded)
     failures: list[tuple[str, str]] = field(default_factory=list)  # (package, reason)
     found: list[dict[str, Any]] = field(default_factory=list)
+    settled: int = 0  # exclusions with nothing left to relax: not asked about, no candidates
+    newly_settled: list[dict[str, Any]] = field(default_factory=list)  # their event this poll
     # Walks the bound may have decided otherwise than the whole page (see poll()).
     limited: list[dict[str, Any]] = field(default_factory=list)
 
@@ -101,6 +103,8 @@ class PollResult:
             "releases_left_out": self.releases_left_out,
             "failures": [{"package": p, "reason": r} for p, r in self.failures],
             "found": self.found,
+            "settled": self.settled,
+            "newly_settled": self.newly_settled,
             "limited": self.limited,
         }
 
@@ -113,6 +117,7 @@ class PollResult:
             f"{self.fetched} fetched{same}, {self.not_modified} unchanged{fresh}, "
             f"{self.failed} failed; {self.releases_new} new releases, "
             f"{self.candidates_found} new candidates"
+            + (f"; {self.settled} settled (nothing to relax)" if self.settled else "")
         )
 
     @property
@@ -272,7 +277,9 @@ def _judging(profiles: str, exclusions: Sequence[Watched]) -> str:
     ``profiles`` is :func:`_profiles_key` of the poll's profiles.
     """
     # The kind's string, not the member: its repr would change the hashes stored.
-    judged = sorted((e.id, e.ref.clause, e.kind.value, e.known_bad) for e in exclusions)
+    judged = sorted(
+        (e.id, e.ref.clause, e.ref.requirement, e.kind.value, e.known_bad) for e in exclusions
+    )
     parts = [profiles, repr(judged)]
     return hashlib.sha256("\n".join(parts).encode("utf-8")).hexdigest()
 
@@ -442,7 +449,12 @@ class _Recorder:
         limited: list[str] = []
         for profile in profiles:
             decisions: list[Decision] = candidates(
-                clause, found.releases, profile, now=self.now, first_seen=first_seen
+                clause,
+                found.releases,
+                profile,
+                now=self.now,
+                first_seen=first_seen,
+                others=exclusion.others,
             )
             if cut_short(found, clause, decisions, profile):
                 limited.append(profile.name)
@@ -550,6 +562,11 @@ async def poll(
     result = PollResult()
     with store.transaction() as conn:
         exclusions = polling.watched(conn, packages=packages)
+    settled = [e for e in exclusions if e.settled]
+    if settled:
+        _settle(store, settled, when, result)
+        exclusions = [e for e in exclusions if not e.settled]
+    with store.transaction() as conn:
         names = sorted({e.ref.package for e in exclusions})
         validators, fresh = _stored(conn, names, client.settings, when)
     if refresh:
@@ -640,6 +657,36 @@ async def poll(
             counts={name: counts[name] for name in _POLL_RUN_COUNTS},
         )
     return result
+
+
+def _settle(store: Store, settled: Sequence[Watched], when: datetime, result: PollResult) -> None:
+    """Settled exclusions (``!=V``, V known bad) cost nothing: not asked about, no
+    candidates; each thread says so once, and one in the verification workflow leaves it."""
+    result.settled = len(settled)
+    with store.transaction(write=True) as conn:
+        polling.lock(conn)
+        done = polling.settled_ids(conn, exclusion_ids=[e.id for e in settled])
+        fresh = [e for e in settled if e.id not in done]
+        rows = []
+        for exclusion in fresh:
+            version = exclusion.ref.clause.removeprefix("!=")
+            detail = {
+                "clause": exclusion.ref.clause,
+                "version": version,
+                "why": f"{version} is known bad: the line admits every release after it",
+            }
+            rows.append(
+                {
+                    "exclusion_id": exclusion.id,
+                    "kind": EventKind.SETTLED,
+                    "at": when,
+                    "recorded_at": when,
+                    "detail": detail,
+                }
+            )
+            result.newly_settled.append({"package": exclusion.ref.package, **detail})
+        events.append_batch(conn, rows=rows)
+        polling.settle(conn, moves={e.id: e.state for e in fresh})
 
 
 async def poll_index(

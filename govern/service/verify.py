@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from collections import defaultdict
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -18,6 +18,8 @@ from packaging.version import InvalidVersion, Version
 
 from govern.ci.base import Conclusion, Provider, RunRef, RunStatus, Trial
 from govern.errors import CIAuthError, CIError, CIRateLimited
+from govern.exclusions.clause import Clause
+from govern.exclusions.model import Kind
 from govern.exclusions.states import VERIFYING_STATES, CandidateStatus, EventKind
 from govern.index.model import DistributionFile
 from govern.index.parsing import strip_credentials
@@ -290,8 +292,8 @@ class Verifier:
                 continue
             note = notes.get(row.exclusion_id)
             known_bad = {*(note.bad_versions if note else ()), *bad.get(row.exclusion_id, ())}
-            if any(_same(version, b) for b in known_bad):
-                continue
+            if any(_same(version, b) for b in known_bad) or _settled(row.ref.clause, known_bad):
+                continue  # known bad, or the line has nothing left to relax
             done = tries.get(row.candidate_id, 0)
             if done >= self.attempts:
                 continue
@@ -545,6 +547,16 @@ class Verifier:
 
 def _exclusion_of(group: Sequence[_Wanted], row: Verification) -> int:
     return next(w.waiting.exclusion_id for w in group if w.waiting.candidate_id == row.candidate_id)
+
+
+def _settled(clause: str, known_bad: Collection[str]) -> bool:
+    """Whether a ``!=V`` clause has V known bad (:attr:`Clause.settled`): no run for it."""
+    if not clause.startswith("!="):
+        return False
+    try:
+        return Clause.parse(clause, Kind.NOT_EQUAL, known_bad=sorted(known_bad)).settled
+    except ValueError:
+        return False
 
 
 def _same(version: Version, text: str) -> bool:

@@ -9,11 +9,14 @@ write takes :func:`lock` first.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import SpecifierSet
 from sqlalchemy import Connection, insert, select, update
 
 from govern.exclusions.clause import Clause
@@ -67,6 +70,12 @@ class Watched:
     kind: Kind
     known_bad: tuple[str, ...]
     clause: Clause | None
+    others: SpecifierSet | None = None  # the line's other clauses (None: none, or unreadable)
+
+    @property
+    def settled(self) -> bool:
+        """Nothing left to relax (:attr:`Clause.settled`): not fetched, no candidates."""
+        return self.clause is not None and self.clause.settled
 
 
 def lock(conn: Connection) -> None:
@@ -119,9 +128,43 @@ def watched(conn: Connection, *, packages: Sequence[str] = ()) -> list[Watched]:
                 kind=row.kind,
                 known_bad=bad,
                 clause=_clause(row.clause, row.kind, bad),
+                others=others_of(row.requirement, row.clause),
             )
         )
     return out
+
+
+@functools.lru_cache(maxsize=4096)
+def others_of(requirement: str, clause: str) -> SpecifierSet | None:
+    """The clauses of a requirement line other than ``clause`` (None: there are none, or
+    the line does not parse: its own clause is judged alone)."""
+    try:
+        specifier = Requirement(requirement).specifier
+    except (InvalidRequirement, ValueError):
+        return None
+    rest = [spec for spec in specifier if str(spec) != clause]
+    return SpecifierSet(",".join(str(spec) for spec in rest)) if rest else None
+
+
+def settled_ids(conn: Connection, *, exclusion_ids: Sequence[int]) -> set[int]:
+    """Of ``exclusion_ids``, those whose thread holds a ``settled`` event already."""
+    v = _EVENT.c
+    query = select(v.exclusion_id).where(v.kind == EventKind.SETTLED)
+    return {row.exclusion_id for row in where_in(conn, query, v.exclusion_id, exclusion_ids)}
+
+
+def settle(conn: Connection, *, moves: Mapping[int, State]) -> None:
+    """Settled exclusions leave the verification workflow: each of ``moves`` (id: the state
+    it was read in) goes where the lifecycle's ``settled`` row says, if still there."""
+    e = _EXCLUSION.c
+    for exclusion_id, before in sorted(moves.items()):
+        after = advance(EventKind.SETTLED, before)
+        if after != before:
+            conn.execute(
+                update(_EXCLUSION)
+                .where(e.id == exclusion_id, e.state == before)
+                .values(state=after)
+            )
 
 
 def _clause(text: str, kind: str, known_bad: tuple[str, ...]) -> Clause | None:

@@ -34,7 +34,7 @@ def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A repository excluding demo 1.0, with no index configured anywhere."""
     root = tmp_path / "repo"
     root.mkdir()
-    (root / "requirements.txt").write_text("demo!=1.0  # broken\n", encoding="utf-8")
+    (root / "requirements.txt").write_text("demo<1.0  # broken\n", encoding="utf-8")
     monkeypatch.chdir(root)
     monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)
     monkeypatch.delenv("PIP_INDEX_URL", raising=False)
@@ -55,7 +55,7 @@ def _pip_default(monkeypatch: pytest.MonkeyPatch, url: str) -> list[int]:
 
 @pytest.fixture
 def db(repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> str:
-    """A store tracking the repository (demo!=1.0)."""
+    """A store tracking the repository (demo<1.0)."""
     url = f"sqlite:///{tmp_path / 'g.db'}"
     code, _, err = run_cli(["track", str(repo), "--db", url], capsys)
     assert code == 0, err

@@ -147,7 +147,7 @@ def _tracked(
 def test_poll_works_against_a_server_without_validators_or_freshness(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    _, db = _tracked(tmp_path, monkeypatch, capsys, "demo!=1.0  # broken\n")
+    _, db = _tracked(tmp_path, monkeypatch, capsys, "demo<1.0  # broken\n")
     with FaultServer() as server:  # no ETag, Last-Modified, Cache-Control or Expires
         path = server.script("demo", Reply(body=_real_like_page("40603035")))
         polls = [run_cli(["poll", "--db", db, "--index-url", server.url, "-f", "json"], capsys)]

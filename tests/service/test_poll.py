@@ -295,7 +295,7 @@ def _track_cupy_and_numpy(database_url: str, tmp_path: Path) -> None:
     """A store tracking the CuPy cap and a numpy exclusion; the working directory beside it."""
     root = tmp_path / "repo"
     root.mkdir()
-    (root / "requirements.txt").write_text(CAP + "numpy != 2.0.0  # broken\n", encoding="utf-8")
+    (root / "requirements.txt").write_text(CAP + "numpy < 2.0.0  # broken\n", encoding="utf-8")
     with Store(database_url) as opened:
         track(opened, root, None, config=Config(), options=TrackOptions(now=NOW))
     os.chdir(tmp_path)
