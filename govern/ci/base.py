@@ -34,6 +34,10 @@ class Trial:
     index_url: str | None = None  # where the candidate is installed from (may hold credentials)
     extra_index_urls: tuple[str, ...] = ()
     reproducer: str | None = None  # the exclusion's own check (its ``verify`` annotation)
+    # Run the reproducer alone (its confirmation on a known-bad release): a configured
+    # command failing there would prove nothing about the reproducer. Hosted CI gets the
+    # same inputs (a workflow refuses inputs it does not declare).
+    reproducer_only: bool = False
     # The release's files as the poll stored them from the index's page (with their
     # hashes), the index whose page listed them (may hold credentials), and the origins
     # it may send govern to besides its own: an isolated install takes the candidate from

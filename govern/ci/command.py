@@ -230,7 +230,7 @@ class Command(Provider):
             "python": python,
         }
         checks: list[tuple[str, list[str]]] = []
-        if self.command:
+        if self.command and not (trial.reproducer_only and trial.reproducer):
             checks.append(("command", self._argv(self.command, values, shell=self.shell)))
         if trial.reproducer:
             try:
@@ -303,6 +303,8 @@ class Command(Provider):
         made = await self._process(create, env, _INSTALL_TIMEOUT)
         if made.returncode != 0:
             return made
+        if pip_here:
+            _lend_pip(venv)  # so that a check may run `{python} -m pip ...` in it
         install_env = {k: v for k, v in env.items() if k not in _PIP_INDEX_VARIABLES}
         install_env["PIP_CONFIG_FILE"] = os.devnull
         install_env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
@@ -473,6 +475,22 @@ def best_file(files: Sequence[DistributionFile], tags: Sequence[str]) -> Distrib
         key=lambda f: (not f.filename.endswith(".tar.gz"), f.filename),
     )
     return sdists[0] if sdists else None
+
+
+def _lend_pip(venv: Path) -> None:
+    """Make this interpreter's pip importable in a venv made ``--without-pip``: a folder
+    holding only a link to pip's package, named by a ``.pth`` file (nothing else of this
+    environment is lent; installing pip into each venv would cost a second or more)."""
+    spec = importlib.util.find_spec("pip")
+    if spec is None or not spec.submodule_search_locations:
+        return
+    lent = venv / "govern-pip"
+    lent.mkdir(exist_ok=True)
+    link = lent / "pip"
+    if not link.exists():
+        link.symlink_to(Path(next(iter(spec.submodule_search_locations))), target_is_directory=True)
+    for site in venv.glob("lib/python*/site-packages"):
+        (site / "govern-pip.pth").write_text(f"{lent}\n", encoding="utf-8")
 
 
 def _venv_python(venv: Path) -> Path:

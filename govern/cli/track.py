@@ -390,10 +390,13 @@ def _describe(event: EventPublic) -> str:
         if event.kind == EventKind.VERIFICATION_ERRORED:
             what = str(detail.get("conclusion") or what)
         installed = f", installed {detail['installed']}" if detail.get("installed") else ""
+        kind = detail.get("kind") or "candidate"
+        ran = f" ({kind} on {detail.get('ran')})" if kind != "candidate" else ""
+        why = f": {detail['why']}" if detail.get("why") else ""
         return (
-            f"verification {what}  {event.package} {detail.get('version')} on "
+            f"verification {what}  {event.package} {detail.get('version')}{ran} on "
             f"{detail.get('profile')} ({detail.get('provider')}, attempt "
-            f"{detail.get('attempt')}{installed})"
+            f"{detail.get('attempt')}{installed}){why}"
         )
     if event.kind == EventKind.SETTLED:
         return (

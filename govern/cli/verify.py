@@ -10,8 +10,9 @@ from govern.cli.options import ConfigOption, DbOption, FormatOption, IndexOption
 from govern.cli.output import ViewFormat, announce_index
 from govern.cli.output import print_json as _print_json
 from govern.errors import GovernError
-from govern.exclusions.states import Conclusion
+from govern.exclusions.states import CandidateStatus
 from govern.output.human import one_line, truncate
+from govern.text import visible
 
 if TYPE_CHECKING:
     from govern.service.verify import VerifyResult
@@ -63,10 +64,12 @@ def verify(
 ) -> None:
     """Try each current candidate on its runtime profile through CI, and record the result.
 
-    A pass needs evidence that the candidate was installed. A failure makes the version
-    known-bad; errored, cancelled and timed-out runs are retried and never count.
-    Exit 0 when every run ended without a failure (or is still running), 1 when a
-    candidate failed, 2 when verification could not be done (no provider, a token refused).
+    A pass needs evidence that the candidate was installed. A failure counts (the version
+    becomes known-bad) only when it fails twice and the same check passes on the release the
+    line admits today; a check that fails there too is broken: errored, no verdict. Errored,
+    cancelled and timed-out runs are retried and never count. Exit 0 when no candidate was
+    found bad (or runs are still going), 1 when one was, 2 when verification could not be
+    done (no provider, a token refused).
     """
     import asyncio  # here, with the stack below: see govern.cli
 
@@ -100,7 +103,7 @@ def verify(
         _print_human(result)
     if result.auth_failed:
         raise GovernError(result.errors[0], tip="No run was counted as a pass or a fail.")
-    if result.concluded.get(Conclusion.FAILED):
+    if result.verdicts.get(CandidateStatus.FAILED.value):
         raise typer.Exit(1)
 
 
@@ -108,12 +111,19 @@ def _print_human(result: VerifyResult) -> None:
     for run in result.runs:
         installed = f", installed {run['installed']}" if run["installed"] else ""
         where = f"  {run['run_url']}" if run["run_url"] else ""
+        kind = "" if run["kind"] == "candidate" else f"{run['kind']} of "
+        ran = f" (ran {run['ran']})" if run["ran"] != run["version"] else ""
         typer.echo(
-            f"{run['conclusion']:<9}  {run['package']} {run['version']} on {run['profile']} "
-            f"({run['provider']}, attempt {run['attempt']}{installed}){where}"
+            f"{run['conclusion']:<9}  {kind}{run['package']} {run['version']}{ran} on "
+            f"{run['profile']} ({run['provider']}, attempt {run['attempt']}{installed}){where}"
         )
         if run["detail"]:
             typer.echo(f"           {truncate(one_line(run['detail']), 200)}")
+        if run["log_tail"]:
+            typer.echo("           output (last lines):")
+            for line in run["log_tail"].splitlines():
+                typer.echo(f"           | {truncate(visible(line), 200)}")
+        typer.echo(f"           => {run['verdict']}: {one_line(run['why'])}")
     for skipped in result.skipped:
         what = " ".join(filter(None, (skipped.get("package"), skipped.get("version"))))
         typer.echo(f"skipped    {what} on {skipped.get('profile')}: {skipped['reason']}")

@@ -50,6 +50,15 @@ class CandidateStatus(StrEnum):
 REJECTED = (CandidateStatus.FAILED, CandidateStatus.BAD)
 
 
+class RunKind(StrEnum):
+    """What one verification run tries: the candidate, or a run that makes its verdict
+    trustworthy (docs/design.md#verdicts)."""
+
+    CANDIDATE = "candidate"  # the candidate release, with the check
+    CONTROL = "control"  # the same check on the release the line admits today: must pass
+    REPRODUCER = "reproducer"  # the verify= check on a known-bad release: must fail
+
+
 class Conclusion(StrEnum):
     """How a run ended. Only ``passed`` and ``failed`` are verdicts."""
 

@@ -20,16 +20,26 @@ from govern.ci.base import Conclusion, Provider, RunRef, RunStatus, Trial
 from govern.errors import CIAuthError, CIError, CIRateLimited
 from govern.exclusions.clause import Clause
 from govern.exclusions.model import Kind
-from govern.exclusions.states import VERIFYING_STATES, CandidateStatus, EventKind
+from govern.exclusions.states import VERIFYING_STATES, CandidateStatus, EventKind, RunKind
 from govern.index.model import DistributionFile
 from govern.index.parsing import strip_credentials
 from govern.index.pipconfig import IndexSettings
 from govern.lifecycle import verification_state
 from govern.redact import ConfiguredSecrets
+from govern.service.controls import (
+    FAILURES_NEEDED,
+    check_key,
+    control_version,
+    judge,
+    known_bad_version,
+    next_run,
+    reproducer_said,
+)
 from govern.service.poll import file_from_json
 from govern.store import events, relaxations, verifying
 from govern.store.db import Store
 from govern.store.models import Verification, as_utc, utcnow
+from govern.store.polling import others_of
 from govern.store.queries import current_notes, failed_versions
 
 if TYPE_CHECKING:
@@ -48,6 +58,15 @@ class _Wanted:
     version: Version  # the stored version, parsed
     reproducer: str | None
     attempt: int  # the attempt this run would be
+    kind: RunKind = RunKind.CANDIDATE
+    # The version this run tries: the candidate's, a known-bad one (the reproducer's
+    # confirmation), None for a control until the index says which (see _start_group).
+    run_version: Version | None = None
+    known_bad: tuple[str, ...] = ()
+
+    @property
+    def check_key(self) -> str | None:
+        return check_key(self.reproducer)
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +91,9 @@ class VerifyResult:
     skipped: list[dict[str, str]] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     auth_failed: bool = False
+    # Candidates' verdicts this call (passed, failed, errored): a failed run is one only
+    # once it has failed twice and its control passed.
+    verdicts: dict[str, int] = field(default_factory=lambda: defaultdict(int))
 
     def as_dict(self) -> dict[str, Any]:
         """The result, for JSON output."""
@@ -80,12 +102,15 @@ class VerifyResult:
             "running": self.running,
             "concluded": {c.value: self.concluded.get(c.value, 0) for c in Conclusion},
             "runs": self.runs,
+            "verdicts": {s.value: self.verdicts.get(s.value, 0) for s in _VERDICT_STATUSES},
             "skipped": self.skipped,
             "errors": self.errors,
         }
 
 
 ProviderFor = Callable[[str], Provider | None]
+# The statuses a candidate's runs end in when they have said all they can.
+_VERDICT_STATUSES = (CandidateStatus.PASSED, CandidateStatus.FAILED, CandidateStatus.ERRORED)
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,7 +271,7 @@ class Verifier:
 
     async def start(self, exclusion_ids: list[int] | None, profiles: Sequence[str]) -> int:
         """Start a run for each group of candidates waiting; returns how many runs started."""
-        groups: dict[tuple[str, str, str, str | None], list[_Wanted]] = defaultdict(list)
+        groups: dict[tuple[str, str, str, str | None, str], list[_Wanted]] = defaultdict(list)
         for wanted in self._wanted(exclusion_ids, profiles):
             profile = wanted.waiting.profile
             provider = self.provider_for(profile)
@@ -257,7 +282,13 @@ class Verifier:
                 continue
             if provider.name in self._refused:
                 continue
-            key = (wanted.waiting.ref.package, str(wanted.version), profile, wanted.reproducer)
+            key = (
+                wanted.waiting.ref.package,
+                str(wanted.version),
+                profile,
+                wanted.reproducer,
+                wanted.kind.value,
+            )
             groups[key].append(wanted)
         started = 0
         for group in groups.values():
@@ -269,46 +300,116 @@ class Verifier:
         return started
 
     def _wanted(self, exclusion_ids: list[int] | None, profiles: Sequence[str]) -> list[_Wanted]:
-        """Eligible candidates not yet tried (or tried without a verdict, attempts left)."""
+        """Eligible candidates not yet tried (or tried without a verdict, attempts left),
+        each with the run it waits for (:func:`govern.service.controls.next_run`)."""
+        refused: list[tuple[int, str, _Wanted]] = []
+        out: list[_Wanted] = []
         with self.store.session() as session:
             rows = verifying.waiting(session, exclusion_ids=exclusion_ids, profiles=profiles)
             ids = sorted({row.exclusion_id for row in rows})
             notes = current_notes(session, ids=ids)
             bad = failed_versions(session, ids=ids)
-            tries = verifying.attempts(session, candidate_ids=[row.candidate_id for row in rows])
-        out: list[_Wanted] = []
-        for row in rows:
-            try:
-                version = Version(row.version)
-            except InvalidVersion:
-                self.result.skipped.append(
-                    {
-                        "package": row.ref.package,
-                        "version": row.version,
-                        "profile": row.profile,
-                        "reason": "not a PEP 440 version: never passed to CI",
-                    }
-                )
-                continue
-            note = notes.get(row.exclusion_id)
-            known_bad = {*(note.bad_versions if note else ()), *bad.get(row.exclusion_id, ())}
-            if any(_same(version, b) for b in known_bad) or _settled(row.ref.clause, known_bad):
-                continue  # known bad, or the line has nothing left to relax
-            done = tries.get(row.candidate_id, 0)
-            if done >= self.attempts:
-                continue
-            out.append(
-                _Wanted(
+            candidate_ids = [row.candidate_id for row in rows]
+            tries = verifying.attempts(session, candidate_ids=candidate_ids)
+            made = verifying.runs(session, candidate_ids=candidate_ids)
+            for row in rows:
+                try:
+                    version = Version(row.version)
+                except InvalidVersion:
+                    self.result.skipped.append(
+                        {
+                            "package": row.ref.package,
+                            "version": row.version,
+                            "profile": row.profile,
+                            "reason": "not a PEP 440 version: never passed to CI",
+                        }
+                    )
+                    continue
+                note = notes.get(row.exclusion_id)
+                known_bad = {*(note.bad_versions if note else ()), *bad.get(row.exclusion_id, ())}
+                if any(_same(version, b) for b in known_bad) or _settled(row.ref.clause, known_bad):
+                    continue  # known bad, or the line has nothing left to relax
+                if tries.get(row.candidate_id, 0) >= self.attempts:
+                    continue
+                wanted = _Wanted(
                     waiting=row,
                     version=version,
                     reproducer=note.verify if note else None,
-                    attempt=done + 1,
+                    attempt=len(made.get(row.candidate_id, [])) + 1,
+                    known_bad=tuple(sorted(known_bad)),
                 )
-            )
+                confirmed = False
+                key = wanted.check_key
+                if key is not None:
+                    said = verifying.reproducer_runs(
+                        session, exclusion_id=row.exclusion_id, check_key=key
+                    )
+                    if said:
+                        confirmed, why = reproducer_said(*said[-1])
+                        if not confirmed:
+                            refused.append((row.candidate_id, why, wanted))
+                            continue
+                kind = next_run(
+                    made.get(row.candidate_id, []), confirmed=confirmed, reproducer=key is not None
+                )
+                if kind is None:
+                    continue
+                run_version: Version | None = version
+                if kind is RunKind.REPRODUCER:
+                    run_version = known_bad_version(_clause_of(row), known_bad)
+                    if run_version is None:
+                        why = (
+                            "the reproducer (verify=) cannot be confirmed: no known-bad release "
+                            "to run it on (name one with bad=)"
+                        )
+                        refused.append((row.candidate_id, why, wanted))
+                        continue
+                elif kind is RunKind.CONTROL:
+                    run_version = None
+                out.append(dataclasses.replace(wanted, kind=kind, run_version=run_version))
+        for candidate_id, why, wanted in refused:
+            self._refuse(candidate_id, why, wanted)
         return out
+
+    def _refuse(self, candidate_id: int, why: str, wanted: _Wanted) -> None:
+        """A candidate whose runs cannot give a verdict: ``errored``, with why (once)."""
+        with self.store.session(write=True) as session:
+            if not verifying.give_up(session, candidate_id=candidate_id):
+                return
+            detail = {
+                "version": str(wanted.version),
+                "profile": wanted.waiting.profile,
+                "verdict": CandidateStatus.ERRORED.value,
+                "why": why,
+            }
+            now = self.clock()
+            self._record(
+                session,
+                [
+                    _QueuedEvent(
+                        wanted.waiting.exclusion_id,
+                        EventKind.VERIFICATION_ERRORED,
+                        detail,
+                        now,
+                        now,
+                    )
+                ],
+            )
+        self.result.verdicts[CandidateStatus.ERRORED.value] += 1
+        self.result.skipped.append(self._described(wanted, why))
 
     async def _start_group(self, provider: Provider, group: list[_Wanted]) -> bool:
         """Start one run for the group's candidates still waiting; False if none was."""
+        first = group[0]
+        files: tuple[DistributionFile, ...] | None = None
+        if first.kind is RunKind.CONTROL:
+            found = await self._control(first)
+            if isinstance(found, str):
+                for wanted in group:
+                    self._refuse(wanted.waiting.candidate_id, found, wanted)
+                return False
+            run_version, files = found
+            group = [dataclasses.replace(w, run_version=run_version) for w in group]
         now = self.clock()
         with self.store.session(write=True) as session:
             # Read again under the write lock: another call (the dashboard, another process,
@@ -330,6 +431,9 @@ class Verifier:
                     profile=w.waiting.profile,
                     attempt=w.attempt,
                     started_at=now,
+                    kind=w.kind,
+                    version=None if w.kind is RunKind.CANDIDATE else str(w.run_version),
+                    check_key=w.check_key if w.kind is RunKind.REPRODUCER else None,
                 )
                 for w in group
             ]
@@ -338,18 +442,20 @@ class Verifier:
             return False
         first = group[0]
         ref = first.waiting.ref
+        run_version = first.run_version or first.version
         indexes = self.index.indexes_for(ref.package) if self.index is not None else ()
-        files, files_index = self._files(first.waiting)
+        stored, files_index = self._files(first.waiting, run_version)
         trial = Trial(
             package=ref.package,
-            version=first.version,
+            version=run_version,
             profile=first.waiting.profile,
             correlation_id=f"govern-{rows[0].id}-{first.attempt}",
             clause=ref.clause,
             index_url=indexes[0] if indexes else None,
             extra_index_urls=tuple(indexes[1:]),
             reproducer=first.reproducer,
-            files=files,
+            reproducer_only=first.kind is RunKind.REPRODUCER,
+            files=files if files is not None else stored,
             files_index=files_index,
             trusted_redirects=self.index.trusted_redirects if self.index is not None else (),
         )
@@ -381,12 +487,52 @@ class Verifier:
             await self._conclude(rows, started.status)
         return True
 
-    def _files(self, waiting: verifying.Waiting) -> tuple[tuple[DistributionFile, ...], str | None]:
-        """The candidate's files as the poll stored them (with their hashes), and the
-        configured index (with its credentials) whose page listed them: None when that
-        index is not configured any more (an install from elsewhere is never a guess)."""
+    async def _control(self, wanted: _Wanted) -> tuple[Version, tuple[DistributionFile, ...]] | str:
+        """The release the line admits today and its files, from the index's page now (the
+        poll keeps only releases beyond the bound), or why there is none."""
+        ref = wanted.waiting.ref
+        if self.index is None:
+            return "no control run: no index is configured to find the release the line admits"
+        from govern.index.client import IndexClient, http_client
+        from govern.index.model import Fetched
+
+        async with http_client() as http:
+            fetched = await IndexClient(http, self.index).fetch(ref.package)
+        if not isinstance(fetched, Fetched):
+            return f"no control run: the index did not answer for {ref.package}"
+        try:
+            clause = Clause.parse(ref.clause, wanted.waiting.kind, known_bad=wanted.known_bad)
+        except ValueError:
+            return f"no control run: {ref.clause} cannot be judged"
+        by_version: dict[Version, list[DistributionFile]] = defaultdict(list)
+        for file in fetched.page.files:
+            if file.version is not None:
+                by_version[file.version].append(file)
+        yanked = [v for v, fs in by_version.items() if all(f.yanked for f in fs)]
+        chosen = control_version(
+            by_version, clause, others_of(ref.requirement, ref.clause), yanked=yanked
+        )
+        if chosen is None:
+            return (
+                f"no control run: the index has no release that {ref.requirement} admits "
+                "today to run the same check on"
+            )
+        return chosen, tuple(by_version[chosen])
+
+    def _files(
+        self, waiting: verifying.Waiting, version: Version
+    ) -> tuple[tuple[DistributionFile, ...], str | None]:
+        """The files of ``version`` (the candidate's, or a known-bad one's) as the poll
+        stored them (with their hashes), and the configured index (with its credentials)
+        whose page listed them: None when that index is not configured any more (an install
+        from elsewhere is never a guess)."""
         with self.store.session() as session:
-            release = verifying.release(session, release_id=waiting.release_id)
+            if str(version) == waiting.version:
+                release = verifying.release(session, release_id=waiting.release_id)
+            else:
+                release = verifying.release_of(
+                    session, package=waiting.ref.package, version=str(version)
+                )
             page = verifying.listed_by(session, package=waiting.ref.package)
         stored = release.files if release is not None else []
         files = tuple(file_from_json(item) for item in stored)
@@ -418,24 +564,27 @@ class Verifier:
                 if found is None:
                     continue
                 candidate, release = found
-                if conclusion is Conclusion.PASSED:
-                    candidate.status = CandidateStatus.PASSED
-                elif conclusion is Conclusion.FAILED:
-                    candidate.status = CandidateStatus.FAILED
+                session.flush()
+                ran = verifying.runs(session, candidate_ids=[row.candidate_id])[row.candidate_id]
+                verdict, why = self._verdict(row, ran, release.version)
+                candidate.status = verdict
+                if verdict is CandidateStatus.FAILED:
                     verifying.mark_bad(session, failed=candidate)
-                elif row.attempt >= self.attempts:
-                    candidate.status = CandidateStatus.ERRORED
-                else:
-                    candidate.status = CandidateStatus.FOUND  # tried again, attempts left
+                if verdict in _VERDICT_STATUSES:
+                    self.result.verdicts[verdict.value] += 1
                 ended = {
                     "version": release.version,
                     "profile": row.profile,
                     "provider": row.provider,
                     "attempt": row.attempt,
+                    "kind": row.kind.value,
+                    "ran": row.version or release.version,
                     "conclusion": conclusion.value,
                     "installed": status.installed,
                     "run_url": row.run_url,
                     "detail": row.detail,
+                    "verdict": verdict.value,
+                    "why": why,
                 }
                 queued.append(
                     _QueuedEvent(
@@ -446,12 +595,49 @@ class Verifier:
                         now,
                     )
                 )
+                tail = None
+                if conclusion is not Conclusion.PASSED or verdict is CandidateStatus.ERRORED:
+                    tail = log_tail(row.log_excerpt)
                 self.result.runs.append(
-                    {"verification": row.id, "package": release.package, **ended}
+                    {
+                        "verification": row.id,
+                        "package": release.package,
+                        **ended,
+                        "log_tail": tail,
+                    }
                 )
                 self.result.concluded[conclusion.value] += 1
             self._record(session, queued)
             relaxations.refresh(session, exclusion_ids={p.exclusion_id for p in queued})
+
+    def _verdict(
+        self, row: Verification, ran: Sequence[verifying.Ran], candidate: str
+    ) -> tuple[CandidateStatus, str]:
+        """The candidate's status after ``row`` ended, and why (docs/design.md#verdicts)."""
+        conclusion = row.conclusion
+        assert conclusion is not None
+        if conclusion not in (Conclusion.PASSED, Conclusion.FAILED):
+            errored = sum(r.conclusion not in (Conclusion.PASSED, Conclusion.FAILED) for r in ran)
+            if errored >= self.attempts:
+                return CandidateStatus.ERRORED, f"no verdict after {errored} attempts"
+            return CandidateStatus.FOUND, f"the run {conclusion}: tried again"
+        if row.kind is RunKind.REPRODUCER:
+            confirmed, why = reproducer_said(row.version or "", conclusion)
+            return (CandidateStatus.FOUND if confirmed else CandidateStatus.ERRORED), why
+        judged = judge(ran, candidate=candidate)
+        if judged.status is not None:
+            return judged.status, judged.why
+        if row.kind is RunKind.CANDIDATE and conclusion is Conclusion.FAILED:
+            failures = sum(
+                r.kind is RunKind.CANDIDATE and r.conclusion is Conclusion.FAILED for r in ran
+            )
+            if failures < FAILURES_NEEDED:
+                return CandidateStatus.FOUND, "failed once: run again before it counts"
+            return CandidateStatus.FOUND, (
+                "failed again: the same check runs on the release the line admits today "
+                "before it counts"
+            )
+        return CandidateStatus.FOUND, "more runs are needed"
 
     def _record(self, session: Session, queued: Sequence[_QueuedEvent]) -> None:
         """Record the events, each exclusion moved by its candidates' statuses (the
@@ -538,6 +724,8 @@ class Verifier:
     def _detail(row: Verification, wanted: _Wanted) -> dict[str, Any]:
         return {
             "version": str(wanted.version),
+            "kind": row.kind.value,
+            "ran": str(wanted.run_version or wanted.version),
             "profile": row.profile,
             "provider": row.provider,
             "attempt": row.attempt,
@@ -545,8 +733,22 @@ class Verifier:
         }
 
 
+def log_tail(log: str | None, lines: int = 40) -> str | None:
+    """The last ``lines`` lines of a (redacted) run log: what a person reads first."""
+    if not log:
+        return None
+    return "\n".join(log.rstrip("\n").splitlines()[-lines:])
+
+
 def _exclusion_of(group: Sequence[_Wanted], row: Verification) -> int:
     return next(w.waiting.exclusion_id for w in group if w.waiting.candidate_id == row.candidate_id)
+
+
+def _clause_of(row: verifying.Waiting) -> Clause | None:
+    try:
+        return Clause.parse(row.ref.clause, row.kind)
+    except ValueError:
+        return None
 
 
 def _settled(clause: str, known_bad: Collection[str]) -> bool:

@@ -34,6 +34,7 @@ from govern.exclusions.states import (
     OutboxState,
     ProposalKind,
     ProposalState,
+    RunKind,
     State,
     Via,
 )
@@ -332,6 +333,9 @@ class VerificationBase(SQLModel):
     """What a CI run of a candidate said: where it ran, how it ended and why."""
 
     provider: str = Field(max_length=32)
+    kind: RunKind = _closed(RunKind, 16, default=RunKind.CANDIDATE)
+    # The version this run tried when it is not the candidate's (a control, a reproducer).
+    version: str | None = Field(default=None, max_length=128)
     conclusion: Conclusion | None = _closed(Conclusion, 16, default=None, nullable=True)
     run_url: str | None = Field(default=None, sa_column=Column(Text))
     detail: str | None = Field(default=None, sa_column=Column(Text))  # why, in a line
@@ -349,6 +353,7 @@ class Verification(VerificationBase, table=True):
     finished_at: datetime | None = _when(nullable=True)
     installed_version: str | None = Field(default=None, max_length=128)
     log_excerpt: str | None = Field(default=None, sa_column=Column(Text))
+    check_key: str | None = Field(default=None, max_length=64)  # a reproducer's, hashed
 
 
 class StoredRelaxation(SQLModel):

@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from sqlalchemy import select as columns
 from sqlmodel import Session, col, select
 
+from govern.exclusions.model import Kind
 from govern.exclusions.ref import ExclusionRef
-from govern.exclusions.states import CandidateStatus
+from govern.exclusions.states import CandidateStatus, Conclusion, RunKind
 from govern.store.models import (
     Candidate,
     IndexPage,
@@ -28,6 +29,17 @@ from govern.store.models import (
 )
 from govern.store.queries import current_notes
 from govern.store.refs import from_row
+
+_VERDICTS = (Conclusion.PASSED, Conclusion.FAILED)
+
+
+@dataclass(frozen=True, slots=True)
+class Ran:
+    """One run of a candidate: what it tried, on which version, how it ended (None: going)."""
+
+    kind: RunKind
+    conclusion: Conclusion | None
+    version: str
 
 
 def open_exclusions(session: Session, *, key: str, package: str) -> list[int]:
@@ -76,6 +88,7 @@ class Waiting:
     version: str  # as stored (not necessarily PEP 440)
     profile: str
     ref: ExclusionRef
+    kind: Kind
 
 
 def waiting(
@@ -115,39 +128,98 @@ def waiting(
                 version=found.version,
                 profile=candidate.profile,
                 ref=from_row(exclusion, repository=name, source=path),
+                kind=exclusion.kind,
             )
         )
     return out
 
 
-def attempts(session: Session, *, candidate_ids: Sequence[int]) -> dict[int, int]:
-    """Runs already made per candidate (any conclusion, or still going)."""
-    out: dict[int, int] = defaultdict(int)
+def runs(session: Session, *, candidate_ids: Sequence[int]) -> dict[int, list[Ran]]:
+    """Every run of each candidate, oldest first (the candidate's own, its re-runs, its
+    controls and reproducer runs)."""
+    out: dict[int, list[Ran]] = defaultdict(list)
     if not candidate_ids:
         return out
-    for candidate_id in session.exec(
-        select(Verification.candidate_id).where(
-            col(Verification.candidate_id).in_(list(candidate_ids))
-        )
-    ).all():
-        out[candidate_id] += 1
+    query = (
+        select(Verification, StoredRelease)
+        .join(Candidate, col(Candidate.id) == col(Verification.candidate_id))
+        .join(StoredRelease, col(StoredRelease.id) == col(Candidate.release_id))
+        .where(col(Verification.candidate_id).in_(list(candidate_ids)))
+        .order_by(col(Verification.id))
+    )
+    for row, found in session.exec(query).all():
+        out[row.candidate_id].append(Ran(row.kind, row.conclusion, row.version or found.version))
+    return out
+
+
+def attempts(session: Session, *, candidate_ids: Sequence[int]) -> dict[int, int]:
+    """Runs per candidate that gave no verdict yet (errored, cancelled, timed out, going):
+    what the limit on attempts counts (a verdict and its control are not retries)."""
+    out: dict[int, int] = defaultdict(int)
+    for candidate_id, ran in runs(session, candidate_ids=candidate_ids).items():
+        out[candidate_id] = sum(r.conclusion not in _VERDICTS for r in ran)
     return out
 
 
 def claim(session: Session, *, candidate_ids: Sequence[int], limit: int) -> dict[int, int]:
     """Under the write lock, each candidate still ``found`` with fewer than ``limit`` runs
-    becomes ``verifying``; returns the attempt each claimed one is on, by id. (Another call
-    may have tried or judged a candidate since it was read.)"""
-    tried = attempts(session, candidate_ids=candidate_ids)
+    without a verdict becomes ``verifying``; returns the attempt each claimed one is on (its
+    runs so far, plus one), by id. (Another call may have tried or judged a candidate since
+    it was read.)"""
+    made = runs(session, candidate_ids=candidate_ids)
     claimed: dict[int, int] = {}
     for candidate_id in candidate_ids:
         candidate = session.get(Candidate, candidate_id)
         if candidate is None or candidate.status != CandidateStatus.FOUND:
             continue
-        if tried.get(candidate_id, 0) < limit:
+        ran = made.get(candidate_id, [])
+        if sum(r.conclusion not in _VERDICTS for r in ran) < limit:
             candidate.status = CandidateStatus.VERIFYING
-            claimed[candidate_id] = tried.get(candidate_id, 0) + 1
+            claimed[candidate_id] = len(ran) + 1
     return claimed
+
+
+def give_up(session: Session, *, candidate_id: int) -> bool:
+    """A candidate still ``found`` whose runs cannot give a verdict becomes ``errored``
+    (False: it was not ``found`` any more)."""
+    candidate = session.get(Candidate, candidate_id)
+    if candidate is None or candidate.status != CandidateStatus.FOUND:
+        return False
+    candidate.status = CandidateStatus.ERRORED
+    session.add(candidate)
+    return True
+
+
+def reproducer_runs(
+    session: Session, *, exclusion_id: int, check_key: str
+) -> list[tuple[str, Conclusion]]:
+    """The verdicts of a reproducer (by its key) on known-bad releases, for an exclusion's
+    candidates, oldest first: (version, conclusion)."""
+    query = (
+        select(Verification)
+        .join(Candidate, col(Candidate.id) == col(Verification.candidate_id))
+        .where(
+            col(Candidate.exclusion_id) == exclusion_id,
+            col(Verification.kind) == RunKind.REPRODUCER,
+            col(Verification.check_key) == check_key,
+            col(Verification.conclusion).in_(_VERDICTS),
+        )
+        .order_by(col(Verification.id))
+    )
+    return [
+        (row.version or "", row.conclusion)
+        for row in session.exec(query).all()
+        if row.conclusion is not None
+    ]
+
+
+def release_of(session: Session, *, package: str, version: str) -> StoredRelease | None:
+    """A recorded release by package and version (as stored)."""
+    return session.exec(
+        select(StoredRelease).where(
+            col(StoredRelease.package) == package, col(StoredRelease.version) == version
+        )
+    ).first()
 
 
 def add_runs(session: Session, *, rows: Sequence[Verification]) -> None:

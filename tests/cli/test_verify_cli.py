@@ -82,16 +82,22 @@ def test_a_configured_command_provider(
     assert json.loads(out)["exclusions"][0]["state"] == "verified"
 
 
-def test_an_ad_hoc_command_that_fails_exits_1(
+def test_a_failing_command_without_an_index_for_its_control_gives_no_verdict(
     seeded: tuple[Path, str], capsys: pytest.CaptureFixture[str]
 ) -> None:
+    # Twice failed, but the control (the pinned 1.0) cannot be found without an index: a
+    # failure that nothing shows the check can tell is not a verdict.
     _, db = seeded
     command = f'{SAY[:-1]}; raise SystemExit(4)"'
     code, out, _ = _run(["verify", "--db", db, "--command", command, "-f", "json"], capsys)
-    assert code == 1
+    assert code == 0
     document = json.loads(out)
-    assert document["concluded"]["failed"] == 1
+    assert document["concluded"]["failed"] == 2
+    assert document["verdicts"] == {"passed": 0, "failed": 0, "errored": 1}
     assert document["runs"][0]["detail"] == "the command failed (exit status 4)"
+    assert document["runs"][0]["verdict"] == "found"
+    assert "installed demo==1.1" in document["runs"][0]["log_tail"]
+    assert document["skipped"][0]["reason"].startswith("no control run: no index is configured")
 
 
 @pytest.mark.parametrize(

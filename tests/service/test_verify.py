@@ -17,15 +17,17 @@ from pathlib import Path
 import pytest
 from sqlmodel import col, select
 
+from fakes.index import IndexFile, StaticIndex
 from govern.ci.base import Conclusion, Provider, RunRef, RunStatus, Started, Trial
 from govern.config import Config
 from govern.errors import CIAuthError, CIRateLimited
 from govern.exclusions.states import CandidateStatus, State
+from govern.index.pipconfig import IndexSettings
 from govern.service.track import TrackOptions, track
 from govern.service.verify import Verifier, VerifyResult
 from govern.store import verifying
 from govern.store.db import Store
-from govern.store.models import Candidate, Event, StoredExclusion, StoredRelease, Verification
+from govern.store.models import Candidate, StoredExclusion, StoredRelease, Verification
 
 NOW = datetime(2026, 8, 1, tzinfo=UTC)
 
@@ -105,6 +107,7 @@ def _verify(
         provider_for=lambda _profile: provider,
         providers={provider.name: provider},
         attempts=int(options.pop("attempts", 3)),  # type: ignore[call-overload]
+        index=options.pop("index", None),  # type: ignore[arg-type]
         clock=lambda: clock,
     )
     return asyncio.run(verifier.run(**options))  # type: ignore[arg-type]
@@ -197,22 +200,60 @@ def test_errored_runs_are_retried_and_never_count(store: Store) -> None:
     assert again.trials == []
 
 
-def test_a_failure_makes_the_version_known_bad_on_every_profile(store: Store) -> None:
+def _index(tmp_path: Path) -> Iterator[IndexSettings]:
+    files = [IndexFile(f"demo-{v}-py3-none-any.whl") for v in ("1.0", "1.1")]
+    with StaticIndex(tmp_path / "index", {"demo": files}) as served:
+        yield IndexSettings(served.url, source="test")
+
+
+index = pytest.fixture(_index)
+
+
+def test_a_failure_counts_after_a_rerun_and_a_passing_control_on_every_profile(
+    store: Store, index: IndexSettings
+) -> None:
     failed = RunStatus(Conclusion.FAILED, "exit status 1", installed="1.1")
-    provider = Scripted(failed)
-    result = _verify(store, provider, profiles=["arm"])
-    assert result.concluded["failed"] == 2
+    control = RunStatus(Conclusion.PASSED, "exit status 0", installed="1.0")
+    provider = Scripted(failed, failed, control)
+    result = _verify(store, provider, profiles=["arm"], index=index)
+    assert result.concluded["failed"] == 4  # two runs, each for both repositories' line
+    assert result.verdicts["failed"] == 2
+    # The candidate, its re-run, then the control on the pinned 1.0.
+    assert [str(t.version) for t in provider.trials] == ["1.1", "1.1", "1.0"]
+    assert [r.kind for r in _rows(store)] == ["candidate"] * 4 + ["control"] * 2
     statuses = _statuses(store)
     assert {v for (_, p), v in statuses.items() if p == "arm"} == {"failed"}
     assert {v for (_, p), v in statuses.items() if p == "x86"} == {"bad"}
     assert _states(store) == ["held", "held"]
     # The known-bad version is never tried again, on any profile.
     again = Scripted(passed("1.1"))
-    _verify(store, again)
+    _verify(store, again, index=index)
     assert again.trials == []
-    with store.session() as session:
-        kinds = [e.kind for e in session.exec(select(Event).where(col(Event.kind).like("verif%")))]
-    assert sorted(kinds) == sorted(["verification-started"] * 2 + ["verification-failed"] * 2)
+
+
+def test_a_check_that_fails_on_the_control_gives_no_verdict(
+    store: Store, index: IndexSettings
+) -> None:
+    failed = RunStatus(Conclusion.FAILED, "exit status 1", installed="1.1")
+    broken = RunStatus(Conclusion.FAILED, "exit status 1", installed="1.0")
+    provider = Scripted(failed, failed, broken)
+    result = _verify(store, provider, query="demo", profiles=["arm"], index=index)
+    assert result.verdicts["failed"] == 0
+    assert result.verdicts["errored"] >= 1
+    runs = [r for r in result.runs if r["kind"] == "control"]
+    assert runs[0]["verdict"] == "errored"
+    assert "the check fails on 1.0 too" in runs[0]["why"]
+    assert "failed" not in set(_statuses(store).values())  # 1.1 is not known bad
+
+
+def test_a_failure_then_a_pass_is_a_flake_and_a_pass(store: Store, index: IndexSettings) -> None:
+    failed = RunStatus(Conclusion.FAILED, "exit status 1", installed="1.1")
+    provider = Scripted(failed, passed("1.1"))
+    result = _verify(store, provider, profiles=["arm"], index=index)
+    assert result.verdicts == {"passed": 2}
+    assert result.runs[0]["why"] == "failed once: run again before it counts"
+    assert "a flake" in result.runs[2]["why"]
+    assert {v for (_, p), v in _statuses(store).items() if p == "arm"} == {"passed"}
 
 
 def test_a_hosted_run_is_polled_and_timed_out(store: Store) -> None:
@@ -230,7 +271,9 @@ def test_a_hosted_run_is_polled_and_timed_out(store: Store) -> None:
     assert provider.trials[2:] == []  # nothing new started
     # Past the time-out a run that never ends is cancelled and recorded as timed-out.
     fresh = Scripted(RunStatus(None), timeout=600)
-    with store.session(write=True) as session:
+    with store.session(write=True) as session:  # fresh candidates: no runs yet
+        for row in session.exec(select(Verification)):
+            session.delete(row)
         for candidate in session.exec(select(Candidate)):
             candidate.status = CandidateStatus.FOUND
     _verify(store, fresh, profiles=["x86"])

@@ -13,9 +13,11 @@ import pytest
 from packaging.version import Version
 from sqlmodel import col, select
 
+from fakes.index import IndexFile, StaticIndex
 from govern.ci.base import Conclusion, Provider, RunRef, RunStatus, Started, Trial
 from govern.config import Config
 from govern.exclusions.states import State
+from govern.index.pipconfig import IndexSettings
 from govern.service.track import TrackOptions, track
 from govern.service.verify import Verifier
 from govern.store import relaxations
@@ -27,19 +29,23 @@ LINE = "demo < 1.1\n"
 
 
 class Later(Provider):
-    """Passes 1.2 at once; 1.3's run goes on until ``ended`` says how it ended."""
+    """Passes 1.2 (and the control, 1.0) at once; 1.3's run goes on until ``ended`` says
+    how it ended, and its re-run ends the same way at once."""
 
     kind = "scripted"
 
     def __init__(self) -> None:
         super().__init__("ci", timeout=3600.0)
         self.ended: RunStatus | None = None
+        self.started = 0
 
     async def start(self, trial: Trial) -> Started:
-        ref = RunRef(f"run-{trial.version}", None)
-        if str(trial.version) == "1.2":
-            return Started(ref, RunStatus(Conclusion.PASSED, "exit 0", installed="1.2"))
-        return Started(ref, RunStatus(None))
+        self.started += 1
+        ref = RunRef(f"run-{self.started}", None)
+        if str(trial.version) in ("1.0", "1.2"):
+            passed = RunStatus(Conclusion.PASSED, "exit 0", installed=str(trial.version))
+            return Started(ref, passed)
+        return Started(ref, self.ended or RunStatus(None))
 
     async def status(self, trial: Trial, run: RunRef) -> RunStatus:
         return self.ended or RunStatus(None)
@@ -87,12 +93,28 @@ def _track(store: Store, root: Path) -> None:
     track(store, root, None, config=Config(repository="example/app"), options=TrackOptions(now=NOW))
 
 
+@pytest.fixture(autouse=True)
+def index(tmp_path: Path) -> Iterator[None]:
+    """The index a control run reads (the release ``demo < 1.1`` admits today: 1.0)."""
+    files = [IndexFile(f"demo-{v}-py3-none-any.whl") for v in ("1.0", "1.1", "1.2", "1.3")]
+    with StaticIndex(tmp_path / "index", {"demo": files}) as served:
+        _INDEX[:] = [IndexSettings(served.url, source="test")]
+        try:
+            yield
+        finally:
+            _INDEX.clear()
+
+
+_INDEX: list[IndexSettings] = []
+
+
 def _verify(store: Store, provider: Provider | None, *, at: datetime = NOW) -> None:
     verifier = Verifier(
         store,
         provider_for=lambda _profile: provider,
         providers={provider.name: provider} if provider else {},
         clock=lambda: at,
+        index=_INDEX[0] if _INDEX else None,
     )
     asyncio.run(verifier.run())
 
@@ -124,7 +146,8 @@ def test_a_verification_stores_it_and_a_failure_stores_it_again(store: Store) ->
     assert first.requirement == "demo != 1.1"
     assert first.strategy == "exclude"
     assert first.refused is None
-    # 1.3 fails later: it is known bad now, and 1.2's change keeps it out too.
+    # 1.3 fails later, and again, and the control passes: it is known bad now, and 1.2's
+    # change keeps it out too.
     provider.ended = RunStatus(Conclusion.FAILED, "exit 1", installed="1.3")
     _verify(store, provider, at=NOW + timedelta(minutes=5))
     after = _stored(store)
