@@ -76,6 +76,7 @@ TABLE: tuple[Transition, ...] = (
             EventKind.VERIFICATION_PASSED,
             EventKind.VERIFICATION_FAILED,
             EventKind.VERIFICATION_ERRORED,
+            EventKind.VERDICT_FORGOTTEN,
         )
         for row in _rows(kind, frozenset(VERIFYING_STATES), frozenset(VERIFYING_STATES))
     ),

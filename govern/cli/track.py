@@ -398,6 +398,13 @@ def _describe(event: EventPublic) -> str:
             f"{detail.get('profile')} ({detail.get('provider')}, attempt "
             f"{detail.get('attempt')}{installed}){why}"
         )
+    if event.kind == EventKind.VERDICT_FORGOTTEN:
+        detail = event.detail
+        was = "/".join(detail.get("verdicts") or ()) or "a verdict"
+        return (
+            f"verdict forgotten  {event.package} {detail.get('version')} (was {was}) by "
+            f'{line(detail.get("by"), 64)}: "{line(detail.get("reason") or "", 300)}"'
+        )
     if event.kind == EventKind.SETTLED:
         return (
             f"settled  {event.package} {event.clause}: {event.detail.get('why')} "

@@ -15,6 +15,7 @@ from govern.output.human import one_line, truncate
 from govern.text import visible
 
 if TYPE_CHECKING:
+    from govern.config import Config
     from govern.service.verify import VerifyResult
 
 
@@ -54,6 +55,25 @@ def verify(
     wait_timeout: Annotated[
         float, typer.Option("--wait-timeout", help="With --wait: give up after (s).", min=1)
     ] = 3600.0,
+    forget: Annotated[
+        str | None,
+        typer.Option(
+            "--forget",
+            metavar="VERSION",
+            help="Take back the verdict on this version (needs --reason): a candidate again.",
+            show_default=False,
+        ),
+    ] = None,
+    reason: Annotated[
+        str | None,
+        typer.Option(
+            "--reason", help="With --forget: why (kept in the thread).", show_default=False
+        ),
+    ] = None,
+    actor: Annotated[
+        str | None,
+        typer.Option("--actor", help="With --forget: who (default: $USER).", show_default=False),
+    ] = None,
     poll_interval: Annotated[
         float, typer.Option("--poll-interval", help="With --wait: seconds between polls.", min=0)
     ] = 15.0,
@@ -77,6 +97,9 @@ def verify(
     from govern.service.verify import VerifyOptions
 
     config = application.settings(config_file)
+    if forget is not None:
+        _forget(query, forget, reason, actor, config, db, fmt)
+        return
     # Only an isolated install needs the index: without one, the others go on.
     settings = (
         application.index(config, index_url)
@@ -105,6 +128,38 @@ def verify(
         raise GovernError(result.errors[0], tip="No run was counted as a pass or a fail.")
     if result.verdicts.get(CandidateStatus.FAILED.value):
         raise typer.Exit(1)
+
+
+def _forget(
+    query: str | None,
+    version: str,
+    reason: str | None,
+    actor: str | None,
+    config: Config,
+    db: str | None,
+    fmt: ViewFormat,
+) -> None:
+    """``--forget VERSION``: take a recorded verdict back (service.verify.forget_verdict)."""
+    import getpass
+
+    from govern import application
+    from govern.service.verify import forget_verdict
+
+    if query is None:
+        raise GovernError("--forget needs the package (or exclusion id) it is about")
+    if not reason or not reason.strip():
+        raise GovernError("--forget needs --reason: say why the verdict is taken back")
+    who = actor or getpass.getuser()
+    with application.store(db, config) as store:
+        forgotten = forget_verdict(store, query, version, reason=reason, actor=who)
+    if fmt is ViewFormat.JSON:
+        _print_json({"schema": "govern.verify/1", "forgotten": forgotten})
+        return
+    for item in forgotten:
+        typer.echo(
+            f"forgotten  {query} {item['version']} on {item['profile']}: was {item['verdict']}, "
+            "a candidate again"
+        )
 
 
 def _print_human(result: VerifyResult) -> None:

@@ -82,6 +82,7 @@ class EventKind(StrEnum):
     VERIFICATION_PASSED = "verification-passed"
     VERIFICATION_FAILED = "verification-failed"
     VERIFICATION_ERRORED = "verification-errored"  # no verdict: errored, cancelled, timed out
+    VERDICT_FORGOTTEN = "verdict-forgotten"  # a person took a verdict back: a candidate again
     SETTLED = "settled"  # a ``!=V`` with V known bad: nothing left to relax (recorded once)
     SNOOZED = "snoozed"  # the dashboard's actions
     OWNER_ASSIGNED = "owner-assigned"

@@ -17,7 +17,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from govern.ci.base import Conclusion, Provider, RunRef, RunStatus, Trial
-from govern.errors import CIAuthError, CIError, CIRateLimited
+from govern.errors import CIAuthError, CIError, CIRateLimited, GovernError
 from govern.exclusions.clause import Clause
 from govern.exclusions.model import Kind
 from govern.exclusions.states import VERIFYING_STATES, CandidateStatus, EventKind, RunKind
@@ -126,6 +126,67 @@ class VerifyOptions:
     wait: bool = False  # poll hosted runs until they end (else: the next call collects them)
     wait_timeout: float = 3600.0
     poll_interval: float = 15.0
+
+
+#: A reason for taking a verdict back is kept to this many characters.
+MAX_FORGET_REASON = 500
+
+
+def forget_verdict(
+    store: Store,
+    query: str,
+    version: str,
+    *,
+    reason: str,
+    actor: str,
+    now: datetime | None = None,
+) -> list[dict[str, str]]:
+    """Take back the recorded verdicts on ``version`` of the open exclusions ``query`` names
+    (an id or a package): each candidate is ``found`` again (the release is a candidate
+    again, not known bad), its runs so far count no more, and each exclusion's thread says
+    who, when and why (``verdict-forgotten``). Raises :class:`GovernError` when there is
+    nothing to take back (nothing is changed then)."""
+    try:
+        parsed = Version(version)
+    except InvalidVersion:
+        raise GovernError(f"{version!r} is not a PEP 440 version") from None
+    why = " ".join(reason.split())[:MAX_FORGET_REASON]
+    if not why:
+        raise GovernError("say why the verdict is taken back", tip="--reason TEXT")
+    when = now or utcnow()
+    with store.session(write=True) as session:
+        ids = verifying.open_exclusions(session, key=query, package=canonicalize_name(query))
+        forgotten = verifying.forget(session, exclusion_ids=ids, version=parsed)
+        if not forgotten:
+            raise GovernError(
+                f"no verdict on {query} {version} to take back",
+                tip="`govern history PACKAGE` lists the verifications and their verdicts",
+            )
+        by_exclusion: dict[int, list[verifying.Forgotten]] = defaultdict(list)
+        for item in forgotten:
+            by_exclusion[item.exclusion_id].append(item)
+        statuses = verifying.candidate_statuses(session, exclusion_ids=set(by_exclusion))
+        for exclusion_id, items in sorted(by_exclusion.items()):
+            exclusion = verifying.exclusion(session, exclusion_id=exclusion_id)
+            if exclusion is None:
+                continue
+            detail = {
+                "version": items[0].version,
+                "profiles": sorted({i.profile for i in items}),
+                "verdicts": sorted({i.verdict.value for i in items}),
+                "reason": why,
+                "by": actor,
+            }
+            to = (
+                verification_state(statuses.get(exclusion_id, {}))
+                if exclusion.state in VERIFYING_STATES
+                else None
+            )
+            events.record(session, exclusion, EventKind.VERDICT_FORGOTTEN, detail, when, to=to)
+        relaxations.refresh(session, exclusion_ids=set(by_exclusion))
+    return [
+        {"version": i.version, "profile": i.profile, "verdict": i.verdict.value} for i in forgotten
+    ]
 
 
 class Verifier:

@@ -327,6 +327,9 @@ class Candidate(CandidateBase, table=True):
     relaxation: dict[str, Any] | None = Field(
         default=None, sa_column=Column(JSON(none_as_null=True))
     )
+    # Runs up to this verification id were taken back (govern verify --forget): they say
+    # nothing any more about this candidate.
+    forgotten_upto: int | None = None
 
 
 class VerificationBase(SQLModel):

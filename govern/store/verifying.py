@@ -11,8 +11,9 @@ from collections import defaultdict
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
+from packaging.version import InvalidVersion, Version
 from sqlalchemy import select as columns
-from sqlmodel import Session, col, select
+from sqlmodel import Session, col, func, select
 
 from govern.exclusions.model import Kind
 from govern.exclusions.ref import ExclusionRef
@@ -31,6 +32,13 @@ from govern.store.queries import current_notes
 from govern.store.refs import from_row
 
 _VERDICTS = (Conclusion.PASSED, Conclusion.FAILED)
+# The statuses a person can take back (govern verify --forget).
+_FORGETTABLE = (
+    CandidateStatus.PASSED,
+    CandidateStatus.FAILED,
+    CandidateStatus.BAD,
+    CandidateStatus.ERRORED,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,7 +152,10 @@ def runs(session: Session, *, candidate_ids: Sequence[int]) -> dict[int, list[Ra
         select(Verification, StoredRelease)
         .join(Candidate, col(Candidate.id) == col(Verification.candidate_id))
         .join(StoredRelease, col(StoredRelease.id) == col(Candidate.release_id))
-        .where(col(Verification.candidate_id).in_(list(candidate_ids)))
+        .where(
+            col(Verification.candidate_id).in_(list(candidate_ids)),
+            col(Verification.id) > func.coalesce(col(Candidate.forgotten_upto), 0),
+        )
         .order_by(col(Verification.id))
     )
     for row, found in session.exec(query).all():
@@ -177,6 +188,54 @@ def claim(session: Session, *, candidate_ids: Sequence[int], limit: int) -> dict
             candidate.status = CandidateStatus.VERIFYING
             claimed[candidate_id] = len(ran) + 1
     return claimed
+
+
+@dataclass(frozen=True, slots=True)
+class Forgotten:
+    """A verdict taken back: which candidate, of which exclusion, what it said."""
+
+    exclusion_id: int
+    candidate_id: int
+    profile: str
+    version: str
+    verdict: CandidateStatus
+
+
+def forget(session: Session, *, exclusion_ids: Sequence[int], version: Version) -> list[Forgotten]:
+    """Take back the verdicts on ``version`` (passed, failed, bad, errored) of some
+    exclusions' candidates: each is ``found`` again, and its runs so far are forgotten."""
+    last = session.exec(select(func.max(Verification.id))).one() or 0
+    out: list[Forgotten] = []
+    query = (
+        select(Candidate, StoredRelease)
+        .join(StoredRelease, col(StoredRelease.id) == col(Candidate.release_id))
+        .where(
+            col(Candidate.exclusion_id).in_(list(exclusion_ids)),
+            col(Candidate.status).in_(_FORGETTABLE),
+        )
+        .order_by(col(Candidate.id))
+    )
+    for candidate, found in session.exec(query).all():
+        try:
+            same = Version(found.version) == version
+        except InvalidVersion:
+            same = False
+        if not same or candidate.id is None:
+            continue
+        out.append(
+            Forgotten(
+                candidate.exclusion_id,
+                candidate.id,
+                candidate.profile,
+                found.version,
+                candidate.status,
+            )
+        )
+        candidate.status = CandidateStatus.FOUND
+        candidate.forgotten_upto = last
+        session.add(candidate)
+    session.flush()
+    return out
 
 
 def give_up(session: Session, *, candidate_id: int) -> bool:

@@ -92,6 +92,24 @@ def acknowledge(state: AppState, key: str) -> datetime:
     return now
 
 
+def forget(state: AppState, key: str, version: str, reason: str) -> str:
+    """Take back the recorded verdict on ``version`` (a candidate again), saying why."""
+    from govern.errors import GovernError
+    from govern.service.verify import forget_verdict
+
+    with state.store.session() as session:
+        _exclusion(state, key, session)
+    if not reason.strip():
+        raise ActionError("say why the verdict is taken back")
+    try:
+        forgotten = forget_verdict(
+            state.store, key, version, reason=reason, actor="dashboard", now=state.clock()
+        )
+    except GovernError as exc:
+        raise ActionError(exc.message) from None
+    return forgotten[0]["version"]
+
+
 def verify_now(state: AppState, key: str) -> str:
     """Start verification of the exclusion's candidates in the background."""
     with state.store.session() as session:

@@ -51,6 +51,15 @@ class SnoozeIn(BaseModel):
     until: date
 
 
+class ForgetIn(BaseModel):
+    """Take back a recorded verdict: the version, and why (kept in the thread)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    version: str = Field(max_length=128)
+    reason: str = Field(min_length=1, max_length=2000)
+
+
 class OwnerIn(BaseModel):
     """Assign an owner (empty: the annotation's again)."""
 
@@ -146,6 +155,13 @@ def owner(state: WriterDep, key: Key, body: OwnerIn) -> dict[str, Any]:
     """Assign an owner (needs the token)."""
     value = _action(lambda: actions.set_owner(state, key, body.owner))
     return {"id": key, "action": "owner", "value": value}
+
+
+@router.post("/exclusions/{key}/forget", response_model=ActionOut, responses=_WRITE_404)
+def forget(state: WriterDep, key: Key, body: ForgetIn) -> dict[str, Any]:
+    """Take back the verdict on a version: a candidate again (needs the token)."""
+    version = _action(lambda: actions.forget(state, key, body.version, body.reason))
+    return {"id": key, "action": "forget", "value": version}
 
 
 @router.post("/exclusions/{key}/acknowledge", response_model=ActionOut, responses=_WRITE_404)

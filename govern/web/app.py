@@ -236,6 +236,8 @@ def _pages(app: FastAPI) -> None:
         action: str,
         until: Annotated[str, Form(max_length=32)] = "",
         owner: Annotated[str, Form(max_length=1024)] = "",
+        version: Annotated[str, Form(max_length=128)] = "",
+        reason: Annotated[str, Form(max_length=2000)] = "",
     ) -> Response:
         try:
             if action == "snooze":
@@ -250,6 +252,8 @@ def _pages(app: FastAPI) -> None:
                 actions.acknowledge(state, key)
             elif action == "propose":
                 actions.propose_now(state, key)
+            elif action == "forget":
+                actions.forget(state, key, version, reason)
             else:
                 actions.verify_now(state, key)
         except actions.ActionError as exc:
@@ -266,7 +270,7 @@ def _pages(app: FastAPI) -> None:
         )
 
 
-_DONE = ("snooze", "owner", "acknowledge", "verify", "propose")  # every form's action
+_DONE = ("snooze", "owner", "acknowledge", "verify", "propose", "forget")  # every form's action
 
 
 class _Refused(Exception):

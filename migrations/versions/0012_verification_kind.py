@@ -1,4 +1,4 @@
-"""Verification runs say what they tried: the candidate, a control or a reproducer
+"""Verification runs say what they tried (candidate, control, reproducer); verdicts can be forgotten
 
 Revision ID: 0012
 Revises: 0011
@@ -39,9 +39,13 @@ def upgrade() -> None:
         )
     with op.batch_alter_table("verification") as batch:
         batch.alter_column("kind", server_default=None)
+    with op.batch_alter_table("candidate") as batch:
+        batch.add_column(sa.Column("forgotten_upto", sa.Integer(), nullable=True))
 
 
 def downgrade() -> None:
+    with op.batch_alter_table("candidate") as batch:
+        batch.drop_column("forgotten_upto")
     with op.batch_alter_table("verification") as batch:
         batch.drop_column("check_key")
         batch.drop_column("version")

@@ -159,3 +159,38 @@ def test_a_true_reproducer_is_confirmed_once_then_certifies_the_fix(
     code, out, _ = _run(["history", "cupy-demo", "--db", db], capsys)
     assert "(reproducer on 14.1.0)" in out
     assert "reproducer confirmed on 14.1.0" in out
+
+
+def test_forget_takes_a_verdict_back_and_the_release_is_a_candidate_again(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    index: StaticIndex,
+) -> None:
+    db = _world(tmp_path, monkeypatch, capsys, index)
+    broken = "{python} -c 'import cupy_demo_check_helpers'"
+    assert _verify(db, index, capsys, "--command", broken)[0] == 0
+    assert _statuses(db)[1]["14.1.1"] == "errored"
+    # Refused, nothing changed: no reason; a version with no verdict.
+    code, _, err = _run(["verify", "cupy-demo", "--forget", "14.1.1", "--db", db], capsys)
+    assert code == 2
+    assert "--forget needs --reason" in err
+    forget = ["verify", "cupy-demo", "--db", db, "--reason", "the check imported a typo"]
+    code, _, err = _run([*forget, "--forget", "9.9"], capsys)
+    assert code == 2
+    assert "no verdict on cupy-demo 9.9 to take back" in err
+    code, out, err = _run([*forget, "--forget", "14.1.1", "--actor", "ana"], capsys)
+    assert code == 0, err
+    assert "forgotten  cupy-demo 14.1.1 on runtime: was errored, a candidate again" in out
+    assert _statuses(db)[1]["14.1.1"] == "found"
+    # Its runs so far count no more: the fixed check verifies it from scratch.
+    code, out, err = _verify(db, index, capsys, "--command", "{python} -m pip show {package}")
+    assert code == 0, (out, err)
+    state, statuses, runs = _statuses(db)
+    assert (state, statuses["14.1.1"]) == ("verified", "passed")
+    assert runs[-1] == ("candidate", "", "passed")
+    code, out, _ = _run(["history", "cupy-demo", "--db", db], capsys)
+    assert (
+        'verdict forgotten  cupy-demo 14.1.1 (was errored) by ana: "the check imported a typo"'
+        in out
+    )

@@ -271,6 +271,10 @@ def test_a_read_only_dashboard_refuses_every_write(database_url: str, tmp_path: 
             )
             assert answer.status_code == 403
             assert "read-only" in client.get("/").text
+            page = client.get(f"/exclusions/{key}").text
+            buttons = re.findall(r"<button [^>]*>", page)
+            assert len(buttons) >= 5
+            assert all(" disabled " in b and "Read-only" in b for b in buttons), buttons
 
 
 def test_healthz_metrics_and_static(served: tuple[TestClient, str, Store]) -> None:
@@ -358,3 +362,37 @@ def test_odd_input_is_refused_never_a_server_error(
     assert everything["total"] == 0  # % is a character in a repository name, not a wildcard
     some = client.get("/api/v1/exclusions", params={"repository": "example/app-1"}).json()
     assert some["total"] > 0
+
+
+def test_a_verdict_is_taken_back_from_the_form_and_the_api(
+    served: tuple[TestClient, str, Store],
+) -> None:
+    client, key, _ = served
+    csrf = _csrf(client.get(f"/exclusions/{key}").text)
+    assert client.post("/login", data={"token": TOKEN, "csrf": csrf}).status_code == 200
+    form = {"csrf": csrf, "version": "14.1.1", "reason": "the runner lost its GPU mid-run"}
+    done = client.post(f"/exclusions/{key}/forget", data=form, follow_redirects=False)
+    assert done.status_code == 303, done.text
+    assert done.headers["location"] == f"/exclusions/{key}?done=forget"
+    detail = client.get(f"/api/v1/exclusions/{key}").json()
+    forgotten = [e for e in detail["thread"] if e["kind"] == "verdict-forgotten"]
+    assert len(forgotten) == 1
+    assert forgotten[0]["detail"]["by"] == "dashboard"
+    assert forgotten[0]["detail"]["reason"] == "the runner lost its GPU mid-run"
+    assert forgotten[0]["detail"]["verdicts"] == ["passed"]
+    assert detail["exclusion"]["state"] == "candidate"  # 14.1.1 is a candidate again
+    # Nothing left to take back, and no reason: refused, nothing written.
+    good = {"Authorization": f"Bearer {TOKEN}"}
+    again = client.post(
+        f"/api/v1/exclusions/{key}/forget",
+        json={"version": "14.1.1", "reason": "twice"},
+        headers=good,
+    )
+    assert again.status_code == 400
+    assert "no verdict on" in again.json()["detail"]
+    empty = client.post(
+        f"/api/v1/exclusions/{key}/forget", json={"version": "14.1.1", "reason": ""}, headers=good
+    )
+    assert empty.status_code == 422
+    thread = client.get(f"/api/v1/exclusions/{key}").json()["thread"]
+    assert [e["kind"] for e in thread].count("verdict-forgotten") == 1
