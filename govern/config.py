@@ -614,6 +614,14 @@ class Config:
     gitlab_webhook_token_env: str = _WEB_KEYS["gitlab-webhook-token-env"]
     propose: ProposeConfig = ProposeConfig()
     notify: NotifyConfig = NotifyConfig()
+    # The tables the file wrote ([propose], [notify], ...): what the user asked for, as
+    # opposed to the defaults (the daemon proposes once [propose] or [notify] is there).
+    sections: frozenset[str] = frozenset()
+
+    @property
+    def proposes(self) -> bool:
+        """Whether a proposal or reminder channel is configured ([propose] or [notify])."""
+        return bool(self.sections & {"propose", "notify"})
 
     def checked(self) -> Config:
         """Self, once every CI name that is referred to is defined."""
@@ -863,6 +871,7 @@ def validate_config(table: dict[str, Any], path: Path) -> tuple[Config, list[Con
         propose=_propose(table.get("propose", {}), problems),
         notify=_notify(table.get("notify", {}), problems),
         **_web(table.get("web", {}), problems),
+        sections=frozenset(k for k, v in table.items() if isinstance(v, dict)),
     )
     ci = table.get("ci")
     config._check_ci_names(problems, ci if isinstance(ci, dict) else ())

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from govern.store.db import Store
 
 _EVERY_HELP = "Between two {job} runs: 90s, 15m, 1h, 1d, or off."
+_PROPOSE_EVERY = "10m"  # proposing by default once a channel is configured
 # Jobs listed in the "started" event only when on (added after govern.daemon/1's first
 # readers, who compare the jobs they know).
 _OPTIONAL_JOBS = ("digest",)
@@ -111,8 +112,13 @@ def daemon(
         str, typer.Option("--verify-every", help=_EVERY_HELP.format(job="verify"))
     ] = "10m",
     propose_every: Annotated[
-        str, typer.Option("--propose-every", help=_EVERY_HELP.format(job="propose"))
-    ] = "off",
+        str,
+        typer.Option(
+            "--propose-every",
+            help=_EVERY_HELP.format(job="propose")
+            + " Default: every 10m once [propose] or [notify] is configured, else off.",
+        ),
+    ] = "auto",
     digest_every: Annotated[
         str,
         typer.Option(
@@ -137,11 +143,13 @@ def daemon(
 ) -> None:
     """Sync, poll, verify and propose on a schedule: fixes noticed and proposed the day they ship.
 
-    At start each job runs once (sync, poll, verify, propose, then digest when
-    --digest-every is given); then each on its interval, one at a time, with a little
-    jitter. A job that fails is reported and tried again at its next time. One daemon per
-    store. SIGTERM or Ctrl-C lets the running job finish (within --grace), then exits 0; a
-    second one stops at once. --format json writes one JSON object per line (schema
+    The whole loop runs by default: proposing (every 10m) once [propose] or [notify] is
+    configured, with a CI provider to verify. At start each job runs once (sync, poll,
+    verify, propose, then digest when --digest-every is given); then each on its interval,
+    one at a time, with a little jitter. A job that fails is reported and tried again at
+    its next time. One daemon per store. SIGTERM or Ctrl-C lets the running job finish
+    (within --grace), then exits 0; a second one stops at once. --format json writes one
+    JSON object per line (schema
     govern.daemon/1).
     """
     import asyncio  # here, with the stack below: see govern.cli
@@ -151,6 +159,11 @@ def daemon(
     from govern.daemon.lock import single_instance
     from govern.daemon.runner import Daemon
 
+    roots = _roots(paths or [])
+    config = application.settings(config_file)
+    auto_propose = propose_every.strip().lower() == "auto"
+    if auto_propose:
+        propose_every = _PROPOSE_EVERY if config.proposes else "off"
     every = {
         "sync": parse_every(sync_every, "--sync-every"),
         "poll": parse_every(poll_every, "--poll-every"),
@@ -158,14 +171,14 @@ def daemon(
         "propose": parse_every(propose_every, "--propose-every"),
         "digest": parse_every(digest_every, "--digest-every"),
     }
-    roots = _roots(paths or [])
-    config = application.settings(config_file)
     settings = application.index(config, index_url) if every["poll"] is not None else None
     profiles = application.profiles(config)
     report = _printer(fmt)
     why_off: dict[str, str] = {}
     if not roots:
         why_off["sync"] = "no repository given"
+    if auto_propose and not config.proposes:
+        why_off["propose"] = "no [propose] or [notify] configured: nowhere to propose to"
     if not config.ci:
         why_off["verify"] = "no CI provider configured"
         why_off["propose"] = "nothing is verified without a CI provider"

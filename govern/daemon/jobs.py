@@ -13,10 +13,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from govern import application
 from govern.errors import GovernError
+from govern.exclusions.states import RunState
 from govern.service.poll import poll_index
 from govern.service.propose import ProposeResult
 from govern.service.track import TrackOptions, track
 from govern.service.verify import VerifyOptions, VerifyResult
+from govern.text import line
 
 if TYPE_CHECKING:
     from govern.config import Config
@@ -96,6 +98,14 @@ def run_until_stopped(make: Callable[[], Coroutine[Any, Any, T]], stop: threadin
     return asyncio.run(main())
 
 
+def _names(items: Sequence[str], limit: int = 5) -> str:
+    """Names and versions for a log line, each made one visible, bounded line (they come
+    from repositories and the index), at most ``limit`` then a count."""
+    shown = [line(item, 160) for item in items[:limit]]
+    more = f" and {len(items) - limit} more" if len(items) > limit else ""
+    return ", ".join(shown) + more
+
+
 class PollJob:
     """``govern poll``, in a thread with an event loop of its own (:func:`in_thread`).
 
@@ -117,6 +127,12 @@ class PollJob:
             lambda: poll_index(self._store, self._settings, self._profiles), stop
         )
         summary = result.summary()
+        found = [f"{f['package']} {f['version']} for {f['clause']}" for f in result.found]
+        if found:
+            summary += f"; new: {_names(found)}"
+        settled = [f"{s['package']} {s['clause']}" for s in result.newly_settled]
+        if settled:
+            summary += f"; settled: {_names(settled)}"
         if result.unavailable:
             _package, reason = result.failures[0]
             summary += f" (the index answered none: {reason})"
@@ -203,6 +219,14 @@ def verify_outcome(result: VerifyResult) -> JobOutcome:
     summary = f"{result.started} runs started, {result.running} still running" + (
         f", concluded: {concluded}" if concluded else ""
     )
+    ended = [
+        f"{r['package']} {r['version']}"
+        + ("" if r["kind"] == "candidate" else f" ({r['kind']} on {r['ran']})")
+        + f" {r['conclusion']} => {r['verdict']}"
+        for r in result.runs
+    ]
+    if ended:
+        summary += f": {_names(ended)}"
     if result.errors:
         summary += f"; {len(result.errors)} errors (first: {result.errors[0]})"
     return JobOutcome(not result.auth_failed, summary, result.as_dict())
@@ -217,16 +241,38 @@ class ProposeJob:
 
     async def __call__(self) -> JobOutcome:
         result = await in_thread(self._propose, "propose")
-        states = [p.state for p in result.proposals]
-        summary = ", ".join(f"{states.count(s)} {s}" for s in sorted(set(states))) or "nothing"
-        if result.closed:
-            summary += f"; {len(result.closed)} change requests closed or merged"
-        return JobOutcome(not result.failed, summary, result.as_dict())
+        return propose_outcome(result)
 
     def _propose(self, stop: threading.Event) -> ProposeResult:
         return run_until_stopped(
             lambda: application.propose_once(self._store, None, dry_run=False), stop
         )
+
+
+def propose_outcome(result: ProposeResult) -> JobOutcome:
+    """A propose run as an outcome: "sent" names only what this run sent; a proposal sent
+    before and read again is "already proposed"."""
+    sent = [p for p in result.proposals if p.state == RunState.SENT and p.sent_now]
+    again = [p for p in result.proposals if p.state == RunState.SENT and not p.sent_now]
+    rest = [p for p in result.proposals if p.state != RunState.SENT]
+    parts = []
+    if sent:
+        named = [
+            f"{p.ref.package} {p.ref.requirement} -> {p.new}"
+            + (f" ({p.url or p.branch})" if p.url or p.branch else "")
+            for p in sent
+        ]
+        parts.append(f"{len(sent)} sent: {_names(named)}")
+    if again:
+        parts.append(f"{len(again)} already proposed")
+    states = [p.state for p in rest]
+    for state in sorted(set(states)):
+        named = [f"{p.ref.package} {p.ref.clause}" for p in rest if p.state == state]
+        parts.append(f"{len(named)} {state}: {_names(named)}")
+    summary = "; ".join(parts) or "nothing to propose"
+    if result.closed:
+        summary += f"; {len(result.closed)} change requests closed or merged"
+    return JobOutcome(not result.failed, summary, result.as_dict())
 
 
 class DigestJob:

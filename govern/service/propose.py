@@ -89,6 +89,7 @@ class Outcome:
     diff: str | None = None
     body: str | None = None
     tip: str | None = None  # what to do about a failure (the error's tip)
+    sent_now: bool = False  # this run sent something (a push, a request); not a re-read
 
     def as_dict(self) -> dict[str, Any]:
         """The contract's fields, then govern's additions."""
@@ -105,6 +106,7 @@ class Outcome:
             "state": self.state,
             "number": self.number,
             "message": self.message,
+            "sent_now": self.sent_now,
         }
         if self.diff is not None:
             out["diff"] = self.diff
@@ -432,6 +434,7 @@ class Proposer:
             url=change.url if change else None,
             number=change.number if change else None,
             message=None if sent_now else "already proposed: nothing sent again",
+            sent_now=sent_now,
         )
 
     def _undelivered(self, work: Work, via: Via, done: outbox.Delivered, **values: Any) -> Outcome:

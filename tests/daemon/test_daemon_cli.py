@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 from clirun import run_cli
+from gitrepo import Repo
 from sqlalchemy import create_engine, text
 from wheels import build_wheel
 
@@ -81,7 +82,7 @@ def test_once_syncs_polls_and_verifies_the_whole_loop(
         "sync": "every 30m",
         "poll": "every 30m",
         "verify": "every 10m",
-        "propose": "off (--propose-every off)",
+        "propose": "off (no [propose] or [notify] configured: nowhere to propose to)",
     }
     assert [e["job"] for e in events[1:4]] == ["sync", "poll", "verify"]
     assert all(e["ok"] for e in events[1:4])
@@ -333,3 +334,104 @@ def test_a_store_migrated_by_another_govern_stops_the_daemon(
     _, err = daemon.stop()
     assert code == 2
     assert "govern: error:" in err
+
+
+@pytest.fixture
+def clone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
+    """(a bare origin, the user's clone of it): ``demo < 1.1`` on main, a local check that
+    passes with evidence, and a [propose] section (via git): the whole loop configured."""
+    seed = Repo(tmp_path / "seed")
+    (seed.root / "requirements.txt").write_text(
+        "# demo 1.1 crashed on import\ndemo < 1.1\n", encoding="utf-8"
+    )
+    (seed.root / ".govern.toml").write_text(
+        f'verify-with = "local"\n[ci.local]\nprovider = "command"\ncommand = {json.dumps(SAY)}\n'
+        '[propose]\nvia = "git"\n',
+        encoding="utf-8",
+    )
+    seed.git("add", "-A")
+    seed.git("commit", "-q", "-m", "cap demo")
+    bare = tmp_path / "origin.git"
+    seed.git("clone", "-q", "--bare", str(seed.root), str(bare))
+    root = tmp_path / "clone"
+    seed.git("clone", "-q", str(bare), str(root))
+    monkeypatch.chdir(root)
+    monkeypatch.setenv("PIP_CONFIG_FILE", "/dev/null")
+    monkeypatch.delenv("PIP_INDEX_URL", raising=False)
+    for key, value in seed.env("2024-01-01T00:00:00+00:00", "Ada Lovelace").items():
+        if key.startswith("GIT_"):
+            monkeypatch.setenv(key, value)
+    return bare, root
+
+
+def test_with_a_propose_section_the_daemon_runs_the_whole_loop_by_default(
+    clone: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bare, root = clone
+    db = f"sqlite:///{tmp_path / 'govern.db'}"
+    files = [IndexFile(f"demo-{v}-py3-none-any.whl") for v in ("1.0", "1.1")]
+    index = StaticIndex(tmp_path / "index", {"demo": files})
+    index.start()
+    try:
+        _whole_loop(index, files, bare, root, db, capsys)
+    finally:
+        index.stop()
+
+
+def _whole_loop(
+    index: StaticIndex,
+    files: list[IndexFile],
+    bare: Path,
+    root: Path,
+    db: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv = [str(root), "--db", db, "--index-url", index.url, "--poll-every", "1s"]
+    daemon = _Daemon(argv, root)  # no --propose-every: the default
+    try:
+        started = daemon.wait_for(lambda e: e["event"] == "started")
+        assert started["jobs"]["propose"] == "every 10m"
+        first = daemon.wait_for(_job("propose"))
+        assert first["summary"] == "nothing to propose"  # 1.1 is the broken one
+        # The fix ships while the daemon runs: the next poll names it.
+        files.append(IndexFile("demo-1.2-py3-none-any.whl"))
+        index.publish("demo", files, serial=2)
+        polled = daemon.wait_for(_job("poll", lambda e: e["detail"]["found"]))
+        assert "new: demo 1.2 for <1.1" in polled["summary"]
+    finally:
+        code, err = daemon.stop()
+    assert code == 0, err
+    # The next verify and propose runs are 10 minutes away: a run of the whole loop now.
+    code, out, err = run_cli(
+        ["daemon", str(root), "--db", db, "--index-url", index.url, "--once", "-f", "json"], capsys
+    )
+    assert code == 0, err
+    verified = next(e for e in _events(out) if e["event"] == "job" and e["job"] == "verify")
+    assert "demo 1.2 passed => passed" in verified["summary"]
+    proposed = next(e for e in _events(out) if e["event"] == "job" and e["job"] == "propose")
+    assert proposed["summary"].startswith("1 sent: demo demo < 1.1 -> demo != 1.1")
+    branches = subprocess.run(
+        ["git", "for-each-ref", "--format=%(refname:short)", "refs/heads"],
+        cwd=bare,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    relaxing = [b for b in branches if b != "main"]
+    assert len(relaxing) == 1
+    shown = subprocess.run(
+        ["git", "show", f"{relaxing[0]}:requirements.txt"],
+        cwd=bare,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "demo != 1.1" in shown
+    # Nothing new: "sent" only when something was sent.
+    code, out, err = run_cli(
+        ["daemon", str(root), "--db", db, "--index-url", index.url, "--once", "-f", "json"], capsys
+    )
+    assert code == 0, err
+    again = next(e for e in _events(out) if e["event"] == "job" and e["job"] == "propose")
+    assert again["summary"] == "1 already proposed"
+    assert "sent" not in again["summary"]
