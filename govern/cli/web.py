@@ -174,6 +174,7 @@ def dashboard(
                 "schema": "govern.dashboard/1",
                 "pending": [item.model_dump(mode="json") for item in pending.items],
                 "pending_total": pending.total,
+                "awaiting_review": [r.model_dump(mode="json") for r in pending.awaiting_review],
                 "overdue_total": attention["overdue_total"],
                 "held_total": attention["held_total"],
                 "failed": [{**f, "finished": str(f["finished"])} for f in attention["failed"]],
@@ -205,6 +206,23 @@ def dashboard(
             f"      {show(x.repository or '(no origin)', 50)} {show(x.source, 60)}:{x.line}"
             f"  age {x.age_days} d  owner {show(x.owner or '-', 30)}"
         )
+    typer.echo(f"Awaiting review: {len(pending.awaiting_review)}")
+    for r in pending.awaiting_review:
+        x = r.exclusion
+        where = r.url or (f"branch {r.branch}" if r.branch else str(r.kind))
+        evidence = (
+            f"{r.evidence.conclusion} on {r.evidence.profile}"
+            + (f", installed {r.evidence.installed}" if r.evidence.installed else "")
+            if r.evidence
+            else "no evidence recorded"
+        )
+        typer.echo(
+            f"  {show(x.package, 40)} {show(x.clause, 30)} -> {show(r.candidate or '-', 40)}"
+            f"  {show(where, 80)}  waiting {r.age_days} d ({show(evidence)})"
+        )
+        if r.change.after:
+            typer.echo(f"      - {show(r.change.before)}")
+            typer.echo(f"      + {show(r.change.after)}")
     typer.echo(f"Overdue: {attention['overdue_total']}")
     for x in attention["overdue"]:
         typer.echo(f"  {show(x.package, 40)} {show(x.clause, 30)} review by {x.review_by}")

@@ -13,15 +13,17 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from govern.exclusions.model import Exclusion, Kind, SubKind, exclusion_key
 from govern.exclusions.ref import ExclusionRef
-from govern.exclusions.states import EventKind, State
+from govern.exclusions.states import EventKind, ProposalState, State
 from govern.lifecycle import advance, related_end
 from govern.service.values import Provenance, SyncCounts
 from govern.store import events as thread
-from govern.store import relaxations, tracking
+from govern.store import proposals, relaxations, tracking
 from govern.store.models import Repository, StoredSource
 from govern.store.refs import from_row
 
@@ -194,6 +196,10 @@ class Sync:
         self._linked: list[_Row] = []  # rows given a predecessor: its id is set at the end
         self._relax: set[int] = set()  # stored rows whose line or annotation changed
         self.by_id: dict[int, _Row] = {row.id: row for row in self.by_key.values() if row.id}
+        # Branches govern pushed (via git) still open: a line that becomes the proposed one
+        # is their merge (no forge says so).
+        self._branches = proposals.open_branches(session, repository_id=repo_id)
+        self._merged: list[int] = []
 
     # -- sources --------------------------------------------------------------------
 
@@ -533,6 +539,16 @@ class Sync:
     ) -> None:
         way = direction(old.kind, old.ref.clause, item)
         end = State.RELAXED if way == "relaxed" else State.REMOVED
+        branch = self._branches.get(old.id) if old.id is not None else None
+        if branch is not None and same_line(branch.new, item.requirement):
+            # The base branch's line became the proposed one: the branch was merged. Not
+            # before it was proposed, whatever the commit's date (a fast-forward keeps the
+            # time govern made the commit): merged, then changed, in the thread's order.
+            provenance = replace(provenance, at=max(provenance.at, branch.since))
+            detail = {"via": "git", "branch": branch.branch, "line": item.requirement}
+            self._event(old, EventKind.MERGED, provenance, detail)
+            self._merged.append(branch.proposal_id)
+            del self._branches[branch.exclusion_id]
         self._remove(state, old, provenance, None)  # its end comes with the CHANGED event
         row = self.by_key.get(item.id)
         if row is not None:
@@ -631,12 +647,34 @@ class Sync:
             for event in self._events
         ]
         thread.append_batch(self.session, rows=events)
+        for proposal_id in self._merged:  # recorded once: the proposal is open no more
+            proposals.set_proposal_state(
+                self.session, proposal_id=proposal_id, state=ProposalState.MERGED, at=self.now
+            )
+        self._merged.clear()
         self._notes.clear()
         self._retired.clear()
         self._events.clear()
         if self._relax:  # after the annotations: it reads their known-bad versions
             relaxations.refresh(self.session, exclusion_ids=self._relax)
             self._relax.clear()
+
+
+def same_line(proposed: str | None, written: str) -> bool:
+    """Whether a line as written is the one a proposal proposed: the same requirement
+    (name, extras, specifiers, marker), however it is spaced."""
+    if proposed is None:
+        return False
+    try:
+        a, b = Requirement(proposed), Requirement(written)
+    except InvalidRequirement:
+        return " ".join(proposed.split()) == " ".join(written.split())
+    return (
+        canonicalize_name(a.name) == canonicalize_name(b.name)
+        and a.extras == b.extras
+        and a.specifier == b.specifier
+        and str(a.marker) == str(b.marker)
+    )
 
 
 def _differences(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:

@@ -261,6 +261,8 @@ def candidates_of(session: Session, *, exclusion_id: int) -> list[CandidatePubli
             runs[v.candidate_id].append(
                 VerificationPublic.model_construct(
                     provider=v.provider,
+                    kind=v.kind,
+                    version=v.version,
                     attempt=v.attempt,
                     conclusion=v.conclusion,
                     installed=v.installed_version,
@@ -305,6 +307,8 @@ def proposals_of(session: Session, *, exclusion_id: int) -> list[ProposalPublic]
             created=as_utc(p.created_at),
             version=p.version,
             number=p.number,
+            branch=p.branch,
+            via=p.via,
             deliveries=sent.get(p.id or 0, []),
         )
         for p in rows

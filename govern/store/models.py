@@ -551,6 +551,8 @@ class ProposalPublic(ProposalBase):
     created: Moment
     version: str | None = None
     number: int | None = None
+    branch: str | None = None
+    via: Via | None = None
     deliveries: list[DeliveryPublic] = []
 
 
@@ -574,11 +576,30 @@ class PendingPublic(SQLModel):
     proposal_url: str | None
 
 
+class ReviewPublic(SQLModel):
+    """A proposal that waits on a person: its change request or branch, since when, what it
+    proposes and the evidence it carries."""
+
+    exclusion: ExclusionPublic
+    kind: ProposalKind
+    via: Via | None
+    branch: str | None
+    url: str | None
+    number: int | None
+    candidate: str | None  # the version proposed
+    change: ChangePublic
+    opened: Moment
+    age_days: int
+    evidence: EvidencePublic | None
+
+
 class PendingPage(SQLModel):
-    """The pending relaxations (the front page), verified first."""
+    """The pending relaxations (the front page), verified first, and the proposals that
+    wait on a person (oldest first)."""
 
     items: list[PendingPublic]
     total: int
+    awaiting_review: list[ReviewPublic] = []
 
 
 class ExclusionPage(SQLModel):

@@ -14,7 +14,14 @@ from sqlalchemy import func, or_
 from sqlalchemy import select as columns
 from sqlmodel import Session, col, select
 
-from govern.exclusions.states import RELAXABLE, CandidateStatus, Conclusion, State
+from govern.exclusions.states import (
+    RELAXABLE,
+    CandidateStatus,
+    Conclusion,
+    ProposalState,
+    RunKind,
+    State,
+)
 from govern.store.models import (
     Candidate,
     ChangePublic,
@@ -23,6 +30,7 @@ from govern.store.models import (
     PendingPage,
     PendingPublic,
     Proposal,
+    ReviewPublic,
     StoredAnnotation,
     StoredExclusion,
     StoredRelease,
@@ -95,7 +103,56 @@ def relaxable(session: Session, *, now: datetime, limit: int = PER_PAGE) -> Pend
                 proposal_url=proposals.get(row_id),
             )
         )
-    return PendingPage.model_construct(items=items, total=total)
+    return PendingPage.model_construct(
+        items=items, total=total, awaiting_review=awaiting_review(session, now=now, limit=limit)
+    )
+
+
+def awaiting_review(
+    session: Session, *, now: datetime, limit: int = PER_PAGE
+) -> list[ReviewPublic]:
+    """Open proposals (a branch, a change request, a reminder) of open exclusions: what
+    waits on a person, oldest first, with the evidence of the version proposed."""
+    rows = session.exec(
+        select(Proposal)
+        .join(StoredExclusion, col(StoredExclusion.id) == col(Proposal.exclusion_id))
+        .where(
+            col(Proposal.state) == ProposalState.OPEN,
+            col(StoredExclusion.removed_at).is_(None),
+        )
+        .order_by(col(Proposal.created_at), col(Proposal.id))
+        .limit(limit)
+    ).all()
+    shown = _by_ids(session, sorted({p.exclusion_id for p in rows}), now)
+    wanted = [p.candidate_id for p in rows if p.candidate_id]
+    candidates = list(session.exec(select(Candidate).where(col(Candidate.id).in_(wanted))))
+    evidence = _evidence(session, candidates)
+    out: list[ReviewPublic] = []
+    for proposal in rows:
+        exclusion = shown.get(proposal.exclusion_id)
+        if exclusion is None:
+            continue
+        opened = as_utc(proposal.created_at)
+        out.append(
+            ReviewPublic.model_construct(
+                exclusion=exclusion,
+                kind=proposal.kind,
+                via=proposal.via,
+                branch=proposal.branch,
+                url=proposal.url,
+                number=proposal.number,
+                candidate=proposal.version,
+                change=ChangePublic.model_construct(
+                    before=proposal.old or exclusion.requirement,
+                    after=proposal.new,
+                    note=f"proposed {opened.date()}",
+                ),
+                opened=opened,
+                age_days=max(0, (now - opened).days),
+                evidence=evidence.get(proposal.candidate_id or 0),
+            )
+        )
+    return out
 
 
 def _relaxable_ids(session: Session, shown: Sequence[Any], limit: int) -> list[int]:
@@ -168,14 +225,15 @@ def _profiles(session: Session, ids: Sequence[int]) -> dict[tuple[int, int], set
 
 
 def _evidence(session: Session, candidates: Sequence[Candidate]) -> dict[int, EvidencePublic]:
-    """The latest verification of each candidate."""
+    """The latest verification of each candidate (of the candidate itself: a control or a
+    reproducer run is not its evidence)."""
     ids = [c.id for c in candidates if c.id is not None]
     out: dict[int, EvidencePublic] = {}
     if not ids:
         return out
     for row in session.exec(
         select(Verification)
-        .where(col(Verification.candidate_id).in_(ids))
+        .where(col(Verification.candidate_id).in_(ids), col(Verification.kind) == RunKind.CANDIDATE)
         .order_by(col(Verification.id))
     ):
         out[row.candidate_id] = EvidencePublic.model_construct(
@@ -239,7 +297,10 @@ def attention(session: Session, *, now: datetime, limit: int = 20) -> dict[str, 
         .join(Candidate, col(Candidate.id) == col(Verification.candidate_id))
         .join(StoredRelease, col(StoredRelease.id) == col(Candidate.release_id))
         .join(StoredExclusion, col(StoredExclusion.id) == col(Candidate.exclusion_id))
-        .where(col(Verification.conclusion) == Conclusion.FAILED)
+        .where(
+            col(Verification.conclusion) == Conclusion.FAILED,
+            col(Verification.kind) == RunKind.CANDIDATE,
+        )
         .order_by(col(Verification.id).desc())
         .limit(limit)
     ):

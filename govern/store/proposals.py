@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from sqlalchemy import func
+from sqlalchemy import select as columns
 from sqlmodel import Session, col, select
 
 from govern.exclusions.ref import ExclusionRef
@@ -21,6 +23,7 @@ from govern.exclusions.states import (
     Conclusion,
     ProposalKind,
     ProposalState,
+    RunKind,
     State,
     Via,
 )
@@ -35,6 +38,7 @@ from govern.store.models import (
     StoredRelease,
     StoredSource,
     Verification,
+    as_utc,
 )
 from govern.store.queries import newest_first
 from govern.store.refs import from_row
@@ -170,6 +174,7 @@ def _runs(session: Session, version: str, exclusion_id: int) -> tuple[Run, ...]:
             col(Candidate.exclusion_id) == exclusion_id,
             col(StoredRelease.version) == version,
             col(Verification.conclusion) == Conclusion.PASSED,
+            col(Verification.kind) == RunKind.CANDIDATE,  # a passing control is no evidence
         )
         .order_by(col(Verification.id))
     ).all()
@@ -282,6 +287,52 @@ def proposal_by_id(session: Session, *, proposal_id: int) -> Proposal:
     row = session.get(Proposal, proposal_id)
     assert row is not None
     return row
+
+
+@dataclass(frozen=True, slots=True)
+class OpenBranch:
+    """A proposal pushed as a branch only (``via = "git"``) and still open: no forge tells
+    govern of its merge, so the sync recognises it by the line it proposed."""
+
+    proposal_id: int
+    exclusion_id: int
+    new: str | None  # the line it proposed
+    branch: str | None
+    since: datetime  # the latest event of its exclusion's thread (its opening, at least)
+
+
+def open_branches(session: Session, *, repository_id: int) -> dict[int, OpenBranch]:
+    """A repository's open ``via = "git"`` proposals, by exclusion id."""
+    rows = session.exec(
+        select(Proposal)
+        .join(StoredExclusion, col(StoredExclusion.id) == col(Proposal.exclusion_id))
+        .where(
+            col(StoredExclusion.repository_id) == repository_id,
+            col(Proposal.state) == ProposalState.OPEN,
+            col(Proposal.via) == Via.GIT,
+        )
+        .order_by(col(Proposal.id))
+    ).all()
+    if not rows:
+        return {}
+    ids = sorted({p.exclusion_id for p in rows})
+    latest = dict(
+        session.execute(
+            columns(col(Event.exclusion_id), func.max(col(Event.at)))
+            .where(col(Event.exclusion_id).in_(ids))
+            .group_by(col(Event.exclusion_id))
+        ).all()
+    )
+    return {
+        p.exclusion_id: OpenBranch(
+            proposal_id=p.id or 0,
+            exclusion_id=p.exclusion_id,
+            new=p.new,
+            branch=p.branch,
+            since=as_utc(latest.get(p.exclusion_id) or p.created_at),
+        )
+        for p in rows
+    }
 
 
 def set_proposal_state(

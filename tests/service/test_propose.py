@@ -716,3 +716,71 @@ def test_a_marker_signed_by_another_store_is_not_found(
     pull["state"] = "closed"
     _run_github(store, fake)
     assert len(fake.pulls) == 2
+
+
+def test_a_branch_awaits_review_until_its_merge_is_seen_by_a_sync(
+    store: Store,
+    origin: tuple[Path, Path],
+    tmp_path: Path,
+    database_url: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from clirun import run_cli
+    from fastapi.testclient import TestClient
+
+    from govern.store.pending import relaxable
+    from govern.web.app import create_app
+    from govern.web.security import Secrets
+    from govern.web.state import AppState
+
+    bare, clone = origin
+    result = asyncio.run(_proposer(store, ProposeConfig(via=Via.GIT)).run())
+    branch = result.proposals[0].branch
+    assert branch is not None
+    later = NOW + timedelta(days=3)
+    # The overviews list it as waiting on a person: branch, age, candidate, evidence.
+    with store.session() as session:
+        page = relaxable(session, now=later)
+    assert page.items == []  # nothing left to relax: it is proposed
+    [waiting] = page.awaiting_review
+    assert (waiting.branch, waiting.candidate, waiting.age_days) == (branch, "14.1.1", 3)
+    assert waiting.change.after == "cupy-cuda13x != 14.1.0"
+    assert waiting.evidence is not None
+    assert waiting.evidence.installed == "14.1.1"
+    state = AppState(store=store, secrets=Secrets(), clock=lambda: later)
+    with TestClient(create_app(state)) as client:
+        home = client.get("/").text
+        section = home[home.index('id="awaiting-review"') :]
+        assert branch in section[: section.index("</table>")]
+        assert "Nothing to relax today" not in home
+        key = waiting.exclusion.id
+        assert (
+            f'branch <code class="branch">{branch}</code>' in client.get(f"/exclusions/{key}").text
+        )
+    code, out, _ = run_cli(["dashboard", "--db", database_url, "--format", "json"], capsys)
+    assert code == 0
+    [listed] = json.loads(out)["awaiting_review"]
+    assert (listed["branch"], listed["candidate"], listed["via"]) == (branch, "14.1.1", "git")
+    code, out, _ = run_cli(["dashboard", "--db", database_url], capsys)
+    assert "Awaiting review: 1" in out
+    assert f"branch {branch}" in out
+    # A person merges it on the remote; the clone pulls; the next sync sees the line.
+    reviewer = tmp_path / "reviewer"
+    subprocess.run(["git", "clone", "-q", str(bare), str(reviewer)], check=True)
+    _git("merge", "-q", "--ff-only", f"origin/{branch}", cwd=reviewer)
+    _git("push", "-q", "origin", "main", cwd=reviewer)
+    _git("pull", "-q", "--ff-only", cwd=clone)
+    config = Config(repository="vllm-project/vllm")
+    for day in (4, 5):  # the second sync has nothing new to record
+        track(
+            store, clone, None, config=config, options=TrackOptions(now=NOW + timedelta(days=day))
+        )
+    with store.session() as session:
+        kinds = [e.kind for e in session.exec(select(Event).order_by(col(Event.id)))]
+        assert kinds.count(EventKind.MERGED) == 1
+        assert session.exec(select(Proposal)).one().state == "merged"
+        assert relaxable(session, now=later).awaiting_review == []
+        [thread] = threads(session, query="cupy-cuda13x", now=later)
+    order = [e.kind for e in thread.events]
+    opened = order.index(EventKind.PROPOSAL_OPENED)
+    assert opened < order.index(EventKind.MERGED) < order.index(EventKind.CHANGED)
