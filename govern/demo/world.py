@@ -49,6 +49,7 @@ REQUIREMENTS = f"""\
 # The runtime image's GPU array library (a CuPy-like package, for the demo).
 # govern: reason="{PACKAGE} {BROKEN} imports a test-only module at import time: the image breaks"
 # govern: bad={BROKEN} owner=@runtime-team
+# govern: verify="{{python}} -c 'import {MODULE}'"
 {PACKAGE}{CAP}
 """
 _GIT_TIMEOUT = 60.0
@@ -235,9 +236,12 @@ def run_loop(workspace: Workspace, store: Store, say: Say) -> Outcome:
     say("6. verify again")
     verified = _verify(store, config, settings)
     for ran in verified.runs:
+        what = f"{ran['package']} {ran['version']}"
+        if ran["kind"] != "candidate":
+            what = f"the {ran['kind']} (verify=) on {ran['ran']}"
         say(
-            f"   {ran['conclusion']}: {ran['package']} {ran['version']} "
-            f"(installed {ran['installed'] or 'nothing'}): {ran['detail'] or ''}".rstrip(": ")
+            f"   {ran['conclusion']}: {what} (installed {ran['installed'] or 'nothing'}) "
+            f"=> {ran['verdict']}: {ran['why']}"
         )
     for error in verified.errors:
         outcome.problems.append(f"verify: {error}")
