@@ -6,6 +6,7 @@ Notes: docs/internals.md#edit.
 from __future__ import annotations
 
 import re
+import shlex
 import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -36,6 +37,7 @@ _READ = {
     "owner": "owner",
     "review_by": "review-by",
     "verify": "verify=",
+    "evidence": "verified=",
     "profiles": "profiles=",
     "suppress": "ignore=",
     "links": "links",
@@ -114,14 +116,23 @@ def settle_block(
 
 
 def evidence_text(items: Iterable[str]) -> list[str]:
-    """The evidence lines, each one line of printable text (control characters become spaces)."""
+    """The evidence comments: ``govern: verified='...'``, one per item, its text one line
+    of printable text (control characters become spaces), quoted so that the annotation
+    reads it back whole as its own field, never as part of the reason."""
     out: list[str] = []
     for item in items:
-        cleaned = "".join(" " if unicodedata.category(ch) == "Cc" else ch for ch in item)
-        cleaned = cleaned.strip()
-        if cleaned and cleaned not in out:
-            out.append(cleaned)
+        note = evidence_comment(item)
+        if note and note not in out:
+            out.append(note)
     return out
+
+
+def evidence_comment(item: str) -> str:
+    """One evidence line as the comment body govern writes (``""`` for an empty one):
+    ``14.1.1 verified on cuda13: URL`` becomes ``govern: verified='14.1.1 on cuda13: URL'``."""
+    cleaned = "".join(" " if unicodedata.category(ch) == "Cc" else ch for ch in item)
+    cleaned = " ".join(cleaned.split()).replace(" verified on ", " on ", 1)
+    return f"govern: verified={shlex.quote(cleaned)}" if cleaned else ""
 
 
 def missing_evidence(items: Sequence[str], present: Iterable[str]) -> list[str]:
@@ -209,6 +220,8 @@ def record_bad(
     """
     listed = bad_listed(comments)
     needed = [v for v in versions if not any(same_version(v, known) for known in listed)]
+    # govern's own evidence lines hold the evidence alone: bad= goes with the person's.
+    comments = [c for c in comments if not c.text.strip().startswith("govern: verified=")]
     if not needed or not comments:
         return None
     for comment in comments:

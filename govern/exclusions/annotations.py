@@ -30,6 +30,7 @@ _KEYS = {
     "review-by",
     "owner",
     "verify",
+    "verified",
     "profile",
     "profiles",
     "ignore",
@@ -278,6 +279,9 @@ def parse_structured(
             values["owner"] = value.strip()
         elif key == "verify":
             values["verify"] = value
+        elif key == "verified":  # evidence govern wrote on a relaxation: not the reason
+            if value.strip():
+                values.setdefault("evidence", []).append(" ".join(value.split()))
         elif key in ("profile", "profiles"):
             values.setdefault("profiles", []).extend(items)
         else:  # ignore
@@ -509,6 +513,7 @@ def _freeze(draft: _Draft, links: LinkContext) -> Annotation:
         owner=values.get("owner"),
         review_by=values.get("review_by"),
         verify=values.get("verify"),
+        evidence=tuple(values.get("evidence", [])),
         profiles=tuple(values.get("profiles", [])),
         suppress=frozenset(values.get("ignore", set())),
         problems=tuple(problems),

@@ -55,6 +55,9 @@ class Annotation:
     verify: str | None = None
     profiles: tuple[str, ...] = ()
     suppress: frozenset[str] = frozenset()
+    # ``verified=``: the evidence govern wrote when it relaxed the line (its own field, never
+    # part of the reason).
+    evidence: tuple[str, ...] = ()
     problems: tuple[Problem, ...] = field(default=())
 
 

@@ -127,6 +127,10 @@ def _exclusion_line(exclusion: Exclusion, style: _Style) -> str:
     )
     if annotation.links:
         line += "  " + " ".join(one_line(str(link)) for link in annotation.links)
+    if exclusion.bad_versions:
+        line += "  " + style.dim("bad=" + ",".join(one_line(v) for v in exclusion.bad_versions))
+    for evidence in annotation.evidence:
+        line += "  " + style.dim("verified=" + truncate(one_line(evidence), 80))
     return line
 
 

@@ -14,10 +14,12 @@ from collections.abc import Sequence
 import pytest
 
 from govern.edit import Edit, EditRefused, Superseded, relax_source
+from govern.edit.blocks import evidence_comment
 from govern.edit.relax import relax
 from govern.exclusions.ref import ExclusionRef
 
 EVIDENCE = "14.1.1 verified on cuda13: https://ci.example/runs/14.1.1, installed 14.1.1"
+NOTE = evidence_comment(EVIDENCE)  # the comment govern writes
 SHA_A = "sha256:" + "a" * 64
 SHA_B = "sha256:" + "b" * 64
 SHA_C = "sha256:" + "c" * 64
@@ -80,7 +82,7 @@ def test_the_cupy_cap_becomes_not_equal_with_the_evidence_below_its_reason() -> 
         "lmcache >= 0.3.9\r\n"
         "# CuPy 14.1.0 imports pytest from cupy.testing._random. Use <14.1.0\r\n"
         "# until a fixed newer release is verified for runtime images.\r\n"
-        f"# {EVIDENCE}\r\n"
+        f"# {NOTE}\r\n"
         "cupy-cuda13x != 14.1.0\r\n"
         "nixl >= 0.7.1 # Required for disaggregated prefill\r\n"
     )
@@ -132,7 +134,7 @@ def test_the_cudnn_cap_keeps_its_floor_and_its_reason_unlike_vllm_42599() -> Non
     )
     assert done.text == CUDA.replace(
         "nvidia-cudnn-frontend>=1.13.0,<1.19.0\n",
-        f"# {evidence}\nnvidia-cudnn-frontend>=1.13.0,!=1.19.0\n",
+        f"# {evidence_comment(evidence)}\nnvidia-cudnn-frontend>=1.13.0,!=1.19.0\n",
     )
 
 
@@ -152,7 +154,7 @@ def test_extras_marker_spacing_and_inline_comment_are_kept() -> None:
     )
     assert done.text == (
         "numpy\n"
-        f"# {EVIDENCE}\n"
+        f"# {NOTE}\n"
         'cupy-cuda13x[all] != 14.1.0 ; platform_machine == "x86_64"  # see cupy/cupy#9963\n'
     )
 
@@ -227,7 +229,7 @@ def test_a_hash_pin_moves_with_the_given_hashes_one_option_a_line() -> None:
     )
     assert done.text == HASHED.replace(
         f"foo==1.2.0 \\\n    --hash={SHA_A} \\\n    --hash={SHA_B}\n",
-        f"# {EVIDENCE}\nfoo==1.3.1 \\\n    --hash={SHA_D} \\\n    --hash={SHA_E} \\\n"
+        f"# {NOTE}\nfoo==1.3.1 \\\n    --hash={SHA_D} \\\n    --hash={SHA_E} \\\n"
         f"    --hash={SHA_C}\n",
     )
 
@@ -236,16 +238,14 @@ def test_surplus_hash_options_are_removed_with_their_line() -> None:
     done = edit(HASHED, "foo==1.2.0", "==1.3.1", line=2, candidate="1.3.1", hashes=[SHA_D])
     assert done.text == HASHED.replace(
         f"foo==1.2.0 \\\n    --hash={SHA_A} \\\n    --hash={SHA_B}\n",
-        f"# {EVIDENCE}\nfoo==1.3.1 \\\n    --hash={SHA_D}\n",
+        f"# {NOTE}\nfoo==1.3.1 \\\n    --hash={SHA_D}\n",
     )
 
 
 def test_hash_options_on_the_requirement_line_stay_there() -> None:
     text = f"foo == 1.2.0 --hash={SHA_A}  --hash {SHA_B}\n"
     done = edit(text, "foo == 1.2.0", "==1.3.1", candidate="1.3.1", hashes=[SHA_C, SHA_D, SHA_E])
-    assert done.text == (
-        f"# {EVIDENCE}\nfoo == 1.3.1 --hash={SHA_C}  --hash {SHA_D}  --hash {SHA_E}\n"
-    )
+    assert done.text == (f"# {NOTE}\nfoo == 1.3.1 --hash={SHA_C}  --hash {SHA_D}  --hash {SHA_E}\n")
 
 
 def test_a_hash_that_pip_would_not_take_is_refused() -> None:
@@ -277,7 +277,7 @@ def test_the_govern_bad_field_is_kept_and_names_the_versions_now_kept_out() -> N
         "# CuPy 14.1.0 imports pytest (cupy/cupy#9963)\n"
         "# govern: bad=14.1.0,14.1.2 link=https://github.com/cupy/cupy/issues/9963 "
         "owner=@runtime review-by=2026-09-01\n"
-        f"# {EVIDENCE}\n"
+        f"# {NOTE}\n"
         "cupy-cuda13x != 14.1.0, != 14.1.2\n"
     )
 
@@ -337,11 +337,11 @@ def test_a_bad_version_the_line_already_admits_does_not_refuse_the_edit() -> Non
 
 def test_a_line_without_a_govern_comment_gets_none() -> None:
     done = edit("cupy-cuda13x<14.1.0  # see cupy/cupy#9963\n", "cupy-cuda13x<14.1.0", "!=14.1.0")
-    assert done.text == f"# {EVIDENCE}\ncupy-cuda13x!=14.1.0  # see cupy/cupy#9963\n"
+    assert done.text == f"# {NOTE}\ncupy-cuda13x!=14.1.0  # see cupy/cupy#9963\n"
 
 
 def test_evidence_already_in_the_block_is_not_added_again() -> None:
-    text = f"# CuPy 14.1.0 is broken\n# {EVIDENCE}\ncupy-cuda13x < 14.1.0\n"
+    text = f"# CuPy 14.1.0 is broken\n# {NOTE}\ncupy-cuda13x < 14.1.0\n"
     done = edit(text, "cupy-cuda13x < 14.1.0", "!=14.1.0", line=3)
     assert done.text == text.replace("< 14.1.0", "!= 14.1.0")
 
@@ -369,7 +369,7 @@ def test_a_block_that_also_explains_the_lines_below_is_left_to_them() -> None:
     done = edit(alone, "cupy-cuda13x<14.1.0", "!=14.1.0", line=3, bad_versions=["14.1.0"])
     assert done.text == alone.replace(
         "bad=14.0.0\ncupy-cuda13x<14.1.0",
-        f"bad=14.0.0,14.1.0\n# {EVIDENCE}\ncupy-cuda13x!=14.1.0",
+        f"bad=14.0.0,14.1.0\n# {NOTE}\ncupy-cuda13x!=14.1.0",
     )
 
 
@@ -464,7 +464,7 @@ def test_a_project_dependency_is_edited_in_its_string_with_the_evidence_above() 
     )
     assert done.text == PYPROJECT.replace(
         '    "cupy-cuda13x < 14.1.0",  # runtime images\n',
-        f'    # {EVIDENCE}\n    "cupy-cuda13x != 14.1.0",  # runtime images\n',
+        f'    # {NOTE}\n    "cupy-cuda13x != 14.1.0",  # runtime images\n',
     )
     assert (done.old, done.new, done.line) == (
         "cupy-cuda13x < 14.1.0",
@@ -536,7 +536,7 @@ def test_an_optional_dependency_in_a_literal_string_keeps_its_quotes_and_its_rea
         "    # 1.19.0 breaks the CUDA build (#36719)\n"
         "    'nvidia-cudnn-frontend>=1.13.0,<1.19.0; sys_platform == \"linux\"',\n",
         "    # 1.19.0 breaks the CUDA build (#36719)\n"
-        f"    # {evidence}\n"
+        f"    # {evidence_comment(evidence)}\n"
         "    'nvidia-cudnn-frontend>=1.13.0,!=1.19.0; sys_platform == \"linux\"',\n",
     )
 
@@ -575,7 +575,7 @@ def test_a_block_that_names_the_elements_below_is_left_to_them() -> None:
     done = relax(unnamed)
     assert done.text == unnamed.replace(
         '    # govern: bad=14.0.0\n    "cupy-cuda13x<14.1.0",\n',
-        f'    # govern: bad=14.0.0,14.1.0\n    # {EVIDENCE}\n    "cupy-cuda13x!=14.1.0",\n',
+        f'    # govern: bad=14.0.0,14.1.0\n    # {NOTE}\n    "cupy-cuda13x!=14.1.0",\n',
     )
     # ... which reviewers are told: the next element loses the block's reason and bad=.
     assert done.elsewhere == ("`cupy-cuda12x<14.1.0` (line 9): its reason and bad= change",)
@@ -638,7 +638,7 @@ def test_a_dependency_group_element_beside_an_include_group() -> None:
     )
     assert done.text == PYPROJECT.replace(
         '  "ruff<0.9",\n',
-        "  # 0.9.1 verified on lint: https://ci.example/runs/3, installed 0.9.1\n"
+        "  # govern: verified='0.9.1 on lint: https://ci.example/runs/3, installed 0.9.1'\n"
         '  "ruff!=0.9.0",\n',
     )
 
@@ -709,7 +709,7 @@ def test_crlf_and_a_byte_order_mark_are_kept_in_a_pyproject() -> None:
     )
     expected = PYPROJECT.replace(
         '    "cupy-cuda13x < 14.1.0",  # runtime images\n',
-        f'    # {EVIDENCE}\n    "cupy-cuda13x != 14.1.0",  # runtime images\n',
+        f'    # {NOTE}\n    "cupy-cuda13x != 14.1.0",  # runtime images\n',
     )
     assert done.text == "\ufeff" + expected.replace("\n", "\r\n")
 

@@ -41,6 +41,7 @@ from packaging.specifiers import Specifier, SpecifierSet
 from packaging.version import Version
 
 from govern.edit import Edit, EditRefused, relax_source
+from govern.edit.blocks import evidence_comment
 from govern.edit.relax import STRATEGIES, Relaxation, RelaxationRefused, Strategy, relax
 from govern.exclusions.annotations import read_annotations
 from govern.exclusions.classify import classify
@@ -449,7 +450,7 @@ def test_a_relaxed_requirements_file_reads_back_as_the_relaxation(folder: Path, 
             s.version for s in r.after if s.operator == "!=" and str(s) not in r.before_clauses
         }
         assert {V(v) for v in added} <= {V(b) for b in note.bad_versions}
-    comments = set() if shared else {f"# {evidence}"}
+    comments = set() if shared else {f"# {evidence_comment(evidence)}"}
     only_changed(text, done.text, allowed, comments)
     assert all(x.endswith(nl) for x in done.text.splitlines(keepends=True))
     assert [e.text for e in again.entries if e is not new] == [
@@ -467,7 +468,10 @@ def test_a_relaxed_requirements_file_reads_back_as_the_relaxation(folder: Path, 
         annotation = read_annotations(again)[again.entries.index(new)]
         assert annotation.reason is not None
         assert "The release broke the runtime image" in annotation.reason
-        assert (evidence in annotation.reason) is not shared
+        # The evidence is its own field (verified=), never part of the reason.
+        as_read = evidence.replace(" verified on ", " on ", 1)
+        assert as_read not in annotation.reason
+        assert (as_read in annotation.evidence) is not shared
     # a second run changes nothing
     repeat = edit(done.text)
     assert not repeat.changed
@@ -614,11 +618,11 @@ def test_a_relaxed_pyproject_reads_back_as_the_relaxation(
     allowed = {entry.line - 1}
     if case.block == "reason+govern" and layout.multiline:
         allowed.add(entry.line - 2)
-    only_changed(text, done.text, allowed, {f"# {evidence}"})
+    only_changed(text, done.text, allowed, {f"# {evidence_comment(evidence)}"})
     assert all(x.endswith(case.newline) for x in done.text.splitlines(keepends=True))
     lines = done.text.splitlines()
     if layout.multiline:
-        assert lines[new.line - 2].strip() == f"# {evidence}"
+        assert lines[new.line - 2].strip() == f"# {evidence_comment(evidence)}"
         note = read_annotations(again)[again.entries.index(new)]
         if case.block:
             assert note.reason is not None
@@ -629,7 +633,7 @@ def test_a_relaxed_pyproject_reads_back_as_the_relaxation(
             }
             assert {V(v) for v in added} <= {V(b) for b in note.bad_versions}
     else:
-        assert evidence not in done.text
+        assert evidence_comment(evidence) not in done.text
     repeat = edit(done.text)
     assert not repeat.changed
     assert repeat.text == done.text

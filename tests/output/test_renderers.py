@@ -519,7 +519,7 @@ def test_human_layout(report: AuditReport) -> None:
     assert lines[0] == "requirements/base.txt (requirements, 3 requirements)"
     assert lines[1] == (
         "     4  cupy-cuda13x != 14.1.0  [not-equal/exact]  CuPy 14.1.0 imports pytest at "
-        "import time  https://github.com/cupy/cupy/issues/9001 #42"
+        "import time  https://github.com/cupy/cupy/issues/9001 #42  bad=14.1.0"
     )
     assert "     7  torch==2.4.0  [pin/exact]  (no reason)" in lines
     assert "pyproject.toml (pyproject, 2 requirements)" in lines

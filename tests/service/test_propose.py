@@ -164,7 +164,7 @@ def test_three_runs_push_one_branch_with_only_that_line_changed(
     assert "+cupy-cuda13x != 14.1.0" in changed
     evidence = [line for line in changed if line.startswith("+#")]
     assert evidence == [
-        "+# 14.1.1 verified on cuda13: https://ci.example/runs/14.1.1, installed 14.1.1"
+        "+# govern: verified='14.1.1 on cuda13: https://ci.example/runs/14.1.1, installed 14.1.1'"
     ]
     assert len(changed) == 3, changed  # the line, and one comment added: nothing else
     message = _git("log", "-1", "--format=%B", outcome.branch, cwd=bare)
@@ -360,7 +360,10 @@ def test_a_newer_verified_candidate_updates_the_same_pull_request(
     assert second.branch is not None
     assert len(_git("rev-list", f"main..{second.branch}", cwd=bare).split()) == 1
     diff = _git("diff", f"main..{second.branch}", cwd=bare)
-    assert "+# 14.1.2 verified on cuda13: https://ci.example/runs/14.1.2, installed 14.1.2" in diff
+    assert (
+        "+# govern: verified='"
+        "14.1.2 on cuda13: https://ci.example/runs/14.1.2, installed 14.1.2'" in diff
+    )
     with store.session() as session:
         kinds = [e.kind for e in session.exec(select(Event).order_by(col(Event.id))).all()]
         states = sorted(
@@ -562,7 +565,10 @@ def test_the_cli_dry_run_prints_what_the_readme_shows_and_sends_nothing(
         "+++ b/requirements/kv_connectors.txt",
     ]
     assert "-cupy-cuda13x < 14.1.0" in lines
-    assert "+# 14.1.1 verified on cuda13: https://ci.example/runs/14.1.1, installed 14.1.1" in lines
+    assert (
+        "+# govern: verified='"
+        "14.1.1 on cuda13: https://ci.example/runs/14.1.1, installed 14.1.1'" in lines
+    )
     assert "+cupy-cuda13x != 14.1.0" in lines
     assert "govern proposes relaxing an exclusion whose candidate passed verification." in lines
     as_json = subprocess.run(

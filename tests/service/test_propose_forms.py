@@ -187,7 +187,7 @@ def test_the_cudnn_cap_beside_a_floor_keeps_the_floor_and_its_reason(
     assert outcome.branch is not None
     assert world.changed(outcome.branch) == [
         "-nvidia-cudnn-frontend>=1.13.0,<1.19.0",
-        "+# 1.19.1 verified on cuda13: https://ci.example/runs/1.19.1, installed 1.19.1",
+        "+# govern: verified='1.19.1 on cuda13: https://ci.example/runs/1.19.1, installed 1.19.1'",
         "+nvidia-cudnn-frontend>=1.13.0,!=1.19.0",
     ]
     text = _git("show", f"{outcome.branch}:requirements/kv_connectors.txt", cwd=world.bare)
@@ -249,12 +249,14 @@ def test_a_pyproject_dependency_and_optional_dependency_keep_the_file_s_form(
     assert cudnn.branch is not None
     assert world.changed(cupy.branch) == [
         '-    "cupy-cuda13x<14.1.0",',
-        "+    # 14.1.1 verified on cuda13: https://ci.example/runs/14.1.1, installed 14.1.1",
+        "+    # govern: verified='"
+        "14.1.1 on cuda13: https://ci.example/runs/14.1.1, installed 14.1.1'",
         '+    "cupy-cuda13x!=14.1.0",',
     ]
     assert world.changed(cudnn.branch) == [
         '-    "nvidia-cudnn-frontend>=1.13.0,<1.19.0",',
-        "+    # 1.19.1 verified on cuda13: https://ci.example/runs/1.19.1, installed 1.19.1",
+        "+    # govern: verified='"
+        "1.19.1 on cuda13: https://ci.example/runs/1.19.1, installed 1.19.1'",
         '+    "nvidia-cudnn-frontend>=1.13.0,!=1.19.0",',
     ]
 
