@@ -14,8 +14,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
+from packaging.requirements import InvalidRequirement, Requirement
+
 from govern.config import Config, ProposeConfig, load_config
 from govern.edit import Edit, Superseded, relax_source
+from govern.edit.blocks import same_version
 from govern.errors import GovernError
 from govern.exclusions.ref import ExclusionRef
 from govern.exclusions.states import (
@@ -137,6 +140,24 @@ class ProposeResult:
         }
 
 
+def known_bad(recorded: Sequence[str], new: str) -> list[str]:
+    """The known-bad versions a body lists: those recorded, and each one the new line keeps
+    out by ``!=`` (it stays out because it is bad: never "(none)" above "14.1.0 stays out")."""
+    out = list(recorded)
+    try:
+        kept = [
+            s.version
+            for s in Requirement(new.split("#", 1)[0].strip()).specifier
+            if s.operator == "!="
+        ]
+    except InvalidRequirement:
+        kept = []
+    for version in kept:
+        if not any(same_version(version, seen) for seen in out):
+            out.append(version)
+    return out
+
+
 def branch_name(settings: ProposeConfig, work: Work) -> str:
     """One branch per exclusion: a newer candidate updates the same change request."""
     safe = re.sub(r"[^a-z0-9.-]+", "-", work.ref.package.lower()).strip("-.") or "package"
@@ -196,7 +217,7 @@ def body(work: Work, *, old: str, new: str, diff: str, elsewhere: Sequence[str] 
         )
         or "- (no events)"
     )
-    bad = ", ".join(quoted(version) for version in work.bad_versions) or "(none)"
+    bad = ", ".join(quoted(version) for version in known_bad(work.bad_versions, new)) or "(none)"
     note = work.relaxation.note if work.relaxation is not None else ""
     others = (
         "\n### Other lines read differently\n"

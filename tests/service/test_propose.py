@@ -790,3 +790,12 @@ def test_a_branch_awaits_review_until_its_merge_is_seen_by_a_sync(
     order = [e.kind for e in thread.events]
     opened = order.index(EventKind.PROPOSAL_OPENED)
     assert opened < order.index(EventKind.MERGED) < order.index(EventKind.CHANGED)
+
+
+def test_the_body_lists_what_the_new_line_keeps_out_as_known_bad() -> None:
+    from govern.service.propose import known_bad
+
+    assert known_bad([], "cupy-cuda13x != 14.1.0") == ["14.1.0"]  # never "(none)" then
+    assert known_bad(["14.1.0"], "cupy-cuda13x!=14.1") == ["14.1.0"]  # the same version
+    assert known_bad(["13.0"], "demo>=1.0,!=1.19.0,<1.20  # why") == ["13.0", "1.19.0"]
+    assert known_bad([], "not a requirement ((") == []
