@@ -13,6 +13,7 @@ from packaging.utils import canonicalize_name
 from govern.cli.options import ConfigOption, DbOption, FormatOption, IndexOption
 from govern.cli.output import ViewFormat, announce_index, print_json
 from govern.errors import IndexUnavailable
+from govern.text import line
 
 if TYPE_CHECKING:
     from govern.index.model import FetchResult
@@ -76,13 +77,25 @@ def poll_command(
         )
 
 
+_PASSED_OVER_SHOWN = 20
+
+
 def _print_human(result: PollResult) -> None:
     print(result.summary())
     for found in result.found:
+        role = "the first after the excluded one" if found["role"] == "first" else "the newest"
         print(
             f"  candidate: {found['package']} {found['version']} for {found['clause']} "
-            f"(profile {found['profile']}, {found['role']})"
+            f"(profile {found['profile']}, {role})"
         )
+    shown = result.passed_over[:_PASSED_OVER_SHOWN]
+    for skipped in shown:
+        print(
+            f"  passed over: {line(skipped['package'], 60)} {line(skipped['version'], 40)} "
+            f"for {skipped['clause']} ({skipped['profile']}): {line(skipped['reason'], 200)}"
+        )
+    if result.passed_over_total > len(shown):
+        print(f"  ... {result.passed_over_total - len(shown)} more passed over (--format json)")
     for settled in result.newly_settled:
         print(
             f"  settled: {settled['package']} {settled['clause']}: {settled['why']} "

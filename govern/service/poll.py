@@ -82,6 +82,10 @@ class PollResult:
     releases_left_out: int = 0  # releases of fetched pages past the bound (not recorded)
     failures: list[tuple[str, str]] = field(default_factory=list)  # (package, reason)
     found: list[dict[str, Any]] = field(default_factory=list)
+    # Releases this poll judged and passed over, with why (at most PASSED_OVER per
+    # exclusion and profile; ``passed_over_total`` counts them all).
+    passed_over: list[dict[str, Any]] = field(default_factory=list)
+    passed_over_total: int = 0
     settled: int = 0  # exclusions with nothing left to relax: not asked about, no candidates
     newly_settled: list[dict[str, Any]] = field(default_factory=list)  # their event this poll
     # Walks the bound may have decided otherwise than the whole page (see poll()).
@@ -103,6 +107,8 @@ class PollResult:
             "releases_left_out": self.releases_left_out,
             "failures": [{"package": p, "reason": r} for p, r in self.failures],
             "found": self.found,
+            "passed_over": self.passed_over,
+            "passed_over_total": self.passed_over_total,
             "settled": self.settled,
             "newly_settled": self.newly_settled,
             "limited": self.limited,
@@ -458,6 +464,18 @@ class _Recorder:
             )
             if cut_short(found, clause, decisions, profile):
                 limited.append(profile.name)
+            skipped = [d for d in decisions if not d.eligible and d.reason]
+            result.passed_over_total += len(skipped)
+            result.passed_over.extend(
+                {
+                    "package": exclusion.ref.package,
+                    "clause": exclusion.ref.clause,
+                    "version": str(d.version),
+                    "profile": profile.name,
+                    "reason": d.reason,
+                }
+                for d in skipped[:PASSED_OVER]
+            )
             for decision in decisions:
                 release_id = ids.get(decision.version)
                 if release_id is None:
@@ -529,6 +547,10 @@ class _Recorder:
         found = {row["exclusion_id"] for row in self.new_candidates}
         if found:
             relaxations.fill_missing(conn, exclusion_ids=found)
+
+
+#: Releases passed over listed per exclusion and profile in a poll's report.
+PASSED_OVER = 10
 
 
 async def poll(

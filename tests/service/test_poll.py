@@ -717,3 +717,21 @@ def test_the_same_page_again_without_validators_writes_nothing(
             (NOW + timedelta(hours=1), 1),
         ]
         assert session.exec(select(IndexPage)).one().fetched_at == NOW  # last changed then
+
+
+def test_the_report_lists_the_releases_passed_over_and_why(
+    store: Store, index: StaticIndex, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from govern.cli.poll import _print_human
+
+    result = _poll(store, index.url, [X86])
+    why = {(p["version"], p["profile"]): p["reason"] for p in result.passed_over}
+    assert "yanked: broken build" in why[("14.1.2", "cuda13")]
+    assert "manylinux_2_28_x86_64" in why[("14.1.3", "cuda13")]  # no wheel for the profile
+    assert result.passed_over_total == len(result.passed_over)
+    assert all(p["clause"] == "<14.1.0" for p in result.passed_over)
+    assert result.as_dict()["passed_over"] == result.passed_over
+    _print_human(result)
+    out = capsys.readouterr().out
+    assert "candidate: cupy-cuda13x 14.1.1 for <14.1.0 (profile cuda13, the newest)" in out
+    assert "passed over: cupy-cuda13x 14.1.2 for <14.1.0 (cuda13): 14.1.2 is yanked" in out
