@@ -17,6 +17,7 @@ from govern.cli.output import print_json as _print_json
 from govern.errors import UsageError
 from govern.exclusions.model import Kind
 from govern.exclusions.states import VERIFICATION_EVENTS, EventKind, State
+from govern.output.human import terminal
 from govern.text import line, visible
 
 if TYPE_CHECKING:
@@ -294,6 +295,7 @@ def status(
             else "no exclusions tracked yet: run `govern track`"
         )
         return
+    style = terminal()
     current_repo = None
     for view in views:
         if view.repository != current_repo:
@@ -303,9 +305,13 @@ def status(
         review = f"  review-by {view.review_by}" if view.review_by else ""
         typer.echo(
             f"  {line(view.source)}:{view.line}  {line(view.package)} {line(view.clause)}  "
-            f"[{view.kind}]  {view.state}  {view.age_days}d{owner_text}{review}"
+            f"[{view.kind}]  {style.state(str(view.state))}  {view.age_days}d{owner_text}{review}",
+            color=style.color,  # click strips escapes it did not see asked for
         )
-        typer.echo(f"      {line(view.reason, 100) if view.reason else '(no reason)'}")
+        if len(views) == 1 and view.reason:  # one exclusion: its reason in full
+            typer.echo(_wrapped("", view.reason))
+        else:
+            typer.echo(f"      {line(view.reason, 100) if view.reason else '(no reason)'}")
     typer.echo(f"\n{len(views)} exclusion{'s' if len(views) != 1 else ''}")
 
 

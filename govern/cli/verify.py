@@ -11,7 +11,7 @@ from govern.cli.output import ViewFormat, announce_index
 from govern.cli.output import print_json as _print_json
 from govern.errors import GovernError
 from govern.exclusions.states import CandidateStatus
-from govern.output.human import one_line, truncate
+from govern.output.human import one_line, terminal, truncate
 from govern.text import visible
 
 if TYPE_CHECKING:
@@ -163,14 +163,18 @@ def _forget(
 
 
 def _print_human(result: VerifyResult) -> None:
+    style = terminal()
     for run in result.runs:
         installed = f", installed {run['installed']}" if run["installed"] else ""
         where = f"  {run['run_url']}" if run["run_url"] else ""
         kind = "" if run["kind"] == "candidate" else f"{run['kind']} of "
         ran = f" (ran {run['ran']})" if run["ran"] != run["version"] else ""
+        conclusion = style.state(f"{run['conclusion']:<9}", run["conclusion"])
         typer.echo(
-            f"{run['conclusion']:<9}  {kind}{run['package']} {run['version']}{ran} on "
-            f"{run['profile']} ({run['provider']}, attempt {run['attempt']}{installed}){where}"
+            f"{conclusion}  "
+            f"{kind}{run['package']} {run['version']}{ran} on "
+            f"{run['profile']} ({run['provider']}, attempt {run['attempt']}{installed}){where}",
+            color=style.color,
         )
         if run["detail"]:
             typer.echo(f"           {truncate(one_line(run['detail']), 200)}")
@@ -178,7 +182,8 @@ def _print_human(result: VerifyResult) -> None:
             typer.echo("           output (last lines):")
             for line in run["log_tail"].splitlines():
                 typer.echo(f"           | {truncate(visible(line), 200)}")
-        typer.echo(f"           => {run['verdict']}: {one_line(run['why'])}")
+        verdict = style.state(run["verdict"])
+        typer.echo(f"           => {verdict}: {one_line(run['why'])}", color=style.color)
     for skipped in result.skipped:
         what = " ".join(filter(None, (skipped.get("package"), skipped.get("version"))))
         typer.echo(f"skipped    {what} on {skipped.get('profile')}: {skipped['reason']}")

@@ -185,19 +185,27 @@ def dashboard(
     def show(text: object, width: int = 110) -> str:
         return line(text, width)
 
+    from govern.output.human import terminal
+
+    style = terminal()
     typer.echo(f"Pending relaxations: {pending.total}")
     for item in pending.items:
         x = item.exclusion
         evidence = item.evidence
         verdict = (
-            f"{evidence.conclusion or 'running'} on {evidence.profile}"
-            + (f", installed {evidence.installed}" if evidence.installed else "")
+            style.state(str(evidence.conclusion or "running"))
+            + " "
+            + show(
+                f"on {evidence.profile}"
+                + (f", installed {evidence.installed}" if evidence.installed else "")
+            )
             if evidence
             else "not verified yet"
         )
         typer.echo(
             f"  {show(x.package, 40)} {show(x.clause, 30)} -> {show(item.candidate, 40)} "
-            f"({show(verdict)})"
+            f"({verdict})",
+            color=style.color,
         )
         typer.echo(f"      - {show(item.change.before)}")
         if item.change.after is not None:

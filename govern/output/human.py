@@ -5,12 +5,15 @@ Notes: docs/internals.md#output.
 
 from __future__ import annotations
 
+import os
 import re
+import sys
 import unicodedata
 from collections.abc import Iterable
+from typing import TextIO
 
 from govern.exclusions.model import Exclusion
-from govern.output import shown_requirement, summary_line
+from govern.output import shown_requirement, summary_line, use_color
 from govern.policy.model import Finding, Severity
 from govern.report import AuditReport
 from govern.sources.model import Source
@@ -29,6 +32,27 @@ _SEVERITY_COLOR = {
     Severity.OFF: "",
 }
 _SPACE = re.compile(r"\s+")
+# States, statuses and verdicts as a terminal shows them: green is done and good, red needs
+# a person, yellow waits, cyan and blue move on their own.
+_STATE_COLOR = {
+    "held": "\x1b[33m",
+    "candidate": "\x1b[36m",
+    "found": "\x1b[36m",
+    "verifying": "\x1b[34m",
+    "verified": "\x1b[32m",
+    "passed": "\x1b[32m",
+    "proposed": "\x1b[35m",
+    "relaxed": "\x1b[32m",
+    "merged": "\x1b[32m",
+    "failed": "\x1b[31m",
+    "bad": "\x1b[31m",
+    "errored": "\x1b[31m",
+    "timed-out": "\x1b[31m",
+    "overdue": "\x1b[31m",
+    "removed": _DIM,
+    "cancelled": _DIM,
+    "settled": _DIM,
+}
 
 
 class _Style:
@@ -48,6 +72,16 @@ class _Style:
 
     def severity(self, severity: Severity, text: str) -> str:
         return self._wrap(_SEVERITY_COLOR.get(severity, ""), text)
+
+    def state(self, text: str, state: object | None = None) -> str:
+        """``text`` in the colour of ``state`` (default: the text is the state)."""
+        return self._wrap(_STATE_COLOR.get(str(state if state is not None else text), ""), text)
+
+
+def terminal(stream: TextIO | None = None) -> _Style:
+    """The style for a command's human output on ``stream`` (stdout): colour only on a
+    terminal, never with ``NO_COLOR`` set (:func:`govern.output.use_color`)."""
+    return _Style(use_color(stream or sys.stdout, os.environ))
 
 
 def _clean(text: str) -> str:
