@@ -20,7 +20,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from govern.errors import ConfigError
-from govern.exclusions.annotations import CommentSettings, ConfigAnnotation
+from govern.exclusions.annotations import STRATEGY_CHOICES, CommentSettings, ConfigAnnotation
 from govern.exclusions.links import LinkContext
 from govern.exclusions.states import FORGE_VIAS, ProposeMode, Via
 from govern.sources.reading import Unreadable, read_bounded
@@ -127,6 +127,7 @@ TOOL_KEYS = {
     "allow-prereleases",
     "allow-sdist",
     "stale-cap-days",
+    "relax-strategy",
     "ci",
     "verify-with",
     "verify-attempts",
@@ -165,12 +166,14 @@ ANNOTATION_KEYS = {
     "verify",
     "profiles",
     "ignore",
+    "strategy",
 }
 _CHOICES = {
     "comment-style": ("above", "below"),
     "comment-scope": ("group", "line"),
     "inline-comments": ("auto", "reason", "ignore"),
     "fail-on": ("error", "warning", "info", "never"),
+    "relax-strategy": STRATEGY_CHOICES,
 }
 
 
@@ -591,6 +594,9 @@ class Config:
     inline_comments: str = "auto"
     allow_includes_outside_root: bool = False
     fail_on: str | None = None
+    # How relaxations are written for this repository's exclusions (an exclusion's or a
+    # package's ``strategy`` wins): None is ``exclude``.
+    relax_strategy: str | None = None
     annotations: tuple[ConfigAnnotation, ...] = ()
     database: str | None = None  # the store's URL (GOVERN_DATABASE_URL and --db win)
     # The watcher: which index (else pip's configuration), per-package indexes, profiles.
@@ -743,6 +749,14 @@ def _annotation(item: Any, where: str) -> ConfigAnnotation:
         value = string(item, key, where, prefix="annotation ")
         if value is not None:
             fields[key] = value
+    strategy = string(item, "strategy", where, prefix="annotation ")
+    if strategy is not None:
+        if strategy not in STRATEGY_CHOICES:
+            raise ConfigError(
+                f"{where}: annotation strategy must be one of {', '.join(STRATEGY_CHOICES)}, "
+                f"not {show(strategy)}"
+            )
+        fields["strategy"] = strategy
     for key, target in (
         ("links", "links"),
         ("issue", "links"),
@@ -865,6 +879,9 @@ def validate_config(table: dict[str, Any], path: Path) -> tuple[Config, list[Con
         ),
         allow_sdist=get("allow-sdist", False, boolean, table, "allow-sdist", where),
         stale_cap_days=get("stale-cap-days", 90, days, table, "stale-cap-days", where) or 90,
+        relax_strategy=get(
+            "relax-strategy", None, choice, table, "relax-strategy", where, STRATEGY_CHOICES
+        ),
         ci=_ci(table.get("ci", {}), problems),
         verify_with=get("verify-with", None, string, table, "verify-with", where),
         verify_attempts=get("verify-attempts", 3, _attempts, table, where),

@@ -557,3 +557,15 @@ def test_the_variables_configuration_reads_secrets_from(tmp_path: Path) -> None:
         "BK_ACCESS",
     } <= names
     assert "GOVERN_GITHUB_WEBHOOK_SECRET" in names  # the dashboard's defaults too
+
+
+def test_relax_strategy_is_checked(tmp_path: Path) -> None:
+    from govern.config import parse_config
+
+    assert parse_config({"relax-strategy": "keep-ceiling"}, tmp_path).relax_strategy == (
+        "keep-ceiling"
+    )
+    with pytest.raises(ConfigError, match="relax-strategy"):
+        parse_config({"relax-strategy": "raise-the-roof"}, tmp_path)
+    with pytest.raises(ConfigError, match="strategy must be one of exclude, keep-ceiling"):
+        parse_config({"annotations": [{"package": "demo", "strategy": "nope"}]}, tmp_path)

@@ -18,7 +18,7 @@ from govern.exclusions.classify import classify
 from govern.exclusions.model import Kind, SubKind
 from govern.sources.pipline import comment_index
 
-Strategy = Literal["exclude", "raise-cap", "drop", "raise-floor"]
+Strategy = Literal["exclude", "raise-cap", "drop", "raise-floor", "keep-ceiling"]
 STRATEGIES: tuple[Strategy, ...] = get_args(Strategy)
 
 _FLOORS = (">=", ">")
@@ -208,7 +208,7 @@ def _plan(
     op = target.operator
     pin = kind is Kind.PIN
     ban = kind is Kind.BAN
-    low = _low(target, pin=pin and strategy == "raise-cap")
+    low = _low(target, pin=pin and strategy in ("raise-cap", "keep-ceiling"))
     floor = _floor(low, rest)
     wildcard = sub_kind is SubKind.WILDCARD and bool(floor)
     # ==P.* admits P's own pre-releases and >=P does not; >=P.dev0 would make installers take
@@ -224,13 +224,16 @@ def _plan(
             "reason comment: it says why older releases stay out"
         )
         return _Plan((new_floor,), note, False, False, redundant, refusal=below)
-    if strategy == "raise-cap":
+    if strategy in ("raise-cap", "keep-ceiling"):
         if ban and op == "==":
             raise RelaxationRefused(f"`{target}` is a ban: it has no cap to raise; use exclude")
         if pin and low is None:
-            raise RelaxationRefused(f"`{target}` is not a PEP 440 version: raise-cap needs one")
+            raise RelaxationRefused(f"`{target}` is not a PEP 440 version: {strategy} needs one")
         inclusive = pin or op == "<="  # a pin's ceiling is inclusive too
-        cap = Specifier(f"<={c.public}" if inclusive else f"<{_next_release(c)}")
+        if strategy == "keep-ceiling":  # the next release series stays out until verified
+            cap = Specifier(f"<{_next_series(c)}")
+        else:
+            cap = Specifier(f"<={c.public}" if inclusive else f"<{_next_release(c)}")
         replacement = (*floor, cap)
         shown = ",".join(str(s) for s in replacement)
         note = f"`{target}` raised to `{shown}` ({c} verified)"
@@ -278,6 +281,14 @@ def _floor(low: Version | None, rest: Sequence[Specifier]) -> tuple[Specifier, .
             except InvalidVersion:  # pragma: no cover - only === holds non-versions
                 continue
     return (Specifier(f">={low}"),)
+
+
+def _next_series(c: Version) -> Version:
+    """The release series after ``c``'s: 1.19.1 gives 1.20, 2 gives 3, 2026.5.1 gives 2026.6."""
+    epoch = f"{c.epoch}!" if c.epoch else ""
+    if len(c.release) >= 2:
+        return Version(f"{epoch}{c.release[0]}.{c.release[1] + 1}")
+    return Version(f"{epoch}{c.release[0] + 1}")
 
 
 def _next_release(c: Version) -> Version:

@@ -31,10 +31,15 @@ _KEYS = {
     "owner",
     "verify",
     "verified",
+    "strategy",
     "profile",
     "profiles",
     "ignore",
 }
+#: How a relaxation may be written (``strategy=``; configuration's ``relax-strategy``):
+#: ``exclude`` (the default: ``<V`` becomes ``!=V``) or ``keep-ceiling`` (``<V`` becomes
+#: ``!=V,<`` the series after the verified release).
+STRATEGY_CHOICES = ("exclude", "keep-ceiling")
 _REASON_WORDS = (
     "because",
     "due",
@@ -279,6 +284,11 @@ def parse_structured(
             values["owner"] = value.strip()
         elif key == "verify":
             values["verify"] = value
+        elif key == "strategy":
+            if value.strip() in STRATEGY_CHOICES:
+                values["strategy"] = value.strip()
+            else:
+                bad(f"strategy={value!r}: choose one of {', '.join(STRATEGY_CHOICES)}")
         elif key == "verified":  # evidence govern wrote on a relaxation: not the reason
             if value.strip():
                 values.setdefault("evidence", []).append(" ".join(value.split()))
@@ -514,6 +524,7 @@ def _freeze(draft: _Draft, links: LinkContext) -> Annotation:
         review_by=values.get("review_by"),
         verify=values.get("verify"),
         evidence=tuple(values.get("evidence", [])),
+        strategy=values.get("strategy"),
         profiles=tuple(values.get("profiles", [])),
         suppress=frozenset(values.get("ignore", set())),
         problems=tuple(problems),
@@ -554,6 +565,7 @@ def _apply_config(
             owner=annotation.owner or f.get("owner"),
             review_by=annotation.review_by or f.get("review_by"),
             verify=annotation.verify or f.get("verify"),
+            strategy=annotation.strategy or f.get("strategy"),
             profiles=tuple(dict.fromkeys((*annotation.profiles, *f.get("profiles", ())))),
             suppress=annotation.suppress | frozenset(f.get("ignore", ())),
         )

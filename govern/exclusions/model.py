@@ -58,6 +58,7 @@ class Annotation:
     # ``verified=``: the evidence govern wrote when it relaxed the line (its own field, never
     # part of the reason).
     evidence: tuple[str, ...] = ()
+    strategy: str | None = None  # how its relaxation is written (``strategy=``; None: default)
     problems: tuple[Problem, ...] = field(default=())
 
 

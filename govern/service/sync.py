@@ -42,6 +42,8 @@ def annotation_values(seen: Exclusion) -> dict[str, Any]:
         "review_by": note.review_by,
         "verify": note.verify,
         "profiles": list(note.profiles),
+        # Only when set: the fingerprints of annotations without one stay as they were.
+        **({"strategy": note.strategy} if note.strategy else {}),
     }
 
 

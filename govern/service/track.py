@@ -9,7 +9,7 @@ import itertools
 import tempfile
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -382,6 +382,10 @@ def track(
         )
     by_source: dict[str, list[Exclusion]] = defaultdict(list)
     for item in report.exclusions:
+        if config.relax_strategy and item.annotation.strategy is None:  # the repository's
+            item = replace(
+                item, annotation=replace(item.annotation, strategy=config.relax_strategy)
+            )
         by_source[item.source].append(item)
 
     # Git, before the lock: renames, the commits to replay, blame for new clauses.

@@ -187,6 +187,7 @@ class StoredAnnotation(SQLModel, table=True):
     review_by: date | None = None
     verify: str | None = Field(default=None, sa_column=Column(Text))
     profiles: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    strategy: str | None = Field(default=None, max_length=32)  # strategy= (None: the default)
     recorded_at: datetime = _when()
     commit: str | None = Field(default=None, max_length=64)
 

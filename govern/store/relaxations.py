@@ -39,13 +39,21 @@ def compute(
     version: str,
     bad: Sequence[Version],
     published: Sequence[Version],
+    strategy: str | None = None,
 ) -> StoredRelaxation:
     """The relaxation of ``clause`` in the line ``requirement`` that admits ``version``, or
     why there is none (``bad`` and ``published`` parsed once by the caller: :func:`_versions`)."""
     try:
         candidate = Version(version)
         specifiers = Requirement(requirement.split("#", 1)[0].strip()).specifier
-        result = relaxation.relax(specifiers, clause, candidate, bad, published=published)
+        result = relaxation.relax(
+            specifiers,
+            clause,
+            candidate,
+            bad,
+            published=published,
+            strategy=_strategy(strategy),
+        )
         after = result.rewrite(requirement)
     except (InvalidVersion, InvalidSpecifier, ValueError) as exc:
         return StoredRelaxation(
@@ -61,6 +69,11 @@ def compute(
         strategy=result.strategy,
         note=result.note,
     )
+
+
+def _strategy(chosen: str | None) -> relaxation.Strategy:
+    """The strategy an annotation asked for (``strategy=``), else the default."""
+    return "keep-ceiling" if chosen == "keep-ceiling" else STRATEGY
 
 
 def _versions(texts: Iterable[str]) -> list[Version]:
@@ -128,12 +141,16 @@ def _refresh(executor: Executor, ids: Sequence[int], missing_only: bool) -> int:
         )
     }
     bad: dict[int, set[str]] = defaultdict(set)
-    for exclusion_id, versions in executor.execute(
-        columns(col(StoredAnnotation.exclusion_id), col(StoredAnnotation.bad_versions)).where(
-            col(StoredAnnotation.exclusion_id).in_(wanted), col(StoredAnnotation.current)
-        )
+    strategies: dict[int, str | None] = {}
+    for exclusion_id, versions, strategy in executor.execute(
+        columns(
+            col(StoredAnnotation.exclusion_id),
+            col(StoredAnnotation.bad_versions),
+            col(StoredAnnotation.strategy),
+        ).where(col(StoredAnnotation.exclusion_id).in_(wanted), col(StoredAnnotation.current))
     ):
         bad[exclusion_id].update(v for v in versions or () if isinstance(v, str))
+        strategies[exclusion_id] = strategy
     for exclusion_id, versions in failed_versions(executor, ids=wanted).items():
         bad[exclusion_id] |= versions
     published: dict[str, list[str]] = defaultdict(list)
@@ -159,6 +176,7 @@ def _refresh(executor: Executor, ids: Sequence[int], missing_only: bool) -> int:
                 version=version,
                 bad=bad_versions.get(exclusion_id, []),
                 published=releases.get(package, []),
+                strategy=strategies.get(exclusion_id),
             ).model_dump()
         rows.append({"row_id": candidate_id, "value": computed[key]})
     if rows:

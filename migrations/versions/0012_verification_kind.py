@@ -1,4 +1,4 @@
-"""Verification runs say what they tried (candidate, control, reproducer); verdicts can be forgotten
+"""Runs say what they tried; verdicts can be forgotten; annotations choose a strategy
 
 Revision ID: 0012
 Revises: 0011
@@ -41,9 +41,15 @@ def upgrade() -> None:
         batch.alter_column("kind", server_default=None)
     with op.batch_alter_table("candidate") as batch:
         batch.add_column(sa.Column("forgotten_upto", sa.Integer(), nullable=True))
+    with op.batch_alter_table("annotation") as batch:
+        batch.add_column(
+            sa.Column("strategy", sqlmodel.sql.sqltypes.AutoString(length=32), nullable=True)
+        )
 
 
 def downgrade() -> None:
+    with op.batch_alter_table("annotation") as batch:
+        batch.drop_column("strategy")
     with op.batch_alter_table("candidate") as batch:
         batch.drop_column("forgotten_upto")
     with op.batch_alter_table("verification") as batch:

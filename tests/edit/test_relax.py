@@ -427,6 +427,13 @@ def _next_release(c: Version) -> Version:
     return V(f"{c.epoch}!" + ".".join(map(str, release)))
 
 
+def _next_series(c: Version) -> Version:
+    """The model's own: the series after c's (1.19.1 gives 1.20; 3 gives 4)."""
+    if len(c.release) >= 2:
+        return V(f"{c.epoch}!{c.release[0]}.{c.release[1] + 1}")
+    return V(f"{c.epoch}!{c.release[0] + 1}")
+
+
 def expected_refusal(case: Case, strategy: Strategy) -> bool:
     """Whether the strategy has no valid answer: an oracle built from the definitions."""
     c = case.candidate
@@ -449,7 +456,7 @@ def expected_refusal(case: Case, strategy: Strategy) -> bool:
         if not pin:
             back = [b for b in back if case.floor_ok(b)]
         return bool(back) or not (pin or case.floor_ok(c))
-    if strategy == "raise-cap":
+    if strategy in ("raise-cap", "keep-ceiling"):
         if ban_pin or not case.floor_ok(c, pins=True):
             return True
         pinned = V(_spec(case.target).version) if pin else None
@@ -504,8 +511,8 @@ def check(case: Case, strategy: Strategy, r: Relaxation) -> None:
             moved = _in(f"{_spec(case.target).operator}{c}", v)
             excluded = any(_in(f"=={b}", v) for b in added_bad)
             assert admits(now, v) == (admits(case.rest, v) and moved and not excluded)
-    elif strategy == "raise-cap":  # nothing newer than just past the candidate comes in
-        top = _next_release(c)
+    elif strategy in ("raise-cap", "keep-ceiling"):  # nothing newer than the new cap comes in
+        top = _next_release(c) if strategy == "raise-cap" else _next_series(c)
         assert all(v < top for v in universe if admits(now, v) and not admits(before, v))
     else:  # exclude, drop: the ceiling goes, the floor and the bad releases stay out
         if strategy == "drop":
@@ -585,3 +592,21 @@ def _clauses_of(line: str, marker: str, comment: str) -> list[str]:
     if body.startswith("["):
         body = body[body.index("]") + 1 :]
     return [p for p in body.split(",") if p.strip()]
+
+
+@pytest.mark.parametrize(
+    ("specifiers", "clause", "candidate", "after"),
+    [
+        (">=1.13.0,<1.19.0", "<1.19.0", "1.19.1", ">=1.13.0,!=1.19.0,<1.20"),  # cuDNN's line
+        ("<14.1.0", "<14.1.0", "14.1.1", "!=14.1.0,<14.2"),
+        ("~=1.4.2", "~=1.4.2", "1.5.1", ">=1.4.2,<1.6"),
+        ("<3", "<3", "3.1", "!=3,<3.2"),
+    ],
+)
+def test_keep_ceiling_moves_the_cap_to_the_series_after_the_verified_release(
+    specifiers: str, clause: str, candidate: str, after: str
+) -> None:
+    published = [clause.lstrip("<~=")]
+    done = relax(specifiers, clause, candidate, [], strategy="keep-ceiling", published=published)
+    assert ",".join(done.after_clauses) == after
+    assert SpecifierSet(after).contains(Version(candidate))

@@ -153,6 +153,7 @@ def test_a_field_on_the_line_overrides_the_block_above(tmp_path: Path) -> None:
         ("review-by=tomorrow", "is not a date"),
         ("bad=not-a-version", "is not a PEP 440 version"),
         ("colour=blue", "unknown annotation field"),
+        ("strategy=raise-the-roof", "choose one of exclude, keep-ceiling"),
         ('reason="unterminated', "cannot read"),
     ],
 )
@@ -378,3 +379,17 @@ def test_an_issue_list_of_thousands_of_links_is_read_in_linear_time(tmp_path: Pa
     assert [link.ref for link in annotation.links][:2] == ["o/r#0", "o/r#1"]
     assert len(annotation.links) == 8_000  # the repeated o/r#7 is kept once
     assert elapsed < _LINEAR_BOUND
+
+
+def test_strategy_and_evidence_are_fields_of_their_own(tmp_path: Path) -> None:
+    text = (
+        "# cuDNN 1.19.0 broke the attention kernels\n"
+        "# govern: strategy=keep-ceiling\n"
+        "# govern: verified='1.19.1 on cuda13: https://ci.example/runs/9, installed 1.19.1'\n"
+        "nvidia-cudnn-frontend>=1.13.0,!=1.19.0,<1.20\n"
+    )
+    got = annotate(tmp_path, text)["nvidia-cudnn-frontend>"]
+    assert got.strategy == "keep-ceiling"
+    assert got.evidence == ("1.19.1 on cuda13: https://ci.example/runs/9, installed 1.19.1",)
+    assert got.reason == "cuDNN 1.19.0 broke the attention kernels"
+    assert not got.problems

@@ -16,6 +16,7 @@ from sqlmodel import col, select
 from fakes.index import IndexFile, StaticIndex
 from govern.ci.base import Conclusion, Provider, RunRef, RunStatus, Started, Trial
 from govern.config import Config
+from govern.exclusions.annotations import ConfigAnnotation
 from govern.exclusions.states import State
 from govern.index.pipconfig import IndexSettings
 from govern.service.track import TrackOptions, track
@@ -186,3 +187,37 @@ def test_it_is_read_back_by_candidate(store: Store) -> None:
 
 def test_a_version_too_long_to_read_is_skipped_not_a_crash() -> None:
     assert relaxations._versions(["1.0", "9" * 5000, "not a version"]) == [Version("1.0")]
+
+
+@pytest.mark.parametrize(
+    ("annotation", "config", "expected"),
+    [
+        ("", Config(repository="example/app"), "!=1.1"),  # the default: exclude
+        ("# govern: strategy=keep-ceiling\n", Config(repository="example/app"), "!=1.1,<1.3"),
+        ("", Config(repository="example/app", relax_strategy="keep-ceiling"), "!=1.1,<1.3"),
+        (  # the package's, from configuration
+            "",
+            Config(
+                repository="example/app",
+                annotations=(ConfigAnnotation("demo", fields={"strategy": "keep-ceiling"}),),
+            ),
+            "!=1.1,<1.3",
+        ),
+        # an exclusion's own choice wins over the repository's
+        (
+            "# govern: strategy=exclude\n",
+            Config(repository="example/app", relax_strategy="keep-ceiling"),
+            "!=1.1",
+        ),
+    ],
+)
+def test_a_strategy_that_keeps_a_ceiling_is_chosen_per_exclusion_or_repository(
+    store: Store, repo: Path, annotation: str, config: Config, expected: str
+) -> None:
+    (repo / "requirements.txt").write_text(f"{annotation}{LINE}", encoding="utf-8")
+    track(store, repo, None, config=config, options=TrackOptions(now=NOW))
+    with store.session(write=True) as session:
+        relaxations.refresh(
+            session, exclusion_ids={e.id or 0 for e in session.exec(select(StoredExclusion))}
+        )
+    assert _specifier(_stored(store)["1.2"]) == expected
