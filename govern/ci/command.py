@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib.util
+import logging
 import os
 import shlex
 import signal
@@ -34,6 +35,9 @@ from govern.ci.base import (
 from govern.errors import ConfigError
 from govern.index.model import DistributionFile, FileKind
 from govern.redact import SECRET_NAME, redact, scrub, secret_forms
+
+# Progress of the slow steps (a fresh environment, the check): `govern verify` shows it.
+logger = logging.getLogger(__name__)
 
 PLACEHOLDERS = ("package", "version", "requirement", "constraints", "profile", "python")
 _KEYS = {"provider", "command", "shell", "isolated", "timeout", "log-limit", "workdir"}
@@ -208,7 +212,13 @@ class Command(Provider):
                     log,
                 )
             venv = scratch / "venv"
+            began = asyncio.get_running_loop().time()
+            logger.info(
+                "%s: building a fresh environment (download, pip install)", trial.requirement
+            )
             prepared = await self._prepare(trial, venv, constraints, env)
+            took = asyncio.get_running_loop().time() - began
+            logger.info("%s: environment ready in %.1f s", trial.requirement, took)
             log.append(prepared.log)
             if prepared.returncode != 0:
                 why = prepared.reason or _exit(prepared.returncode, _INSTALL_TIMEOUT)
@@ -250,6 +260,7 @@ class Command(Provider):
             checks.append(("import check", [python, "-c", _IMPORT_CHECK, trial.package]))
         passed = True
         detail = ""
+        logger.info("%s: running the %s", trial.requirement, " and the ".join(c[0] for c in checks))
         for label, argv in checks:
             log.append(self._clean(f"$ {shlex.join(argv)}\n"))
             output = await self._process(argv, env, self.timeout)

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import logging
+import sys
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -118,7 +122,7 @@ def verify(
         wait_timeout=wait_timeout,
         poll_interval=poll_interval,
     )
-    with application.store(db, config) as store:
+    with application.store(db, config) as store, _progress(fmt is ViewFormat.HUMAN):
         result = asyncio.run(application.verify_once(store, config, settings, options))
     if fmt is ViewFormat.JSON:
         _print_json({"schema": "govern.verify/1", **result.as_dict()})
@@ -128,6 +132,28 @@ def verify(
         raise GovernError(result.errors[0], tip="No run was counted as a pass or a fail.")
     if result.verdicts.get(CandidateStatus.FAILED.value):
         raise typer.Exit(1)
+
+
+@contextlib.contextmanager
+def _progress(shown: bool) -> Iterator[None]:
+    """The slow steps of local runs (a fresh environment, the check) as they happen, on
+    stderr, while the call runs (human output only: JSON stays one document)."""
+    if not shown:
+        yield
+        return
+    logger = logging.getLogger("govern.ci.command")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("  ... %(message)s"))
+    saved = (logger.level, logger.propagate)
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(saved[0])
+        logger.propagate = saved[1]
 
 
 def _forget(

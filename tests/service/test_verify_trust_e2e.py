@@ -117,6 +117,10 @@ def test_the_isolated_environment_has_pip(
     code, out, err = _verify(db, index, capsys, "--command", "{python} -m pip show {package}")
     assert code == 0, (out, err)
     assert "=> passed: 14.1.1 passed" in out
+    # Progress on stderr while the environment is built and the check runs.
+    assert "... cupy-demo==14.1.1: building a fresh environment" in err
+    assert "... cupy-demo==14.1.1: environment ready in" in err
+    assert "... cupy-demo==14.1.1: running the command" in err
     state, statuses, runs = _statuses(db)
     assert (state, statuses["14.1.1"]) == ("verified", "passed")
     assert runs == [("candidate", "", "passed")]
