@@ -44,6 +44,32 @@ from packaging.utils import canonicalize_name, parse_sdist_filename, parse_wheel
 
 from govern.demo.index import HTML_TYPE, JSON_TYPE, LEGACY_HTML_TYPE, negotiate
 
+# The media types and the negotiation are govern's demo index's, re-exported for the tests.
+__all__ = [
+    "HTML_TYPE",
+    "JSON_TYPE",
+    "LEGACY_HTML_TYPE",
+    "FaultServer",
+    "Handler",
+    "Hang",
+    "IndexFile",
+    "Redirect",
+    "Reply",
+    "RequireAuth",
+    "Served",
+    "StaticIndex",
+    "Stream",
+    "Truncated",
+    "free_port",
+    "hostile_html",
+    "html_page",
+    "http_date",
+    "json_page",
+    "negotiate",
+    "run_pypiserver",
+    "wait_for",
+]
+
 # -- the server machinery shared by both servers --------------------------------------------
 
 

@@ -66,10 +66,12 @@ def _verify(
 
 
 def _statuses(db: str) -> tuple[str, dict[str, str], list[tuple[str, str, str | None]]]:
+    """The exclusion's state, each candidate's status by version, each run (kind, version
+    tried when not the candidate's, conclusion), as strings."""
     with Store(db) as store, store.session() as session:
-        state = session.exec(select(StoredExclusion)).one().state
+        state = str(session.exec(select(StoredExclusion)).one().state)
         statuses = {
-            release.version: candidate.status
+            release.version: str(candidate.status)
             for candidate, release in session.exec(
                 select(Candidate, StoredRelease).join(
                     StoredRelease, col(StoredRelease.id) == col(Candidate.release_id)
