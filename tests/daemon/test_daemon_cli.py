@@ -386,30 +386,33 @@ def _whole_loop(
     db: str,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    argv = [str(root), "--db", db, "--index-url", index.url, "--poll-every", "1s"]
-    daemon = _Daemon(argv, root)  # no --propose-every: the default
+    once = ["daemon", str(root), "--db", db, "--index-url", index.url, "--once", "-f", "json"]
+    # Before the fix: the loop runs and has nothing to propose (1.1 is the broken one).
+    code, out, err = run_cli(once, capsys)
+    assert code == 0, err
+    first = next(e for e in _events(out) if e["event"] == "job" and e["job"] == "propose")
+    assert first["summary"] == "nothing to propose"
+    # The fix ships; a daemon with every interval at its default pushes the branch on its own.
+    files.append(IndexFile("demo-1.2-py3-none-any.whl"))
+    index.publish("demo", files, serial=2)
+    daemon = _Daemon([str(root), "--db", db, "--index-url", index.url], root)
     try:
         started = daemon.wait_for(lambda e: e["event"] == "started")
-        assert started["jobs"]["propose"] == "every 10m"
-        first = daemon.wait_for(_job("propose"))
-        assert first["summary"] == "nothing to propose"  # 1.1 is the broken one
-        # The fix ships while the daemon runs: the next poll names it.
-        files.append(IndexFile("demo-1.2-py3-none-any.whl"))
-        index.publish("demo", files, serial=2)
-        polled = daemon.wait_for(_job("poll", lambda e: e["detail"]["found"]))
+        assert started["jobs"] == {
+            "sync": "every 30m",
+            "poll": "every 30m",
+            "verify": "every 10m",
+            "propose": "every 10m",
+        }
+        polled = daemon.wait_for(_job("poll"))
         assert "new: demo 1.2 for <1.1" in polled["summary"]
+        verified = daemon.wait_for(_job("verify"))
+        assert "demo 1.2 passed => passed" in verified["summary"]
+        proposed = daemon.wait_for(_job("propose"))
+        assert proposed["summary"].startswith("1 sent: demo demo < 1.1 -> demo != 1.1")
     finally:
         code, err = daemon.stop()
     assert code == 0, err
-    # The next verify and propose runs are 10 minutes away: a run of the whole loop now.
-    code, out, err = run_cli(
-        ["daemon", str(root), "--db", db, "--index-url", index.url, "--once", "-f", "json"], capsys
-    )
-    assert code == 0, err
-    verified = next(e for e in _events(out) if e["event"] == "job" and e["job"] == "verify")
-    assert "demo 1.2 passed => passed" in verified["summary"]
-    proposed = next(e for e in _events(out) if e["event"] == "job" and e["job"] == "propose")
-    assert proposed["summary"].startswith("1 sent: demo demo < 1.1 -> demo != 1.1")
     branches = subprocess.run(
         ["git", "for-each-ref", "--format=%(refname:short)", "refs/heads"],
         cwd=bare,
@@ -428,9 +431,7 @@ def _whole_loop(
     ).stdout
     assert "demo != 1.1" in shown
     # Nothing new: "sent" only when something was sent.
-    code, out, err = run_cli(
-        ["daemon", str(root), "--db", db, "--index-url", index.url, "--once", "-f", "json"], capsys
-    )
+    code, out, err = run_cli(once, capsys)
     assert code == 0, err
     again = next(e for e in _events(out) if e["event"] == "job" and e["job"] == "propose")
     assert again["summary"] == "1 already proposed"
