@@ -17,7 +17,6 @@ from govern.cli.output import print_json as _print_json
 from govern.errors import UsageError
 from govern.exclusions.model import Kind
 from govern.exclusions.states import VERIFICATION_EVENTS, EventKind, State
-from govern.output.human import terminal
 from govern.text import line, visible
 
 if TYPE_CHECKING:
@@ -295,6 +294,8 @@ def status(
             else "no exclusions tracked yet: run `govern track`"
         )
         return
+    from govern.output.human import terminal  # only for this view: history stays light
+
     style = terminal()
     current_repo = None
     for view in views:
