@@ -19,6 +19,7 @@ from govern.errors import GovernError, UsageError
 from govern.redact import redact as redact_url
 
 if TYPE_CHECKING:
+    from govern.config import Config
     from govern.daemon.jobs import Job
     from govern.daemon.lock import Held
     from govern.daemon.runner import Daemon
@@ -54,9 +55,10 @@ def _human(event: dict[str, Any]) -> str:
     if kind == "job":
         state = "ok" if event["ok"] else "FAILED"
         upcoming = f"; next {event['next_run_at']}" if event.get("next_run_at") else ""
+        woken = f"; {' and '.join(event['then'])} now" if event.get("then") else ""
         return (
             f"{event['job']} {state} in {event['duration_seconds']:.2f} s: "
-            f"{event['summary']}{upcoming}"
+            f"{event['summary']}{upcoming}{woken}"
         )
     if kind == "started":
         jobs = ", ".join(f"{name} {what}" for name, what in event["jobs"].items())
@@ -91,6 +93,23 @@ def _roots(paths: list[Path]) -> list[Path]:
             )
         roots.append(path.resolve())
     return roots
+
+
+def _proposes(config: Config, roots: list[Path], config_file: Path | None) -> bool:
+    """Whether a proposal or reminder channel is configured: ``[propose]`` or ``[notify]``
+    here, or in a repository the daemon syncs (each is proposed for as its own
+    configuration says)."""
+    from govern import application
+
+    if config.proposes:
+        return True
+    for root in roots:
+        try:
+            if application.settings(config_file, root).proposes:
+                return True
+        except GovernError:  # unreadable: the sync reports it on its line, each run
+            continue
+    return False
 
 
 def daemon(
@@ -163,7 +182,7 @@ def daemon(
     config = application.settings(config_file)
     auto_propose = propose_every.strip().lower() == "auto"
     if auto_propose:
-        propose_every = _PROPOSE_EVERY if config.proposes else "off"
+        propose_every = _PROPOSE_EVERY if _proposes(config, roots, config_file) else "off"
     every = {
         "sync": parse_every(sync_every, "--sync-every"),
         "poll": parse_every(poll_every, "--poll-every"),
@@ -177,7 +196,7 @@ def daemon(
     why_off: dict[str, str] = {}
     if not roots:
         why_off["sync"] = "no repository given"
-    if auto_propose and not config.proposes:
+    if auto_propose and every["propose"] is None:
         why_off["propose"] = "no [propose] or [notify] configured: nowhere to propose to"
     if not config.ci:
         why_off["verify"] = "no CI provider configured"

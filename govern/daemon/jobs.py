@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 import threading
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
@@ -15,7 +16,7 @@ from govern import application
 from govern.errors import GovernError
 from govern.exclusions.states import RunState
 from govern.service.poll import poll_index
-from govern.service.propose import ProposeResult
+from govern.service.propose import Outcome, ProposeResult
 from govern.service.track import TrackOptions, track
 from govern.service.verify import VerifyOptions, VerifyResult
 from govern.text import line
@@ -30,11 +31,14 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, slots=True)
 class JobOutcome:
-    """How one run of a job went: ``ok`` is False when it could not do its work."""
+    """How one run of a job went: ``ok`` is False when it could not do its work; ``then``
+    names the jobs it made work for (a new candidate to verify, a pass to propose), which
+    the daemon runs next rather than at their own time."""
 
     ok: bool
     summary: str
     detail: dict[str, Any] = field(default_factory=dict)
+    then: tuple[str, ...] = ()
 
 
 Job = Callable[[], Awaitable[JobOutcome]]
@@ -136,7 +140,8 @@ class PollJob:
         if result.unavailable:
             _package, reason = result.failures[0]
             summary += f" (the index answered none: {reason})"
-        return JobOutcome(not result.unavailable, summary, result.as_dict())
+        then = ("verify",) if result.found else ()
+        return JobOutcome(not result.unavailable, summary, result.as_dict(), then)
 
 
 class SyncJob:
@@ -182,7 +187,10 @@ class SyncJob:
         summary = f"{len(self._roots)} repositories, {events} events"
         if failed:
             summary += f", {len(failed)} failed ({'; '.join(failed)})"
-        return JobOutcome(not failed, summary, {"repositories": repositories})
+        # A line added, back or changed may have a release out already: the poll looks now.
+        fresh = sum(int(r.get(k, 0)) for r in repositories for k in ("added", "restored", "changed"))
+        then = ("poll",) if fresh else ()
+        return JobOutcome(not failed, summary, {"repositories": repositories}, then)
 
 
 class VerifyJob:
@@ -229,7 +237,8 @@ def verify_outcome(result: VerifyResult) -> JobOutcome:
         summary += f": {_names(ended)}"
     if result.errors:
         summary += f"; {len(result.errors)} errors (first: {result.errors[0]})"
-    return JobOutcome(not result.auth_failed, summary, result.as_dict())
+    then = ("propose",) if result.verdicts.get("passed") else ()
+    return JobOutcome(not result.auth_failed, summary, result.as_dict(), then)
 
 
 class ProposeJob:
@@ -249,6 +258,32 @@ class ProposeJob:
         )
 
 
+# A requirement's name and extras, before its specifier (PEP 508's name, loosely: a line
+# govern could not read this way is shown whole).
+_NAME = re.compile(r"\s*[A-Za-z0-9][A-Za-z0-9._-]*\s*(?:\[[^\]]*\])?\s*")
+
+
+def _specifier(requirement: str | None) -> str:
+    """``< 14.1.0`` from ``cupy-cuda13x < 14.1.0; python_version >= '3.10'``, as written."""
+    if requirement is None:
+        return "?"
+    name = _NAME.match(requirement)
+    spec = requirement[name.end() :] if name else requirement
+    spec = spec.split(";", 1)[0].strip()
+    return spec or requirement.strip()
+
+
+def _sent(outcome: Outcome) -> str:
+    """``cupy-cuda13x < 14.1.0 -> != 14.1.0 pushed govern/relax/...``: what was sent, where."""
+    said = f"{outcome.ref.package} {_specifier(outcome.ref.requirement)} -> "
+    said += _specifier(outcome.new)
+    if outcome.url:
+        said += f" opened {outcome.url}"
+    elif outcome.branch:
+        said += f" pushed {outcome.branch}"
+    return said
+
+
 def propose_outcome(result: ProposeResult) -> JobOutcome:
     """A propose run as an outcome: "sent" names only what this run sent; a proposal sent
     before and read again is "already proposed"."""
@@ -257,12 +292,7 @@ def propose_outcome(result: ProposeResult) -> JobOutcome:
     rest = [p for p in result.proposals if p.state != RunState.SENT]
     parts = []
     if sent:
-        named = [
-            f"{p.ref.package} {p.ref.requirement} -> {p.new}"
-            + (f" ({p.url or p.branch})" if p.url or p.branch else "")
-            for p in sent
-        ]
-        parts.append(f"{len(sent)} sent: {_names(named)}")
+        parts.append(f"{len(sent)} sent: {_names([_sent(p) for p in sent])}")
     if again:
         parts.append(f"{len(again)} already proposed")
     states = [p.state for p in rest]

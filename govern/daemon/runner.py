@@ -174,6 +174,19 @@ class Daemon:
         job = self._scheduler.get_job(name)
         return job.next_run_time if job is not None else None
 
+    def _wake(self, names: tuple[str, ...]) -> tuple[str, ...]:
+        """Make the jobs a run found work for due now (a candidate found is verified, a
+        pass proposed, without waiting for their own intervals, which start again from
+        that run); the ones woken. At start the first round runs them in order anyway."""
+        if self._scheduler is None or self._stop is None or self._stop.is_set():
+            return ()
+        woken = []
+        for name in names:
+            if name in self.jobs and self._scheduler.get_job(name) is not None:
+                self._scheduler.modify_job(name, next_run_time=_now())
+                woken.append(name)
+        return tuple(woken)
+
     async def _scheduled(self, name: str) -> None:
         """A run the scheduler starts; cut off at the end of the grace period, it ends
         quietly (the daemon reports the cut; APScheduler would log it as a job error)."""
@@ -211,6 +224,7 @@ class Daemon:
                         traceback.print_exc(file=sys.stderr)
                     outcome = JobOutcome(False, f"internal error: {type(exc).__name__}: {exc}")
                 elapsed = time.monotonic() - began
+            then = self._wake(outcome.then)
             self.report(
                 {
                     "event": "job",
@@ -221,6 +235,7 @@ class Daemon:
                     "summary": outcome.summary,
                     "every": describe(every),
                     "next_run_at": _stamp(self.next_run(name)),
+                    "then": list(then),
                     "detail": outcome.detail,
                 }
             )

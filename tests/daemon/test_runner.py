@@ -122,6 +122,41 @@ def test_jobs_run_again_on_their_interval_one_at_a_time() -> None:
         assert began >= ended - 0.01, "two jobs ran at once"
 
 
+def test_a_run_that_finds_work_for_the_next_job_runs_it_at_once() -> None:
+    """A poll that finds a candidate has verify run now, not at verify's own time; a
+    poll that finds nothing wakes nobody."""
+    seen = _Recorder()
+    polls = 0
+
+    async def poll() -> JobOutcome:
+        nonlocal polls
+        polls += 1
+        seen.runs.append(("poll", time.monotonic(), time.monotonic()))
+        return JobOutcome(True, f"poll {polls}", then=("verify", "absent") if polls == 2 else ())
+
+    daemon = Daemon({"poll": (poll, 1), "verify": (seen.job("verify"), 3600)}, seen.report)
+    assert _run_for(daemon, 3.5) is True
+    names = [name for name, _, _ in seen.runs]
+    assert names.count("verify") == 2, names  # at start, then woken by the second poll
+    woken = names.index("verify", 2)
+    assert names[woken - 1] == "poll"
+    reports = seen.jobs("poll")
+    assert [r["then"] for r in reports[:3]] == [[], ["verify"], []]  # only jobs it has
+    assert seen.jobs("verify")[1]["next_run_at"] > reports[1]["started_at"]
+
+
+def test_once_wakes_nobody() -> None:
+    seen = _Recorder()
+
+    async def poll() -> JobOutcome:
+        return JobOutcome(True, "found", then=("verify",))
+
+    daemon = Daemon({"poll": (poll, 60), "verify": (seen.job("verify"), 60)}, seen.report)
+    assert asyncio.run(daemon.run(once=True)) is True
+    assert [name for name, _, _ in seen.runs] == ["verify"]  # its turn in the round, once
+    assert seen.jobs("poll")[0]["then"] == []
+
+
 def test_a_failing_job_is_reported_and_runs_again() -> None:
     seen = _Recorder()
     daemon = Daemon(
