@@ -188,7 +188,7 @@ class SyncJob:
         if failed:
             summary += f", {len(failed)} failed ({'; '.join(failed)})"
         # A line added, back or changed may have a release out already: the poll looks now.
-        fresh = sum(int(r.get(k, 0)) for r in repositories for k in ("added", "restored", "changed"))
+        fresh = any(r.get(k) for r in repositories for k in ("added", "restored", "changed"))
         then = ("poll",) if fresh else ()
         return JobOutcome(not failed, summary, {"repositories": repositories}, then)
 

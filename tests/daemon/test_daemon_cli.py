@@ -165,18 +165,20 @@ def test_without_an_index_the_poll_cannot_run(
 class _Daemon:
     """``python -m govern daemon ... -f json`` in its own process, its events read as they come."""
 
-    def __init__(self, argv: list[str], cwd: Path) -> None:
+    def __init__(self, argv: list[str], cwd: Path, fmt: str = "json") -> None:
         env = {**os.environ, "PIP_CONFIG_FILE": "/dev/null", "PYTHONUNBUFFERED": "1"}
         env.pop("PIP_INDEX_URL", None)
+        # json: each event a dict; human: each a log line (its timestamp, 20 characters, first)
+        self._parse: Any = json.loads if fmt == "json" else (lambda line: line.rstrip("\n"))
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "govern", "daemon", *argv, "-f", "json"],
+            [sys.executable, "-m", "govern", "daemon", *argv, "-f", fmt],
             cwd=cwd,
             env=env,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
         )
-        self.events: list[dict[str, Any]] = []
+        self.events: list[Any] = []
         self._lines: queue.Queue[str | None] = queue.Queue()
         self._ended = False  # the end of its output was read
         threading.Thread(target=self._read, daemon=True).start()
@@ -187,7 +189,7 @@ class _Daemon:
             self._lines.put(line)
         self._lines.put(None)
 
-    def wait_for(self, test: Any, timeout: float = 30.0) -> dict[str, Any]:
+    def wait_for(self, test: Any, timeout: float = 30.0) -> Any:
         """The first event (from now on) that ``test`` accepts."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -198,7 +200,7 @@ class _Daemon:
             if line is None:
                 self._ended = True
                 break
-            event: dict[str, Any] = json.loads(line)
+            event = self._parse(line)
             self.events.append(event)
             if test(event):
                 return event
@@ -220,7 +222,7 @@ class _Daemon:
             if line is None:
                 self._ended = True
             else:
-                self.events.append(json.loads(line))
+                self.events.append(self._parse(line))
         assert self.process.stderr is not None
         return code, self.process.stderr.read()
 
@@ -336,103 +338,124 @@ def test_a_store_migrated_by_another_govern_stops_the_daemon(
     assert "govern: error:" in err
 
 
+CAP = "# 14.1.0 imports pytest at import time and breaks the images\ncupy-cuda13x < 14.1.0\n"
+SAY_CUPY = SAY.replace("demo==", "cupy-cuda13x==")
+LOCAL_CI = (
+    f'verify-with = "local"\n[ci.local]\nprovider = "command"\ncommand = {json.dumps(SAY_CUPY)}\n'
+)
+
+
 @pytest.fixture
-def clone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
-    """(a bare origin, the user's clone of it): ``demo < 1.1`` on main, a local check that
-    passes with evidence, and a [propose] section (via git): the whole loop configured."""
+def clone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path, Path]:
+    """(a bare origin, the user's clone of it, the daemon's own directory): the cap on
+    main with its reason and a [propose] section (via git) in the repository, a local
+    check that passes with evidence in the daemon's configuration: the whole loop
+    configured, as a service runs it beside the checkouts it keeps."""
     seed = Repo(tmp_path / "seed")
-    (seed.root / "requirements.txt").write_text(
-        "# demo 1.1 crashed on import\ndemo < 1.1\n", encoding="utf-8"
-    )
-    (seed.root / ".govern.toml").write_text(
-        f'verify-with = "local"\n[ci.local]\nprovider = "command"\ncommand = {json.dumps(SAY)}\n'
-        '[propose]\nvia = "git"\n',
-        encoding="utf-8",
-    )
+    (seed.root / "requirements.txt").write_text(CAP, encoding="utf-8")
+    (seed.root / ".govern.toml").write_text('[propose]\nvia = "git"\n', encoding="utf-8")
     seed.git("add", "-A")
-    seed.git("commit", "-q", "-m", "cap demo")
+    seed.git("commit", "-q", "-m", "cap cupy-cuda13x")
     bare = tmp_path / "origin.git"
     seed.git("clone", "-q", "--bare", str(seed.root), str(bare))
     root = tmp_path / "clone"
     seed.git("clone", "-q", str(bare), str(root))
-    monkeypatch.chdir(root)
+    service = tmp_path / "service"
+    service.mkdir()
+    (service / ".govern.toml").write_text(LOCAL_CI, encoding="utf-8")
+    monkeypatch.chdir(service)
     monkeypatch.setenv("PIP_CONFIG_FILE", "/dev/null")
     monkeypatch.delenv("PIP_INDEX_URL", raising=False)
     for key, value in seed.env("2024-01-01T00:00:00+00:00", "Ada Lovelace").items():
         if key.startswith("GIT_"):
             monkeypatch.setenv(key, value)
-    return bare, root
+    return bare, root, service
 
 
-def test_with_a_propose_section_the_daemon_runs_the_whole_loop_by_default(
-    clone: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    bare, root = clone
-    db = f"sqlite:///{tmp_path / 'govern.db'}"
-    files = [IndexFile(f"demo-{v}-py3-none-any.whl") for v in ("1.0", "1.1")]
-    index = StaticIndex(tmp_path / "index", {"demo": files})
-    index.start()
-    try:
-        _whole_loop(index, files, bare, root, db, capsys)
-    finally:
-        index.stop()
-
-
-def _whole_loop(
-    index: StaticIndex,
-    files: list[IndexFile],
-    bare: Path,
-    root: Path,
-    db: str,
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    once = ["daemon", str(root), "--db", db, "--index-url", index.url, "--once", "-f", "json"]
-    # Before the fix: the loop runs and has nothing to propose (1.1 is the broken one).
-    code, out, err = run_cli(once, capsys)
-    assert code == 0, err
-    first = next(e for e in _events(out) if e["event"] == "job" and e["job"] == "propose")
-    assert first["summary"] == "nothing to propose"
-    # The fix ships; a daemon with every interval at its default pushes the branch on its own.
-    files.append(IndexFile("demo-1.2-py3-none-any.whl"))
-    index.publish("demo", files, serial=2)
-    daemon = _Daemon([str(root), "--db", db, "--index-url", index.url], root)
-    try:
-        started = daemon.wait_for(lambda e: e["event"] == "started")
-        assert started["jobs"] == {
-            "sync": "every 30m",
-            "poll": "every 30m",
-            "verify": "every 10m",
-            "propose": "every 10m",
-        }
-        polled = daemon.wait_for(_job("poll"))
-        assert "new: demo 1.2 for <1.1" in polled["summary"]
-        verified = daemon.wait_for(_job("verify"))
-        assert "demo 1.2 passed => passed" in verified["summary"]
-        proposed = daemon.wait_for(_job("propose"))
-        assert proposed["summary"].startswith("1 sent: demo demo < 1.1 -> demo != 1.1")
-    finally:
-        code, err = daemon.stop()
-    assert code == 0, err
-    branches = subprocess.run(
-        ["git", "for-each-ref", "--format=%(refname:short)", "refs/heads"],
-        cwd=bare,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split()
-    relaxing = [b for b in branches if b != "main"]
-    assert len(relaxing) == 1
-    shown = subprocess.run(
-        ["git", "show", f"{relaxing[0]}:requirements.txt"],
-        cwd=bare,
-        capture_output=True,
-        text=True,
-        check=True,
+def _git(cwd: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", *args], cwd=cwd, capture_output=True, text=True, check=True
     ).stdout
-    assert "demo != 1.1" in shown
-    # Nothing new: "sent" only when something was sent.
-    code, out, err = run_cli(once, capsys)
+
+
+def test_a_running_daemon_with_default_intervals_pushes_the_fix_once_it_is_published(
+    clone: tuple[Path, Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The CuPy story, as a service lives it: a daemon started with only a quick poll
+    (verify and propose at their defaults, proposing on because the repository has a
+    [propose] section) sees 14.1.1 published while it runs, verifies it and pushes the
+    branch relaxing the cap to != 14.1.0 without waiting for verify's or propose's own
+    time; SIGTERM stops it cleanly. Its log names the package and versions, and "sent"
+    appears only for the run that pushed."""
+    bare, root, service = clone
+    db = f"sqlite:///{tmp_path / 'govern.db'}"
+    files = [IndexFile(f"cupy_cuda13x-{v}-py3-none-any.whl") for v in ("14.0.1", "14.1.0")]
+    with StaticIndex(tmp_path / "index", {"cupy-cuda13x": files}) as index:
+        argv = [str(root), "--db", db, "--index-url", index.url]
+        daemon = _Daemon([*argv, "--poll-every", "2s"], service, fmt="human")
+        try:
+            started = daemon.wait_for(lambda e: "govern daemon started" in e)
+            assert "sync every 30m, poll every 2s, verify every 10m, propose every 10m" in started
+            first = daemon.wait_for(lambda e: e.startswith("propose ", 21))
+            assert "propose ok" in first
+            assert "nothing to propose" in first
+            # The fix ships while the daemon runs.
+            files.append(IndexFile("cupy_cuda13x-14.1.1-py3-none-any.whl"))
+            index.publish("cupy-cuda13x", files, serial=2)
+            polled = daemon.wait_for(lambda e: "new: " in e)
+            assert "poll ok" in polled
+            assert "new: cupy-cuda13x 14.1.1 for <14.1.0" in polled
+            assert polled.endswith("; verify now")
+            verified = daemon.wait_for(lambda e: e.startswith("verify ", 21))
+            assert "verify ok" in verified
+            assert "cupy-cuda13x 14.1.1 passed => passed" in verified
+            assert verified.endswith("; propose now")
+            proposed = daemon.wait_for(lambda e: e.startswith("propose ", 21))
+            assert "propose ok" in proposed
+            assert "1 sent: cupy-cuda13x < 14.1.0 -> != 14.1.0 pushed govern/relax/" in proposed
+            # The next poll has nothing new: it wakes nobody.
+            quiet = daemon.wait_for(lambda e: e.startswith("poll ", 21))
+            assert "0 new candidates" in quiet
+            assert not quiet.endswith("now")
+        finally:
+            code, err = daemon.stop()
+        assert code == 0, err
+        log = daemon.events
+        assert "SIGTERM: stopping after the running job (again to stop now)" in log[-2]
+        assert log[-1].endswith("govern daemon stopped")
+        assert sum(" sent: " in e for e in log) == 1
+        branches = _git(bare, "for-each-ref", "--format=%(refname:short)", "refs/heads").split()
+        relaxing = [b for b in branches if b != "main"]
+        assert len(relaxing) == 1
+        assert relaxing[0] in proposed
+        shown = _git(bare, "show", f"{relaxing[0]}:requirements.txt")
+        assert "cupy-cuda13x != 14.1.0" in shown
+        assert "14.1.0 imports pytest" in shown  # the reason stays
+        # Another tick with nothing new: the proposal is read again, never "sent" again.
+        code, out, err = run_cli(["daemon", *argv, "--once"], capsys)
     assert code == 0, err
-    again = next(e for e in _events(out) if e["event"] == "job" and e["job"] == "propose")
-    assert again["summary"] == "1 already proposed"
-    assert "sent" not in again["summary"]
+    again = next(line for line in out.splitlines() if line[21:].startswith("propose "))
+    assert "propose ok in" in again
+    assert "1 already proposed" in again
+    assert "sent" not in again
+    assert _git(bare, "for-each-ref", "--format=%(refname:short)", "refs/heads").split() == (
+        branches
+    )
+
+
+def test_without_a_channel_proposing_stays_off_and_says_why(
+    clone: tuple[Path, Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _bare, root, _service = clone
+    (root / ".govern.toml").unlink()
+    files = [IndexFile(f"cupy_cuda13x-{v}-py3-none-any.whl") for v in ("14.0.1", "14.1.0")]
+    with StaticIndex(tmp_path / "index", {"cupy-cuda13x": files}) as index:
+        argv = [str(root), "--db", f"sqlite:///{tmp_path / 'g.db'}", "--index-url", index.url]
+        code, out, err = run_cli(["daemon", *argv, "--once"], capsys)
+        assert code == 0, err
+        assert "propose off (no [propose] or [notify] configured: nowhere to propose to)" in out
+        # Asked for, it runs all the same (and has nothing to send).
+        code, out, err = run_cli(["daemon", *argv, "--once", "--propose-every", "1h"], capsys)
+    assert code == 0, err
+    assert "propose every 1h" in out
+    assert "nothing to propose" in out
