@@ -443,14 +443,20 @@ def test_a_running_daemon_with_default_intervals_pushes_the_fix_once_it_is_publi
     )
 
 
-def test_without_a_channel_proposing_stays_off_and_says_why(
+def test_proposing_follows_the_channels_configured_and_the_option(
     clone: tuple[Path, Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     _bare, root, _service = clone
-    (root / ".govern.toml").unlink()
     files = [IndexFile(f"cupy_cuda13x-{v}-py3-none-any.whl") for v in ("14.0.1", "14.1.0")]
     with StaticIndex(tmp_path / "index", {"cupy-cuda13x": files}) as index:
         argv = [str(root), "--db", f"sqlite:///{tmp_path / 'g.db'}", "--index-url", index.url]
+        # A [propose] section, and proposing turned off all the same.
+        code, out, err = run_cli(["daemon", *argv, "--once", "--propose-every", "0"], capsys)
+        assert code == 0, err
+        assert "propose off (--propose-every off)" in out
+        assert "propose ok" not in out
+        # No channel anywhere: off, and the line says why.
+        (root / ".govern.toml").unlink()
         code, out, err = run_cli(["daemon", *argv, "--once"], capsys)
         assert code == 0, err
         assert "propose off (no [propose] or [notify] configured: nowhere to propose to)" in out
