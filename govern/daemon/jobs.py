@@ -102,10 +102,10 @@ def run_until_stopped(make: Callable[[], Coroutine[Any, Any, T]], stop: threadin
     return asyncio.run(main())
 
 
-def _names(items: Sequence[str], limit: int = 5) -> str:
+def _names(items: Sequence[str], limit: int = 5, width: int = 160) -> str:
     """Names and versions for a log line, each made one visible, bounded line (they come
     from repositories and the index), at most ``limit`` then a count."""
-    shown = [line(item, 160) for item in items[:limit]]
+    shown = [line(item, width) for item in items[:limit]]
     more = f" and {len(items) - limit} more" if len(items) > limit else ""
     return ", ".join(shown) + more
 
@@ -139,7 +139,7 @@ class PollJob:
             summary += f"; settled: {_names(settled)}"
         if result.unavailable:
             _package, reason = result.failures[0]
-            summary += f" (the index answered none: {reason})"
+            summary += f" (the index answered none: {line(reason, 300)})"
         then = ("verify",) if result.found else ()
         return JobOutcome(not result.unavailable, summary, result.as_dict(), then)
 
@@ -186,7 +186,7 @@ class SyncJob:
         events = sum(int(r.get("events", 0)) for r in repositories)
         summary = f"{len(self._roots)} repositories, {events} events"
         if failed:
-            summary += f", {len(failed)} failed ({'; '.join(failed)})"
+            summary += f", {len(failed)} failed ({_names(failed, limit=3, width=300)})"
         # A line added, back or changed may have a release out already: the poll looks now.
         fresh = any(r.get(k) for r in repositories for k in ("added", "restored", "changed"))
         then = ("poll",) if fresh else ()
@@ -236,7 +236,7 @@ def verify_outcome(result: VerifyResult) -> JobOutcome:
     if ended:
         summary += f": {_names(ended)}"
     if result.errors:
-        summary += f"; {len(result.errors)} errors (first: {result.errors[0]})"
+        summary += f"; {len(result.errors)} errors (first: {line(result.errors[0], 300)})"
     then = ("propose",) if result.verdicts.get("passed") else ()
     return JobOutcome(not result.auth_failed, summary, result.as_dict(), then)
 

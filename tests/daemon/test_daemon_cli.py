@@ -252,6 +252,7 @@ def test_a_daemon_polls_on_its_interval_picks_up_changes_and_stops_on_sigterm(
             _job("sync", lambda e: e["detail"]["repositories"][0]["changed"] == 1)
         )
         assert changed["ok"]
+        assert changed["then"] == ["poll"]  # a changed line is looked up at once
         # A second daemon on the same store is refused while this one runs.
         code, _, err = run_cli(["daemon", *argv, "--once"], capsys)
         assert code == 2
