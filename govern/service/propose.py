@@ -335,6 +335,7 @@ class Proposer:
                 message=reminded.message,
                 url=reminded.url,
                 body=reminded.body,
+                sent_now=reminded.sent_now,
             )
         relaxation = work.relaxation
         if relaxation is None or relaxation.specifier is None:

@@ -51,6 +51,7 @@ class Reminded:
     message: str
     url: str | None = None
     body: str | None = None
+    sent_now: bool = False  # this call sent it on some channel (not: found sent before)
 
 
 def _line(name: str, where: str, done: outbox.Delivered) -> str:
@@ -141,7 +142,7 @@ async def remind(
     proposal_id = _proposal(store, work, now)
     lines: list[str] = []
     sent: list[str] = []
-    failed = aside = False
+    failed = aside = sent_now = False
     url: str | None = None
     for notifier, where in targets:
         if isinstance(where, Skipped):
@@ -157,6 +158,7 @@ async def remind(
         lines.append(_line(notifier.name, where, done))
         if done.state is OutboxState.SENT:
             sent.append(notifier.name)
+            sent_now = sent_now or done.sent_now
             url = url or (done.result.get("url") if notifier.name == "issue" else None)
         elif done.elsewhere:
             aside = True
@@ -168,6 +170,7 @@ async def remind(
         _state(bool(sent), failed, aside),
         "; ".join([*lines, *skipped]),
         url=url,
+        sent_now=sent_now,
     )
 
 

@@ -240,10 +240,11 @@ def test_three_runs_send_one_comment_one_chat_message_and_one_email(
 
 
 def test_a_newer_verified_version_is_reminded_once_more(store: Store, world: World) -> None:
-    propose(store, world)
+    assert propose(store, world).proposals[0].sent_now  # sent by this run
     verify(store, "14.1.2")
-    for _ in range(2):
-        result = propose(store, world)
+    results = [propose(store, world) for _ in range(2)]
+    assert [r.proposals[0].sent_now for r in results] == [True, False]  # read again: not sent
+    result = results[-1]
     assert result.proposals[0].state == "sent"
     assert world.counts() == (2, 2, 2)
     assert [e.detail["version"] for e in events(store, EventKind.REMINDED)] == [
