@@ -215,7 +215,7 @@ def verifier(
     Every configured secret (:func:`configured_secrets`) is scrubbed out of what it stores;
     ``clock``: the time (default: now, in UTC)."""
     from govern.service.verify import Verifier
-    from govern.store.models import utcnow
+    from govern.store.columns import utcnow
 
     return Verifier(
         store,

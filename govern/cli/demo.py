@@ -49,8 +49,8 @@ def demo(
     from govern.cli.track import print_threads
     from govern.demo.index import LocalIndex
     from govern.demo.world import BROKEN, PACKAGE, Workspace, run_loop
+    from govern.store.columns import utcnow
     from govern.store.history import threads
-    from govern.store.models import utcnow
 
     if serve:
         from govern.cli.web import require_web_stack

@@ -21,7 +21,7 @@ from govern.text import line, visible
 
 if TYPE_CHECKING:
     from govern.store.db import Store
-    from govern.store.models import EventPublic, ThreadPublic
+    from govern.store.views import EventPublic, ThreadPublic
 
 db_app = typer.Typer(help="The store's schema: upgrade, downgrade, show the revision.")
 
@@ -266,7 +266,7 @@ def status(
     fmt: FormatOption = ViewFormat.HUMAN,
 ) -> None:
     """The tracked exclusions: state, age, reason and owner."""
-    from govern.store.models import utcnow
+    from govern.store.columns import utcnow
     from govern.store.queries import exclusions
 
     kinds = _check_choices(kind, _KINDS, "--kind")
@@ -284,7 +284,9 @@ def status(
             include_ended=all_,
         )
     if fmt is ViewFormat.JSON:
-        shown = [v.model_dump(mode="json") for v in views]
+        from govern.store.views import as_json
+
+        shown = as_json(views)
         _print_json({"schema": "govern.status/1", "exclusions": shown})
         return
     if not views:
@@ -333,13 +335,15 @@ def history(
 ) -> None:
     """The governance thread: when each exclusion appeared and changed, in which commit
     and pull request, with its reasons and links."""
+    from govern.store.columns import utcnow
     from govern.store.history import threads
-    from govern.store.models import utcnow
 
     with _open(db) as store, store.session() as session:
         found = threads(session, query=query, now=utcnow())
     if fmt is ViewFormat.JSON:
-        shown = [t.model_dump(mode="json") for t in found]
+        from govern.store.views import as_json
+
+        shown = as_json(found)
         _print_json({"schema": "govern.history/1", "query": query, "threads": shown})
         return
     if not found:

@@ -146,7 +146,7 @@ class ReportFormat(enum.StrEnum):
 
 
 def _collect(store: Store) -> dict[str, Any]:
-    from govern.store.models import utcnow
+    from govern.store.columns import utcnow
     from govern.store.pending import attention, relaxable
 
     now = utcnow()
@@ -169,12 +169,14 @@ def dashboard(
         found = _collect(store)
     pending, attention = found["pending"], found["attention"]
     if fmt is ViewFormat.JSON:
+        from govern.store.views import as_json
+
         _print_json(
             {
                 "schema": "govern.dashboard/1",
-                "pending": [item.model_dump(mode="json") for item in pending.items],
+                "pending": as_json(pending.items),
                 "pending_total": pending.total,
-                "awaiting_review": [r.model_dump(mode="json") for r in pending.awaiting_review],
+                "awaiting_review": as_json(pending.awaiting_review),
                 "overdue_total": attention["overdue_total"],
                 "held_total": attention["held_total"],
                 "failed": [{**f, "finished": str(f["finished"])} for f in attention["failed"]],

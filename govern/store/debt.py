@@ -10,7 +10,8 @@ from datetime import date, datetime, timedelta
 from sqlmodel import Session, col, select
 
 from govern.exclusions.model import SubKind
-from govern.store.models import DebtDay, StoredExclusion, as_utc
+from govern.store.models import StoredExclusion, as_utc
+from govern.store.views import DebtDay
 
 
 def debt(session: Session, *, now: datetime, days: int = 180) -> tuple[list[DebtDay], list[float]]:
@@ -53,9 +54,7 @@ def debt(session: Session, *, now: datetime, days: int = 180) -> tuple[list[Debt
                 if first <= moment and (removed is None or removed > moment)
             ]
             median = round(statistics.median(ages), 1) if ages else None
-        series.append(
-            DebtDay.model_construct(day=day, count=max(0, running), median_age_days=median)
-        )
+        series.append(DebtDay(day=day, count=max(0, running), median_age_days=median))
     ages_now = [
         max(0.0, (now - first).total_seconds() / 86400)
         for first, removed in spans

@@ -15,19 +15,12 @@ from sqlmodel import Session, col, select
 from govern.store import outbox
 from govern.store.models import (
     Candidate,
-    CandidatePublic,
     Event,
-    EventPublic,
-    ExclusionDetail,
-    ExclusionPublic,
     Proposal,
-    ProposalPublic,
     StoredAnnotation,
     StoredExclusion,
     StoredRelease,
-    ThreadPublic,
     Verification,
-    VerificationPublic,
     as_utc,
 )
 from govern.store.queries import (
@@ -37,6 +30,15 @@ from govern.store.queries import (
     like_literal,
     newest_first,
     ordered_rows,
+)
+from govern.store.views import (
+    CandidatePublic,
+    EventPublic,
+    ExclusionDetail,
+    ExclusionPublic,
+    ProposalPublic,
+    ThreadPublic,
+    VerificationPublic,
 )
 
 _BATCH = 500
@@ -88,7 +90,7 @@ def threads(session: Session, *, query: str, now: datetime) -> list[ThreadPublic
         )
         linked = sorted({link for m in members for n in notes.get(m, []) for link in n.links})
         out.append(
-            ThreadPublic.model_construct(
+            ThreadPublic(
                 exclusions=[shown[m] for m in ordered],
                 links=linked,
                 events=[event for _, _, event in timeline],
@@ -209,7 +211,7 @@ def _timeline(
             note = candidate
     if note is None and notes:
         note = notes[0]
-    return EventPublic.model_construct(
+    return EventPublic(
         at=at,
         kind=event.kind,
         exclusion=exclusion.id,
@@ -235,7 +237,7 @@ def detail(session: Session, *, key: str, now: datetime) -> ExclusionDetail | No
         return None
     found = threads(session, query=key, now=now)
     events = sorted((e for t in found for e in t.events), key=lambda e: e.at)
-    return ExclusionDetail.model_construct(
+    return ExclusionDetail(
         exclusion=exclusion_public(row, now=now),
         thread=events,
         candidates=candidates_of(session, exclusion_id=row[0].id),
@@ -259,7 +261,7 @@ def candidates_of(session: Session, *, exclusion_id: int) -> list[CandidatePubli
             .order_by(col(Verification.id))
         ):
             runs[v.candidate_id].append(
-                VerificationPublic.model_construct(
+                VerificationPublic(
                     provider=v.provider,
                     kind=v.kind,
                     version=v.version,
@@ -274,7 +276,7 @@ def candidates_of(session: Session, *, exclusion_id: int) -> list[CandidatePubli
                 )
             )
     shown = [
-        CandidatePublic.model_construct(
+        CandidatePublic(
             version=release.version,
             profile=candidate.profile,
             role=candidate.role,
@@ -299,7 +301,7 @@ def proposals_of(session: Session, *, exclusion_id: int) -> list[ProposalPublic]
     ).all()
     sent = outbox.deliveries_of(session, proposal_ids=[p.id for p in rows if p.id is not None])
     return [
-        ProposalPublic.model_construct(
+        ProposalPublic(
             kind=p.kind,
             state=p.state,
             new_clause=p.new_clause,

@@ -5,16 +5,13 @@ Notes: docs/internals.md#store, docs/design.md#vocabulary.
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime
+from datetime import date, datetime
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import Any
 
-from pydantic import PlainSerializer, computed_field
 from sqlalchemy import (
     JSON,
     Column,
-    DateTime,
-    Dialect,
     Index,
     String,
     Text,
@@ -22,7 +19,6 @@ from sqlalchemy import (
     event,
 )
 from sqlalchemy.orm import Session as OrmSession
-from sqlalchemy.types import TypeDecorator
 from sqlmodel import Field, SQLModel
 
 from govern.exclusions.model import Kind, SubKind
@@ -38,6 +34,8 @@ from govern.exclusions.states import (
     State,
     Via,
 )
+from govern.store.columns import ClosedSet, UTCDateTime
+from govern.store.columns import utcnow as utcnow  # re-exported: the models write with it
 from govern.store.location import as_utc as as_utc  # re-exported: the models read with it
 
 # Named constraints, so later migrations can alter them (SQLite's batch mode needs names).
@@ -47,56 +45,6 @@ SQLModel.metadata.naming_convention = {
     "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
     "pk": "pk_%(table_name)s",
 }
-
-
-def utcnow() -> datetime:
-    """Now, in UTC (timezone-aware)."""
-    return datetime.now(UTC)
-
-
-class UTCDateTime(TypeDecorator[datetime]):
-    """A timestamp stored in UTC and read back aware, on every backend.
-
-    SQLite keeps no offset: a commit dated 23:30+05:00 would come back as 23:30 UTC.
-    Converting on the way in (and marking UTC on the way out) keeps 18:30Z everywhere.
-    """
-
-    impl = DateTime(timezone=True)
-    cache_ok = True
-
-    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
-        return None if value is None else as_utc(value)
-
-    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
-        return None if value is None else as_utc(value)
-
-
-class ClosedSet(TypeDecorator[StrEnum]):
-    """A member of one closed set (exclusions/states.py), stored as its plain string
-    (``VARCHAR(length)``, as every such column always was) and read back as the member.
-
-    Not SQLAlchemy's ``Enum``: that stores the member's name, and a native type on
-    PostgreSQL; the stored values stay the strings the JSON contracts and SQL name.
-    """
-
-    impl = String
-    cache_ok = True
-
-    def __init__(self, members: type[StrEnum], length: int) -> None:
-        super().__init__(length)
-        self.members = members
-
-    def process_bind_param(self, value: str | None, dialect: Dialect) -> str | None:
-        # A member, or its string: a value outside the set is refused before it is stored.
-        return None if value is None else self.members(value).value
-
-    def coerce_compared_value(self, op: Any, value: Any) -> Any:
-        # What a column is compared with is text (a LIKE pattern, a filter's value): only
-        # what is written must be a member.
-        return self.impl_instance
-
-    def process_result_value(self, value: str | None, dialect: Dialect) -> StrEnum | None:
-        return None if value is None else self.members(value)
 
 
 def _closed(
@@ -112,10 +60,6 @@ def _closed(
     if default is ...:
         return Field(sa_column=column)
     return Field(default=default, sa_column=column)
-
-
-# A moment as the JSON contracts write it: ``datetime.isoformat()`` (``+00:00``, not ``Z``).
-Moment = Annotated[datetime, PlainSerializer(datetime.isoformat, return_type=str, when_used="json")]
 
 
 def _when(*, nullable: bool = False, index: bool = False) -> Any:
@@ -446,200 +390,6 @@ class PollRun(SQLModel, table=True):
 
 
 # -- what the store shows (status, history, the dashboard, the API) ------------------------
-
-
-# An answer holds every field, a default or not: its JSON schema says so (the base's
-# defaults are the table's).
-SHOWN: Any = {"json_schema_serialization_defaults_required": True}
-
-
-class ExclusionPublic(ExclusionBase):
-    """An exclusion with its state (``overdue`` once its review date passed), current
-    annotation, age and owner."""
-
-    model_config = SHOWN
-
-    id: str  # the audit's stable key
-    repository: str
-    source: str
-    first_seen: Moment
-    removed: Moment | None
-    age_days: int
-    reason: str | None
-    links: list[str]
-    owner: str | None
-    review_by: date | None
-    commit: str | None  # the commit that introduced it
-    pull_request: int | None
-
-
-class EventPublic(EventBase):
-    """One event of a thread, with the exclusion it belongs to and the reason as it stood
-    right after it."""
-
-    model_config = SHOWN
-
-    at: Moment
-    exclusion: str  # its id
-    source: str
-    package: str
-    clause: str
-    reason: str | None
-    links: list[str]
-
-
-class ThreadPublic(SQLModel):
-    """Exclusions that belong together (a clause and its successors, or a shared link)."""
-
-    exclusions: list[ExclusionPublic]
-    links: list[str]
-    events: list[EventPublic]
-
-
-class VerificationPublic(VerificationBase):
-    """One verification of a candidate, with its log excerpt."""
-
-    model_config = SHOWN
-
-    attempt: int
-    installed: str | None
-    started: Moment
-    finished: Moment | None
-    log: str | None
-
-
-class EvidencePublic(VerificationBase):
-    """The latest verification of a candidate."""
-
-    model_config = SHOWN
-
-    profile: str
-    installed: str | None
-    finished: Moment | None
-
-
-class CandidatePublic(CandidateBase):
-    """A release considered for the exclusion on a profile, with its verifications."""
-
-    model_config = SHOWN
-
-    version: str
-    found: Moment
-    verifications: list[VerificationPublic]
-
-
-class DeliveryPublic(SQLModel):
-    """One outgoing action of a proposal as the outbox holds it: failed sends are retried
-    with backoff (``next_attempt``), ``dead`` ones wait for a person, and ``unconfirmed``
-    ones (a webhook or an email whose answer was lost) may not have arrived."""
-
-    model_config = SHOWN
-
-    action: OutboxAction
-    state: OutboxState
-    attempts: int
-    error: str | None  # never a token
-    next_attempt: Moment | None
-    sent: Moment | None
-    note: str | None = None  # what govern decided instead (a branch left alone, renamed)
-
-
-class ProposalPublic(ProposalBase):
-    """A proposal made for an exclusion, with its change request and its deliveries."""
-
-    model_config = SHOWN
-
-    created: Moment
-    version: str | None = None
-    number: int | None = None
-    branch: str | None = None
-    via: Via | None = None
-    deliveries: list[DeliveryPublic] = []
-
-
-class ChangePublic(SQLModel):
-    """The line before and after the narrow relaxation (``after`` null: none computed)."""
-
-    before: str
-    after: str | None
-    note: str
-
-
-class PendingPublic(SQLModel):
-    """An exclusion that could be relaxed, with its candidate and evidence."""
-
-    exclusion: ExclusionPublic
-    candidate: str  # the version
-    profiles: list[str]
-    verified: bool
-    evidence: EvidencePublic | None
-    change: ChangePublic
-    proposal_url: str | None
-
-
-class ReviewPublic(SQLModel):
-    """A proposal that waits on a person: its change request or branch, since when, what it
-    proposes and the evidence it carries."""
-
-    exclusion: ExclusionPublic
-    kind: ProposalKind
-    via: Via | None
-    branch: str | None
-    url: str | None
-    number: int | None
-    candidate: str | None  # the version proposed
-    change: ChangePublic
-    opened: Moment
-    age_days: int
-    evidence: EvidencePublic | None
-
-
-class PendingPage(SQLModel):
-    """The pending relaxations (the front page), verified first, and the proposals that
-    wait on a person (oldest first)."""
-
-    items: list[PendingPublic]
-    total: int
-    awaiting_review: list[ReviewPublic] = []
-
-
-class ExclusionPage(SQLModel):
-    """One page of exclusions."""
-
-    items: list[ExclusionPublic]
-    total: int
-    page: int
-    per_page: int
-
-    @computed_field  # type: ignore[prop-decorator]  # pydantic's documented form
-    @property
-    def pages(self) -> int:
-        """How many pages there are (at least one)."""
-        return max(1, -(-self.total // self.per_page))
-
-
-class ExclusionDetail(SQLModel):
-    """One exclusion: itself, its thread's events, candidates and proposals."""
-
-    exclusion: ExclusionPublic
-    thread: list[EventPublic]  # oldest first
-    candidates: list[CandidatePublic]
-    proposals: list[ProposalPublic]
-
-
-class DebtDay(SQLModel):
-    """Open exclusions on a day, and their median age."""
-
-    day: date
-    count: int
-    median_age_days: float | None
-
-
-class DebtPublic(SQLModel):
-    """Held-back debt over time, and the ages of the exclusions open now."""
-
-    series: list[DebtDay]
-    ages_days: list[float]
 
 
 class AppendOnly(Exception):

@@ -24,15 +24,9 @@ from govern.exclusions.ref import ExclusionRef
 from govern.exclusions.states import OutboxAction, OutboxState
 from govern.store import locks
 from govern.store.location import as_utc
-from govern.store.models import (
-    DeliveryPublic,
-    Outbox,
-    Proposal,
-    Repository,
-    StoredExclusion,
-    StoredSource,
-)
+from govern.store.models import Outbox, Proposal, Repository, StoredExclusion, StoredSource
 from govern.store.refs import from_row
+from govern.store.views import DeliveryPublic
 
 __all__ = [
     "CLAIM",
@@ -349,7 +343,7 @@ def troubled(session: Session, *, limit: int = 20) -> tuple[int, list[Troubled]]
     ]
 
 
-def delivery_state(found: Outbox) -> str:
+def delivery_state(found: Outbox) -> OutboxState:
     """The state an outbox row is shown in: ``unconfirmed`` for one marked sent whose send
     may have been lost (a person may check it arrived), else its stored state."""
     said = found.result if isinstance(found.result, dict) else {}
@@ -371,7 +365,7 @@ def deliveries_of(
         .order_by(col(Outbox.id))
     ):
         sent[o.proposal_id or 0].append(
-            DeliveryPublic.model_construct(
+            DeliveryPublic(
                 action=o.action,
                 state=delivery_state(o),
                 attempts=o.attempts,

@@ -24,13 +24,7 @@ from govern.exclusions.states import (
 )
 from govern.store.models import (
     Candidate,
-    ChangePublic,
-    EvidencePublic,
-    ExclusionPublic,
-    PendingPage,
-    PendingPublic,
     Proposal,
-    ReviewPublic,
     StoredAnnotation,
     StoredExclusion,
     StoredRelease,
@@ -46,6 +40,14 @@ from govern.store.queries import (
     overdue,
 )
 from govern.store.relaxations import stored
+from govern.store.views import (
+    ChangePublic,
+    EvidencePublic,
+    ExclusionPublic,
+    PendingPage,
+    PendingPublic,
+    ReviewPublic,
+)
 
 # What the front page says of a candidate whose relaxation is not stored yet (found by a
 # poll since the last verification, which computes it).
@@ -89,13 +91,13 @@ def relaxable(session: Session, *, now: datetime, limit: int = PER_PAGE) -> Pend
         candidate, release = found
         relaxed = stored(candidate.relaxation)
         items.append(
-            PendingPublic.model_construct(
+            PendingPublic(
                 exclusion=exclusion,
                 candidate=release.version,
                 profiles=sorted(profiles.get((row_id, release.id or 0), ())),
                 verified=candidate.status == CandidateStatus.PASSED,
                 evidence=evidence.get(candidate.id or 0),
-                change=ChangePublic.model_construct(
+                change=ChangePublic(
                     before=exclusion.requirement,
                     after=relaxed.requirement if relaxed else None,
                     note=relaxed.note if relaxed else NOT_COMPUTED,
@@ -103,7 +105,7 @@ def relaxable(session: Session, *, now: datetime, limit: int = PER_PAGE) -> Pend
                 proposal_url=proposals.get(row_id),
             )
         )
-    return PendingPage.model_construct(
+    return PendingPage(
         items=items, total=total, awaiting_review=awaiting_review(session, now=now, limit=limit)
     )
 
@@ -134,7 +136,7 @@ def awaiting_review(
             continue
         opened = as_utc(proposal.created_at)
         out.append(
-            ReviewPublic.model_construct(
+            ReviewPublic(
                 exclusion=exclusion,
                 kind=proposal.kind,
                 via=proposal.via,
@@ -142,7 +144,7 @@ def awaiting_review(
                 url=proposal.url,
                 number=proposal.number,
                 candidate=proposal.version,
-                change=ChangePublic.model_construct(
+                change=ChangePublic(
                     before=proposal.old or exclusion.requirement,
                     after=proposal.new,
                     note=f"proposed {opened.date()}",
@@ -236,7 +238,7 @@ def _evidence(session: Session, candidates: Sequence[Candidate]) -> dict[int, Ev
         .where(col(Verification.candidate_id).in_(ids), col(Verification.kind) == RunKind.CANDIDATE)
         .order_by(col(Verification.id))
     ):
-        out[row.candidate_id] = EvidencePublic.model_construct(
+        out[row.candidate_id] = EvidencePublic(
             conclusion=row.conclusion,
             provider=row.provider,
             profile=row.profile,

@@ -24,8 +24,6 @@ from sqlmodel import Session, col, select
 from govern.exclusions.states import ENDED, REJECTED, State
 from govern.store.models import (
     Candidate,
-    ExclusionPage,
-    ExclusionPublic,
     Repository,
     StoredAnnotation,
     StoredExclusion,
@@ -33,6 +31,7 @@ from govern.store.models import (
     StoredSource,
     as_utc,
 )
+from govern.store.views import ExclusionPage, ExclusionPublic
 
 PER_PAGE = 50
 MAX_PER_PAGE = 200
@@ -55,7 +54,7 @@ def like_literal(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
-def shown_state(row: StoredExclusion, note: StoredAnnotation | None, today: date) -> str:
+def shown_state(row: StoredExclusion, note: StoredAnnotation | None, today: date) -> State:
     """The state shown: the stored one, or ``overdue`` for an open one past its review date."""
     if row.state in ENDED:
         return row.state
@@ -75,7 +74,7 @@ def exclusion_public(
     owner = note.owner if note else None
     if assigned_owner and exclusion.assigned_owner:
         owner = exclusion.assigned_owner
-    return ExclusionPublic.model_construct(
+    return ExclusionPublic(
         id=exclusion.key,
         repository=repository.name,
         source=source.path,
@@ -253,7 +252,7 @@ def browse(
     per_page = max(1, min(per_page, MAX_PER_PAGE))
     page = max(1, page)
     if has_nul(*filters.as_query().values()):
-        return ExclusionPage.model_construct(items=[], total=0, page=page, per_page=per_page)
+        return ExclusionPage(items=[], total=0, page=page, per_page=per_page)
     where = _filtered(filters, now.date())
     counted = joined(columns(func.count()).select_from(StoredExclusion)).where(*where)
     total = session.execute(counted).one()[0]
@@ -269,7 +268,7 @@ def browse(
         .offset((page - 1) * per_page)
         .limit(per_page)
     ).all()
-    return ExclusionPage.model_construct(
+    return ExclusionPage(
         items=[exclusion_public(row, now=now) for row in rows],
         total=total,
         page=page,

@@ -1,7 +1,7 @@
 """The JSON API under ``/api/v1``: read-only by default; writes need the bearer token.
 
 The OpenAPI description is at ``/api/v1/openapi.json``. Response bodies are the store's
-public models (:mod:`govern.store.models`), returned as they are read, so a client (and
+public views (:mod:`govern.store.views`), in their JSON form (``as_json``), so a client (and
 schemathesis) can check every answer against them.
 """
 
@@ -11,19 +11,15 @@ from datetime import date
 from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Path, Query
+from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from govern.exclusions.model import Kind
 from govern.exclusions.states import State
 from govern.store import history, queries
 from govern.store.debt import debt as debt_series
-from govern.store.models import (
-    DebtPublic,
-    ExclusionDetail,
-    ExclusionPage,
-    PendingPage,
-)
 from govern.store.pending import relaxable
+from govern.store.views import DebtPublic, ExclusionDetail, ExclusionPage, PendingPage, as_json
 from govern.web import actions
 from govern.web.deps import SessionDep, StateDep, WriterDep
 from govern.web.limits import StrictJsonRoute
@@ -83,12 +79,18 @@ def _action(call: Any) -> Any:
         raise HTTPException(exc.status, exc.message) from None
 
 
+def _answer(view: object) -> JSONResponse:
+    """A read answer in the contracts' JSON form (views.as_json); ``response_model`` on each
+    route describes it in the OpenAPI document."""
+    return JSONResponse(as_json(view))
+
+
 @router.get("/pending", response_model=PendingPage)
 def pending(
     app: StateDep, session: SessionDep, limit: Annotated[int, Query(ge=1, le=200)] = 50
-) -> PendingPage:
+) -> Any:
     """Exclusions with a candidate or a verified release, and the change that would be made."""
-    return relaxable(session, now=app.clock(), limit=limit)
+    return _answer(relaxable(session, now=app.clock(), limit=limit))
 
 
 @router.get("/exclusions", response_model=ExclusionPage)
@@ -103,10 +105,12 @@ def exclusions(
     q: Annotated[str | None, Query(max_length=256, pattern=NO_NUL)] = None,
     page: Annotated[int, Query(ge=1, le=100_000)] = 1,
     per_page: Annotated[int, Query(ge=1, le=queries.MAX_PER_PAGE)] = queries.PER_PAGE,
-) -> ExclusionPage:
+) -> Any:
     """All exclusions, filtered, searched (package, line, file, reason) and paginated."""
     filters = queries.Filters(repository, package, kind, state, owner, q)
-    return queries.browse(session, filters=filters, now=app.clock(), page=page, per_page=per_page)
+    return _answer(
+        queries.browse(session, filters=filters, now=app.clock(), page=page, per_page=per_page)
+    )
 
 
 @router.get(
@@ -114,21 +118,21 @@ def exclusions(
     response_model=ExclusionDetail,
     responses={404: {"description": "No exclusion with this id"}},
 )
-def exclusion(app: StateDep, session: SessionDep, key: Key) -> ExclusionDetail:
+def exclusion(app: StateDep, session: SessionDep, key: Key) -> Any:
     """One exclusion: its governance thread, candidates with verifications, proposals."""
     shown = history.detail(session, key=key, now=app.clock())
     if shown is None:
         raise HTTPException(404, f"no exclusion with id {key!r}")
-    return shown
+    return _answer(shown)
 
 
 @router.get("/debt", response_model=DebtPublic)
 def debt(
     app: StateDep, session: SessionDep, days: Annotated[int, Query(ge=1, le=1825)] = 180
-) -> DebtPublic:
+) -> Any:
     """Open exclusions and their median age per day; the ages of those open now."""
     series, ages = debt_series(session, now=app.clock(), days=days)
-    return DebtPublic.model_construct(series=series, ages_days=[round(a, 1) for a in ages])
+    return _answer(DebtPublic(series=series, ages_days=[round(a, 1) for a in ages]))
 
 
 _WRITE: dict[int | str, dict[str, Any]] = {

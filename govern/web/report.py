@@ -12,7 +12,7 @@ from datetime import datetime
 from importlib import resources
 from typing import Any
 
-from govern.store.models import PendingPage
+from govern.store.views import PendingPage
 from govern.text import visible
 
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|~>-])")

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from govern.store.models import utcnow
+from govern.store.columns import utcnow
 from govern.web.limits import MAX_BODY, Throttle
 from govern.web.security import Secrets
 
