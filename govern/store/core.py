@@ -9,16 +9,48 @@ an executemany update by primary key. The models' column types bind and read the
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, cast
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from sqlalchemy import Connection, Row, Table, bindparam, insert, update
 from sqlalchemy.sql import ColumnElement, Select
-from sqlmodel import SQLModel
+
+if TYPE_CHECKING:
+    from sqlmodel import SQLModel
 
 #: Rows as a query returns them, named by column.
 Rows = Sequence[Row[*tuple[Any, ...]]]
 
 CHUNK = 500  # values per IN list
+
+
+class Reader(Protocol):
+    """What the read side queries through: a Core connection, or an ORM session (the
+    pages, which hold one per request); both run Core statements."""
+
+    def execute(self, statement: Any, /) -> Any: ...
+
+
+def record(row: Sequence[Any], table: Table, start: int = 0) -> Any:
+    """The columns of ``table`` in ``row`` from position ``start``, as an object whose
+    attributes are the column names (read as the ORM's row objects are); None when its
+    primary key is null (an outer join that found nothing)."""
+    names = table.columns.keys()
+    values = row[start : start + len(names)]
+    found = dict(zip(names, values, strict=True))
+    if all(found.get(key.name) is None for key in table.primary_key.columns):
+        return None
+    return SimpleNamespace(**found)
+
+
+def records(row: Sequence[Any], *tables: Table) -> tuple[Any, ...]:
+    """``row`` of ``select(*tables)`` split into one :func:`record` per table."""
+    out = []
+    start = 0
+    for table in tables:
+        out.append(record(row, table, start))
+        start += len(table.columns)
+    return tuple(out)
 
 
 def table(model: type[SQLModel]) -> Table:
