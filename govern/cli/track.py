@@ -272,7 +272,7 @@ def status(
     kinds = _check_choices(kind, _KINDS, "--kind")
     states = _check_choices(state, _STATES, "--state")
     now = utcnow()
-    with _open(db) as store, store.session() as session:
+    with _open(db) as store, store.connection() as session:
         views = exclusions(
             session,
             now=now,
@@ -338,7 +338,7 @@ def history(
     from govern.store.columns import utcnow
     from govern.store.history import threads
 
-    with _open(db) as store, store.session() as session:
+    with _open(db) as store, store.connection() as session:
         found = threads(session, query=query, now=utcnow())
     if fmt is ViewFormat.JSON:
         from govern.store.views import as_json

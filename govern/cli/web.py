@@ -150,7 +150,7 @@ def _collect(store: Store) -> dict[str, Any]:
     from govern.store.pending import attention, relaxable
 
     now = utcnow()
-    with store.session() as session:
+    with store.connection() as session:
         return {
             "now": now,
             "pending": relaxable(session, now=now, limit=200),

@@ -6,23 +6,13 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from datetime import datetime
+from typing import Any
 
 from packaging.utils import canonicalize_name
-from sqlalchemy import Text, cast, or_
-from sqlalchemy import select as columns
-from sqlmodel import Session, col, select
+from sqlalchemy import Text, cast, or_, select
 
-from govern.store import outbox
-from govern.store.models import (
-    Candidate,
-    Event,
-    Proposal,
-    StoredAnnotation,
-    StoredExclusion,
-    StoredRelease,
-    Verification,
-    as_utc,
-)
+from govern.store.core import Reader, record, records
+from govern.store.location import as_utc
 from govern.store.queries import (
     exclusion_public,
     find_row,
@@ -31,6 +21,8 @@ from govern.store.queries import (
     newest_first,
     ordered_rows,
 )
+from govern.store.schema import annotation, candidate, event, exclusion, proposal, release
+from govern.store.schema import verification as run
 from govern.store.views import (
     CandidatePublic,
     EventPublic,
@@ -44,7 +36,7 @@ from govern.store.views import (
 _BATCH = 500
 
 
-def threads(session: Session, *, query: str, now: datetime) -> list[ThreadPublic]:
+def threads(session: Reader, *, query: str, now: datetime) -> list[ThreadPublic]:
     """The governance threads of a package (by name) or of one exclusion (by id).
 
     A thread is a clause with its predecessors and successors (``< 14.1.0`` that became
@@ -55,8 +47,8 @@ def threads(session: Session, *, query: str, now: datetime) -> list[ThreadPublic
     if has_nul(query):
         return []
     name = canonicalize_name(query)
-    seed_query = columns(col(StoredExclusion.id)).where(
-        or_(col(StoredExclusion.key) == query, col(StoredExclusion.package) == name)
+    seed_query = select(exclusion.c.id).where(
+        or_(exclusion.c.key == query, exclusion.c.package == name)
     )
     seeds = [row_id for (row_id,) in session.execute(seed_query)]
     if not seeds:
@@ -66,7 +58,7 @@ def threads(session: Session, *, query: str, now: datetime) -> list[ThreadPublic
     members_ids = list(component)
     for start in range(0, len(members_ids), _BATCH):
         batch = members_ids[start : start + _BATCH]
-        for row in ordered_rows(session, col(StoredExclusion.id).in_(batch)):
+        for row in ordered_rows(session, exclusion.c.id.in_(batch)):
             assert row[0].id is not None
             rows[row[0].id] = row
     notes = _all_notes(session, list(rows))
@@ -82,9 +74,9 @@ def threads(session: Session, *, query: str, now: datetime) -> list[ThreadPublic
         ordered = sorted(members, key=lambda m: (shown[m].first_seen, m))
         timeline = sorted(
             (
-                (as_utc(event.at), m, _timeline(event, shown[m], notes.get(m, [])))
+                (as_utc(step.at), m, _timeline(step, shown[m], notes.get(m, [])))
                 for m in members
-                for event in events.get(m, [])
+                for step in events.get(m, [])
             ),
             key=lambda entry: (entry[0], entry[1]),
         )
@@ -93,14 +85,14 @@ def threads(session: Session, *, query: str, now: datetime) -> list[ThreadPublic
             ThreadPublic(
                 exclusions=[shown[m] for m in ordered],
                 links=linked,
-                events=[event for _, _, event in timeline],
+                events=[step for _, _, step in timeline],
             )
         )
     out.sort(key=lambda t: (t.exclusions[0].package != name, t.exclusions[0].first_seen))
     return out
 
 
-def _components(session: Session, seeds: list[int]) -> dict[int, int]:
+def _components(session: Reader, seeds: list[int]) -> dict[int, int]:
     """Each exclusion reached from the seeds, with the seed whose thread it is in.
 
     The graph is walked level by level in SQL (predecessor edges both ways, and exclusions
@@ -130,15 +122,15 @@ def _batches(ids: set[int]) -> list[list[int]]:
     return [ordered[i : i + _BATCH] for i in range(0, len(ordered), _BATCH)]
 
 
-def _predecessor_neighbours(session: Session, ids: set[int]) -> set[int]:
+def _predecessor_neighbours(session: Reader, ids: set[int]) -> set[int]:
     """Exclusions one predecessor edge away (either direction) from any of ``ids``."""
     out: set[int] = set()
     for batch in _batches(ids):
         for row_id, predecessor in session.execute(
-            columns(col(StoredExclusion.id), col(StoredExclusion.predecessor_id)).where(
+            select(exclusion.c.id, exclusion.c.predecessor_id).where(
                 or_(
-                    col(StoredExclusion.id).in_(batch),
-                    col(StoredExclusion.predecessor_id).in_(batch),
+                    exclusion.c.id.in_(batch),
+                    exclusion.c.predecessor_id.in_(batch),
                 )
             )
         ):
@@ -148,20 +140,18 @@ def _predecessor_neighbours(session: Session, ids: set[int]) -> set[int]:
     return out
 
 
-def _links_of(session: Session, ids: set[int]) -> set[str]:
+def _links_of(session: Reader, ids: set[int]) -> set[str]:
     """Every link in any annotation version of ``ids``."""
     out: set[str] = set()
     for batch in _batches(ids):
         for (links,) in session.execute(
-            columns(col(StoredAnnotation.links)).where(
-                col(StoredAnnotation.exclusion_id).in_(batch)
-            )
+            select(annotation.c.links).where(annotation.c.exclusion_id.in_(batch))
         ):
             out.update(link for link in links or () if isinstance(link, str))
     return out
 
 
-def _sharing(session: Session, links: set[str]) -> set[int]:
+def _sharing(session: Reader, links: set[str]) -> set[int]:
     """Exclusions with an annotation version that lists any of ``links``.
 
     The JSON column is matched as text first (``LIKE '%"<link>"%'``, which an index cannot
@@ -171,8 +161,8 @@ def _sharing(session: Session, links: set[str]) -> set[int]:
     for link in sorted(links):
         pattern = f"%{like_literal(json.dumps(link))}%"
         for exclusion_id, found in session.execute(
-            columns(col(StoredAnnotation.exclusion_id), col(StoredAnnotation.links)).where(
-                cast(col(StoredAnnotation.links), Text).like(pattern, escape="\\")
+            select(annotation.c.exclusion_id, annotation.c.links).where(
+                cast(annotation.c.links, Text).like(pattern, escape="\\")
             )
         ):
             if link in (found or ()):
@@ -180,48 +170,46 @@ def _sharing(session: Session, links: set[str]) -> set[int]:
     return out
 
 
-def _all_notes(session: Session, ids: list[int]) -> dict[int, list[StoredAnnotation]]:
-    out: dict[int, list[StoredAnnotation]] = defaultdict(list)
+def _all_notes(session: Reader, ids: list[int]) -> dict[int, list[Any]]:
+    out: dict[int, list[Any]] = defaultdict(list)
     statement = (
-        select(StoredAnnotation)
-        .where(col(StoredAnnotation.exclusion_id).in_(ids))
-        .order_by(col(StoredAnnotation.id))
+        select(annotation).where(annotation.c.exclusion_id.in_(ids)).order_by(annotation.c.id)
     )
-    for note in session.exec(statement):
+    for row in session.execute(statement):
+        note = record(row, annotation)
         out[note.exclusion_id].append(note)
     return out
 
 
-def _events(session: Session, ids: list[int]) -> dict[int, list[Event]]:
-    out: dict[int, list[Event]] = defaultdict(list)
-    statement = select(Event).where(col(Event.exclusion_id).in_(ids)).order_by(col(Event.id))
-    for event in session.exec(statement):
-        out[event.exclusion_id].append(event)
+def _events(session: Reader, ids: list[int]) -> dict[int, list[Any]]:
+    out: dict[int, list[Any]] = defaultdict(list)
+    statement = select(event).where(event.c.exclusion_id.in_(ids)).order_by(event.c.id)
+    for row in session.execute(statement):
+        step = record(row, event)
+        out[step.exclusion_id].append(step)
     return out
 
 
-def _timeline(
-    event: Event, exclusion: ExclusionPublic, notes: list[StoredAnnotation]
-) -> EventPublic:
-    at = as_utc(event.at)
+def _timeline(step: Any, shown: ExclusionPublic, notes: list[Any]) -> EventPublic:
+    at = as_utc(step.at)
     # The annotation in force right after the event: the newest recorded at or before it.
     note = None
-    for candidate in notes:
-        if as_utc(candidate.recorded_at) <= at:
-            note = candidate
+    for version in notes:
+        if as_utc(version.recorded_at) <= at:
+            note = version
     if note is None and notes:
         note = notes[0]
     return EventPublic(
         at=at,
-        kind=event.kind,
-        exclusion=exclusion.id,
-        source=exclusion.source,
-        package=exclusion.package,
-        clause=exclusion.clause,
-        commit=event.commit,
-        pull_request=event.pull_request,
-        author=event.author,
-        detail=dict(event.detail),
+        kind=step.kind,
+        exclusion=shown.id,
+        source=shown.source,
+        package=shown.package,
+        clause=shown.clause,
+        commit=step.commit,
+        pull_request=step.pull_request,
+        author=step.author,
+        detail=dict(step.detail),
         reason=note.reason if note else None,
         links=list(note.links) if note else [],
     )
@@ -230,7 +218,7 @@ def _timeline(
 # -- one exclusion ----------------------------------------------------------------------------
 
 
-def detail(session: Session, *, key: str, now: datetime) -> ExclusionDetail | None:
+def detail(session: Reader, *, key: str, now: datetime) -> ExclusionDetail | None:
     """The exclusion with this id, its thread, candidates and proposals; None if unknown."""
     row = find_row(session, key=key)
     if row is None or row[0].id is None:
@@ -245,21 +233,23 @@ def detail(session: Session, *, key: str, now: datetime) -> ExclusionDetail | No
     )
 
 
-def candidates_of(session: Session, *, exclusion_id: int) -> list[CandidatePublic]:
+def candidates_of(session: Reader, *, exclusion_id: int) -> list[CandidatePublic]:
     """Every release considered for an exclusion, newest first, with its verifications."""
     runs: dict[int, list[VerificationPublic]] = defaultdict(list)
-    rows = session.exec(
-        select(Candidate, StoredRelease)
-        .join(StoredRelease, col(StoredRelease.id) == col(Candidate.release_id))
-        .where(col(Candidate.exclusion_id) == exclusion_id)
-    ).all()
-    ids = [c.id for c, _ in rows if c.id is not None]
+    rows = [
+        records(row, candidate, release)
+        for row in session.execute(
+            select(candidate, release)
+            .join(release, release.c.id == candidate.c.release_id)
+            .where(candidate.c.exclusion_id == exclusion_id)
+        )
+    ]
+    ids = [c.id for c, _ in rows]
     if ids:
-        for v in session.exec(
-            select(Verification)
-            .where(col(Verification.candidate_id).in_(ids))
-            .order_by(col(Verification.id))
+        for found in session.execute(
+            select(run).where(run.c.candidate_id.in_(ids)).order_by(run.c.id)
         ):
+            v = record(found, run)
             runs[v.candidate_id].append(
                 VerificationPublic(
                     provider=v.provider,
@@ -277,29 +267,32 @@ def candidates_of(session: Session, *, exclusion_id: int) -> list[CandidatePubli
             )
     shown = [
         CandidatePublic(
-            version=release.version,
-            profile=candidate.profile,
-            role=candidate.role,
-            eligible=candidate.eligible,
-            reason=candidate.reason,
-            status=candidate.status,
-            found=as_utc(candidate.found_at),
-            verifications=runs.get(candidate.id or 0, []),
+            version=seen.version,
+            profile=considered.profile,
+            role=considered.role,
+            eligible=considered.eligible,
+            reason=considered.reason,
+            status=considered.status,
+            found=as_utc(considered.found_at),
+            verifications=runs.get(considered.id, []),
         )
-        for candidate, release in rows
+        for considered, seen in rows
     ]
     shown.sort(key=lambda c: (newest_first(c.version), c.profile))
     return shown
 
 
-def proposals_of(session: Session, *, exclusion_id: int) -> list[ProposalPublic]:
+def proposals_of(session: Reader, *, exclusion_id: int) -> list[ProposalPublic]:
     """The proposals made for an exclusion, each with its outbox rows (oldest first)."""
-    rows = session.exec(
-        select(Proposal)
-        .where(col(Proposal.exclusion_id) == exclusion_id)
-        .order_by(col(Proposal.id))
-    ).all()
-    sent = outbox.deliveries_of(session, proposal_ids=[p.id for p in rows if p.id is not None])
+    from govern.store import outbox  # the page's, not govern history's
+
+    rows = [
+        record(row, proposal)
+        for row in session.execute(
+            select(proposal).where(proposal.c.exclusion_id == exclusion_id).order_by(proposal.c.id)
+        )
+    ]
+    sent = outbox.deliveries_of(session, proposal_ids=[p.id for p in rows])
     return [
         ProposalPublic(
             kind=p.kind,
@@ -311,7 +304,7 @@ def proposals_of(session: Session, *, exclusion_id: int) -> list[ProposalPublic]
             number=p.number,
             branch=p.branch,
             via=p.via,
-            deliveries=sent.get(p.id or 0, []),
+            deliveries=sent.get(p.id, []),
         )
         for p in rows
     ]

@@ -304,17 +304,6 @@ class Verification(VerificationBase, table=True):
     check_key: str | None = Field(default=None, max_length=64)  # a reproducer's, hashed
 
 
-class StoredRelaxation(SQLModel):
-    """A candidate's narrow relaxation as stored: the specifiers and line it would write, or
-    why none can be (``refused``); ``note`` is what the dashboard shows beside it."""
-
-    specifier: str | None  # "!=14.1.0"; None when refused
-    requirement: str | None  # the line rewritten; None when refused
-    strategy: str
-    note: str
-    refused: str | None = None
-
-
 class ProposalBase(SQLModel):
     """What govern proposed for an exclusion: how, its state, the new clause, where."""
 

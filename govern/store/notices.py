@@ -15,8 +15,8 @@ from sqlmodel import Session, col, select
 from govern.exclusions.model import SubKind
 from govern.exclusions.notices import Notice, Overview
 from govern.exclusions.states import ENDED, State
-from govern.store import proposals
-from govern.store.models import Repository, StoredExclusion
+from govern.store import proposals, schema
+from govern.store.models import Repository
 from govern.store.queries import ordered_rows
 from govern.store.refs import from_row
 
@@ -36,7 +36,7 @@ def overview(session: Session, *, repository: str, today: date) -> Overview:
     overdue: list[Notice] = []
     held: list[Notice] = []
     rows = ordered_rows(
-        session, col(Repository.name) == repository, col(StoredExclusion.removed_at).is_(None)
+        session, schema.repository.c.name == repository, schema.exclusion.c.removed_at.is_(None)
     )
     for exclusion, note, source, repo in rows:
         if exclusion.state in ENDED or exclusion.sub_kind == SubKind.SENTINEL:

@@ -22,7 +22,8 @@ from sqlmodel import Session, col, select
 
 from govern.exclusions.ref import ExclusionRef
 from govern.exclusions.states import OutboxAction, OutboxState
-from govern.store import locks
+from govern.store import locks, schema
+from govern.store.core import Reader, record
 from govern.store.location import as_utc
 from govern.store.models import Outbox, Proposal, Repository, StoredExclusion, StoredSource
 from govern.store.refs import from_row
@@ -343,27 +344,28 @@ def troubled(session: Session, *, limit: int = 20) -> tuple[int, list[Troubled]]
     ]
 
 
-def delivery_state(found: Outbox) -> OutboxState:
+def delivery_state(found: Any) -> OutboxState:
     """The state an outbox row is shown in: ``unconfirmed`` for one marked sent whose send
     may have been lost (a person may check it arrived), else its stored state."""
     said = found.result if isinstance(found.result, dict) else {}
     if found.state == OutboxState.SENT and said.get(OutboxState.UNCONFIRMED) is True:
         return OutboxState.UNCONFIRMED
-    return found.state
+    return OutboxState(found.state)
 
 
 def deliveries_of(
-    session: Session, *, proposal_ids: Sequence[int]
+    session: Reader, *, proposal_ids: Sequence[int]
 ) -> dict[int, list[DeliveryPublic]]:
     """The outbox rows of these proposals as shown on an exclusion's page, oldest first."""
     sent: dict[int, list[DeliveryPublic]] = defaultdict(list)
     if not proposal_ids:
         return sent
-    for o in session.exec(
-        select(Outbox)
-        .where(col(Outbox.proposal_id).in_(list(proposal_ids)))
-        .order_by(col(Outbox.id))
-    ):
+    rows = session.execute(
+        columns(schema.outbox)
+        .where(schema.outbox.c.proposal_id.in_(list(proposal_ids)))
+        .order_by(schema.outbox.c.id)
+    )
+    for o in (record(row, schema.outbox) for row in rows):
         sent[o.proposal_id or 0].append(
             DeliveryPublic(
                 action=o.action,

@@ -10,9 +10,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, or_
-from sqlalchemy import select as columns
-from sqlmodel import Session, col, select
+from sqlalchemy import func, or_, select
 
 from govern.exclusions.states import (
     RELAXABLE,
@@ -22,24 +20,19 @@ from govern.exclusions.states import (
     RunKind,
     State,
 )
-from govern.store.models import (
-    Candidate,
-    Proposal,
-    StoredAnnotation,
-    StoredExclusion,
-    StoredRelease,
-    Verification,
-    as_utc,
-)
+from govern.store.core import Reader, record, records
+from govern.store.location import as_utc
 from govern.store.queries import (
     CURRENT_NOTE,
     PER_PAGE,
+    as_rows,
     exclusion_public,
     exclusion_rows,
     newest_first,
     overdue,
 )
-from govern.store.relaxations import stored
+from govern.store.schema import annotation, candidate, exclusion, proposal, release
+from govern.store.schema import verification as run
 from govern.store.views import (
     ChangePublic,
     EvidencePublic,
@@ -47,6 +40,7 @@ from govern.store.views import (
     PendingPage,
     PendingPublic,
     ReviewPublic,
+    StoredRelaxation,
 )
 
 # What the front page says of a candidate whose relaxation is not stored yet (found by a
@@ -54,32 +48,30 @@ from govern.store.views import (
 NOT_COMPUTED = "no narrow change computed yet: the next verification computes it"
 
 
-def _by_ids(session: Session, ids: Sequence[int], now: datetime) -> dict[int, ExclusionPublic]:
+def _by_ids(session: Reader, ids: Sequence[int], now: datetime) -> dict[int, ExclusionPublic]:
     """The exclusions with these ids, shown."""
     if not ids:
         return {}
-    rows = session.exec(exclusion_rows().where(col(StoredExclusion.id).in_(list(ids)))).all()
-    return {row[0].id or 0: exclusion_public(row, now=now) for row in rows}
+    rows = as_rows(session.execute(exclusion_rows().where(exclusion.c.id.in_(list(ids)))))
+    return {row[0].id: exclusion_public(row, now=now) for row in rows}
 
 
-def relaxable(session: Session, *, now: datetime, limit: int = PER_PAGE) -> PendingPage:
+def relaxable(session: Reader, *, now: datetime, limit: int = PER_PAGE) -> PendingPage:
     """Exclusions with a candidate or a verified release (not snoozed), verified first."""
     shown = (
-        col(StoredExclusion.removed_at).is_(None),
+        exclusion.c.removed_at.is_(None),
         or_(
-            col(StoredExclusion.snoozed_until).is_(None),
-            col(StoredExclusion.snoozed_until) <= now.date(),
+            exclusion.c.snoozed_until.is_(None),
+            exclusion.c.snoozed_until <= now.date(),
         ),
     )
     total = session.execute(
-        columns(func.count())
-        .select_from(StoredExclusion)
-        .where(*shown, col(StoredExclusion.state).in_(RELAXABLE))
+        select(func.count()).select_from(exclusion).where(*shown, exclusion.c.state.in_(RELAXABLE))
     ).one()[0]
     ids = _relaxable_ids(session, shown, limit)
     rows = _by_ids(session, ids, now)
     best = _best_candidates(session, ids)
-    evidence = _evidence(session, [c for c, _ in best.values()])
+    evidence = _evidence(session, [c.id for c, _ in best.values()])
     proposals = _proposals(session, ids)
     profiles = _profiles(session, ids)
     items: list[PendingPublic] = []
@@ -87,18 +79,18 @@ def relaxable(session: Session, *, now: datetime, limit: int = PER_PAGE) -> Pend
         found = best.get(row_id)
         if found is None or row_id not in rows:
             continue
-        exclusion = rows[row_id]
-        candidate, release = found
-        relaxed = stored(candidate.relaxation)
+        shown_row = rows[row_id]
+        best_candidate, best_release = found
+        relaxed = StoredRelaxation.read(best_candidate.relaxation)
         items.append(
             PendingPublic(
-                exclusion=exclusion,
-                candidate=release.version,
-                profiles=sorted(profiles.get((row_id, release.id or 0), ())),
-                verified=candidate.status == CandidateStatus.PASSED,
-                evidence=evidence.get(candidate.id or 0),
+                exclusion=shown_row,
+                candidate=best_release.version,
+                profiles=sorted(profiles.get((row_id, best_release.id), ())),
+                verified=best_candidate.status == CandidateStatus.PASSED,
+                evidence=evidence.get(best_candidate.id),
                 change=ChangePublic(
-                    before=exclusion.requirement,
+                    before=shown_row.requirement,
                     after=relaxed.requirement if relaxed else None,
                     note=relaxed.note if relaxed else NOT_COMPUTED,
                 ),
@@ -110,54 +102,50 @@ def relaxable(session: Session, *, now: datetime, limit: int = PER_PAGE) -> Pend
     )
 
 
-def awaiting_review(
-    session: Session, *, now: datetime, limit: int = PER_PAGE
-) -> list[ReviewPublic]:
+def awaiting_review(session: Reader, *, now: datetime, limit: int = PER_PAGE) -> list[ReviewPublic]:
     """Open proposals (a branch, a change request, a reminder) of open exclusions: what
     waits on a person, oldest first, with the evidence of the version proposed."""
-    rows = session.exec(
-        select(Proposal)
-        .join(StoredExclusion, col(StoredExclusion.id) == col(Proposal.exclusion_id))
-        .where(
-            col(Proposal.state) == ProposalState.OPEN,
-            col(StoredExclusion.removed_at).is_(None),
+    rows = [
+        record(row, proposal)
+        for row in session.execute(
+            select(proposal)
+            .join(exclusion, exclusion.c.id == proposal.c.exclusion_id)
+            .where(proposal.c.state == ProposalState.OPEN, exclusion.c.removed_at.is_(None))
+            .order_by(proposal.c.created_at, proposal.c.id)
+            .limit(limit)
         )
-        .order_by(col(Proposal.created_at), col(Proposal.id))
-        .limit(limit)
-    ).all()
+    ]
     shown = _by_ids(session, sorted({p.exclusion_id for p in rows}), now)
-    wanted = [p.candidate_id for p in rows if p.candidate_id]
-    candidates = list(session.exec(select(Candidate).where(col(Candidate.id).in_(wanted))))
-    evidence = _evidence(session, candidates)
+    evidence = _evidence(session, [p.candidate_id for p in rows if p.candidate_id])
     out: list[ReviewPublic] = []
-    for proposal in rows:
-        exclusion = shown.get(proposal.exclusion_id)
-        if exclusion is None:
+    for made in rows:
+        shown_row = shown.get(made.exclusion_id)
+        if shown_row is None:
             continue
-        opened = as_utc(proposal.created_at)
+        opened = as_utc(made.created_at)
         out.append(
             ReviewPublic(
-                exclusion=exclusion,
-                kind=proposal.kind,
-                via=proposal.via,
-                branch=proposal.branch,
-                url=proposal.url,
-                number=proposal.number,
-                candidate=proposal.version,
+                exclusion=shown_row,
+                kind=made.kind,
+                via=made.via,
+                branch=made.branch,
+                url=made.url,
+                number=made.number,
+                candidate=made.version,
                 change=ChangePublic(
-                    before=proposal.old or exclusion.requirement,
-                    after=proposal.new,
+                    before=made.old or shown_row.requirement,
+                    after=made.new,
                     note=f"proposed {opened.date()}",
                 ),
                 opened=opened,
                 age_days=max(0, (now - opened).days),
-                evidence=evidence.get(proposal.candidate_id or 0),
+                evidence=evidence.get(made.candidate_id or 0),
             )
         )
     return out
 
 
-def _relaxable_ids(session: Session, shown: Sequence[Any], limit: int) -> list[int]:
+def _relaxable_ids(session: Reader, shown: Sequence[Any], limit: int) -> list[int]:
     """The first ``limit`` pending exclusions: the verified ones, then the candidate and
     verifying ones together; oldest first in each group. One ordered query per state, each
     stopped at what it can contribute: never a sort of every pending row."""
@@ -170,9 +158,9 @@ def _relaxable_ids(session: Session, shown: Sequence[Any], limit: int) -> list[i
             picked.extend(
                 (state != State.VERIFIED, as_utc(first), row_id)
                 for row_id, first in session.execute(
-                    columns(col(StoredExclusion.id), col(StoredExclusion.first_seen_at))
-                    .where(*shown, col(StoredExclusion.state) == state)
-                    .order_by(col(StoredExclusion.first_seen_at))
+                    select(exclusion.c.id, exclusion.c.first_seen_at)
+                    .where(*shown, exclusion.c.state == state)
+                    .order_by(exclusion.c.first_seen_at)
                     .limit(wanted)
                 )
             )
@@ -180,11 +168,9 @@ def _relaxable_ids(session: Session, shown: Sequence[Any], limit: int) -> list[i
     return [row_id for _, _, row_id in picked[:limit]]
 
 
-def _best_candidates(
-    session: Session, ids: Sequence[int]
-) -> dict[int, tuple[Candidate, StoredRelease]]:
+def _best_candidates(session: Reader, ids: Sequence[int]) -> dict[int, tuple[Any, Any]]:
     """Per exclusion: a passed candidate if any, else the newest eligible one still open."""
-    out: dict[int, tuple[Candidate, StoredRelease]] = {}
+    out: dict[int, tuple[Any, Any]] = {}
     if not ids:
         return out
     order = (
@@ -194,17 +180,18 @@ def _best_candidates(
         CandidateStatus.ERRORED,
     )
     rank: dict[str, int] = {status: place for place, status in enumerate(order)}
-    found: dict[int, list[tuple[Candidate, StoredRelease]]] = defaultdict(list)
-    for candidate, release in session.exec(
-        select(Candidate, StoredRelease)
-        .join(StoredRelease, col(StoredRelease.id) == col(Candidate.release_id))
+    found: dict[int, list[tuple[Any, Any]]] = defaultdict(list)
+    for row in session.execute(
+        select(candidate, release)
+        .join(release, release.c.id == candidate.c.release_id)
         .where(
-            col(Candidate.exclusion_id).in_(list(ids)),
-            col(Candidate.eligible),
-            col(Candidate.status).in_(list(rank)),
+            candidate.c.exclusion_id.in_(list(ids)),
+            candidate.c.eligible,
+            candidate.c.status.in_(list(rank)),
         )
     ):
-        found[candidate.exclusion_id].append((candidate, release))
+        considered, seen = records(row, candidate, release)
+        found[considered.exclusion_id].append((considered, seen))
     for exclusion_id, options in found.items():
         out[exclusion_id] = min(
             options, key=lambda pair: (rank[pair[0].status], newest_first(pair[1].version))
@@ -212,32 +199,32 @@ def _best_candidates(
     return out
 
 
-def _profiles(session: Session, ids: Sequence[int]) -> dict[tuple[int, int], set[str]]:
+def _profiles(session: Reader, ids: Sequence[int]) -> dict[tuple[int, int], set[str]]:
     """The profiles on which each (exclusion, release) is an eligible candidate."""
     out: dict[tuple[int, int], set[str]] = defaultdict(set)
     if not ids:
         return out
     for exclusion_id, release_id, profile in session.execute(
-        columns(
-            col(Candidate.exclusion_id), col(Candidate.release_id), col(Candidate.profile)
-        ).where(col(Candidate.exclusion_id).in_(list(ids)), col(Candidate.eligible))
+        select(candidate.c.exclusion_id, candidate.c.release_id, candidate.c.profile).where(
+            candidate.c.exclusion_id.in_(list(ids)), candidate.c.eligible
+        )
     ):
         out[(exclusion_id, release_id)].add(profile)
     return out
 
 
-def _evidence(session: Session, candidates: Sequence[Candidate]) -> dict[int, EvidencePublic]:
-    """The latest verification of each candidate (of the candidate itself: a control or a
-    reproducer run is not its evidence)."""
-    ids = [c.id for c in candidates if c.id is not None]
+def _evidence(session: Reader, ids: Sequence[int]) -> dict[int, EvidencePublic]:
+    """The latest verification of each candidate of ``ids`` (of the candidate itself: a
+    control or a reproducer run is not its evidence)."""
     out: dict[int, EvidencePublic] = {}
     if not ids:
         return out
-    for row in session.exec(
-        select(Verification)
-        .where(col(Verification.candidate_id).in_(ids), col(Verification.kind) == RunKind.CANDIDATE)
-        .order_by(col(Verification.id))
+    for found in session.execute(
+        select(run)
+        .where(run.c.candidate_id.in_(list(ids)), run.c.kind == RunKind.CANDIDATE)
+        .order_by(run.c.id)
     ):
+        row = record(found, run)
         out[row.candidate_id] = EvidencePublic(
             conclusion=row.conclusion,
             provider=row.provider,
@@ -250,74 +237,75 @@ def _evidence(session: Session, candidates: Sequence[Candidate]) -> dict[int, Ev
     return out
 
 
-def _proposals(session: Session, ids: Sequence[int]) -> dict[int, str]:
+def _proposals(session: Reader, ids: Sequence[int]) -> dict[int, str]:
     if not ids:
         return {}
     return {
-        p.exclusion_id: p.url
-        for p in session.exec(
-            select(Proposal).where(
-                col(Proposal.exclusion_id).in_(list(ids)), col(Proposal.url).is_not(None)
+        exclusion_id: url
+        for exclusion_id, url in session.execute(
+            select(proposal.c.exclusion_id, proposal.c.url).where(
+                proposal.c.exclusion_id.in_(list(ids)), proposal.c.url.is_not(None)
             )
         )
-        if p.url
+        if url
     }
 
 
-def attention(session: Session, *, now: datetime, limit: int = 20) -> dict[str, Any]:
+def attention(session: Reader, *, now: datetime, limit: int = 20) -> dict[str, Any]:
     """Held, overdue and failed: counts, and the oldest or latest few of each."""
-    open_ = col(StoredExclusion.removed_at).is_(None)
+    open_ = exclusion.c.removed_at.is_(None)
     today = now.date()
-    overdue_where = (open_, col(StoredAnnotation.review_by) < today)
+    overdue_where = (open_, annotation.c.review_by < today)
     overdue_total = overdue(session, today=today)
     overdue_ids = list(
         session.execute(
-            columns(col(StoredExclusion.id))
-            .select_from(StoredExclusion)
-            .join(StoredAnnotation, CURRENT_NOTE)
+            select(exclusion.c.id)
+            .select_from(exclusion)
+            .join(annotation, CURRENT_NOTE)
             .where(*overdue_where)
-            .order_by(col(StoredAnnotation.review_by))
+            .order_by(annotation.c.review_by)
             .limit(limit)
         ).scalars()
     )
-    held_where = (open_, col(StoredExclusion.state) == State.HELD)
+    held_where = (open_, exclusion.c.state == State.HELD)
     held_total = session.execute(
-        columns(func.count()).select_from(StoredExclusion).where(*held_where)
+        select(func.count()).select_from(exclusion).where(*held_where)
     ).one()[0]
     held_ids = list(
         session.execute(
-            columns(col(StoredExclusion.id))
+            select(exclusion.c.id)
             .where(*held_where)
-            .order_by(col(StoredExclusion.first_seen_at))
+            .order_by(exclusion.c.first_seen_at)
             .limit(limit)
         ).scalars()
     )
     rows = _by_ids(session, [*overdue_ids, *held_ids], now)
     failed: list[dict[str, Any]] = []
-    for verification, candidate, release, exclusion in session.exec(
-        select(Verification, Candidate, StoredRelease, StoredExclusion)
-        .join(Candidate, col(Candidate.id) == col(Verification.candidate_id))
-        .join(StoredRelease, col(StoredRelease.id) == col(Candidate.release_id))
-        .join(StoredExclusion, col(StoredExclusion.id) == col(Candidate.exclusion_id))
+    for row in session.execute(
+        select(run, candidate, release, exclusion)
+        .join(candidate, candidate.c.id == run.c.candidate_id)
+        .join(release, release.c.id == candidate.c.release_id)
+        .join(exclusion, exclusion.c.id == candidate.c.exclusion_id)
         .where(
-            col(Verification.conclusion) == Conclusion.FAILED,
-            col(Verification.kind) == RunKind.CANDIDATE,
+            run.c.conclusion == Conclusion.FAILED,
+            run.c.kind == RunKind.CANDIDATE,
         )
-        .order_by(col(Verification.id).desc())
+        .order_by(run.c.id.desc())
         .limit(limit)
     ):
+        ran, considered, seen, line = records(row, run, candidate, release, exclusion)
         failed.append(
             {
-                "id": exclusion.key,
-                "package": exclusion.package,
-                "clause": exclusion.clause,
-                "version": release.version,
-                "profile": verification.profile,
-                "provider": verification.provider,
-                "run_url": verification.run_url,
-                "detail": verification.detail,
-                "finished": as_utc(verification.finished_at) if verification.finished_at else None,
-                "status": candidate.status,
+                "id": line.key,
+                "package": line.package,
+                "clause": line.clause,
+                "version": seen.version,
+                "profile": ran.profile,
+                "provider": ran.provider,
+                "run_url": ran.run_url,
+                "detail": ran.detail,
+                "finished": as_utc(ran.finished_at) if ran.finished_at else None,
+                "status": considered.status,
             }
         )
     return {

@@ -34,7 +34,6 @@ from govern.store.models import (
     Repository,
     StoredAnnotation,
     StoredExclusion,
-    StoredRelaxation,
     StoredRelease,
     StoredSource,
     Verification,
@@ -43,6 +42,7 @@ from govern.store.models import (
 from govern.store.queries import newest_first
 from govern.store.refs import from_row
 from govern.store.relaxations import stored
+from govern.store.views import StoredRelaxation
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 

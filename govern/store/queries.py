@@ -17,27 +17,22 @@ from typing import Any
 
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
-from sqlalchemy import Connection, func, or_
-from sqlalchemy import select as columns
-from sqlmodel import Session, col, select
+from sqlalchemy import func, or_, select
 
 from govern.exclusions.states import ENDED, REJECTED, State
-from govern.store.models import (
-    Candidate,
-    Repository,
-    StoredAnnotation,
-    StoredExclusion,
-    StoredRelease,
-    StoredSource,
-    as_utc,
-)
+from govern.store.core import Reader, record, records
+from govern.store.location import as_utc
+from govern.store.schema import annotation, candidate, exclusion, release, repository, source
 from govern.store.views import ExclusionPage, ExclusionPublic
 
 PER_PAGE = 50
 MAX_PER_PAGE = 200
 
-# An exclusion with its current annotation (None: it has none), source and repository.
-ExclusionRow = tuple[StoredExclusion, StoredAnnotation | None, StoredSource, Repository]
+# An exclusion with its current annotation (None: it has none), source and repository: the
+# ORM's rows, or Core's read as them (core.records), alike.
+ExclusionRow = tuple[Any, Any, Any, Any]
+#: The tables of an :data:`ExclusionRow`, in its order.
+ROW_TABLES = (exclusion, annotation, source, repository)
 
 
 def has_nul(*texts: str | None) -> bool:
@@ -54,13 +49,14 @@ def like_literal(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
-def shown_state(row: StoredExclusion, note: StoredAnnotation | None, today: date) -> State:
+def shown_state(row: Any, note: Any, today: date) -> State:
     """The state shown: the stored one, or ``overdue`` for an open one past its review date."""
-    if row.state in ENDED:
-        return row.state
+    stored = State(row.state)
+    if stored in ENDED:
+        return stored
     if note is not None and note.review_by is not None and note.review_by < today:
         return State.OVERDUE
-    return row.state
+    return stored
 
 
 def exclusion_public(
@@ -68,24 +64,24 @@ def exclusion_public(
 ) -> ExclusionPublic:
     """The public form of an exclusion's row; ``assigned_owner``: the owner set on the
     dashboard, if any, over the annotation's (``govern status`` shows the annotation's)."""
-    exclusion, note, source, repository = row
-    first = as_utc(exclusion.first_seen_at)
-    end = as_utc(exclusion.removed_at) if exclusion.removed_at else None
+    found, note, where, repo = row
+    first = as_utc(found.first_seen_at)
+    end = as_utc(found.removed_at) if found.removed_at else None
     owner = note.owner if note else None
-    if assigned_owner and exclusion.assigned_owner:
-        owner = exclusion.assigned_owner
+    if assigned_owner and found.assigned_owner:
+        owner = found.assigned_owner
     return ExclusionPublic(
-        id=exclusion.key,
-        repository=repository.name,
-        source=source.path,
-        line=exclusion.line,
-        package=exclusion.package,
-        clause=exclusion.clause,
-        requirement=exclusion.requirement,
-        marker=exclusion.marker,
-        kind=exclusion.kind,
-        sub_kind=exclusion.sub_kind,
-        state=shown_state(exclusion, note, now.date()),
+        id=found.key,
+        repository=repo.name,
+        source=where.path,
+        line=found.line,
+        package=found.package,
+        clause=found.clause,
+        requirement=found.requirement,
+        marker=found.marker,
+        kind=found.kind,
+        sub_kind=found.sub_kind,
+        state=shown_state(found, note, now.date()),
         first_seen=first,
         removed=end,
         age_days=max(0, ((end or now) - first).days),
@@ -93,61 +89,58 @@ def exclusion_public(
         links=list(note.links) if note else [],
         owner=owner,
         review_by=note.review_by if note else None,
-        commit=exclusion.introduced_commit,
-        pull_request=exclusion.introduced_pull_request,
+        commit=found.introduced_commit,
+        pull_request=found.introduced_pull_request,
     )
 
 
 # An exclusion's annotation in force (joined outer: not every exclusion has one).
-CURRENT_NOTE = (col(StoredAnnotation.exclusion_id) == col(StoredExclusion.id)) & col(
-    StoredAnnotation.current
-)
+CURRENT_NOTE = (annotation.c.exclusion_id == exclusion.c.id) & annotation.c.current
 
 
 def joined(statement: Any) -> Any:
-    """``statement`` (over Exclusion) joined to its source, repository and current note."""
+    """``statement`` (over exclusion) joined to its source, repository and current note."""
     return (
-        statement.join(StoredSource, col(StoredSource.id) == col(StoredExclusion.source_id))
-        .join(Repository, col(Repository.id) == col(StoredExclusion.repository_id))
-        .join(StoredAnnotation, CURRENT_NOTE, isouter=True)
+        statement.join(source, source.c.id == exclusion.c.source_id)
+        .join(repository, repository.c.id == exclusion.c.repository_id)
+        .join(annotation, CURRENT_NOTE, isouter=True)
     )
 
 
 def exclusion_rows() -> Any:
-    """Exclusions with their current annotation, source and repository (to filter)."""
-    return joined(select(StoredExclusion, StoredAnnotation, StoredSource, Repository))
+    """Exclusions with their current annotation, source and repository (to filter; read
+    each result with :func:`as_rows`)."""
+    return joined(select(*ROW_TABLES).select_from(exclusion))
 
 
-def ordered_rows(session: Session, *where: Any) -> list[ExclusionRow]:
+def as_rows(found: Any) -> list[ExclusionRow]:
+    """The results of :func:`exclusion_rows` as :data:`ExclusionRow` tuples."""
+    return [records(row, *ROW_TABLES) for row in found]
+
+
+def ordered_rows(session: Reader, *where: Any) -> list[ExclusionRow]:
     """The exclusion rows matching ``where``, by repository, file, line and clause."""
     statement = (
         exclusion_rows()
         .where(*where)
-        .order_by(
-            col(Repository.name),
-            col(StoredSource.path),
-            col(StoredExclusion.line),
-            col(StoredExclusion.clause),
-        )
+        .order_by(repository.c.name, source.c.path, exclusion.c.line, exclusion.c.clause)
     )
-    return list(session.exec(statement).all())
+    return as_rows(session.execute(statement))
 
 
-def failed_versions(
-    session: Session | Connection, *, ids: Sequence[int] | None
-) -> dict[int, set[str]]:
+def failed_versions(session: Reader, *, ids: Sequence[int] | None) -> dict[int, set[str]]:
     """Versions whose verification failed (or that were marked bad), by exclusion (of
     ``ids``; None: of every exclusion)."""
     out: dict[int, set[str]] = defaultdict(set)
     if ids is not None and not ids:
         return out
     query = (
-        columns(col(Candidate.exclusion_id), col(StoredRelease.version))
-        .join(StoredRelease, col(StoredRelease.id) == col(Candidate.release_id))
-        .where(col(Candidate.status).in_(REJECTED))
+        select(candidate.c.exclusion_id, release.c.version)
+        .join(release, release.c.id == candidate.c.release_id)
+        .where(candidate.c.status.in_(REJECTED))
     )
     if ids is not None:
-        query = query.where(col(Candidate.exclusion_id).in_(list(ids)))
+        query = query.where(candidate.c.exclusion_id.in_(list(ids)))
     for exclusion_id, version in session.execute(query):
         out[exclusion_id].add(version)
     return out
@@ -184,7 +177,7 @@ class _Reversed:
 
 
 def exclusions(
-    session: Session,
+    session: Reader,
     *,
     now: datetime,
     packages: Sequence[str] = (),
@@ -203,14 +196,14 @@ def exclusions(
         return []
     where: list[Any] = []
     if packages:
-        where.append(col(StoredExclusion.package).in_([canonicalize_name(p) for p in packages]))
+        where.append(exclusion.c.package.in_([canonicalize_name(p) for p in packages]))
     if repositories:
-        where.append(or_(*(col(Repository.name).contains(r) for r in repositories)))
+        where.append(or_(*(repository.c.name.contains(r) for r in repositories)))
     if kinds:
-        where.append(col(StoredExclusion.kind).in_(list(kinds)))
+        where.append(exclusion.c.kind.in_(list(kinds)))
     wanted = set(states)
     if not include_ended and not wanted & set(ENDED):
-        where.append(col(StoredExclusion.removed_at).is_(None))
+        where.append(exclusion.c.removed_at.is_(None))
     shown = [
         exclusion_public(row, now=now, assigned_owner=False)
         for row in ordered_rows(session, *where)
@@ -246,7 +239,7 @@ class Filters:
 
 
 def browse(
-    session: Session, *, filters: Filters, now: datetime, page: int, per_page: int
+    session: Reader, *, filters: Filters, now: datetime, page: int, per_page: int
 ) -> ExclusionPage:
     """All exclusions matching the filters, one page of them, ordered by repository and file."""
     per_page = max(1, min(per_page, MAX_PER_PAGE))
@@ -254,20 +247,22 @@ def browse(
     if has_nul(*filters.as_query().values()):
         return ExclusionPage(items=[], total=0, page=page, per_page=per_page)
     where = _filtered(filters, now.date())
-    counted = joined(columns(func.count()).select_from(StoredExclusion)).where(*where)
+    counted = joined(select(func.count()).select_from(exclusion)).where(*where)
     total = session.execute(counted).one()[0]
-    rows = session.exec(
-        exclusion_rows()
-        .where(*where)
-        .order_by(
-            col(Repository.name),
-            col(StoredSource.path),
-            col(StoredExclusion.line),
-            col(StoredExclusion.id),
+    rows = as_rows(
+        session.execute(
+            exclusion_rows()
+            .where(*where)
+            .order_by(
+                repository.c.name,
+                source.c.path,
+                exclusion.c.line,
+                exclusion.c.id,
+            )
+            .offset((page - 1) * per_page)
+            .limit(per_page)
         )
-        .offset((page - 1) * per_page)
-        .limit(per_page)
-    ).all()
+    )
     return ExclusionPage(
         items=[exclusion_public(row, now=now) for row in rows],
         total=total,
@@ -281,36 +276,34 @@ def _filtered(filters: Filters, today: date) -> list[Any]:
     where: list[Any] = []
     if filters.repository:
         pattern = f"%{like_literal(filters.repository)}%"
-        where.append(col(Repository.name).like(pattern, escape="\\"))
+        where.append(repository.c.name.like(pattern, escape="\\"))
     if filters.package:
-        where.append(col(StoredExclusion.package) == canonicalize_name(filters.package))
+        where.append(exclusion.c.package == canonicalize_name(filters.package))
     if filters.kind:
-        where.append(col(StoredExclusion.kind) == filters.kind)
+        where.append(exclusion.c.kind == filters.kind)
     state = filters.state
     if state in ENDED:
-        where.append(col(StoredExclusion.state) == state)
+        where.append(exclusion.c.state == state)
     else:
-        where.append(col(StoredExclusion.removed_at).is_(None))
+        where.append(exclusion.c.removed_at.is_(None))
         if state == State.OVERDUE:
-            where.append(col(StoredAnnotation.review_by) < today)
+            where.append(annotation.c.review_by < today)
         elif state:  # as shown: an overdue exclusion is listed as overdue, not as its state
-            where.append(col(StoredExclusion.state) == state)
+            where.append(exclusion.c.state == state)
             where.append(
                 or_(
-                    col(StoredAnnotation.review_by).is_(None),
-                    col(StoredAnnotation.review_by) >= today,
+                    annotation.c.review_by.is_(None),
+                    annotation.c.review_by >= today,
                 )
             )
     if filters.owner:
-        where.append(
-            _contains(filters.owner, StoredExclusion.assigned_owner, StoredAnnotation.owner)
-        )
+        where.append(_contains(filters.owner, exclusion.c.assigned_owner, annotation.c.owner))
     if filters.q:
         searched = (
-            StoredExclusion.package,
-            StoredExclusion.requirement,
-            StoredSource.path,
-            StoredAnnotation.reason,
+            exclusion.c.package,
+            exclusion.c.requirement,
+            source.c.path,
+            annotation.c.reason,
         )
         where.append(_contains(filters.q, *searched))
     return where
@@ -319,20 +312,18 @@ def _filtered(filters: Filters, today: date) -> list[Any]:
 def _contains(text: str, *fields: Any) -> Any:
     """Any of ``fields`` holds ``text``, whatever the case (``text`` taken literally)."""
     pattern = f"%{like_literal(text.lower())}%"
-    return or_(*(func.lower(col(field)).like(pattern, escape="\\") for field in fields))
+    return or_(*(func.lower(field).like(pattern, escape="\\") for field in fields))
 
 
-def find_row(session: Session, *, key: str) -> ExclusionRow | None:
+def find_row(session: Reader, *, key: str) -> ExclusionRow | None:
     """The rows of the exclusion with this id (the audit's stable key), or None."""
     if has_nul(key):
         return None
-    found: ExclusionRow | None = session.exec(
-        exclusion_rows().where(col(StoredExclusion.key) == key).limit(1)
-    ).first()
-    return found
+    found = as_rows(session.execute(exclusion_rows().where(exclusion.c.key == key).limit(1)))
+    return found[0] if found else None
 
 
-def find(session: Session, *, key: str, now: datetime) -> ExclusionPublic | None:
+def find(session: Reader, *, key: str, now: datetime) -> ExclusionPublic | None:
     """The exclusion with this id (the audit's stable key), or None."""
     row = find_row(session, key=key)
     return exclusion_public(row, now=now) if row is not None else None
@@ -341,41 +332,36 @@ def find(session: Session, *, key: str, now: datetime) -> ExclusionPublic | None
 # -- counts ---------------------------------------------------------------------------------
 
 
-def counts(session: Session, *, now: datetime) -> dict[str, int]:
+def counts(session: Reader, *, now: datetime) -> dict[str, int]:
     """Exclusions by state (``overdue`` counted apart, among the open ones)."""
     out: dict[str, int] = dict.fromkeys(State, 0)
     for state, number in session.execute(
-        columns(col(StoredExclusion.state), func.count()).group_by(col(StoredExclusion.state))
+        select(exclusion.c.state, func.count()).group_by(exclusion.c.state)
     ).all():
         out[state] = int(number)
     out[State.OVERDUE] = overdue(session, today=now.date())
     return out
 
 
-def overdue(session: Session, *, today: date) -> int:
+def overdue(session: Reader, *, today: date) -> int:
     """Open exclusions whose current annotation's review date has passed."""
     return int(
         session.execute(
-            columns(func.count())
-            .select_from(StoredExclusion)
-            .join(StoredAnnotation, CURRENT_NOTE)
-            .where(
-                col(StoredExclusion.removed_at).is_(None), col(StoredAnnotation.review_by) < today
-            )
+            select(func.count())
+            .select_from(exclusion)
+            .join(annotation, CURRENT_NOTE)
+            .where(exclusion.c.removed_at.is_(None), annotation.c.review_by < today)
         ).one()[0]
     )
 
 
-def current_notes(session: Session, *, ids: Sequence[int | None]) -> dict[int, StoredAnnotation]:
-    """The annotation in force of each exclusion of ``ids`` that has one."""
+def current_notes(session: Reader, *, ids: Sequence[int | None]) -> dict[int, Any]:
+    """The annotation in force of each exclusion of ``ids`` that has one (read only: a
+    :func:`govern.store.core.record` of its row)."""
     wanted = [i for i in ids if i is not None]
     if not wanted:
         return {}
-    return {
-        note.exclusion_id: note
-        for note in session.exec(
-            select(StoredAnnotation).where(
-                col(StoredAnnotation.exclusion_id).in_(wanted), col(StoredAnnotation.current)
-            )
-        )
-    }
+    found = session.execute(
+        select(annotation).where(annotation.c.exclusion_id.in_(wanted), annotation.c.current)
+    )
+    return {note.exclusion_id: note for note in (record(row, annotation) for row in found)}

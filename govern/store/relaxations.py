@@ -21,10 +21,10 @@ from govern.store.models import (
     Candidate,
     StoredAnnotation,
     StoredExclusion,
-    StoredRelaxation,
     StoredRelease,
 )
 from govern.store.queries import failed_versions
+from govern.store.views import StoredRelaxation, as_json
 
 Executor = Session | Connection
 STRATEGY: relaxation.Strategy = "exclude"  # the dashboard's and the proposals' default
@@ -89,7 +89,7 @@ def _versions(texts: Iterable[str]) -> list[Version]:
 
 def stored(value: dict[str, Any] | None) -> StoredRelaxation | None:
     """A relaxation as a candidate row holds it (None: not computed yet)."""
-    return StoredRelaxation.model_validate(value) if value else None
+    return StoredRelaxation.read(value)
 
 
 def refresh(
@@ -162,13 +162,13 @@ def _refresh(executor: Executor, ids: Sequence[int], missing_only: bool) -> int:
         published[package].append(version)
     bad_versions = {exclusion_id: _versions(texts) for exclusion_id, texts in bad.items()}
     releases = {package: _versions(texts) for package, texts in published.items()}
-    computed: dict[tuple[int, str], dict[str, Any]] = {}
+    computed: dict[tuple[int, str], StoredRelaxation] = {}
     rows: list[dict[str, Any]] = []
     for candidate_id, exclusion_id, version in candidates:
         if exclusion_id not in lines:
             continue
         key = (exclusion_id, version)
-        if key not in computed:
+        if key not in computed:  # the row's JSON (views.as_json)
             requirement, clause, package = lines[exclusion_id]
             computed[key] = compute(
                 requirement=requirement,
@@ -177,8 +177,8 @@ def _refresh(executor: Executor, ids: Sequence[int], missing_only: bool) -> int:
                 bad=bad_versions.get(exclusion_id, []),
                 published=releases.get(package, []),
                 strategy=strategies.get(exclusion_id),
-            ).model_dump()
-        rows.append({"row_id": candidate_id, "value": computed[key]})
+            )
+        rows.append({"row_id": candidate_id, "value": as_json(computed[key])})
     if rows:
         executor.execute(
             update(_CANDIDATE)

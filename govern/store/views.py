@@ -45,6 +45,7 @@ __all__ = [
     "ProposalPublic",
     "ReviewPublic",
     "RunPublic",
+    "StoredRelaxation",
     "ThreadPublic",
     "VerificationPublic",
     "as_json",
@@ -199,6 +200,32 @@ class ProposalPublic:
     branch: str | None = None
     via: Via | None = None
     deliveries: list[DeliveryPublic] = field(default_factory=list)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class StoredRelaxation:
+    """A candidate's narrow relaxation as stored (``candidate.relaxation``, its JSON form):
+    the specifiers and line it would write, or why none can be (``refused``); ``note`` is
+    what the dashboard shows beside it."""
+
+    specifier: str | None  # "!=14.1.0"; None when refused
+    requirement: str | None  # the line rewritten; None when refused
+    strategy: str
+    note: str
+    refused: str | None = None
+
+    @classmethod
+    def read(cls, value: dict[str, Any] | None) -> StoredRelaxation | None:
+        """The relaxation a candidate row holds (None: not computed yet)."""
+        if not value:
+            return None
+        return cls(
+            specifier=value.get("specifier"),
+            requirement=value.get("requirement"),
+            strategy=str(value.get("strategy", "")),
+            note=str(value.get("note", "")),
+            refused=value.get("refused"),
+        )
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -10,8 +10,8 @@ from govern.exclusions.ref import ExclusionRef
 from govern.exclusions.states import State
 from govern.notify.templates import reminder, reminder_key
 from govern.service.propose import body
-from govern.store.models import StoredRelaxation
 from govern.store.proposals import Run, Work
+from govern.store.views import StoredRelaxation
 
 BASE = Work(
     exclusion_id=1,

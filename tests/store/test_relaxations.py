@@ -23,7 +23,8 @@ from govern.service.track import TrackOptions, track
 from govern.service.verify import Verifier
 from govern.store import relaxations
 from govern.store.db import Store
-from govern.store.models import Candidate, StoredExclusion, StoredRelaxation, StoredRelease
+from govern.store.models import Candidate, StoredExclusion, StoredRelease
+from govern.store.views import StoredRelaxation
 
 NOW = datetime(2026, 8, 1, tzinfo=UTC)
 LINE = "demo < 1.1\n"
