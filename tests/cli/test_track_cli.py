@@ -70,8 +70,13 @@ def test_status_filters(tracked: str, capsys: pytest.CaptureFixture[str]) -> Non
 
 
 # What the commands that read the store must not load (issue 24: they answer at once):
-# the HTTP, web and migration stacks, and the proposing, polling, verifying and CI code.
+# the ORM and pydantic (the read side queries Core tables and answers dataclasses), the
+# HTTP, web and migration stacks, and the proposing, polling, verifying and CI code.
 _NOT_FOR_READING = (
+    "sqlmodel",
+    "pydantic",
+    "sqlalchemy.orm",
+    "govern.store.models",
     "httpx",
     "httpcore",
     "fastapi",
@@ -95,8 +100,11 @@ _NOT_FOR_READING = (
     ("argv", "shown", "also_not"),
     [
         (["status"], "4 exclusions", ("govern.store.outbox", "govern.store.history")),
+        (["status", "--format", "json"], '"schema": "govern.status/1"', ()),
         (["history", "numpy"], "thread 1: numpy", ()),
+        (["history", "numpy", "--format", "json"], '"schema": "govern.history/1"', ()),
         (["dashboard"], "Pending relaxations: 0", ("govern.store.outbox",)),
+        (["dashboard", "--format", "json"], '"schema": "govern.dashboard/1"', ()),
     ],
 )
 def test_reading_commands_load_only_what_they_use(
@@ -121,7 +129,7 @@ def test_reading_commands_load_only_what_they_use(
     assert done.returncode == 0, done.stderr
     assert shown in done.stdout  # the command did its work
     loaded = done.stderr.split("LOADED", 1)[1].split()
-    assert "govern.store.models" in loaded  # the probe sees what the command imported
+    assert "govern.store.schema" in loaded  # the probe sees what the command imported
     unwanted = {*_NOT_FOR_READING, *also_not}
     assert [m for m in loaded if any(m == u or m.startswith(f"{u}.") for u in unwanted)] == []
 
