@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from govern.index.pipconfig import IndexSettings
     from govern.index.profiles import Profile
     from govern.notify.base import Notifier
-    from govern.service.propose import ProposeResult
+    from govern.service.outcome import ProposeResult
     from govern.service.remind import DigestResult
     from govern.service.verify import ProviderFor, Verifier, VerifyOptions, VerifyResult
     from govern.store.db import Store

@@ -11,7 +11,8 @@ from govern.cli.output import ViewFormat
 from govern.cli.output import print_json as _print_json
 
 if TYPE_CHECKING:
-    from govern.service.propose import ProposeResult
+    from govern.service.outcome import ProposeResult
+    from govern.store.db import Store
 
 
 def propose(
@@ -43,13 +44,27 @@ def propose(
 
     config = application.settings(config_file)
     with application.store(db, config) as store:
-        result = asyncio.run(application.propose_once(store, query, dry_run=dry_run))
+        result = _nothing_to_propose(store, query) if dry_run else None
+        if result is None:
+            result = asyncio.run(application.propose_once(store, query, dry_run=dry_run))
     if fmt is ViewFormat.JSON:
         _print_json(result.as_dict())
     else:
         _print_human(result, dry_run=dry_run)
     if result.failed:
         raise typer.Exit(1)
+
+
+def _nothing_to_propose(store: Store, query: str | None) -> ProposeResult | None:
+    """A dry run's answer when no exclusion can be proposed, read without the proposing
+    stack (forges, git, HTTP); None when there is work (the proposer then runs)."""
+    from govern.service.outcome import ProposeResult
+    from govern.store.pending import proposable
+
+    with store.connection() as conn:
+        if proposable(conn, query=query):
+            return None
+    return ProposeResult()
 
 
 def _print_human(result: ProposeResult, *, dry_run: bool) -> None:

@@ -193,8 +193,8 @@ def untrack(
     `govern track` of the repository starts it afresh.
     """
     from govern.notify.base import repository_key
+    from govern.store.synced import repository as repository_row
     from govern.store.tracking import forget_repository
-    from govern.store.tracking import repository as repository_row
 
     with _open(db) as store:
         with store.transaction() as conn:

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from govern import application
 from govern.errors import GovernError
 from govern.exclusions.states import RunState
+from govern.service.outcome import Outcome, ProposeResult
 from govern.service.poll import poll_index
-from govern.service.propose import Outcome, ProposeResult
 from govern.service.track import TrackOptions, track
 from govern.service.verify import VerifyOptions, VerifyResult
 from govern.text import line

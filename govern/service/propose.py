@@ -9,7 +9,6 @@ import asyncio
 import hashlib
 import re
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
@@ -20,7 +19,6 @@ from govern.config import Config, ProposeConfig, load_config
 from govern.edit import Edit, Superseded, relax_source
 from govern.edit.blocks import same_version
 from govern.errors import GovernError
-from govern.exclusions.ref import ExclusionRef
 from govern.exclusions.states import (
     EventKind,
     OutboxAction,
@@ -44,6 +42,9 @@ from govern.forge.base import (
 from govern.git.push import PushError, PushOutcome
 from govern.notify.base import Notifier
 from govern.service import outbox
+from govern.service.outcome import SCHEMA as SCHEMA
+from govern.service.outcome import Outcome as Outcome
+from govern.service.outcome import ProposeResult as ProposeResult
 from govern.store import events, proposals
 from govern.store import outbox as stored_outbox
 from govern.store.db import Store
@@ -52,7 +53,6 @@ from govern.store.outbox import KeyKind, key_prefix, outbox_key
 from govern.store.proposals import Work
 from govern.text import fenced, is_link, link, quoted
 
-SCHEMA = "govern.propose/1"
 OTHER_NAMES = 8  # names tried after the exclusion's branch name, when it is taken
 
 
@@ -74,70 +74,6 @@ class Pushes(Protocol):
         key: str,
         ours: Collection[str] = (),
     ) -> Any: ...
-
-
-@dataclass(slots=True)
-class Outcome:
-    """One exclusion's proposal, as ``--format json`` prints it (docs/contracts.md);
-    ``old`` is the ref's requirement as written."""
-
-    ref: ExclusionRef
-    new: str | None
-    via: Via
-    branch: str | None = None
-    url: str | None = None
-    state: RunState = RunState.SENT
-    number: int | None = None
-    message: str | None = None
-    diff: str | None = None
-    body: str | None = None
-    tip: str | None = None  # what to do about a failure (the error's tip)
-    sent_now: bool = False  # this run sent something (a push, a request); not a re-read
-
-    def as_dict(self) -> dict[str, Any]:
-        """The contract's fields, then govern's additions."""
-        out: dict[str, Any] = {
-            "exclusion": self.ref.key,
-            "package": self.ref.package,
-            "source": self.ref.source,
-            "line": self.ref.line,
-            "old": self.ref.requirement,
-            "new": self.new,
-            "via": self.via,
-            "branch": self.branch,
-            "url": self.url,
-            "state": self.state,
-            "number": self.number,
-            "message": self.message,
-            "sent_now": self.sent_now,
-        }
-        if self.diff is not None:
-            out["diff"] = self.diff
-        if self.tip is not None:
-            out["tip"] = self.tip
-        return out
-
-
-@dataclass(slots=True)
-class ProposeResult:
-    """Every proposal of one run."""
-
-    proposals: list[Outcome] = field(default_factory=list)
-    closed: list[dict[str, Any]] = field(default_factory=list)  # merged or declined this run
-
-    @property
-    def failed(self) -> bool:
-        """An action failed (and will be retried); standing aside for another run that is
-        sending it, or leaving alone a branch with other people's commits, is no failure."""
-        return any(p.state == RunState.FAILED for p in self.proposals)
-
-    def as_dict(self) -> dict[str, Any]:
-        """The ``govern.propose/1`` document."""
-        return {
-            "schema": SCHEMA,
-            "proposals": [p.as_dict() for p in self.proposals],
-            "closed": self.closed,
-        }
 
 
 def known_bad(recorded: Sequence[str], new: str) -> list[str]:

@@ -29,7 +29,7 @@ from govern.service.tree_hash import tree_hash, unchanged
 from govern.service.values import Provenance, SyncCounts
 from govern.sources.model import Source as SourceRecord
 from govern.store.db import Store
-from govern.store.tracking import SourceState, lock_repository, stored_sources
+from govern.store.synced import SourceState, stored_sources
 
 if TYPE_CHECKING:
     from govern.git.history import Commit, Git, Hunk, Patch, Revision
@@ -362,6 +362,7 @@ def track(
                 commit=head,
             )
     from govern.service.sync import Sync  # the ORM, from here on
+    from govern.store import tracking
 
     report = audit_targets(
         root,
@@ -430,7 +431,7 @@ def track(
             progress(replayed, total, what)
 
     with store.session(write=True) as session:
-        repository = lock_repository(session, name=name, root=str(root.resolve()), now=now)
+        repository = tracking.lock_repository(session, name=name, root=str(root.resolve()), now=now)
         sync = Sync(session, repository, now=now, repository_key=key_name)
         for new, (old, when) in renamed.items():
             sync.rename_source(old, new, when)

@@ -3,7 +3,7 @@
 A sync reads files, the configuration and (for a repository whose history is replayed)
 HEAD; when none of them changed, a re-sync has nothing to do. The daemon re-syncs every
 repository on a schedule and most have not changed: this check costs a hash of each
-source and three small queries (:mod:`govern.store.tracking`).
+source and three small queries (:mod:`govern.store.synced`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from govern.config import Config
-from govern.store import tracking
+from govern.store import synced
 from govern.store.db import Store
 
 
@@ -76,10 +76,10 @@ def unchanged(
     stored, and ``--history`` has nothing left to backfill.
     """
     with store.connection() as conn:
-        found = tracking.repository(conn, name=name)
+        found = synced.repository(conn, name=name)
         if found is None or found.synced_tree_hash is None:
             return None
-        present = tracking.present_sources(conn, repository_id=found.id)
+        present = synced.present_sources(conn, repository_id=found.id)
         replaying = any(row.commit for row in present)
         if history and not all(row.commit for row in present):
             return None
@@ -87,5 +87,5 @@ def unchanged(
         hashed = tree_hash(root, config, name, files, head if replaying else None)
         if hashed != found.synced_tree_hash:
             return None
-        active = tracking.active_exclusions(conn, repository_id=found.id)
+        active = synced.active_exclusions(conn, repository_id=found.id)
     return Unchanged(sources=len(present), exclusions=active)

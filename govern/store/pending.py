@@ -31,7 +31,7 @@ from govern.store.queries import (
     newest_first,
     overdue,
 )
-from govern.store.schema import annotation, candidate, exclusion, proposal, release
+from govern.store.schema import annotation, candidate, exclusion, proposal, release, repository
 from govern.store.schema import verification as run
 from govern.store.views import (
     ChangePublic,
@@ -100,6 +100,40 @@ def relaxable(session: Reader, *, now: datetime, limit: int = PER_PAGE) -> Pendi
     return PendingPage(
         items=items, total=total, awaiting_review=awaiting_review(session, now=now, limit=limit)
     )
+
+
+#: The states an exclusion can be proposed in: verified, or proposed (a newer candidate).
+PROPOSABLE = (State.VERIFIED, State.PROPOSED)
+
+
+def proposable(
+    session: Reader, *, query: str | None = None, repository_name: str | None = None
+) -> list[int]:
+    """The open exclusions a proposal can be made for (verified or proposed, with a passed
+    candidate), by id; only the one with id ``query`` or of the package ``query``, and of
+    one repository, when named."""
+    passed = (
+        select(candidate.c.id)
+        .where(
+            candidate.c.exclusion_id == exclusion.c.id,
+            candidate.c.status == CandidateStatus.PASSED,
+        )
+        .exists()
+    )
+    statement = (
+        select(exclusion.c.id)
+        .where(exclusion.c.state.in_(PROPOSABLE), exclusion.c.removed_at.is_(None), passed)
+        .order_by(exclusion.c.id)
+    )
+    if query:
+        statement = statement.where(
+            (exclusion.c.key == query) | (exclusion.c.package == query.lower())
+        )
+    if repository_name is not None:
+        statement = statement.join(repository, repository.c.id == exclusion.c.repository_id).where(
+            repository.c.name == repository_name
+        )
+    return [row_id for (row_id,) in session.execute(statement)]
 
 
 def awaiting_review(session: Reader, *, now: datetime, limit: int = PER_PAGE) -> list[ReviewPublic]:

@@ -27,6 +27,7 @@ from govern.exclusions.states import (
     State,
     Via,
 )
+from govern.store.core import chunks
 from govern.store.models import (
     Candidate,
     Event,
@@ -39,6 +40,7 @@ from govern.store.models import (
     Verification,
     as_utc,
 )
+from govern.store.pending import proposable
 from govern.store.queries import newest_first
 from govern.store.refs import from_row
 from govern.store.relaxations import stored
@@ -47,7 +49,6 @@ from govern.store.views import StoredRelaxation
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
 # States from which a verified candidate may be proposed (proposed: a newer one updates it).
-_PROPOSABLE = (State.VERIFIED, State.PROPOSED)
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,23 +89,22 @@ def verified(
 ) -> list[Work]:
     """Open exclusions with a passed candidate (the newest passed version of each), or the
     one with id ``query`` / the package ``query``; of one ``repository`` when named."""
+    ids = proposable(session, query=query, repository_name=repository)
+    if not ids:
+        return []
     statement = (
         select(StoredExclusion, Repository, StoredSource)
         .join(Repository, col(Repository.id) == col(StoredExclusion.repository_id))
         .join(StoredSource, col(StoredSource.id) == col(StoredExclusion.source_id))
-        .where(
-            col(StoredExclusion.state).in_(_PROPOSABLE), col(StoredExclusion.removed_at).is_(None)
-        )
         .order_by(col(StoredExclusion.id))
     )
-    if query:
-        statement = statement.where(
-            (col(StoredExclusion.key) == query) | (col(StoredExclusion.package) == query.lower())
-        )
-    if repository is not None:
-        statement = statement.where(col(Repository.name) == repository)
+    rows = [
+        row
+        for chunk in chunks(ids)
+        for row in session.exec(statement.where(col(StoredExclusion.id).in_(list(chunk))))
+    ]
     out: list[Work] = []
-    for exclusion, repo, source in session.exec(statement).all():
+    for exclusion, repo, source in rows:
         assert exclusion.id is not None
         best = _best_passed(session, exclusion.id)
         if best is None:

@@ -185,7 +185,7 @@ repository = Table(
     Column("created_at", UTCDateTime(), nullable=False),
     Column("synced_at", UTCDateTime()),
     Column("synced_commit", String(64)),
-    Column("digest", String(64)),
+    Column("digest", String(64), key="synced_tree_hash"),
 )
 
 source = Table(

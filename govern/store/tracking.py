@@ -1,25 +1,22 @@
-"""The sync's reads and writes of a repository, on the models' tables.
+"""The sync's reads and writes of a repository under its lock, on the models' tables.
 
-Before the lock: whether anything changed since the last sync (the tree hash it stored, the
-sources present, how many exclusions are active), and what each source holds (its replay
-marker and its active keys), so that git is read before the repository's lock is taken.
-Under it (:func:`lock_repository`): the rows :class:`govern.service.sync.Sync` compares,
-and its writes in batches (a few dozen statements for 10,000 exclusions).
+Under the lock (:func:`lock_repository`): the rows :class:`govern.service.sync.Sync`
+compares, and its writes in batches (a few dozen statements for 10,000 exclusions). What is
+read before the lock, without the ORM, is in :mod:`govern.store.synced`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Row, delete, func, insert, select, update
+from sqlalchemy import delete, insert, select, update
 from sqlmodel import Session, col
 from sqlmodel import select as orm_select
 
 from govern.store import locks
-from govern.store.core import Rows, chunks, table
+from govern.store.core import Rows, chunks
 from govern.store.db import BULK
 from govern.store.models import (
     Candidate,
@@ -33,68 +30,6 @@ from govern.store.models import (
     Verification,
 )
 from govern.store.outbox import owned_by
-
-_REPOSITORY = table(Repository)
-_SOURCE = table(StoredSource)
-_EXCLUSION = table(StoredExclusion)
-
-
-def repository(conn: Connection, *, name: str) -> Row[int, str | None] | None:
-    """A repository's id and the tree hash its last sync stored (None: never synced)."""
-    r = _REPOSITORY.c
-    return conn.execute(select(r.id, r.synced_tree_hash).where(r.name == name)).first()
-
-
-def present_sources(conn: Connection, *, repository_id: int) -> Rows:
-    """The sources a repository has now: path, commit (the newest replayed)."""
-    s = _SOURCE.c
-    query = select(s.path, s.commit).where(s.repository_id == repository_id, s.present.is_(True))
-    return conn.execute(query).all()
-
-
-def active_exclusions(conn: Connection, *, repository_id: int) -> int:
-    """How many exclusions of a repository are not removed."""
-    e = _EXCLUSION.c
-    query = (
-        select(func.count())
-        .select_from(_EXCLUSION)
-        .where(e.repository_id == repository_id, e.removed_at.is_(None))
-    )
-    return int(conn.execute(query).scalar_one())
-
-
-@dataclass(frozen=True, slots=True)
-class SourceState:
-    """What the store holds for one source of a repository (read without a lock)."""
-
-    commit: str | None  # the newest commit replayed
-    keys: frozenset[str]  # its exclusions now active
-    tracked: bool  # any exclusion ever recorded for it
-
-
-def stored_sources(conn: Connection, *, name: str) -> dict[str, SourceState]:
-    """Per source path: its replay marker and active keys (empty for a new repository)."""
-    found = repository(conn, name=name)
-    if found is None:
-        return {}
-    s, e = _SOURCE.c, _EXCLUSION.c
-    paths: dict[int, tuple[str, str | None]] = {
-        row.id: (row.path, row.commit)
-        for row in conn.execute(select(s.id, s.path, s.commit).where(s.repository_id == found.id))
-    }
-    keys: dict[int, set[str]] = {source_id: set() for source_id in paths}
-    tracked: set[int] = set()
-    for row in conn.execute(
-        select(e.source_id, e.key, e.removed_at).where(e.repository_id == found.id)
-    ):
-        tracked.add(row.source_id)
-        if row.removed_at is None:
-            keys[row.source_id].add(row.key)
-    return {
-        path: SourceState(commit, frozenset(keys[source_id]), source_id in tracked)
-        for source_id, (path, commit) in paths.items()
-    }
-
 
 # -- the sync's reads and writes, under the repository's lock -----------------------------
 

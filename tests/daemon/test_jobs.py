@@ -6,7 +6,7 @@ from __future__ import annotations
 from govern.daemon.jobs import propose_outcome, verify_outcome
 from govern.exclusions.ref import ExclusionRef
 from govern.exclusions.states import RunState, Via
-from govern.service.propose import Outcome, ProposeResult
+from govern.service.outcome import Outcome, ProposeResult
 from govern.service.verify import VerifyResult
 
 

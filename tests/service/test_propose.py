@@ -28,7 +28,7 @@ from sqlmodel import col, select
 
 from fakes.forge_github import FakeGitHubForge, message
 from govern.config import Config, ProposeConfig
-from govern.exclusions.states import EventKind, ProposeMode, State, Via
+from govern.exclusions.states import CandidateStatus, EventKind, ProposeMode, State, Via
 from govern.forge.base import ChangeRequest, Opening
 from govern.forge.github import GitHubForge
 from govern.git.push import Pusher
@@ -799,3 +799,44 @@ def test_the_body_lists_what_the_new_line_keeps_out_as_known_bad() -> None:
     assert known_bad(["14.1.0"], "cupy-cuda13x!=14.1") == ["14.1.0"]  # the same version
     assert known_bad(["13.0"], "demo>=1.0,!=1.19.0,<1.20  # why") == ["13.0", "1.19.0"]
     assert known_bad([], "not a requirement ((") == []
+
+
+def test_what_a_dry_run_reads_without_the_proposer_is_what_the_proposer_would_propose(
+    store: Store,
+) -> None:
+    """``govern propose --dry-run`` answers "nothing to propose" from
+    :func:`govern.store.pending.proposable` alone, without the proposing stack: it must name
+    exactly the exclusions :func:`govern.store.proposals.verified` gives the proposer, for
+    every query, at every stage (verified, proposed, the candidate taken back, removed)."""
+    from govern.store import proposals
+    from govern.store.pending import proposable
+
+    def both(query: str | None = None) -> tuple[list[int], list[int]]:
+        with store.connection() as conn:
+            light = proposable(conn, query=query)
+        with store.session() as session:
+            full = [work.exclusion_id for work in proposals.verified(session, query=query)]
+        return light, full
+
+    with store.session() as session:
+        row = session.exec(select(StoredExclusion)).one()
+        key, row_id = row.key, row.id
+    for query in (None, "cupy-cuda13x", "CuPy-CUDA13x", key, "numpy", "no-such-id"):
+        light, full = both(query)
+        assert light == full, query
+    assert both()[0] == [row_id]
+    asyncio.run(_proposer(store, ProposeConfig(via=Via.GIT)).run())  # now proposed
+    assert both() == ([row_id], [row_id])
+    with store.session(write=True) as session:
+        for candidate in session.exec(select(Candidate)).all():
+            candidate.status = CandidateStatus.FOUND
+            session.add(candidate)
+    assert both() == ([], [])
+    with store.session(write=True) as session:
+        for candidate in session.exec(select(Candidate)).all():
+            candidate.status = CandidateStatus.PASSED
+            session.add(candidate)
+        found = session.exec(select(StoredExclusion)).one()
+        found.removed_at = NOW
+        session.add(found)
+    assert both() == ([], [])

@@ -82,6 +82,8 @@ def render(metadata: MetaData) -> str:
                 options += ", primary_key=True"
             if not column.nullable and not column.primary_key:
                 options += ", nullable=False"
+            if column.key != column.name:  # read by its attribute's name, stored under another
+                options += f", key={column.key!r}"
             lines.append(f"    Column({column.name!r}, {_type(column.type)}{options}),")
         lines.append(")\n")
         parts.append("\n".join(lines))
@@ -109,6 +111,7 @@ def test_every_model_table_is_on_the_read_side_with_the_same_columns() -> None:
     for name, table in SQLModel.metadata.tables.items():
         mirror = schema.metadata.tables[name]
         assert [c.name for c in mirror.columns] == [c.name for c in table.columns]
+        assert [c.key for c in mirror.columns] == [c.key for c in table.columns]
         assert [c.nullable for c in mirror.columns] == [c.nullable for c in table.columns]
 
 
