@@ -11,7 +11,6 @@ from dataclasses import dataclass, field, replace
 from datetime import date
 from typing import Any
 
-from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
@@ -190,6 +189,8 @@ def _commented_requirement(text: str) -> bool:
         if " " in compact:
             return False
         body = compact
+    from packaging.requirements import InvalidRequirement, Requirement  # only for such text
+
     try:
         req = Requirement(body)
     except InvalidRequirement:

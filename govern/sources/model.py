@@ -10,8 +10,10 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from packaging.requirements import Requirement
+if TYPE_CHECKING:  # parsed by the readers: this module only names the type
+    from packaging.requirements import Requirement
 
 
 class SourceFormat(enum.StrEnum):
