@@ -296,7 +296,7 @@ def status(
             else "no exclusions tracked yet: run `govern track`"
         )
         return
-    from govern.output.human import terminal  # only for this view: history stays light
+    from govern.output.style import terminal  # only for this view: history stays light
 
     style = terminal()
     current_repo = None

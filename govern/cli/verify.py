@@ -15,7 +15,8 @@ from govern.cli.output import ViewFormat, announce_index
 from govern.cli.output import print_json as _print_json
 from govern.errors import GovernError
 from govern.exclusions.states import CandidateStatus
-from govern.output.human import one_line, terminal, truncate
+from govern.output.human import one_line, truncate
+from govern.output.style import terminal
 from govern.text import visible
 
 if TYPE_CHECKING:

@@ -187,7 +187,7 @@ def dashboard(
     def show(text: object, width: int = 110) -> str:
         return line(text, width)
 
-    from govern.output.human import terminal
+    from govern.output.style import terminal
 
     style = terminal()
     typer.echo(f"Pending relaxations: {pending.total}")

@@ -5,16 +5,14 @@ Notes: docs/internals.md#output.
 
 from __future__ import annotations
 
-import os
 import re
-import sys
 import unicodedata
 from collections.abc import Iterable
-from typing import TextIO
 
 from govern.exclusions.model import Exclusion
-from govern.output import shown_requirement, summary_line, use_color
-from govern.policy.model import Finding, Severity
+from govern.output import shown_requirement, summary_line
+from govern.output.style import Style
+from govern.policy.model import Finding
 from govern.report import AuditReport
 from govern.sources.model import Source
 from govern.text import visible
@@ -22,66 +20,7 @@ from govern.text import visible
 REASON_WIDTH = 100
 """Reasons longer than this many characters are cut, with an ellipsis."""
 
-_RESET = "\x1b[0m"
-_BOLD = "\x1b[1m"
-_DIM = "\x1b[2m"
-_SEVERITY_COLOR = {
-    Severity.ERROR: "\x1b[31m",  # red
-    Severity.WARNING: "\x1b[33m",  # yellow
-    Severity.INFO: "\x1b[34m",  # blue
-    Severity.OFF: "",
-}
 _SPACE = re.compile(r"\s+")
-# States, statuses and verdicts as a terminal shows them: green is done and good, red needs
-# a person, yellow waits, cyan and blue move on their own.
-_STATE_COLOR = {
-    "held": "\x1b[33m",
-    "candidate": "\x1b[36m",
-    "found": "\x1b[36m",
-    "verifying": "\x1b[34m",
-    "verified": "\x1b[32m",
-    "passed": "\x1b[32m",
-    "proposed": "\x1b[35m",
-    "relaxed": "\x1b[32m",
-    "merged": "\x1b[32m",
-    "failed": "\x1b[31m",
-    "bad": "\x1b[31m",
-    "errored": "\x1b[31m",
-    "timed-out": "\x1b[31m",
-    "overdue": "\x1b[31m",
-    "removed": _DIM,
-    "cancelled": _DIM,
-    "settled": _DIM,
-}
-
-
-class _Style:
-    """Applies ANSI styles, or nothing when colour is off."""
-
-    def __init__(self, color: bool) -> None:
-        self.color = color
-
-    def _wrap(self, code: str, text: str) -> str:
-        return f"{code}{text}{_RESET}" if self.color and code else text
-
-    def bold(self, text: str) -> str:
-        return self._wrap(_BOLD, text)
-
-    def dim(self, text: str) -> str:
-        return self._wrap(_DIM, text)
-
-    def severity(self, severity: Severity, text: str) -> str:
-        return self._wrap(_SEVERITY_COLOR.get(severity, ""), text)
-
-    def state(self, text: str, state: object | None = None) -> str:
-        """``text`` in the colour of ``state`` (default: the text is the state)."""
-        return self._wrap(_STATE_COLOR.get(str(state if state is not None else text), ""), text)
-
-
-def terminal(stream: TextIO | None = None) -> _Style:
-    """The style for a command's human output on ``stream`` (stdout): colour only on a
-    terminal, never with ``NO_COLOR`` set (:func:`govern.output.use_color`)."""
-    return _Style(use_color(stream or sys.stdout, os.environ))
 
 
 def _clean(text: str) -> str:
@@ -131,7 +70,7 @@ def _location(finding: Finding) -> str:
     return ":".join(parts)
 
 
-def _finding_lines(finding: Finding, style: _Style) -> list[str]:
+def _finding_lines(finding: Finding, style: Style) -> list[str]:
     message = "\n    ".join(_clean(part) for part in finding.message.splitlines() or [""])
     lines = [
         f"{style.bold(_clean(_location(finding)))}: "
@@ -150,7 +89,7 @@ def _finding_lines(finding: Finding, style: _Style) -> list[str]:
     return lines
 
 
-def _exclusion_line(exclusion: Exclusion, style: _Style) -> str:
+def _exclusion_line(exclusion: Exclusion, style: Style) -> str:
     annotation = exclusion.annotation
     reason = (
         truncate(one_line(annotation.reason)) if annotation.reason else style.dim("(no reason)")
@@ -172,7 +111,7 @@ def _group(
     header: str,
     exclusions: Iterable[Exclusion],
     findings: Iterable[Finding],
-    style: _Style,
+    style: Style,
 ) -> list[str]:
     lines = [header]
     lines.extend(_exclusion_line(exclusion, style) for exclusion in exclusions)
@@ -181,7 +120,7 @@ def _group(
     return lines
 
 
-def _header(source: Source, style: _Style) -> str:
+def _header(source: Source, style: Style) -> str:
     count = len(source.entries)
     noun = "requirement" if count == 1 else "requirements"
     return f"{style.bold(_clean(source.path))} ({source.format}, {count} {noun})"
@@ -189,7 +128,7 @@ def _header(source: Source, style: _Style) -> str:
 
 def render(report: AuditReport, *, color: bool = False) -> str:
     """Render ``report`` for a terminal; ANSI colour only when ``color`` is true."""
-    style = _Style(color)
+    style = Style(color)
     # Grouped once: a scan per source would be quadratic on a large tree.
     exclusions: dict[str, list[Exclusion]] = {s.path: [] for s in report.sources}
     findings: dict[str, list[Finding]] = {s.path: [] for s in report.sources}
