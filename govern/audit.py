@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from packaging.specifiers import Specifier
 from packaging.version import Version
@@ -21,13 +22,14 @@ from govern.errors import SourceNotFound
 from govern.exclusions.annotations import read_annotations
 from govern.exclusions.classify import classify
 from govern.exclusions.model import Annotation, Exclusion, Kind, exclusion_key
-from govern.policy.engine import evaluate
-from govern.policy.model import Policy
 from govern.report import AuditReport
 from govern.sources.discover import discover, glob_match, source_format_for
 from govern.sources.model import Entry, Include, Problem, Source, SourceFormat
 from govern.sources.reading import Unreadable, os_reason, read_bounded, refusal
 from govern.sources.requirements_txt import read_requirements
+
+if TYPE_CHECKING:
+    from govern.policy.model import Policy
 
 _VERSION_WORD_RE = re.compile(r"(?<![\w.])v?(\d+(?:\.\d+)+(?:(?:a|b|rc|\.post|\.dev)\d+)?)(?![\w])")
 
@@ -410,6 +412,8 @@ def audit_targets(
     options: AuditOptions,
 ) -> AuditReport:
     """Audit the paths :func:`resolve_targets` gives (None: discover under ``root``)."""
+    from govern.policy.engine import evaluate  # here: a sync reads sources, not rules
+
     named = [p for p in files or () if not p.is_dir()]
     rejected: list[tuple[Path, Problem]] = []  # found by name, not requirements by content
     if files is None:

@@ -20,8 +20,12 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from govern.errors import ConfigError
-from govern.exclusions.annotations import STRATEGY_CHOICES, CommentSettings, ConfigAnnotation
-from govern.exclusions.links import LinkContext
+from govern.exclusions.settings import (
+    STRATEGY_CHOICES,
+    CommentSettings,
+    ConfigAnnotation,
+    LinkContext,
+)
 from govern.exclusions.states import FORGE_VIAS, ProposeMode, Via
 from govern.sources.reading import Unreadable, read_bounded
 from govern.tomltables import (

@@ -6,16 +6,22 @@ Notes: docs/commands/audit.md#where-reasons-come-from.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Sequence
+from dataclasses import replace
 from datetime import date
 from typing import Any
 
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from govern.exclusions.links import LinkContext, find_links
+from govern.exclusions.links import find_links
 from govern.exclusions.model import Annotation, Link
+from govern.exclusions.settings import (
+    STRATEGY_CHOICES,
+    CommentSettings,
+    ConfigAnnotation,
+    LinkContext,
+)
 from govern.sources.model import Entry, LineKind, Problem, Source
 from govern.sources.pipline import shell_split
 
@@ -38,7 +44,6 @@ _KEYS = {
 #: How a relaxation may be written (``strategy=``; configuration's ``relax-strategy``):
 #: ``exclude`` (the default: ``<V`` becomes ``!=V``) or ``keep-ceiling`` (``<V`` becomes
 #: ``!=V,<`` the series after the verified release).
-STRATEGY_CHOICES = ("exclude", "keep-ceiling")
 _REASON_WORDS = (
     "because",
     "due",
@@ -119,26 +124,6 @@ _GENERATED_RE = re.compile(
 _WORD_RE = re.compile(r"[a-z0-9][a-z0-9._-]*")
 # A requirement has a specifier (an operator) or a URL ("name @ url") only with one of these.
 _SPECIFIER_OR_URL_CHARS = "<>=!~@"
-
-
-@dataclass(frozen=True, slots=True)
-class CommentSettings:
-    """How a repository writes its comments (``[tool.govern]``)."""
-
-    style: str = "above"  # "above": blocks above a line; "below": blocks below it
-    scope: str = "group"  # "group": a block covers the run below it; "line": one line
-    inline: str = "auto"  # "auto": licence tags ignored; "reason"; "ignore"
-    links: LinkContext = field(default_factory=LinkContext)
-
-
-@dataclass(frozen=True, slots=True)
-class ConfigAnnotation:
-    """An annotation given in configuration, for files that cannot carry comments."""
-
-    package: str
-    source: str | None = None  # a glob over source paths; None matches every source
-    clause: str | None = None
-    fields: Mapping[str, Any] = field(default_factory=dict)
 
 
 def is_licence_tag(text: str) -> bool:

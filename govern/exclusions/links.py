@@ -8,9 +8,9 @@ Shapes seen in the corpus: full URLs, ``#123``, ``owner/repo#123``,
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from govern.exclusions.model import Link
+from govern.exclusions.settings import LinkContext
 
 _URL_RE = re.compile(r"https?://[^\s<>\"'`]+")
 _GHSA_RE = re.compile(r"\bGHSA(?:-[23456789cfghjmpqrvwx]{4}){3}\b", re.IGNORECASE)
@@ -19,15 +19,6 @@ _REPO_ISSUE_RE = re.compile(r"(?<![\w/.@-])([A-Za-z0-9][\w.-]*/[A-Za-z0-9_.-]+)#
 _LP_RE = re.compile(r"\b(?:LP|lp):?\s*#(\d+)\b")
 _BUG_RE = re.compile(r"\b[Bb]ug\s*#?\s*(\d{3,})\b")
 _HASH_RE = re.compile(r"(?<![\w/&#])#(\d+)\b")
-
-
-@dataclass(frozen=True, slots=True)
-class LinkContext:
-    """How to resolve short references: the repository's forge and bug tracker."""
-
-    forge: str | None = None  # e.g. https://github.com/vllm-project/vllm
-    forge_host: str = "https://github.com"
-    bug_url: str | None = None  # e.g. https://bugs.launchpad.net/bugs/{id}
 
 
 def _url_kind(url: str) -> str:

@@ -12,8 +12,8 @@ from packaging.specifiers import Specifier
 from packaging.version import Version
 
 from govern.exclusions.annotations import parse_structured
-from govern.exclusions.links import LinkContext
 from govern.exclusions.model import Exclusion, Kind, SubKind
+from govern.exclusions.settings import LinkContext
 from govern.policy.model import Finding, Policy, Severity
 from govern.policy.rules import RULES
 from govern.redact import redact

@@ -339,9 +339,7 @@ def track(
     Git is read (history, blobs, blame) before the write lock is taken, so that a
     concurrent sync waits only for the other's database work.
     """
-    from govern.audit import AuditOptions, audit_targets
     from govern.git.history import Git
-    from govern.policy.loader import load_policy
     from govern.sources.discover import discover
 
     now = options.now or datetime.now(UTC)
@@ -361,7 +359,9 @@ def track(
                 replayed=0,
                 commit=head,
             )
-    from govern.service.sync import Sync  # the ORM, from here on
+    from govern.audit import AuditOptions, audit_targets  # the sync, from here on
+    from govern.policy.loader import load_policy
+    from govern.service.sync import Sync  # the ORM
     from govern.store import tracking
 
     report = audit_targets(

@@ -10,14 +10,10 @@ from auditrun import run_audit
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from govern.exclusions.annotations import (
-    CommentSettings,
-    ConfigAnnotation,
-    is_licence_tag,
-    read_annotations,
-)
-from govern.exclusions.links import LinkContext, find_links
+from govern.exclusions.annotations import is_licence_tag, read_annotations
+from govern.exclusions.links import find_links
 from govern.exclusions.model import Annotation
+from govern.exclusions.settings import CommentSettings, ConfigAnnotation, LinkContext
 from govern.sources.requirements_txt import read_requirements
 
 

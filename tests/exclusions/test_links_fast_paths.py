@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from govern.exclusions.links import LinkContext, find_links
+from govern.exclusions.links import find_links
+from govern.exclusions.settings import LinkContext
 
 
 def test_no_link_is_empty() -> None:

@@ -16,7 +16,7 @@ from sqlmodel import col, select
 from fakes.index import IndexFile, StaticIndex
 from govern.ci.base import Conclusion, Provider, RunRef, RunStatus, Started, Trial
 from govern.config import Config
-from govern.exclusions.annotations import ConfigAnnotation
+from govern.exclusions.settings import ConfigAnnotation
 from govern.exclusions.states import State
 from govern.index.pipconfig import IndexSettings
 from govern.service.track import TrackOptions, track
