@@ -15,8 +15,7 @@ from govern.cli.options import DbOption, FormatOption
 from govern.cli.output import ViewFormat
 from govern.cli.output import print_json as _print_json
 from govern.errors import UsageError
-from govern.exclusions.model import Kind
-from govern.exclusions.states import VERIFICATION_EVENTS, EventKind, State
+from govern.exclusions.states import VERIFICATION_EVENTS, EventKind, Kind, State
 from govern.text import line, visible
 
 if TYPE_CHECKING:

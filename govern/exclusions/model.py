@@ -2,33 +2,13 @@
 
 from __future__ import annotations
 
-import enum
 import hashlib
 from dataclasses import dataclass, field
 from datetime import date
 
+from govern.exclusions.states import Kind as Kind  # closed sets live in states.py
+from govern.exclusions.states import SubKind as SubKind
 from govern.sources.model import Problem
-
-
-class Kind(enum.StrEnum):
-    """How a clause keeps released versions out (docs/design.md vocabulary)."""
-
-    NOT_EQUAL = "not-equal"
-    CAP = "cap"
-    PIN = "pin"
-    BAN = "ban"
-
-
-class SubKind(enum.StrEnum):
-    """A finer shape of a kind; ``sentinel`` caps are not debts."""
-
-    EXACT = "exact"  # !=V, ==V, <V
-    WILDCARD = "wildcard"  # !=V.*, ==V.*
-    INCLUSIVE = "inclusive"  # <=V
-    COMPATIBLE = "compatible"  # ~=V (its implied ceiling)
-    ARBITRARY = "arbitrary"  # ===V
-    SENTINEL = "sentinel"  # <9999: a cap that is no real ceiling
-    IMPOSSIBLE = "impossible"  # ==1000000000.0.0 or <0: nothing can satisfy it
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,6 +10,27 @@ from __future__ import annotations
 from enum import StrEnum
 
 
+class Kind(StrEnum):
+    """How a clause keeps released versions out (docs/design.md vocabulary)."""
+
+    NOT_EQUAL = "not-equal"
+    CAP = "cap"
+    PIN = "pin"
+    BAN = "ban"
+
+
+class SubKind(StrEnum):
+    """A finer shape of a kind; ``sentinel`` caps are not debts."""
+
+    EXACT = "exact"  # !=V, ==V, <V
+    WILDCARD = "wildcard"  # !=V.*, ==V.*
+    INCLUSIVE = "inclusive"  # <=V
+    COMPATIBLE = "compatible"  # ~=V (its implied ceiling)
+    ARBITRARY = "arbitrary"  # ===V
+    SENTINEL = "sentinel"  # <9999: a cap that is no real ceiling
+    IMPOSSIBLE = "impossible"  # ==1000000000.0.0 or <0: nothing can satisfy it
+
+
 class State(StrEnum):
     """Where an exclusion is in its lifecycle (docs/design.md's diagram), in the order shown."""
 

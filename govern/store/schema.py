@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from sqlalchemy import JSON, Boolean, Column, Date, Float, Integer, MetaData, String, Table, Text
 
-from govern.exclusions import model, states
+from govern.exclusions import states
 from govern.store.columns import ClosedSet, UTCDateTime
 
 metadata = MetaData()
@@ -75,8 +75,8 @@ exclusion = Table(
     Column("clause", String(256), nullable=False),
     Column("requirement", Text(), nullable=False),
     Column("marker", Text()),
-    Column("kind", ClosedSet(model.Kind, 16), nullable=False),
-    Column("sub_kind", ClosedSet(model.SubKind, 16), nullable=False),
+    Column("kind", ClosedSet(states.Kind, 16), nullable=False),
+    Column("sub_kind", ClosedSet(states.SubKind, 16), nullable=False),
     Column("line", Integer(), nullable=False),
     Column("state", ClosedSet(states.State, 16), nullable=False),
     Column("id", Integer(), primary_key=True),

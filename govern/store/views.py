@@ -15,17 +15,18 @@ from datetime import date, datetime
 from enum import Enum
 from typing import Any
 
-from govern.exclusions.model import Kind, SubKind
 from govern.exclusions.states import (
     CandidateStatus,
     Conclusion,
     EventKind,
+    Kind,
     OutboxAction,
     OutboxState,
     ProposalKind,
     ProposalState,
     RunKind,
     State,
+    SubKind,
     Via,
 )
 

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 from sqlalchemy import JSON, Boolean, Column, Date, Float, Integer, MetaData, String, Table, Text
 
-from govern.exclusions import model, states
+from govern.exclusions import states
 from govern.store.columns import ClosedSet, UTCDateTime
 
 metadata = MetaData()
@@ -47,8 +47,8 @@ metadata = MetaData()
 
 
 def _enum(members: type[StrEnum]) -> str:
-    module = {"govern.exclusions.model": "model", "govern.exclusions.states": "states"}
-    return f"{module[members.__module__]}.{members.__name__}"
+    assert members.__module__ == "govern.exclusions.states", members  # closed sets' home
+    return f"states.{members.__name__}"
 
 
 def _type(column_type: TypeEngine[object]) -> str:
