@@ -15,9 +15,7 @@ from pathlib import Path
 from string import Formatter
 from typing import Any, TypeVar
 
-from packaging.specifiers import InvalidSpecifier, Specifier
 from packaging.utils import canonicalize_name
-from packaging.version import Version
 
 from govern.errors import ConfigError
 from govern.exclusions.settings import (
@@ -777,8 +775,10 @@ def _annotation(item: Any, where: str) -> ConfigAnnotation:
     clause = string(item, "clause", where, prefix="annotation ")
     if clause is not None:
         try:
+            from packaging.specifiers import Specifier  # only for such an annotation
+
             clause = str(Specifier(clause))  # normalized as exclusion clauses are
-        except InvalidSpecifier:
+        except ValueError:  # InvalidSpecifier
             raise ConfigError(
                 f"{where}: annotation clause {show(clause)} is not a version clause",
                 tip='Write it as in the requirement, e.g. clause = "<14.1.0".',
@@ -1072,6 +1072,8 @@ def _python(item: dict[str, Any], where: str, prefix: str) -> str | None:
     python = string(item, "python", where, prefix)
     if python is not None:
         try:
+            from packaging.version import Version  # only for a profile's python
+
             Version(python)
         except ValueError:  # InvalidVersion, or a number past the int-string limit
             raise ConfigError(
