@@ -117,15 +117,9 @@ class _Loader:
             # /proc/self/environ, say) is refused as discovery refuses it.
             self.refuse(file)
             return
-        if fmt is SourceFormat.PYPROJECT:
-            # Imported here: a tree of requirements files never pays for this reader.
-            from govern.sources.pyproject import read_pyproject
-
-            source = read_pyproject(file, display_path=display)
-        else:
-            source = read_requirements(
-                file, display_path=display, fmt=fmt, environ=self.options.environ
-            )
+        source = read_source(
+            file, display_path=display, fmt=fmt, root=self.root, environ=self.options.environ
+        )
         self.sources[key] = source
         for include in source.includes:
             if include.resolved is None or include.kind == "group":
@@ -312,6 +306,8 @@ def _bad_versions(kind: Kind, spec: Specifier, annotation: Annotation) -> tuple[
 
 
 def _exclusions(source: Source, annotations: list[Annotation], repository: str) -> list[Exclusion]:
+    if source.lock is not None:  # a lock's pins are how the intent was resolved: no exclusions
+        return []
     out: list[Exclusion] = []
     for entry, annotation in zip(source.entries, annotations, strict=True):
         out.extend(_entry_exclusions(source, entry, annotation, repository))
@@ -446,7 +442,9 @@ def audit_targets(
         loader.load(file, source_format_for(file))
     for file in named:
         # A file named directly is read whatever its name: *.toml is a pyproject.
-        fmt = SourceFormat.PYPROJECT if file.suffix == ".toml" else source_format_for(file)
+        fmt = source_format_for(file)
+        if file.suffix == ".toml" and not fmt.is_lock:
+            fmt = SourceFormat.PYPROJECT
         loader.load(file, fmt)
     sources = sorted(loader.sources.values(), key=lambda s: s.path)
     repository = repository_name(root, config)
@@ -488,17 +486,40 @@ def source_exclusions(
     fmt: SourceFormat,
     config: Config,
     repository: str,
+    root: Path | None = None,
 ) -> tuple[Source, list[Exclusion]]:
-    """One source read alone (its includes are not followed), and its exclusions.
+    """One source read alone (its includes are not followed), and its exclusions (none, for
+    a lock; ``root``, where its intent's paths are relative to: the file's folder if None).
 
     For a file as it was at some commit (``govern track --history``): the same reader,
     annotations and keys as :func:`audit_targets`, without discovery or policy.
     """
-    if fmt is SourceFormat.PYPROJECT:
-        from govern.sources.pyproject import read_pyproject
-
-        source = read_pyproject(file, display_path=display_path)
-    else:
-        source = read_requirements(file, display_path=display_path, fmt=fmt)
+    source = read_source(file, display_path=display_path, fmt=fmt, root=root or file.parent)
     annotations = read_annotations(source, config.comments, config.annotations)
     return source, _exclusions(source, annotations, repository)
+
+
+def read_source(
+    file: Path,
+    *,
+    display_path: str,
+    fmt: SourceFormat,
+    root: Path,
+    environ: Mapping[str, str] | None = None,
+) -> Source:
+    """One file read by its format: a pyproject, a TOML or JSON lock, or requirements (a
+    compiled one becomes a lock, tied to the intent its header names)."""
+    if fmt is SourceFormat.PYPROJECT:
+        # Imported here: a tree of requirements files never pays for this reader.
+        from govern.sources.pyproject import read_pyproject
+
+        return read_pyproject(file, display_path=display_path)
+    if fmt.is_lock and fmt is not SourceFormat.COMPILED:
+        from govern.sources.locks import read_lock
+
+        return read_lock(file, display_path=display_path, fmt=fmt, root=root)
+    read_as = SourceFormat.REQUIREMENTS if fmt is SourceFormat.COMPILED else fmt
+    source = read_requirements(file, display_path=display_path, fmt=read_as, environ=environ)
+    from govern.sources.locks import as_compiled_lock
+
+    return as_compiled_lock(source, root=root) or source

@@ -122,6 +122,16 @@ def _group(
 
 def _header(source: Source, style: Style) -> str:
     count = len(source.entries)
+    if source.lock is not None:  # a lock: its pins are no exclusions
+        pins = "pin" if count == 1 else "pins"
+        made = source.lock.tool + (
+            f" {source.lock.tool_version}" if source.lock.tool_version else ""
+        )
+        of = ", ".join(source.lock.inputs) or "no intent found"
+        return (
+            f"{style.bold(_clean(source.path))} (lock: {source.format} by {_clean(made)}, "
+            f"{count} {pins}, resolves {_clean(of)})"
+        )
     noun = "requirement" if count == 1 else "requirements"
     return f"{style.bold(_clean(source.path))} ({source.format}, {count} {noun})"
 

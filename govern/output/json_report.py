@@ -25,11 +25,19 @@ SCHEMA = "govern.audit/1"
 
 
 def _source(source: Source) -> dict[str, Any]:
-    return {
+    shown: dict[str, Any] = {
         "path": source.path,
         "format": str(source.format),
         "requirements": len(source.entries),
     }
+    if source.lock is not None:  # a lock: what made it, and the intent it resolves
+        shown["lock"] = {
+            "tool": source.lock.tool,
+            "tool_version": source.lock.tool_version,
+            "command": source.lock.command,
+            "inputs": list(source.lock.inputs),
+        }
+    return shown
 
 
 def _exclusion(exclusion: Exclusion) -> dict[str, Any]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import bisect
 import functools
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import date
 
 from packaging.specifiers import Specifier
@@ -18,6 +18,7 @@ from govern.policy.model import Finding, Policy, Severity
 from govern.policy.rules import RULES
 from govern.redact import redact
 from govern.sources.model import Problem, Source
+from govern.text import line
 
 
 def _comment_suppressions(source: Source, line: int) -> frozenset[str]:
@@ -583,6 +584,84 @@ def _drop_agreeing_lock(places: dict[tuple[str, int, int], list[Exclusion]]) -> 
             del places[place]
 
 
+def _locks(
+    emit: Emitter,
+    sources: Sequence[Source],
+    exclusions: Sequence[Exclusion],
+    by_path: Mapping[str, Source],
+    suppressions: Callable[[Source, int], frozenset[str]],
+) -> None:
+    """``lock-stale`` and ``lock-holds-known-bad`` over every lock's pins.
+
+    A pin is stale when the intent the lock resolves (its inputs) asks for the package with
+    specifiers that keep the pinned version out; an intent line with a marker is left out
+    (the lock may resolve another environment). A pin is known bad when an exclusion of the
+    package anywhere in the audit names the version in its ``bad=``.
+    """
+    known_bad: dict[str, set[Version]] = defaultdict(set)
+    for exc in exclusions:
+        for text in exc.bad_versions:
+            found = _parsed(text)
+            if isinstance(found, Version):
+                known_bad[exc.package].add(found)
+    for lock in sources:
+        if lock.lock is None:
+            continue
+        intents = [by_path[path] for path in lock.lock.inputs if path in by_path]
+        asked: dict[str, list[tuple[Source, int, Specifier]]] = defaultdict(list)
+        for intent in intents:
+            for entry in intent.entries:
+                requirement = entry.requirement
+                if requirement is None or entry.name is None or requirement.marker is not None:
+                    continue
+                asked[entry.name].extend(
+                    (intent, entry.line, spec) for spec in requirement.specifier
+                )
+        regenerate = (
+            f"Regenerate it with the command its header records: {line(lock.lock.command, 200)}"
+            if lock.lock.command
+            else RULES["lock-stale"].fix
+        )
+        for entry in lock.entries:
+            requirement = entry.requirement
+            if requirement is None or entry.name is None:
+                continue
+            pins = [spec for spec in requirement.specifier if spec.operator in ("==", "===")]
+            if len(pins) != 1:
+                continue
+            pinned = _parsed(pins[0].version)
+            suppress = suppressions(lock, entry.line)
+            keeping_out = [
+                (intent, at, spec)
+                for intent, at, spec in asked.get(entry.name, ())
+                if not _admits((spec,), pinned)
+            ]
+            if keeping_out:
+                intent, at, spec = keeping_out[0]
+                emit.emit(
+                    "lock-stale",
+                    lock.path,
+                    entry.line,
+                    f"{lock.path} pins {entry.name} {pins[0].version}, which its intent keeps "
+                    f"out ({entry.name}{spec} in {intent.path}:{at})",
+                    suppress,
+                    package=entry.name,
+                    column=entry.column,
+                    hint=regenerate,
+                )
+            if isinstance(pinned, Version) and pinned in known_bad.get(entry.name, ()):
+                emit.emit(
+                    "lock-holds-known-bad",
+                    lock.path,
+                    entry.line,
+                    f"{lock.path} pins {entry.name} {pinned}, which is known bad (bad= of an "
+                    f"exclusion of {entry.name}): `govern history {entry.name}` says why",
+                    suppress,
+                    package=entry.name,
+                    column=entry.column,
+                )
+
+
 def evaluate(
     policy: Policy,
     sources: Sequence[Source],
@@ -625,4 +704,5 @@ def evaluate(
             path, problem, _line_suppressions(owner, problem.line) if owner else frozenset()
         )
     _exclusion_rules(emit, policy, exclusions, by_path, today)
+    _locks(emit, sources, exclusions, by_path, _line_suppressions)
     return sorted(emit.findings, key=lambda f: (f.source, f.line, f.column or 0, f.rule, f.message))

@@ -129,6 +129,18 @@ RULES: dict[str, Rule] = {
             "Make the sources agree, or say in each why they differ.",
         ),
         Rule(
+            "lock-stale",
+            _E,
+            "A lock pins a version its intent keeps out: it was not regenerated",
+            "Regenerate the lock with its tool (the command in its header), then commit both.",
+        ),
+        Rule(
+            "lock-holds-known-bad",
+            _E,
+            "A lock pins a version known to be bad (a bad= of an exclusion, a failed verification)",
+            "Exclude the version in the intent and regenerate the lock, or take the fix.",
+        ),
+        Rule(
             "ban",
             _I,
             "A requirement that no release can satisfy: the package is banned",

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
 
+from govern.sources.locks import lock_format_for
 from govern.sources.model import Problem, SourceFormat
 
 __all__ = [
@@ -127,19 +128,21 @@ _TEMPLATE = rf"(?:{'|'.join(_TEMPLATE_NAMES)}|[^/]*\.(?:{'|'.join(_TEMPLATE_TYPE
 # Renovate's (^|/)[\w-]*requirements([-._]\w+)?\.(txt|pip)$ and more (py3.requirements-a-b.txt),
 # pip-compile's requirements*.in, and all below a requirements/ directory.
 _NAMED = r"pyproject\.toml|[^/]*requirements[^/]*\.(?:txt|pip|in)"
+# Locks, by name (sources/locks.py): read for what they pin, never for exclusions.
+_LOCKS = r"uv\.lock|poetry\.lock|pdm\.lock|pylock(?:\.[^/]+)?\.toml|Pipfile\.lock"
 _BELOW = r"requirements/(?:[^/]+/)*"  # a directory named requirements, and any below it
 # Read when their content is requirements: *.in (dev.in, or a template) and *constraints*.txt
 # (a constraints file, or a list in another shape named like one: upper-constraints-xfails.txt).
 _SNIFFED = r"[^/]*constraints[^/]*\.txt|[^/]+\.in"
 _DIRS = r"(?:[^/]+/)*"
 _TEMPLATE_RE = re.compile(rf"{_DIRS}{_TEMPLATE}")
-_BY_NAME_RE = re.compile(rf"{_DIRS}(?:{_NAMED}|{_BELOW}[^/]+\.(?:txt|in))")
+_BY_NAME_RE = re.compile(rf"{_DIRS}(?:{_NAMED}|{_LOCKS}|{_BELOW}[^/]+\.(?:txt|in))")
 _SNIFFED_RE = re.compile(rf"{_DIRS}(?:{_SNIFFED})")
 
 # Each lookahead sits where the file name starts, so a search stays linear in the path.
 _NOT_TEMPLATE = rf"(?!{_TEMPLATE}$)"
 HOOK_FILES = (
-    rf"(^|/)(?:{_NOT_TEMPLATE}(?:{_NAMED}|{_SNIFFED})"
+    rf"(^|/)(?:{_NOT_TEMPLATE}(?:{_NAMED}|{_LOCKS}|{_SNIFFED})"
     rf"|{_BELOW}{_NOT_TEMPLATE}[^/]+\.(?:txt|in)|\.govern\.toml)$"
 )
 """pre-commit's ``files`` for the hooks: every name discovery may read, and the config."""
@@ -311,6 +314,9 @@ def _within(path: Path, resolved_root: Path) -> bool:
 
 def source_format_for(path: Path) -> SourceFormat:
     """The format of a discovered source, judged by its file name."""
+    locked = lock_format_for(path)
+    if locked is not None:
+        return locked
     if path.name == "pyproject.toml":
         return SourceFormat.PYPROJECT
     if "constraints" in path.name and path.suffix == ".txt":  # upper-constraints.txt too

@@ -22,6 +22,22 @@ class SourceFormat(enum.StrEnum):
     REQUIREMENTS = "requirements"
     CONSTRAINTS = "constraints"
     PYPROJECT = "pyproject"
+    # Locks (sources/locks.py): how an intent was resolved, never its exclusions.
+    COMPILED = "compiled"  # pip-compile's or uv pip compile's output
+    UV_LOCK = "uv.lock"
+    POETRY_LOCK = "poetry.lock"
+    PDM_LOCK = "pdm.lock"
+    PYLOCK = "pylock"  # PEP 751: pylock.toml, pylock.<name>.toml
+    PIPFILE_LOCK = "pipfile.lock"
+
+    @property
+    def is_lock(self) -> bool:
+        """Whether a file of this format is a lock (its pins are no exclusions)."""
+        return self not in (
+            SourceFormat.REQUIREMENTS,
+            SourceFormat.CONSTRAINTS,
+            SourceFormat.PYPROJECT,
+        )
 
 
 class LineKind(enum.StrEnum):
@@ -100,8 +116,19 @@ class Problem:
 
 
 @dataclass(frozen=True, slots=True)
+class LockOrigin:
+    """What made a lock and from what: the tool (its version where the lock says), the
+    command its header records, and the intent it resolves (root-relative paths)."""
+
+    tool: str  # "pip-compile", "uv pip compile", "uv", "poetry", "pdm", "pip", "pipenv"
+    tool_version: str | None
+    command: str | None
+    inputs: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class Source:
-    """One parsed source file."""
+    """One parsed source file (an intent, or a lock: ``lock`` says how it was made)."""
 
     path: str  # relative, POSIX separators: how the file is shown and keyed
     file: Path
@@ -111,6 +138,7 @@ class Source:
     options: tuple[OptionLine, ...] = ()
     includes: tuple[Include, ...] = ()
     problems: tuple[Problem, ...] = field(default=())
+    lock: LockOrigin | None = None
 
     def line(self, number: int) -> Line | None:
         """The physical line ``number`` (1-based), if the file has it."""
