@@ -24,7 +24,7 @@ from govern.exclusions.classify import classify
 from govern.exclusions.model import Annotation, Exclusion, Kind, exclusion_key
 from govern.report import AuditReport
 from govern.sources.discover import discover, glob_match, source_format_for
-from govern.sources.model import Entry, Include, Problem, Source, SourceFormat
+from govern.sources.model import ConfiguredLock, Entry, Include, Problem, Source, SourceFormat
 from govern.sources.reading import Unreadable, os_reason, read_bounded, refusal
 from govern.sources.requirements_txt import read_requirements
 
@@ -78,6 +78,7 @@ class _Loader:
         extra_roots: Sequence[Path] = (),
     ) -> None:
         self.root = root
+        self.config = config
         self.roots = [root, *extra_roots]
         self.options = options
         self.sources: dict[Path, Source] = {}
@@ -118,7 +119,12 @@ class _Loader:
             self.refuse(file)
             return
         source = read_source(
-            file, display_path=display, fmt=fmt, root=self.root, environ=self.options.environ
+            file,
+            display_path=display,
+            fmt=fmt,
+            root=self.root,
+            environ=self.options.environ,
+            configured=configured_lock(self.config, display),
         )
         self.sources[key] = source
         for include in source.includes:
@@ -413,8 +419,9 @@ def audit_targets(
     named = [p for p in files or () if not p.is_dir()]
     rejected: list[tuple[Path, Problem]] = []  # found by name, not requirements by content
     if files is None:
+        locks = [lock.path for lock in config.locks]  # read whatever their name
         discovered = discover(
-            root, include=config.include, exclude=config.exclude, rejected=rejected
+            root, include=[*config.include, *locks], exclude=config.exclude, rejected=rejected
         )
     else:
         # Directories named beside others: the exclude globs still apply, relative to
@@ -494,9 +501,20 @@ def source_exclusions(
     For a file as it was at some commit (``govern track --history``): the same reader,
     annotations and keys as :func:`audit_targets`, without discovery or policy.
     """
-    source = read_source(file, display_path=display_path, fmt=fmt, root=root or file.parent)
+    source = read_source(
+        file,
+        display_path=display_path,
+        fmt=fmt,
+        root=root or file.parent,
+        configured=configured_lock(config, display_path),
+    )
     annotations = read_annotations(source, config.comments, config.annotations)
     return source, _exclusions(source, annotations, repository)
+
+
+def configured_lock(config: Config, path: str) -> ConfiguredLock | None:
+    """The ``[[locks]]`` entry of the configuration that names ``path``, if any."""
+    return next((lock for lock in config.locks if glob_match(lock.path, path)), None)
 
 
 def read_source(
@@ -506,9 +524,11 @@ def read_source(
     fmt: SourceFormat,
     root: Path,
     environ: Mapping[str, str] | None = None,
+    configured: ConfiguredLock | None = None,
 ) -> Source:
     """One file read by its format: a pyproject, a TOML or JSON lock, or requirements (a
-    compiled one becomes a lock, tied to the intent its header names)."""
+    compiled one becomes a lock, tied to the intent its header names; so does one the
+    configuration names as a lock)."""
     if fmt is SourceFormat.PYPROJECT:
         # Imported here: a tree of requirements files never pays for this reader.
         from govern.sources.pyproject import read_pyproject
@@ -522,4 +542,4 @@ def read_source(
     source = read_requirements(file, display_path=display_path, fmt=read_as, environ=environ)
     from govern.sources.locks import as_compiled_lock
 
-    return as_compiled_lock(source, root=root) or source
+    return as_compiled_lock(source, root=root, configured=configured) or source

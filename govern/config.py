@@ -25,6 +25,7 @@ from govern.exclusions.settings import (
     LinkContext,
 )
 from govern.exclusions.states import FORGE_VIAS, ProposeMode, Via
+from govern.sources.model import ConfiguredLock
 from govern.sources.reading import Unreadable, read_bounded
 from govern.tomltables import (
     InvalidToml,
@@ -119,6 +120,7 @@ TOOL_KEYS = {
     "allow-includes-outside-root",
     "fail-on",
     "annotations",
+    "locks",
     "database",
     "index-url",
     "extra-index-urls",
@@ -170,6 +172,8 @@ ANNOTATION_KEYS = {
     "ignore",
     "strategy",
 }
+#: The keys of a ``[[tool.govern.locks]]`` entry.
+LOCK_KEYS = {"path", "command", "intent"}
 _CHOICES = {
     "comment-style": ("above", "below"),
     "comment-scope": ("group", "line"),
@@ -600,6 +604,9 @@ class Config:
     # package's ``strategy`` wins): None is ``exclude``.
     relax_strategy: str | None = None
     annotations: tuple[ConfigAnnotation, ...] = ()
+    # Files that are locks though neither their name nor their header says so (OpenStack's
+    # upper-constraints.txt): their pins are no exclusions.
+    locks: tuple[ConfiguredLock, ...] = ()
     database: str | None = None  # the store's URL (GOVERN_DATABASE_URL and --db win)
     # The watcher: which index (else pip's configuration), per-package indexes, profiles.
     index_url: str | None = None
@@ -791,6 +798,39 @@ def _annotation(item: Any, where: str) -> ConfigAnnotation:
     )
 
 
+def _lock(item: Any, where: str) -> ConfiguredLock:
+    if not isinstance(item, dict) or not isinstance(item.get("path"), str) or not item["path"]:
+        raise ConfigError(
+            f'{where}: each [[locks]] entry needs path = "a file or glob"',
+            tip="See 'Locks' in docs/configuration.md.",
+        )
+    known_keys(item, LOCK_KEYS, where, what="lock key(s)")
+    return ConfiguredLock(
+        path=item["path"],
+        command=string(item, "command", where, prefix="lock "),
+        intent=strings(item.get("intent", []), "intent", where),
+    )
+
+
+def _locks(value: Any, problems: _Problems) -> tuple[ConfiguredLock, ...]:
+    """Each ``[[locks]]`` entry; a wrong one is a problem at its own index."""
+    if not isinstance(value, list):
+        problems.add(
+            ("locks",),
+            ConfigError(
+                f"{problems.where}: locks must be an array of tables ([[tool.govern.locks]])",
+                tip="See 'Locks' in docs/configuration.md.",
+            ),
+        )
+        return ()
+    out = []
+    for index, item in enumerate(value):
+        found = problems.value(("locks", index), None, _lock, item, problems.where)
+        if found is not None:
+            out.append(found)
+    return tuple(out)
+
+
 def _annotations(value: Any, problems: _Problems) -> tuple[ConfigAnnotation, ...]:
     """Each ``[[annotations]]`` entry; a wrong one is a problem at its own index."""
     if not isinstance(value, list):
@@ -870,6 +910,7 @@ def validate_config(table: dict[str, Any], path: Path) -> tuple[Config, list[Con
         ),
         fail_on=get("fail-on", None, choice, table, "fail-on", where, _CHOICES["fail-on"]),
         annotations=annotations,
+        locks=_locks(table.get("locks", []), problems),
         database=get("database", None, string, table, "database", where),
         index_url=get("index-url", None, _url, table, "index-url", where),
         extra_index_urls=get("extra-index-urls", (), _urls, table, "extra-index-urls", where),

@@ -29,7 +29,15 @@ from typing import Any
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from govern.sources.model import Entry, LineKind, LockOrigin, Problem, Source, SourceFormat
+from govern.sources.model import (
+    ConfiguredLock,
+    Entry,
+    LineKind,
+    LockOrigin,
+    Problem,
+    Source,
+    SourceFormat,
+)
 from govern.sources.reading import Unreadable, read_bounded
 
 __all__ = [
@@ -158,14 +166,23 @@ def _existing(candidates: Iterable[Path], root: Path) -> list[str]:
     return out
 
 
-def as_compiled_lock(source: Source, *, root: Path) -> Source | None:
+def as_compiled_lock(
+    source: Source, *, root: Path, configured: ConfiguredLock | None = None
+) -> Source | None:
     """``source`` (read as requirements) as a compiled lock, tied to the intent it was
-    compiled from; None when it is not one."""
+    compiled from; None when it is not one. A lock the configuration names is one whatever
+    its content, made by its ``command``, resolving its ``intent`` when given."""
     header = compiled_header(source)
-    if header is None and not looks_compiled(source):
+    if configured is not None:
+        if configured.intent:
+            inputs = _existing((root / path for path in configured.intent), root)
+            origin = LockOrigin("configured", None, configured.command, tuple(inputs))
+            return dataclasses.replace(source, format=SourceFormat.COMPILED, lock=origin)
+        header = ("configured", configured.command)
+    elif header is None and not looks_compiled(source):
         return None
     tool, command = header if header is not None else ("pip-compile", None)
-    inputs: list[str] = []
+    inputs = []
     if command is not None:
         positional, _output = _command_inputs(command)
         # The command ran where the lock is, or at the repository's root.

@@ -116,6 +116,16 @@ class Problem:
 
 
 @dataclass(frozen=True, slots=True)
+class ConfiguredLock:
+    """A file the configuration names as a lock (``[[tool.govern.locks]]``): a glob over
+    root-relative paths, the command that makes it, the intent it resolves."""
+
+    path: str
+    command: str | None = None
+    intent: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class LockOrigin:
     """What made a lock and from what: the tool (its version where the lock says), the
     command its header records, and the intent it resolves (root-relative paths)."""
