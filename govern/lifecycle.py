@@ -95,6 +95,7 @@ TABLE: tuple[Transition, ...] = (
     *_rows(EventKind.PROPOSAL_UPDATED, _VERIFIED, frozenset({State.PROPOSED})),
     *_rows(EventKind.REMINDED, _VERIFIED, frozenset({State.PROPOSED})),
     Transition(EventKind.PROPOSAL_SUPERSEDED, _ANY),
+    Transition(EventKind.PROPOSAL_HELD, _ANY),  # nothing was sent: the state stays
     Transition(EventKind.MERGED, _ANY),  # the next sync relaxes the line
     *_rows(
         EventKind.DECLINED, frozenset({State.PROPOSED, State.VERIFIED}), frozenset({State.HELD})

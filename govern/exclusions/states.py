@@ -111,6 +111,7 @@ class EventKind(StrEnum):
     PROPOSAL_OPENED = "proposal-opened"  # a branch or change request carries the relaxation
     PROPOSAL_UPDATED = "proposal-updated"  # a newer candidate updated it
     PROPOSAL_SUPERSEDED = "proposal-superseded"  # the line changed by hand meanwhile
+    PROPOSAL_HELD = "proposal-held"  # a lock of the intent could not be regenerated
     REMINDED = "reminded"  # a reminder of one verified version went out (once, any channel)
     MERGED = "merged"  # the change request was merged (the next sync relaxes the line)
     DECLINED = "declined"  # closed without merging: held, that version not proposed again
@@ -191,6 +192,7 @@ class RunState(StrEnum):
     STOOD_ASIDE = "stood-aside"  # another run is sending it right now: left to that run
     LEFT_ALONE = "left-alone"  # the branch holds commits govern did not make: not pushed
     SKIPPED = "skipped"  # nothing to propose (no relaxation, declined before)
+    HELD = "held"  # a lock of the intent could not be regenerated: nothing is sent
     NONE = "none"  # ``propose = "none"`` for it
 
 

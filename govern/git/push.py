@@ -5,10 +5,12 @@ Notes: docs/internals.md#git.
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import stat
 import subprocess
+import tarfile
 import tempfile
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -289,6 +291,22 @@ class Pusher:
                 raise PushError(f"git cat-file failed: {self._clean(proc.stderr)}")
             return proc.stdout
 
+    def export(self, base: str, into: Path) -> None:
+        """Write the files of the remote's base branch into the directory ``into`` (a copy
+        of the repository to run a lock tool in; no ``.git``). Links and special files are
+        not written: only regular files and directories inside ``into``."""
+        _check_branch(base)
+        with self._session() as session:
+            tip = self._fetch(session, [base]).get(base)
+            if tip is None:
+                raise _no_base(base, self.url)
+            proc = self._git(session.repo, session.env, "archive", "--format=tar", tip)
+            if proc.returncode != 0:
+                raise PushError(f"git archive failed: {self._clean(proc.stderr)}")
+        with tarfile.open(fileobj=io.BytesIO(proc.stdout)) as archive:
+            members = [m for m in archive.getmembers() if m.isfile() or m.isdir()]
+            archive.extractall(into, members=members, filter="data")
+
     # -- the push ------------------------------------------------------------------------------
 
     def push(
@@ -301,8 +319,10 @@ class Pusher:
         message: str,
         key: str,
         ours: Collection[str] = (),
+        also: Mapping[str, bytes] | None = None,
     ) -> Pushed:
-        """Make branch hold one commit on the remote's base tip that sets path to content.
+        """Make branch hold one commit on the remote's base tip that sets path to content
+        (and each path of ``also`` to its content: the locks regenerated with it).
 
         The message is the commit's (the evidence); a ``Govern-Proposal: <key>`` trailer is
         added. When the branch already is that commit's equal (parent = base tip, same
@@ -315,6 +335,8 @@ class Pusher:
         _check_branch(base)
         if branch == base:
             raise PushError(f"the proposal's branch cannot be the base branch {base!r}")
+        files = {_check_path(path): content}
+        files.update({_check_path(other): data for other, data in (also or {}).items()})
         relative = _check_path(path)
         if not re.fullmatch(r"[A-Za-z0-9._:/@+-]+", key):
             raise PushError(f"a proposal key is a plain word, not {key!r}")
@@ -323,7 +345,7 @@ class Pusher:
             base_tip = tips.get(base)
             if base_tip is None:
                 raise _no_base(base, self.url)
-            tree = self._tree(session, base_tip, relative, content)
+            tree = self._tree(session, base_tip, files)
             if tree == self._local(session, "rev-parse", f"{base_tip}^{{tree}}"):
                 raise PushError(
                     f"{relative} on {base} already has that content: there is nothing to propose"
@@ -334,16 +356,16 @@ class Pusher:
                 old_tree = self._local(session, "rev-parse", f"{old}^{{tree}}")
                 if parents == [base_tip] and old_tree == tree:
                     return Pushed(old, branch, self.url, PushOutcome.UNCHANGED)
-                if old not in ours and not self._own(session, old, relative, content, key):
+                if old not in ours and not self._own(session, old, files, key):
                     # A reviewer's fix-up, a person's branch of the same name: never lost.
                     return Pushed(old, branch, self.url, PushOutcome.FOREIGN)
             sha = self._commit(session, tree, base_tip, message, key)
             self._push(session, sha, branch, old)
             return Pushed(sha, branch, self.url, PushOutcome.PUSHED)
 
-    def _own(self, session: _Session, tip: str, path: str, content: bytes, key: str) -> bool:
+    def _own(self, session: _Session, tip: str, files: Mapping[str, bytes], key: str) -> bool:
         """Whether tip is govern's own commit of this change: one parent, govern's author
-        and trailer, and a tree that is its parent's with path set to content (what a push
+        and trailer, and a tree that is its parent's with the files set (what a push
         leaves when a crash lost its record; a commit a person added or amended is not)."""
         parents = self._local(session, "rev-list", "--parents", "-n", "1", tip).split()[1:]
         if len(parents) != 1:
@@ -359,24 +381,27 @@ class Pusher:
             return False
         tree = self._local(session, "rev-parse", f"{tip}^{{tree}}")
         try:
-            return tree == self._tree(session, parents[0], path, content)
-        except PushError:  # path is no file on that parent: not this change
+            return tree == self._tree(session, parents[0], files)
+        except PushError:  # a path is no file on that parent: not this change
             return False
 
-    def _tree(self, session: _Session, base_tip: str, path: str, content: bytes) -> str:
-        """The tree of base_tip with path set to content (the file's mode kept)."""
-        entry = _tree_entry(self._local(session, "ls-tree", "-z", base_tip, "--", path))
-        mode = "100644"
-        if entry is not None:
-            if entry[1] != "blob":
-                raise PushError(f"{path} on the base branch is not a file ({entry[1]})")
-            mode = entry[0]
-        blob = self._local(session, "hash-object", "-w", "--no-filters", "--stdin", stdin=content)
+    def _tree(self, session: _Session, base_tip: str, files: Mapping[str, bytes]) -> str:
+        """The tree of base_tip with each path of ``files`` set to its content (a file's
+        mode kept)."""
         env = {**session.env, "GIT_INDEX_FILE": str(session.repo.parent / "index")}
-        for args in (
-            ("read-tree", base_tip),
-            ("update-index", "--add", "--cacheinfo", f"{mode},{blob},{path}"),
-        ):
+        steps: list[tuple[str, ...]] = [("read-tree", base_tip)]
+        for path, content in files.items():
+            entry = _tree_entry(self._local(session, "ls-tree", "-z", base_tip, "--", path))
+            mode = "100644"
+            if entry is not None:
+                if entry[1] != "blob":
+                    raise PushError(f"{path} on the base branch is not a file ({entry[1]})")
+                mode = entry[0]
+            blob = self._local(
+                session, "hash-object", "-w", "--no-filters", "--stdin", stdin=content
+            )
+            steps.append(("update-index", "--add", "--cacheinfo", f"{mode},{blob},{path}"))
+        for args in steps:
             proc = self._git(session.repo, env, *args)
             if proc.returncode != 0:
                 raise PushError(f"git {args[0]} failed: {self._clean(proc.stderr)}")

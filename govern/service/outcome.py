@@ -64,9 +64,10 @@ class ProposeResult:
 
     @property
     def failed(self) -> bool:
-        """An action failed (and will be retried); standing aside for another run that is
+        """An action failed, or a lock could not be regenerated (both tried again at the
+        next run); standing aside for another run that is
         sending it, or leaving alone a branch with other people's commits, is no failure."""
-        return any(p.state == RunState.FAILED for p in self.proposals)
+        return any(p.state in (RunState.FAILED, RunState.HELD) for p in self.proposals)
 
     def as_dict(self) -> dict[str, Any]:
         """The ``govern.propose/1`` document."""

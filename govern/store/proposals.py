@@ -21,6 +21,7 @@ from govern.exclusions.ref import ExclusionRef
 from govern.exclusions.states import (
     CandidateStatus,
     Conclusion,
+    EventKind,
     ProposalKind,
     ProposalState,
     RunKind,
@@ -405,6 +406,19 @@ def note_superseded(session: Session, *, key: str, work: Work, at: datetime) -> 
         )
     )
     return True
+
+
+def last_event_detail(
+    session: Session, *, exclusion_id: int, kind: EventKind
+) -> dict[str, Any] | None:
+    """The detail of the exclusion's latest event of ``kind`` (None: it has none)."""
+    found = session.exec(
+        select(Event.detail)
+        .where(col(Event.exclusion_id) == exclusion_id, col(Event.kind) == kind)
+        .order_by(col(Event.id).desc())
+        .limit(1)
+    ).first()
+    return dict(found) if found is not None else None
 
 
 def root_of(session: Session, *, exclusion_id: int) -> str | None:

@@ -225,16 +225,25 @@ def test_a_headerless_resolver_output_is_a_lock_and_hand_written_pins_are_not(
                 "click==8.1.7\n    # via flask\nflask==2.3.3\n    # via -r requirements.in\n"
             ),
             "tools/requirements.txt": "black==24.1.0  # the formatter CI runs\nruff==0.5.0\n",
+            # Hash-checked but kept by hand: a person wrote why the pin holds.
+            "hashed/requirements.txt": (
+                "# demo-lib 2.1.0 segfaults on import: stay on 2.0.3\n"
+                "demo-lib==2.0.3 \\\n    --hash=sha256:" + "a" * 64 + "\n"
+                "other==1.0 \\\n    --hash=sha256:" + "b" * 64 + "\n"
+            ),
         },
     )
     report = _audit(tmp_path)
     formats = {s.path: s.format for s in report.sources}
     assert formats["requirements.txt"] is SourceFormat.COMPILED
     assert formats["tools/requirements.txt"] is SourceFormat.REQUIREMENTS
+    assert formats["hashed/requirements.txt"] is SourceFormat.REQUIREMENTS
     lock = next(s for s in report.sources if s.path == "requirements.txt")
     assert lock.lock is not None
     assert lock.lock.inputs == ("requirements.in",)
     assert sorted((e.source, e.package) for e in report.exclusions) == [
+        ("hashed/requirements.txt", "demo-lib"),
+        ("hashed/requirements.txt", "other"),
         ("requirements.in", "flask"),
         ("tools/requirements.txt", "black"),
         ("tools/requirements.txt", "ruff"),

@@ -1,0 +1,236 @@
+"""A relaxation regenerates the locks of its intent with the project's own tool, or is not
+made (issue 25): real uv and pip-tools against a local index of tiny wheels, real git.
+
+The CuPy story, with a lock: ``cupy-demo<14.1.0`` in the intent, 14.1.1 verified; one branch
+changes the intent to ``!=14.1.0`` and the lock to 14.1.1, nothing else moves, and the
+tool's own check passes on the branch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from gitrepo import Repo
+from reminderworld import NOW, verify
+from sqlmodel import col, select
+
+from govern.config import Config, ProposeConfig
+from govern.demo.index import LocalIndex
+from govern.demo.wheels import build_wheel
+from govern.exclusions.states import EventKind, RunState, Via
+from govern.git.push import Pusher
+from govern.locks.regenerate import Regenerator
+from govern.service.propose import Proposer
+from govern.service.track import TrackOptions, track
+from govern.store.db import Store
+from govern.store.models import Event
+
+UV = shutil.which("uv") or str(Path(sys.executable).parent / "uv")
+PIP_COMPILE = shutil.which("pip-compile") or str(Path(sys.executable).parent / "pip-compile")
+
+
+@pytest.fixture
+def index(tmp_path: Path) -> Iterator[LocalIndex]:
+    """cupy-demo 14.0.1, 14.1.0 and 14.1.1; helper-demo 1.0 and 2.0 (which must not move)."""
+    with LocalIndex(tmp_path / "index") as served:
+        for name, versions in (
+            ("cupy-demo", ("14.0.1", "14.1.0", "14.1.1")),
+            ("helper-demo", ("1.0", "2.0")),
+        ):
+            for version in versions:
+                wheel = build_wheel(tmp_path / "dists" / name / version, name, version)
+                served.publish(name, wheel, "2026-05-01T00:00:00Z")
+        yield served
+
+
+def _tool_env(index: LocalIndex, home: Path) -> dict[str, str]:
+    """What the repository's owner ran the tools with: only the index, no user config."""
+    return {
+        "PATH": os.environ.get("PATH", os.defpath),
+        "HOME": str(home),
+        "PIP_CONFIG_FILE": os.devnull,
+        "PIP_INDEX_URL": index.url,
+        "UV_DEFAULT_INDEX": index.url,
+        "UV_NO_CONFIG": "1",
+        "UV_PYTHON_DOWNLOADS": "never",
+        "UV_PYTHON": sys.executable,
+        "UV_CACHE_DIR": str(home / "uv-cache"),
+    }
+
+
+def _run(args: list[str], cwd: Path, env: dict[str, str]) -> str:
+    done = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def _world(tmp_path: Path, files: dict[str, str]) -> tuple[Path, Path]:
+    """(the bare origin, the user's clone) holding ``files`` on main."""
+    seed = Repo(tmp_path / "seed")
+    for name, text in files.items():
+        (seed.root / name).write_text(text, encoding="utf-8")
+    return seed.root, tmp_path / "origin.git"
+
+
+def _publish(seed: Path, tmp_path: Path) -> tuple[Path, Path]:
+    repo = Repo(seed)
+    repo.git("add", "-A")
+    repo.git("commit", "-q", "-m", "the project and its lock")
+    bare = tmp_path / "origin.git"
+    repo.git("clone", "-q", "--bare", str(seed), str(bare))
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(bare), str(clone)], check=True)
+    return bare, clone
+
+
+def _show(bare: Path, ref: str, path: str) -> str:
+    return subprocess.run(
+        ["git", "show", f"{ref}:{path}"], cwd=bare, capture_output=True, text=True, check=True
+    ).stdout
+
+
+def _propose(store: Store, clone: Path, index: LocalIndex) -> Proposer:
+    return Proposer(
+        store,
+        pusher_for=lambda root, s: Pusher(root, remote=s.remote),
+        config_for=lambda _root: Config(propose=ProposeConfig(via=Via.GIT)),
+        now=lambda: NOW,
+        regenerator_for=lambda _config: Regenerator(index_url=index.url),
+    )
+
+
+def _tracked(database_url: str, clone: Path) -> Store:
+    store = Store(database_url)
+    track(store, clone, None, config=Config(repository="acme/app"), options=TrackOptions(now=NOW))
+    verify(store, "14.1.1", package="cupy-demo")
+    return store
+
+
+PYPROJECT = """\
+[project]
+name = "app"
+version = "0.1"
+requires-python = ">=3.11"
+dependencies = [
+    # 14.1.0 imports a module nobody ships (cupy/cupy#9963)
+    "cupy-demo<14.1.0",
+    "helper-demo<2",
+]
+"""
+
+
+def test_a_uv_project_gets_one_branch_with_the_intent_and_uv_lock(
+    tmp_path: Path, index: LocalIndex, database_url: str
+) -> None:
+    seed, _ = _world(tmp_path, {"pyproject.toml": PYPROJECT})
+    env = _tool_env(index, tmp_path / "home")
+    _run([UV, "lock"], seed, env)
+    assert 'version = "14.0.1"' in (seed / "uv.lock").read_text()
+    bare, clone = _publish(seed, tmp_path)
+    with _tracked(database_url, clone) as store:
+        result = asyncio.run(_propose(store, clone, index).run())
+    (outcome,) = result.proposals
+    assert outcome.state == RunState.SENT, outcome
+    assert outcome.branch is not None
+    changed = subprocess.run(
+        ["git", "diff", "--name-only", f"main..{outcome.branch}"],
+        cwd=bare,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert sorted(changed) == ["pyproject.toml", "uv.lock"]  # one commit, both files
+    assert '"cupy-demo!=14.1.0"' in _show(bare, outcome.branch, "pyproject.toml")
+    # The branch, checked out, is what uv itself says is up to date.
+    work = tmp_path / "review"
+    subprocess.run(["git", "clone", "-q", "-b", outcome.branch, str(bare), str(work)], check=True)
+    _run([UV, "lock", "--check"], work, env)
+    lock = (work / "uv.lock").read_text()
+    assert 'name = "cupy-demo"\nversion = "14.1.1"' in lock
+    assert 'name = "helper-demo"\nversion = "1.0"' in lock  # nothing else moved
+
+
+def test_a_pip_compile_lock_moves_only_the_package_and_keeps_its_hashes(
+    tmp_path: Path, index: LocalIndex, database_url: str
+) -> None:
+    seed, _ = _world(
+        tmp_path,
+        {
+            "requirements.in": (
+                "# 14.1.0 imports a module nobody ships (cupy/cupy#9963)\n"
+                "cupy-demo<14.1.0\nhelper-demo<2\n"
+            )
+        },
+    )
+    env = _tool_env(index, tmp_path / "home")
+    _run([PIP_COMPILE, "--generate-hashes", "--no-emit-index-url", "requirements.in"], seed, env)
+    before = (seed / "requirements.txt").read_text()
+    assert "cupy-demo==14.0.1" in before
+    bare, clone = _publish(seed, tmp_path)
+    with _tracked(database_url, clone) as store:
+        result = asyncio.run(_propose(store, clone, index).run(dry_run=True))
+        (dry,) = result.proposals
+        assert dry.state == RunState.DRY_RUN, dry
+        assert dry.body is not None
+        assert "regenerated by `pip-compile`" in dry.body
+        assert "nothing else moved" in dry.body
+        (outcome,) = asyncio.run(_propose(store, clone, index).run()).proposals
+    assert outcome.state == RunState.SENT, outcome
+    assert outcome.branch is not None
+    after = _show(bare, outcome.branch, "requirements.txt")
+    assert "cupy-demo==14.1.1 \\\n    --hash=sha256:" in after
+    assert "helper-demo==1.0" in after
+    # The header still says how the file is made; pip-compile run again on the branch
+    # writes the same file.
+    (command,) = [line for line in before.splitlines() if line.startswith("#    pip-compile")]
+    assert command in after.splitlines()
+    assert "--upgrade-package" not in after
+    work = tmp_path / "review"
+    subprocess.run(["git", "clone", "-q", "-b", outcome.branch, str(bare), str(work)], check=True)
+    _run([PIP_COMPILE, "--generate-hashes", "--no-emit-index-url", "requirements.in"], work, env)
+    assert (work / "requirements.txt").read_text() == after
+
+
+def test_a_lock_govern_cannot_regenerate_holds_the_proposal_and_says_why_once(
+    tmp_path: Path, index: LocalIndex, database_url: str
+) -> None:
+    seed, _ = _world(
+        tmp_path,
+        {
+            "pyproject.toml": PYPROJECT,
+            "poetry.lock": (
+                "# This file is automatically @generated by Poetry 1.8.3 and should not be "
+                'changed by hand.\n\n[[package]]\nname = "cupy-demo"\nversion = "14.0.1"\n'
+            ),
+        },
+    )
+    bare, clone = _publish(seed, tmp_path)
+    with _tracked(database_url, clone) as store:
+        runs = [asyncio.run(_propose(store, clone, index).run()) for _ in range(2)]
+        with store.session() as session:
+            held = session.exec(
+                select(Event).where(col(Event.kind) == EventKind.PROPOSAL_HELD)
+            ).all()
+    for result in runs:
+        (outcome,) = result.proposals
+        assert outcome.state == RunState.HELD
+        assert outcome.message is not None
+        assert "poetry.lock" in outcome.message
+        assert result.failed  # the command exits 1: a person must act
+    heads = subprocess.run(
+        ["git", "for-each-ref", "--format=%(refname)", "refs/heads"],
+        cwd=bare,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert heads == ["refs/heads/main"]  # no branch with a stale lock
+    assert len(held) == 1  # said once, however many runs
+    assert "poetry.lock" in held[0].detail["why"]
