@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -42,6 +42,9 @@ class AuditOptions:
     allow_outside_root: bool = False
     environ: Mapping[str, str] | None = None
     findings: bool = True  # False: sources and exclusions only (govern track)
+    # Versions known bad beyond this audit's own bad=: package -> version -> where it is
+    # known (the store's, with `govern audit --db`): for lock-holds-known-bad.
+    known_bad: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
 
 def _resolve(path: Path) -> Path:
@@ -473,7 +476,15 @@ def audit_targets(
                     problems.append((source.path, problem))
         exclusions.extend(_exclusions(source, annotations, repository))
     findings = (
-        evaluate(policy, sources, exclusions, problems, today=options.today, suppressed=suppressed)
+        evaluate(
+            policy,
+            sources,
+            exclusions,
+            problems,
+            today=options.today,
+            suppressed=suppressed,
+            known_bad=options.known_bad,
+        )
         if options.findings
         else []
     )

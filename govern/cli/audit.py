@@ -139,6 +139,15 @@ def audit(
         str | None,
         typer.Option("--index-url", help="The Simple API root for --online.", show_default=False),
     ] = None,
+    db: Annotated[
+        str | None,
+        typer.Option(
+            "--db",
+            help="Also read what this store knows is bad (every tracked repository's bad= and "
+            "failed verifications) for lock-holds-known-bad.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Audit requirement files and pyproject.toml: exclusions, reasons, findings.
 
@@ -162,7 +171,9 @@ def audit(
         level = Severity.OFF if config.fail_on == "never" else Severity(config.fail_on)
     else:
         level = chosen.fail_on
-    options = AuditOptions(today=today, allow_outside_root=allow_outside_root)
+    options = AuditOptions(
+        today=today, allow_outside_root=allow_outside_root, known_bad=_known_bad(db, config)
+    )
     with _collector_paused():
         report = audit_targets(root, files, config=config, policy=chosen, options=options)
         if online:
@@ -186,3 +197,15 @@ def audit(
     # audit of the corpus (bench/README.md).
     STATE.fast_exit = True
     raise typer.Exit(1 if report.failed(level) else 0)
+
+
+def _known_bad(db: str | None, config: Config) -> dict[str, dict[str, str]]:
+    """What the store ``--db`` names knows is bad (nothing without ``--db``: the audit
+    reads files only unless asked)."""
+    if db is None:
+        return {}
+    from govern.store.db import open_store
+    from govern.store.queries import known_bad
+
+    with open_store(db, configured=config.database) as store, store.connection() as conn:
+        return known_bad(conn)

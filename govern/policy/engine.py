@@ -590,20 +590,27 @@ def _locks(
     exclusions: Sequence[Exclusion],
     by_path: Mapping[str, Source],
     suppressions: Callable[[Source, int], frozenset[str]],
+    elsewhere: Mapping[str, Mapping[str, str]],
 ) -> None:
     """``lock-stale`` and ``lock-holds-known-bad`` over every lock's pins.
 
     A pin is stale when the intent the lock resolves (its inputs) asks for the package with
     specifiers that keep the pinned version out; an intent line with a marker is left out
     (the lock may resolve another environment). A pin is known bad when an exclusion of the
-    package anywhere in the audit names the version in its ``bad=``.
+    package anywhere in the audit names the version in its ``bad=``, or ``elsewhere`` (the
+    store: every tracked repository's ``bad=`` and failed verifications) says so.
     """
-    known_bad: dict[str, set[Version]] = defaultdict(set)
+    known_bad: dict[str, dict[Version, str]] = defaultdict(dict)
     for exc in exclusions:
         for text in exc.bad_versions:
             found = _parsed(text)
             if isinstance(found, Version):
-                known_bad[exc.package].add(found)
+                known_bad[exc.package].setdefault(found, f"bad= in {exc.source}:{exc.line}")
+    for package, versions in elsewhere.items():
+        for text, where in versions.items():
+            found = _parsed(text)
+            if isinstance(found, Version):
+                known_bad[package].setdefault(found, where)
     for lock in sources:
         if lock.lock is None:
             continue
@@ -649,13 +656,16 @@ def _locks(
                     column=entry.column,
                     hint=regenerate,
                 )
-            if isinstance(pinned, Version) and pinned in known_bad.get(entry.name, ()):
+            said = (
+                known_bad.get(entry.name, {}).get(pinned) if isinstance(pinned, Version) else None
+            )
+            if said is not None:
                 emit.emit(
                     "lock-holds-known-bad",
                     lock.path,
                     entry.line,
-                    f"{lock.path} pins {entry.name} {pinned}, which is known bad (bad= of an "
-                    f"exclusion of {entry.name}): `govern history {entry.name}` says why",
+                    f"{lock.path} pins {entry.name} {pinned}, which is known bad "
+                    f"({line(said, 200)}): `govern history {entry.name}` says why",
                     suppress,
                     package=entry.name,
                     column=entry.column,
@@ -670,6 +680,7 @@ def evaluate(
     *,
     today: date,
     suppressed: Mapping[tuple[str, int], frozenset[str]] | None = None,
+    known_bad: Mapping[str, Mapping[str, str]] | None = None,
 ) -> list[Finding]:
     """All findings of ``policy`` over an audit, sorted by source, line and rule.
 
@@ -704,5 +715,5 @@ def evaluate(
             path, problem, _line_suppressions(owner, problem.line) if owner else frozenset()
         )
     _exclusion_rules(emit, policy, exclusions, by_path, today)
-    _locks(emit, sources, exclusions, by_path, _line_suppressions)
+    _locks(emit, sources, exclusions, by_path, _line_suppressions, known_bad or {})
     return sorted(emit.findings, key=lambda f: (f.source, f.line, f.column or 0, f.rule, f.message))

@@ -146,6 +146,36 @@ def failed_versions(session: Reader, *, ids: Sequence[int] | None) -> dict[int, 
     return out
 
 
+def known_bad(session: Reader) -> dict[str, dict[str, str]]:
+    """Every version the store knows is bad, by package: named in a ``bad=`` of an open
+    exclusion, or found bad by a verification, in any tracked repository; each with where it
+    is known (for a finding: ``failed verification in acme/app``)."""
+    out: dict[str, dict[str, str]] = defaultdict(dict)
+    failed = (
+        select(exclusion.c.package, release.c.version, repository.c.name)
+        .select_from(candidate)
+        .join(release, release.c.id == candidate.c.release_id)
+        .join(exclusion, exclusion.c.id == candidate.c.exclusion_id)
+        .join(repository, repository.c.id == exclusion.c.repository_id)
+        .where(candidate.c.status.in_(REJECTED))
+    )
+    for package, version, name in session.execute(failed):
+        out[package].setdefault(version, f"found bad by a verification in {name}")
+    named = (
+        select(exclusion.c.package, annotation.c.bad_versions, repository.c.name, source.c.path)
+        .select_from(exclusion)
+        .join(annotation, CURRENT_NOTE)
+        .join(repository, repository.c.id == exclusion.c.repository_id)
+        .join(source, source.c.id == exclusion.c.source_id)
+        .where(exclusion.c.removed_at.is_(None))
+    )
+    for package, versions, name, path in session.execute(named):
+        for version in versions or ():
+            if isinstance(version, str):
+                out[package].setdefault(version, f"bad= in {name} {path}")
+    return dict(out)
+
+
 def newest_first(version: str) -> tuple[int, Any]:
     """A sort key putting versions newest first (PEP 440), those that do not parse last."""
     try:
