@@ -37,6 +37,7 @@ are never errors: they are :class:`govern.policy.Finding` values.
     │       └── NotifyUnavailable + RemoteUnavailable: also a 429 or an SMTP 4xx; retried
     ├── EditRefused              a proposal's file cannot be edited as proposed (edit/common.py)
     │   └── Superseded           the line changed since it was tracked: never forced
+    ├── LockRefused              a lock of a relaxed intent cannot be regenerated (locks/)
     ├── DaemonRunning            another govern daemon holds the store (daemon/lock.py)
     └── LockLost                 the daemon no longer holds its store's lock (daemon/lock.py)
 

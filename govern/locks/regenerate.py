@@ -42,6 +42,7 @@ __all__ = ["LockChange", "LockRefused", "Moved", "Regenerator", "locks_of"]
 TIMEOUT = 300.0  # seconds a lock tool may take
 _ERROR_CHARS = 2000  # of a tool's own error, kept
 _OUTPUT = ("-o", "--output-file")
+_TRUST = ("SSL_CERT_FILE", "SSL_CERT_DIR", "PIP_CERT", "REQUESTS_CA_BUNDLE")
 
 
 class LockRefused(GovernError):
@@ -182,6 +183,8 @@ class Regenerator:
             "LANG": "C.UTF-8",
             "TMPDIR": str(home),
         }
+        # Which certificates to trust is part of reaching the index (no secret in it).
+        env.update({k: os.environ[k] for k in _TRUST if os.environ.get(k)})
         if self.index_url is not None:
             env["PIP_CONFIG_FILE"] = os.devnull
             env["PIP_INDEX_URL"] = self.index_url
