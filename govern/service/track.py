@@ -153,12 +153,15 @@ def _plan_replay(
 
     A source replayed before continues after its marker (``--since`` bounds only a
     first backfill). A source tracked without history is not replayed over its present.
+    A lock is not replayed: its pins were never exclusions.
     """
     from govern.sources.model import SourceFormat
 
     plan: list[_Replay] = []
     moved: dict[str, str] = {}
     for path, source in sources.items():
+        if source.lock is not None:
+            continue  # a lock's history holds no exclusion events (its pins are none)
         git_path = _git_path(git, root, path)
         if git_path is None:
             continue
