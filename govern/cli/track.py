@@ -415,6 +415,11 @@ def _describe(event: EventPublic) -> str:
             f"verdict forgotten  {event.package} {detail.get('version')} (was {was}) by "
             f'{line(detail.get("by"), 64)}: "{line(detail.get("reason") or "", 300)}"'
         )
+    if event.kind == EventKind.PROPOSAL_HELD:
+        return (
+            f"proposal held  {event.package} {event.detail.get('version')}: "
+            f"{line(event.detail.get('why') or '', 300)}"
+        )
     if event.kind == EventKind.SETTLED:
         return (
             f"settled  {event.package} {event.clause}: {event.detail.get('why')} "

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from clirun import run_cli
 from gitrepo import Repo
 from reminderworld import NOW, verify
 from sqlmodel import col, select
@@ -199,7 +200,7 @@ def test_a_pip_compile_lock_moves_only_the_package_and_keeps_its_hashes(
 
 
 def test_a_lock_govern_cannot_regenerate_holds_the_proposal_and_says_why_once(
-    tmp_path: Path, index: LocalIndex, database_url: str
+    tmp_path: Path, index: LocalIndex, database_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     seed, _ = _world(
         tmp_path,
@@ -234,3 +235,6 @@ def test_a_lock_govern_cannot_regenerate_holds_the_proposal_and_says_why_once(
     assert heads == ["refs/heads/main"]  # no branch with a stale lock
     assert len(held) == 1  # said once, however many runs
     assert "poetry.lock" in held[0].detail["why"]
+    code, out, _ = run_cli(["history", "cupy-demo", "--db", database_url], capsys)
+    assert code == 0
+    assert "proposal held  cupy-demo 14.1.1: poetry.lock (poetry's) cannot be" in out
