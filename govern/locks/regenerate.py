@@ -204,7 +204,9 @@ class Regenerator:
         extra: dict[str, str] = {}
         if lock.format is SourceFormat.UV_LOCK:
             tool = "uv lock"
-            args = [self._tool("uv"), "lock", "--upgrade-package", pin]
+            uv = self._tool("uv")
+            _check_required_uv(uv, where, lock.path)
+            args = [uv, "lock", "--upgrade-package", pin]
         elif lock.format is SourceFormat.COMPILED and lock.lock.tool in (
             "pip-compile",
             "uv pip compile",
@@ -262,6 +264,46 @@ class Regenerator:
                 "are resolved.",
             )
         return tool
+
+
+def _check_required_uv(uv: str, folder: Path, lock: str) -> None:
+    """The uv here is one the project accepts (``[tool.uv] required-version`` of the
+    ``pyproject.toml`` beside the lock, or ``required-version`` in a ``uv.toml`` there):
+    a lock written by another uv than the project asks for is not proposed."""
+    import tomllib
+
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+    from packaging.version import InvalidVersion, Version
+
+    wanted: str | None = None
+    for name, keys in (("uv.toml", ()), ("pyproject.toml", ("tool", "uv"))):
+        try:
+            table: object = tomllib.loads((folder / name).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        for key in keys:
+            table = table.get(key) if isinstance(table, dict) else None
+        found = table.get("required-version") if isinstance(table, dict) else None
+        if isinstance(found, str):
+            wanted = found
+            break
+    if wanted is None:
+        return
+    try:
+        said = subprocess.run(
+            [uv, "--version"], capture_output=True, text=True, timeout=60, check=False
+        ).stdout.split()
+        have = Version(said[1]) if len(said) > 1 else None
+        accepted = SpecifierSet(wanted if wanted[:1] in "<>=!~" else f"=={wanted}")
+    except (OSError, subprocess.TimeoutExpired, InvalidVersion, InvalidSpecifier):
+        return  # uv itself says what it accepts when it runs
+    if have is not None and not accepted.contains(have, prereleases=True):
+        raise LockRefused(
+            f"{lock}: the project asks for uv {line(wanted, 100)} (required-version); the uv "
+            f"beside govern is {have}: the lock is not regenerated with another uv",
+            tip=f"Install a uv that matches {line(wanted, 100)} beside govern "
+            f"(pip install 'uv{accepted}').",
+        )
 
 
 def _compile_words(lock: Source) -> list[str]:

@@ -238,3 +238,21 @@ def test_a_lock_govern_cannot_regenerate_holds_the_proposal_and_says_why_once(
     code, out, _ = run_cli(["history", "cupy-demo", "--db", database_url], capsys)
     assert code == 0
     assert "proposal held  cupy-demo 14.1.1: poetry.lock (poetry's) cannot be" in out
+
+
+def test_a_project_that_asks_for_another_uv_is_held_with_what_it_asks(
+    tmp_path: Path, index: LocalIndex, database_url: str
+) -> None:
+    seed, _ = _world(tmp_path, {"pyproject.toml": PYPROJECT})
+    env = _tool_env(index, tmp_path / "home")
+    _run([UV, "lock"], seed, env)
+    with (seed / "pyproject.toml").open("a", encoding="utf-8") as stream:
+        stream.write('\n[tool.uv]\nrequired-version = "==0.0.1"\n')
+    _bare, clone = _publish(seed, tmp_path)
+    with _tracked(database_url, clone) as store:
+        (outcome,) = asyncio.run(_propose(store, clone, index).run()).proposals
+    assert outcome.state == RunState.HELD
+    assert outcome.message is not None
+    assert "asks for uv ==0.0.1 (required-version)" in outcome.message
+    assert outcome.tip is not None
+    assert "pip install 'uv==0.0.1'" in outcome.tip
