@@ -9,6 +9,7 @@ tool's own check passes on the branch.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import shutil
 import subprocess
@@ -22,7 +23,7 @@ from gitrepo import Repo
 from reminderworld import NOW, verify
 from sqlmodel import col, select
 
-from govern.config import Config, ProposeConfig
+from govern.config import Config, ProposeConfig, load_config
 from govern.demo.index import LocalIndex
 from govern.demo.wheels import build_wheel
 from govern.exclusions.states import EventKind, RunState, Via
@@ -109,7 +110,8 @@ def _propose(store: Store, clone: Path, index: LocalIndex) -> Proposer:
 
 def _tracked(database_url: str, clone: Path) -> Store:
     store = Store(database_url)
-    track(store, clone, None, config=Config(repository="acme/app"), options=TrackOptions(now=NOW))
+    config = dataclasses.replace(load_config(clone), repository="acme/app")  # its [[locks]]
+    track(store, clone, None, config=config, options=TrackOptions(now=NOW))
     verify(store, "14.1.1", package="cupy-demo")
     return store
 
@@ -256,3 +258,47 @@ def test_a_project_that_asks_for_another_uv_is_held_with_what_it_asks(
     assert "asks for uv ==0.0.1 (required-version)" in outcome.message
     assert outcome.tip is not None
     assert "pip install 'uv==0.0.1'" in outcome.tip
+
+
+REGEN = """\
+import os
+import pathlib
+
+path = pathlib.Path(os.environ["GOVERN_LOCK_PATH"])
+name, _, version = os.environ["GOVERN_LOCK_PIN"].partition("==")
+lines = path.read_text().splitlines()
+path.write_text("".join(
+    (f"{name}==={version}" if line.startswith(name + "===") else line) + "\\n" for line in lines
+))
+"""
+
+
+def test_a_lock_named_in_the_configuration_is_made_by_its_command(
+    tmp_path: Path, index: LocalIndex, database_url: str
+) -> None:
+    """OpenStack's shape: a bot's upper-constraints.txt beside the intent, made by a command
+    the configuration names; the branch holds the intent and the lock that command wrote."""
+    seed, _ = _world(
+        tmp_path,
+        {
+            "global-requirements.txt": (
+                "# 14.1.0 imports a module nobody ships (cupy/cupy#9963)\ncupy-demo<14.1.0\n"
+            ),
+            "upper-constraints.txt": "cupy-demo===14.0.1\nhelper-demo===1.0\n",
+            ".govern.toml": (
+                '[[locks]]\npath = "upper-constraints.txt"\n'
+                'command = "python3 tools/regen.py"\nintent = ["global-requirements.txt"]\n'
+            ),
+        },
+    )
+    (seed / "tools").mkdir()
+    (seed / "tools" / "regen.py").write_text(REGEN, encoding="utf-8")
+    bare, clone = _publish(seed, tmp_path)
+    with _tracked(database_url, clone) as store:
+        (outcome,) = asyncio.run(_propose(store, clone, index).run()).proposals
+    assert outcome.state == RunState.SENT, outcome
+    assert outcome.branch is not None
+    assert _show(bare, outcome.branch, "upper-constraints.txt") == (
+        "cupy-demo===14.1.1\nhelper-demo===1.0\n"
+    )
+    assert "cupy-demo!=14.1.0" in _show(bare, outcome.branch, "global-requirements.txt")
