@@ -73,8 +73,15 @@ def _change(work: Work) -> tuple[str, str]:
     return f"{old} → {new}{note}", f"{old} → {new}{note}"
 
 
-def reminder(work: Work) -> Message:
-    """The reminder that ``work.version`` passed verification and the line can be relaxed."""
+def reminder(work: Work, *, blocked: str | None = None) -> Message:
+    """The reminder that ``work.version`` passed verification and the line can be relaxed;
+    ``blocked``: why govern could not propose the change itself (a lock it could not
+    regenerate), said in the message."""
+    held = (
+        [f"Blocked: govern did not propose the change itself: {quoted(blocked)}", ""]
+        if blocked
+        else []
+    )
     old = work.ref.requirement.strip()
     change, change_md = _change(work)
     reason = quoted(work.reason) if work.reason else "(none recorded)"
@@ -97,6 +104,7 @@ def reminder(work: Work) -> Message:
             f"Change: {change}",
             *(f"Owner: {said}" for said in owner),
             "",
+            *held,
             "Verification:",
             *(f"- {line}" for line in runs),
             "",
@@ -121,6 +129,11 @@ def reminder(work: Work) -> Message:
             f"**Change:** {change_md}",
             *(f"**Owner:** {said}" for said in owner),
             "",
+            *(
+                [f"**Blocked:** govern did not propose the change itself: {quoted(blocked)}", ""]
+                if blocked
+                else []
+            ),
             "| profile | CI | run | installed |",
             "|---|---|---|---|",
             *rows,

@@ -361,8 +361,14 @@ class Proposer:
         except LockRefused as exc:  # held: no change with a stale lock is ever made
             if not dry_run:
                 self._held(work, exc)
+            said = await self._remind_held(work, root, config, exc, dry_run=dry_run)
             return self._outcome(
-                work, via, state=RunState.HELD, branch=branch, message=exc.message, tip=exc.tip
+                work,
+                via,
+                state=RunState.HELD,
+                branch=branch,
+                message=exc.message + (f"; {said}" if said else ""),
+                tip=exc.tip,
             )
         text = body(
             work, old=old_line, new=new_line, diff=diff, elsewhere=edit.elsewhere, locks=locks
@@ -779,6 +785,21 @@ class Proposer:
                     when,
                     pull_request=change.number if change else None,
                 )
+
+    async def _remind_held(
+        self, work: Work, root: Path, config: Config, refused: LockRefused, *, dry_run: bool
+    ) -> str | None:
+        """With reminder channels configured, a held proposal still reminds the people of
+        the line (once per version), saying what blocks the change; what it did, or None."""
+        notifiers = self.notifiers_for(root, config) if self.notifiers_for else None
+        if not notifiers:
+            return None
+        from govern.service.remind import remind
+
+        reminded = await remind(
+            self.store, work, notifiers, now=self.now(), dry_run=dry_run, blocked=refused.message
+        )
+        return f"reminder: {reminded.message}" if reminded.message else "reminder sent"
 
     def _held(self, work: Work, refused: LockRefused) -> None:
         """The thread says once why this version is held (a ``proposal-held`` event for

@@ -122,8 +122,10 @@ async def remind(
     *,
     now: datetime,
     dry_run: bool = False,
+    blocked: str | None = None,
 ) -> Reminded:
-    """Remind the people of ``work`` that its candidate passed, on every channel, once."""
+    """Remind the people of ``work`` that its candidate passed, on every channel, once;
+    ``blocked``: why govern did not propose the change itself (said in the message)."""
     if notifiers is None:
         return Reminded(
             RunState.SKIPPED,
@@ -131,7 +133,7 @@ async def remind(
         )
     if not notifiers:
         return Reminded(RunState.SKIPPED, "no channel: channels = [] in [tool.govern.notify]")
-    message = templates.reminder(work)
+    message = templates.reminder(work, blocked=blocked)
     targets = [(notifier, notifier.target(message)) for notifier in notifiers]
     skipped = [f"{n.name}: skipped, {t.reason}" for n, t in targets if isinstance(t, Skipped)]
     if dry_run:
