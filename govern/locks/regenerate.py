@@ -34,11 +34,17 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from packaging.utils import canonicalize_name
 
 from govern.errors import GovernError
+from govern.redact import redact, scrub
 from govern.sources.model import Source, SourceFormat
+
+if TYPE_CHECKING:
+    from govern.config import Config
 from govern.text import line
 
 __all__ = ["LockChange", "LockRefused", "Moved", "Regenerator", "locks_of"]
@@ -73,13 +79,15 @@ class LockChange:
     moved: tuple[Moved, ...]
 
 
-def locks_of(tree: Path, intent: str) -> list[Source]:
-    """The locks under ``tree`` that resolve the intent at the root-relative ``intent``."""
+def locks_of(tree: Path, intent: str, config: Config | None = None) -> list[Source]:
+    """The locks under ``tree`` that resolve the intent at the root-relative ``intent``;
+    ``config``: the repository's configuration as govern runs it (its ``[[locks]]`` and
+    their commands; default: none), never the one a branch on the remote carries."""
     from govern.audit import configured_lock, read_source
-    from govern.config import load_config
+    from govern.config import Config
     from govern.sources.discover import discover, source_format_for
 
-    config = load_config(tree)
+    config = config or Config()
     locks = [lock.path for lock in config.locks]
     out: list[Source] = []
     for file in discover(tree, include=[*config.include, *locks], exclude=config.exclude):
@@ -126,7 +134,14 @@ class Regenerator:
     tools: Mapping[str, str] | None = None
 
     def regenerate(
-        self, tree: Path, *, intent: str, content: bytes, package: str, version: str
+        self,
+        tree: Path,
+        *,
+        intent: str,
+        content: bytes,
+        package: str,
+        version: str,
+        config: Config | None = None,
     ) -> list[LockChange]:
         """Write the relaxed ``content`` at ``intent`` in ``tree`` (a copy of the repository
         at the base branch) and regenerate every lock that resolves it; the changed locks.
@@ -134,7 +149,7 @@ class Regenerator:
         Raises :class:`LockRefused` when one cannot be regenerated, or when its tool did
         not move ``package`` to ``version``."""
         name = canonicalize_name(package)
-        locks = locks_of(tree, intent)
+        locks = locks_of(tree, intent, config)
         (tree / intent).write_bytes(content)
         changes: list[LockChange] = []
         for lock in locks:
@@ -165,6 +180,15 @@ class Regenerator:
         return changes
 
     # -- running a tool ---------------------------------------------------------------------
+
+    def _scrub(self, text: str) -> str:
+        """``text`` with the indexes' credentials hidden, however the tool spelled them."""
+        secrets: list[str] = []
+        for url in (self.index_url, *self.extra_index_urls):
+            if url:
+                userinfo = urlsplit(url).netloc.rpartition("@")[0]
+                secrets += [part for part in (userinfo, *userinfo.split(":", 1)) if len(part) > 3]
+        return scrub(redact(text), tuple(secrets))
 
     def _tool(self, name: str) -> str:
         chosen = (self.tools or {}).get(name)
@@ -273,7 +297,8 @@ class Regenerator:
             except OSError as exc:
                 raise LockRefused(f"{tool} could not be run: {exc.strerror}") from None
         if done.returncode != 0:
-            said = done.stderr.decode("utf-8", "replace").strip()[-_ERROR_CHARS:]
+            # The index's credentials never leave in the tool's words (a URL it failed on).
+            said = self._scrub(done.stderr.decode("utf-8", "replace").strip()[-_ERROR_CHARS:])
             raise LockRefused(
                 f"{tool} could not regenerate {lock.path} (exit status {done.returncode}): "
                 f"{line(said, _ERROR_CHARS)}",

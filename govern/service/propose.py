@@ -356,7 +356,7 @@ class Proposer:
         new_text, old_line, new_line, diff = edit.text.encode(), edit.old, edit.new, edit.diff
         try:
             locks = await asyncio.to_thread(
-                self._locks, pusher, base, work, new_text, self.regenerator_for(config)
+                self._locks, pusher, base, work, new_text, self.regenerator_for(config), config
             )
         except LockRefused as exc:  # held: no change with a stale lock is ever made
             if not dry_run:
@@ -463,9 +463,16 @@ class Proposer:
 
     @staticmethod
     def _locks(
-        pusher: Pushes, base: str, work: Work, content: bytes, regenerator: Regenerator
+        pusher: Pushes,
+        base: str,
+        work: Work,
+        content: bytes,
+        regenerator: Regenerator,
+        config: Config,
     ) -> list[LockChange]:
-        """The locks of the relaxed intent, regenerated in a copy of the base branch."""
+        """The locks of the relaxed intent, regenerated in a copy of the base branch (with
+        the local checkout's configuration: a command named there runs, never one a branch
+        on the remote names)."""
         with tempfile.TemporaryDirectory(prefix="govern-tree-") as scratch:
             tree = Path(scratch)
             pusher.export(base, tree)
@@ -475,6 +482,7 @@ class Proposer:
                 content=content,
                 package=work.ref.package,
                 version=work.version,
+                config=config,
             )
 
     def _undelivered(self, work: Work, via: Via, done: outbox.Delivered, **values: Any) -> Outcome:

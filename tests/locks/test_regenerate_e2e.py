@@ -23,7 +23,7 @@ from gitrepo import Repo
 from reminderworld import NOW, verify
 from sqlmodel import col, select
 
-from govern.config import Config, ProposeConfig, load_config
+from govern.config import ProposeConfig, load_config
 from govern.demo.index import LocalIndex
 from govern.demo.wheels import build_wheel
 from govern.exclusions.states import EventKind, RunState, Via
@@ -102,7 +102,10 @@ def _propose(store: Store, clone: Path, index: LocalIndex) -> Proposer:
     return Proposer(
         store,
         pusher_for=lambda root, s: Pusher(root, remote=s.remote),
-        config_for=lambda _root: Config(propose=ProposeConfig(via=Via.GIT)),
+        # The local checkout's configuration (its [[locks]]), proposing through git.
+        config_for=lambda root: dataclasses.replace(
+            load_config(root), propose=ProposeConfig(via=Via.GIT)
+        ),
         now=lambda: NOW,
         regenerator_for=lambda _config: Regenerator(index_url=index.url),
     )
@@ -302,3 +305,13 @@ def test_a_lock_named_in_the_configuration_is_made_by_its_command(
         "cupy-demo===14.1.1\nhelper-demo===1.0\n"
     )
     assert "cupy-demo!=14.1.0" in _show(bare, outcome.branch, "global-requirements.txt")
+
+
+def test_a_tools_error_never_carries_the_indexs_credentials() -> None:
+    regenerator = Regenerator(index_url="https://ci-bot:s3cr3t-t0ken@pkgs.example.invalid/simple/")
+    said = regenerator._scrub(
+        "error: Failed to fetch: https://ci-bot:s3cr3t-t0ken@pkgs.example.invalid/simple/x/ "
+        "(token s3cr3t-t0ken refused)"
+    )
+    assert "s3cr3t-t0ken" not in said
+    assert "pkgs.example.invalid/simple/x/" in said
