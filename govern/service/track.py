@@ -33,6 +33,7 @@ from govern.store.synced import SourceState, stored_sources
 
 if TYPE_CHECKING:
     from govern.git.history import Commit, Git, Hunk, Patch, Revision
+    from govern.report import AuditReport
     from govern.service.sync import Sync
 
 
@@ -470,6 +471,32 @@ def track(
             if discovered is not None and not broken
             else None
         )
+    notes.extend(_lock_notes(store, report))
     return TrackResult(
         repository=name, counts=sync.counts, replayed=replayed, commit=head, notes=tuple(notes)
     )
+
+
+def _lock_notes(store: Store, report: AuditReport) -> list[str]:
+    """The repository's locks judged with what the store knows (every tracked repository's
+    ``bad=`` and failed verifications): a lock holding a version found bad elsewhere, or one
+    its intent keeps out, is said after the sync."""
+    if not any(source.lock is not None for source in report.sources):
+        return []
+    from govern.policy.engine import evaluate
+    from govern.store.queries import known_bad
+
+    with store.connection() as conn:
+        known = known_bad(conn)
+    findings = evaluate(
+        report.policy,
+        report.sources,
+        report.exclusions,
+        today=datetime.now(UTC).date(),
+        known_bad=known,
+    )
+    return [
+        f"{f.source}:{f.line}: {f.rule}: {f.message}"
+        for f in findings
+        if f.rule in ("lock-stale", "lock-holds-known-bad")
+    ]

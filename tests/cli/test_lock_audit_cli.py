@@ -3,6 +3,7 @@ is a finding (issue 25: 14.1.0 found bad in one repository is bad in the next on
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -103,3 +104,17 @@ def test_a_failed_verification_anywhere_makes_a_version_known_bad(
         with store.connection() as conn:
             found = known_bad(conn)
     assert found["cupy-demo"]["14.1.2"] == "found bad by a verification in acme/r"
+
+
+def test_tracking_the_repository_whose_lock_holds_it_says_so(
+    world: tuple[Path, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    holds, db = world
+    code, _, err = run_cli(["track", str(holds), "--db", db], capsys)
+    assert code == 0
+    assert (
+        "note: uv.lock:12: lock-holds-known-bad: uv.lock pins cupy-demo 14.1.0, which is known "
+        "bad (bad= in acme/knows requirements.txt)"
+    ) in err
+    code, out, _ = run_cli(["status", "--db", db, "--format", "json"], capsys)
+    assert [e["source"] for e in json.loads(out)["exclusions"]] == ["requirements.txt"]
