@@ -80,22 +80,27 @@ class LockChange:
 
 
 def locks_of(tree: Path, intent: str, config: Config | None = None) -> list[Source]:
-    """The locks under ``tree`` that resolve the intent at the root-relative ``intent``;
-    ``config``: the repository's configuration as govern runs it (its ``[[locks]]`` and
-    their commands; default: none), never the one a branch on the remote carries."""
+    """The locks under ``tree`` that resolve the intent at the root-relative ``intent``,
+    in the order to regenerate them; ``config``: the repository's configuration as govern
+    runs it (its ``[[locks]]`` and their commands; default: none), never the one a branch on
+    the remote carries.
+
+    A lock resolves the intent when the intent is among its inputs or what they include
+    (``-r``/``-c``), or when one of those is a lock regenerated before it (pip-tools'
+    layers: ``dev.in`` with ``-c main.txt`` makes ``dev.txt`` follow ``main.txt``)."""
     from govern.audit import configured_lock, read_source
     from govern.config import Config
     from govern.sources.discover import discover, source_format_for
 
     config = config or Config()
     locks = [lock.path for lock in config.locks]
-    out: list[Source] = []
+    found: dict[str, Source] = {}
     for file in discover(tree, include=[*config.include, *locks], exclude=config.exclude):
         shown = file.relative_to(tree).as_posix()
         fmt = source_format_for(file)
         if fmt is SourceFormat.PYPROJECT:
             continue
-        source = read_source(
+        found[shown] = read_source(
             file,
             display_path=shown,
             fmt=fmt,
@@ -103,9 +108,41 @@ def locks_of(tree: Path, intent: str, config: Config | None = None) -> list[Sour
             environ={},
             configured=configured_lock(config, shown),
         )
-        if source.lock is not None and intent in source.lock.inputs:
-            out.append(source)
-    return out
+    reach = {path: _reach(tree, found, lock) for path, lock in found.items() if lock.lock}
+    out: list[Source] = []
+    done: set[str] = set()
+    touched = {intent}
+    while True:  # a lock follows the locks its inputs name (layers), each once
+        ready = [p for p, needs in reach.items() if needs & touched and p not in done]
+        if not ready:
+            return out
+        for path in sorted(ready):
+            out.append(found[path])
+            touched.add(path)
+            done.add(path)
+
+
+def _reach(tree: Path, found: Mapping[str, Source], lock: Source) -> set[str]:
+    """The root-relative paths a lock's inputs name, with what they include (-r/-c)."""
+    assert lock.lock is not None
+    seen: set[str] = set()
+    todo = list(lock.lock.inputs)
+    while todo:
+        path = todo.pop()
+        if path in seen:
+            continue
+        seen.add(path)
+        source = found.get(path)
+        if source is None or source.lock is not None:
+            continue  # a lock it names is followed by the loop above, not read through
+        for include in source.includes:
+            if include.resolved is None:
+                continue
+            try:
+                todo.append(include.resolved.resolve().relative_to(tree.resolve()).as_posix())
+            except ValueError:
+                continue
+    return seen
 
 
 def _pins(source: Source) -> dict[str, set[str]]:
@@ -117,6 +154,16 @@ def _pins(source: Source) -> dict[str, set[str]]:
             if spec.operator in ("==", "==="):
                 pins.setdefault(entry.name, set()).add(spec.version)
     return pins
+
+
+def _only(versions: set[str] | None, version: str) -> bool:
+    """Whether the lock pins ``version`` and nothing else for the package (PEP 440)."""
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return bool(versions) and {Version(v) for v in versions or ()} == {Version(version)}
+    except InvalidVersion:
+        return versions == {version}
 
 
 def _one(versions: set[str] | None) -> str | None:
@@ -162,7 +209,7 @@ class Regenerator:
                 tree / lock.path, display_path=lock.path, fmt=lock.format, root=tree, environ={}
             )
             after = _pins(after_source)
-            if after.get(name) != {version}:
+            if (name in before or name in after) and not _only(after.get(name), version):
                 found = _one(after.get(name)) or "nothing"
                 raise LockRefused(
                     f"{tool} resolved {package} to {found} in {lock.path}, not the verified "

@@ -315,3 +315,41 @@ def test_a_tools_error_never_carries_the_indexs_credentials() -> None:
     )
     assert "s3cr3t-t0ken" not in said
     assert "pkgs.example.invalid/simple/x/" in said
+
+
+def test_pip_tools_layers_follow_the_lock_they_are_constrained_by(
+    tmp_path: Path, index: LocalIndex, database_url: str
+) -> None:
+    """``dev.in`` with ``-c main.txt``: relaxing ``main.in`` regenerates ``main.txt`` and then
+    ``dev.txt`` (which holds cupy-demo through the constraint's package), in one commit."""
+    reason = "# 14.1.0 imports a module nobody ships (cupy/cupy#9963)\n"
+    seed, _ = _world(tmp_path, {})
+    layers = seed / "requirements"
+    layers.mkdir()
+    (layers / "main.in").write_text(reason + "cupy-demo<14.1.0\n", encoding="utf-8")
+    (layers / "dev.in").write_text("-c main.txt\ncupy-demo\nhelper-demo<2\n", encoding="utf-8")
+    env = _tool_env(index, tmp_path / "home")
+    for name in ("main", "dev"):
+        _run([PIP_COMPILE, "--no-emit-index-url", f"{name}.in"], layers, env)
+    assert "cupy-demo==14.0.1" in (layers / "dev.txt").read_text()
+    bare, clone = _publish(seed, tmp_path)
+    with _tracked(database_url, clone) as store:
+        (outcome,) = asyncio.run(_propose(store, clone, index).run()).proposals
+    assert outcome.state == RunState.SENT, outcome
+    assert outcome.branch is not None
+    changed = subprocess.run(
+        ["git", "diff", "--name-only", f"main..{outcome.branch}"],
+        cwd=bare,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert sorted(changed) == [
+        "requirements/dev.txt",
+        "requirements/main.in",
+        "requirements/main.txt",
+    ]
+    assert "cupy-demo==14.1.1" in _show(bare, outcome.branch, "requirements/main.txt")
+    dev = _show(bare, outcome.branch, "requirements/dev.txt")
+    assert "cupy-demo==14.1.1" in dev
+    assert "helper-demo==1.0" in dev
