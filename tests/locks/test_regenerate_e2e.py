@@ -98,6 +98,17 @@ def _show(bare: Path, ref: str, path: str) -> str:
     ).stdout
 
 
+def _changed(bare: Path, branch: str) -> list[str]:
+    """The files the branch changes against main."""
+    return subprocess.run(
+        ["git", "diff", "--name-only", f"main..{branch}"],
+        cwd=bare,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+
+
 def _propose(store: Store, clone: Path, index: LocalIndex) -> Proposer:
     return Proposer(
         store,
@@ -145,13 +156,7 @@ def test_a_uv_project_gets_one_branch_with_the_intent_and_uv_lock(
     (outcome,) = result.proposals
     assert outcome.state == RunState.SENT, outcome
     assert outcome.branch is not None
-    changed = subprocess.run(
-        ["git", "diff", "--name-only", f"main..{outcome.branch}"],
-        cwd=bare,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split()
+    changed = _changed(bare, outcome.branch)
     assert sorted(changed) == ["pyproject.toml", "uv.lock"]  # one commit, both files
     assert '"cupy-demo!=14.1.0"' in _show(bare, outcome.branch, "pyproject.toml")
     # The branch, checked out, is what uv itself says is up to date.
@@ -337,13 +342,7 @@ def test_pip_tools_layers_follow_the_lock_they_are_constrained_by(
         (outcome,) = asyncio.run(_propose(store, clone, index).run()).proposals
     assert outcome.state == RunState.SENT, outcome
     assert outcome.branch is not None
-    changed = subprocess.run(
-        ["git", "diff", "--name-only", f"main..{outcome.branch}"],
-        cwd=bare,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split()
+    changed = _changed(bare, outcome.branch)
     assert sorted(changed) == [
         "requirements/dev.txt",
         "requirements/main.in",
