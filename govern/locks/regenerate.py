@@ -15,7 +15,11 @@ moving the relaxed package to the verified candidate (``NAME==V``) and what it n
   repository's root, with ``GOVERN_LOCK_PATH``, ``GOVERN_LOCK_PACKAGE`` and
   ``GOVERN_LOCK_PIN`` (``NAME==V``) in its environment.
 
-Other locks (Poetry, PDM, ``pylock.toml``, ``Pipfile.lock``) are refused for now:
+- ``poetry.lock``: ``poetry lock`` of the intent pinned to ``NAME==V``, then of the
+  relaxed intent (Dependabot's way: V stays, nothing else moves), with a Poetry of the
+  lock's own major.minor.
+
+Other locks (PDM, ``pylock.toml``, ``Pipfile.lock``) are refused for now:
 :class:`LockRefused`, and the proposal is held rather than made with a stale lock.
 
 The tool runs with a timeout, in the copy, with an environment of its own: ``PATH``, a
@@ -189,9 +193,14 @@ class Regenerator:
         package: str,
         version: str,
         config: Config | None = None,
+        pinned: bytes | None = None,
     ) -> list[LockChange]:
         """Write the relaxed ``content`` at ``intent`` in ``tree`` (a copy of the repository
         at the base branch) and regenerate every lock that resolves it; the changed locks.
+
+        ``pinned`` is the intent with the package pinned to ``NAME==V`` instead: the tools
+        without an upgrade option (Poetry) lock it first, then the relaxed intent, so that
+        only the package moves (Dependabot's way).
 
         Raises :class:`LockRefused` when one cannot be regenerated, or when its tool did
         not move ``package`` to ``version``."""
@@ -202,7 +211,9 @@ class Regenerator:
         for lock in locks:
             before = _pins(lock)
             original = (tree / lock.path).read_bytes()
-            tool = self._run(tree, lock, name, version)
+            tool = self._run(
+                tree, lock, name, version, intent=intent, content=content, pinned=pinned
+            )
             from govern.audit import read_source
 
             after_source = read_source(
@@ -271,12 +282,35 @@ class Regenerator:
         env.update(extra)
         return env
 
-    def _run(self, tree: Path, lock: Source, name: str, version: str) -> str:
+    def _run(
+        self,
+        tree: Path,
+        lock: Source,
+        name: str,
+        version: str,
+        *,
+        intent: str,
+        content: bytes,
+        pinned: bytes | None,
+    ) -> str:
         """Run the lock's tool in ``tree``; the tool's name (LockRefused when it fails)."""
         pin = f"{name}=={version}"
         assert lock.lock is not None
         where = tree / Path(lock.path).parent
         extra: dict[str, str] = {}
+        if lock.format is SourceFormat.POETRY_LOCK:
+            poetry = self._tool("poetry")
+            _check_poetry(poetry, lock)
+            if pinned is None:
+                raise LockRefused(
+                    f"{lock.path}: Poetry cannot move one package to {version} without the "
+                    "intent pinned to it: the relaxation is not proposed"
+                )
+            # The intent pinned to V, locked; then the relaxed intent, locked: V stays.
+            (tree / intent).write_bytes(pinned)
+            self._call("poetry lock", [poetry, "lock"], where, lock.path, {})
+            (tree / intent).write_bytes(content)
+            return self._call("poetry lock", [poetry, "lock"], where, lock.path, {})
         if lock.format is SourceFormat.UV_LOCK:
             tool = "uv lock"
             uv = self._tool("uv")
@@ -316,6 +350,13 @@ class Regenerator:
                 tip="Relax the line and regenerate the lock by hand, or "
                 "name the lock's command in [[tool.govern.locks]].",
             )
+        return self._call(tool, args, where, lock.path, extra)
+
+    def _call(
+        self, tool: str, args: Sequence[str], where: Path, path: str, extra: Mapping[str, str]
+    ) -> str:
+        """Run one tool command in ``where`` (LockRefused when it fails); the tool's name."""
+        extra = dict(extra)
         with tempfile.TemporaryDirectory(prefix="govern-lock-") as scratch:
             home = Path(scratch)
             extra.setdefault("UV_CACHE_DIR", str(home / "uv-cache"))
@@ -325,11 +366,14 @@ class Regenerator:
                     "UV_PYTHON_DOWNLOADS": "never",
                     "UV_PYTHON": sys.executable,
                     "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+                    "POETRY_CACHE_DIR": str(home / "poetry-cache"),
+                    "POETRY_VIRTUALENVS_CREATE": "false",
+                    "POETRY_NO_INTERACTION": "1",
                 }
             )
             try:
                 done = subprocess.run(
-                    args,
+                    list(args),
                     cwd=where,
                     env=self._env(home, extra),
                     capture_output=True,
@@ -338,21 +382,48 @@ class Regenerator:
                 )
             except subprocess.TimeoutExpired:
                 raise LockRefused(
-                    f"{tool} did not finish regenerating {lock.path} within "
+                    f"{tool} did not finish regenerating {path} within "
                     f"{self.timeout:.0f} s: the relaxation is not proposed"
                 ) from None
             except OSError as exc:
                 raise LockRefused(f"{tool} could not be run: {exc.strerror}") from None
         if done.returncode != 0:
             # The index's credentials never leave in the tool's words (a URL it failed on).
-            said = self._scrub(done.stderr.decode("utf-8", "replace").strip()[-_ERROR_CHARS:])
+            said = self._scrub(
+                (done.stderr or done.stdout).decode("utf-8", "replace").strip()[-_ERROR_CHARS:]
+            )
             raise LockRefused(
-                f"{tool} could not regenerate {lock.path} (exit status {done.returncode}): "
+                f"{tool} could not regenerate {path} (exit status {done.returncode}): "
                 f"{line(said, _ERROR_CHARS)}",
                 tip="The resolver's own words are above; the relaxation is held until they "
                 "are resolved.",
             )
         return tool
+
+
+def _check_poetry(poetry: str, lock: Source) -> None:
+    """The Poetry here writes the lock's format: the same major.minor as the one its header
+    names (a lock rewritten by another Poetry changes more than the package)."""
+    from packaging.version import InvalidVersion, Version
+
+    assert lock.lock is not None
+    if lock.lock.tool_version is None:
+        return
+    try:
+        said = subprocess.run(
+            [poetry, "--version"], capture_output=True, text=True, timeout=60, check=False
+        ).stdout
+        have = Version(said.strip().rstrip(")").split()[-1])
+        wanted = Version(lock.lock.tool_version)
+    except (OSError, subprocess.TimeoutExpired, InvalidVersion, IndexError):
+        return
+    if have.release[:2] != wanted.release[:2]:
+        raise LockRefused(
+            f"{lock.path} was written by Poetry {wanted}; the Poetry beside govern is {have}: "
+            "the lock is not regenerated with another Poetry",
+            tip=f"Install Poetry {wanted.major}.{wanted.minor} beside govern "
+            f"(pip install 'poetry=={wanted.major}.{wanted.minor}.*').",
+        )
 
 
 def _check_required_uv(uv: str, folder: Path, lock: str) -> None:

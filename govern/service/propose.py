@@ -356,7 +356,13 @@ class Proposer:
         new_text, old_line, new_line, diff = edit.text.encode(), edit.old, edit.new, edit.diff
         try:
             locks = await asyncio.to_thread(
-                self._locks, pusher, base, work, new_text, self.regenerator_for(config), config
+                self._locks,
+                pusher,
+                base,
+                work,
+                (new_text, _pinned(work, content)),
+                self.regenerator_for(config),
+                config,
             )
         except LockRefused as exc:  # held: no change with a stale lock is ever made
             if not dry_run:
@@ -466,7 +472,7 @@ class Proposer:
         pusher: Pushes,
         base: str,
         work: Work,
-        content: bytes,
+        intents: tuple[bytes, bytes | None],
         regenerator: Regenerator,
         config: Config,
     ) -> list[LockChange]:
@@ -476,10 +482,12 @@ class Proposer:
         with tempfile.TemporaryDirectory(prefix="govern-tree-") as scratch:
             tree = Path(scratch)
             pusher.export(base, tree)
+            content, pinned = intents
             return regenerator.regenerate(
                 tree,
                 intent=work.ref.source,
                 content=content,
+                pinned=pinned,
                 package=work.ref.package,
                 version=work.version,
                 config=config,
@@ -959,6 +967,26 @@ def _theirs(number: object, branch: str) -> str:
 
 def _change_dict(change: ChangeRequest) -> dict[str, Any]:
     return {"number": change.number, "url": change.url, "state": str(change.state)}
+
+
+def _pinned(work: Work, content: bytes) -> bytes | None:
+    """The intent with the line pinned to the candidate (``NAME==V``), for a lock tool that
+    cannot upgrade one package (Poetry): it locks this first, then the relaxed line. None
+    when the file cannot be edited so."""
+    try:
+        done = relax_source(
+            content.decode("utf-8"),
+            ref=work.ref,
+            format=work.format,
+            specifier=f"=={work.version}",
+            candidate=work.version,
+            evidence=(),
+            bad_versions=(),
+            hashes=work.hashes or None,
+        )
+    except (UnicodeDecodeError, ValueError, GovernError):
+        return None
+    return done.text.encode()
 
 
 def _edit(work: Work, content: bytes) -> Edit | str:

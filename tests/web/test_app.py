@@ -348,11 +348,12 @@ def test_odd_input_is_refused_never_a_server_error(
     odd = client.post(
         "/webhooks/github",
         content=body,
-        headers={"X-Hub-Signature-256": "sha256=\u00e9".encode(), "X-GitHub-Event": "ping"},
+        headers={b"X-Hub-Signature-256": "sha256=\u00e9".encode(), b"X-GitHub-Event": b"ping"},
     )
     assert odd.status_code == 401
     assert (
-        client.get("/", headers={"Cookie": "govern_session=1.a.\u00e9".encode()}).status_code == 200
+        client.get("/", headers={b"Cookie": "govern_session=1.a.\u00e9".encode()}).status_code
+        == 200
     )
     page = client.get(f"/exclusions/{key}")
     login = client.post("/login", data={"token": "x", "csrf": "\u00e9"})
