@@ -54,6 +54,8 @@ ENDED = (State.RELAXED, State.REMOVED)
 VERIFYING_STATES = (State.HELD, State.CANDIDATE, State.VERIFYING, State.VERIFIED)
 # Open exclusions with a candidate to act on: the dashboard's "pending relaxations".
 RELAXABLE = (State.VERIFIED, State.CANDIDATE, State.VERIFYING)
+# Open exclusions a proposal can be made for: verified, or proposed (a newer candidate).
+PROPOSABLE = (State.VERIFIED, State.PROPOSED)
 
 
 class CandidateStatus(StrEnum):

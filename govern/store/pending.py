@@ -13,6 +13,7 @@ from typing import Any
 from sqlalchemy import func, or_, select
 
 from govern.exclusions.states import (
+    PROPOSABLE,
     RELAXABLE,
     CandidateStatus,
     Conclusion,
@@ -100,10 +101,6 @@ def relaxable(session: Reader, *, now: datetime, limit: int = PER_PAGE) -> Pendi
     return PendingPage(
         items=items, total=total, awaiting_review=awaiting_review(session, now=now, limit=limit)
     )
-
-
-#: The states an exclusion can be proposed in: verified, or proposed (a newer candidate).
-PROPOSABLE = (State.VERIFIED, State.PROPOSED)
 
 
 def proposable(

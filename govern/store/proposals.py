@@ -44,7 +44,6 @@ from govern.store.models import (
 from govern.store.pending import proposable
 from govern.store.queries import newest_first
 from govern.store.refs import from_row
-from govern.store.relaxations import stored
 from govern.store.views import StoredRelaxation
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")
@@ -126,7 +125,7 @@ def verified(
                 state=exclusion.state,
                 candidate_id=candidate.id,
                 version=release.version,
-                relaxation=stored(candidate.relaxation),
+                relaxation=StoredRelaxation.read(candidate.relaxation),
                 reason=note.reason if note else None,
                 links=tuple(note.links) if note else (),
                 bad_versions=tuple(note.bad_versions) if note else (),

@@ -87,11 +87,6 @@ def _versions(texts: Iterable[str]) -> list[Version]:
     return sorted(out)
 
 
-def stored(value: dict[str, Any] | None) -> StoredRelaxation | None:
-    """A relaxation as a candidate row holds it (None: not computed yet)."""
-    return StoredRelaxation.read(value)
-
-
 def refresh(
     executor: Executor, *, exclusion_ids: Collection[int], missing_only: bool = False
 ) -> int:

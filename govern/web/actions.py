@@ -16,7 +16,7 @@ from datetime import date, datetime
 
 from sqlmodel import Session, col, select
 
-from govern.exclusions.states import EventKind, State
+from govern.exclusions.states import PROPOSABLE, EventKind
 from govern.store import events
 from govern.store.models import StoredExclusion
 from govern.store.queries import has_nul
@@ -24,7 +24,6 @@ from govern.web.state import AppState
 
 logger = logging.getLogger(__name__)
 # The stored states "propose now" acts on (an overdue review is shown, never stored).
-PROPOSABLE = (State.VERIFIED, State.PROPOSED)
 MAX_OWNER = 256
 OWNER_PATTERN = r"^[^\x00-\x1f\x7f-\x9f]*$"  # no control characters
 

@@ -124,7 +124,7 @@ def _verify(store: Store, provider: Provider | None, *, at: datetime = NOW) -> N
 def _stored(store: Store) -> dict[str, StoredRelaxation | None]:
     with store.session() as session:
         return {
-            release.version: relaxations.stored(candidate.relaxation)
+            release.version: StoredRelaxation.read(candidate.relaxation)
             for candidate, release in session.exec(
                 select(Candidate, StoredRelease)
                 .join(StoredRelease, col(StoredRelease.id) == col(Candidate.release_id))
@@ -180,10 +180,10 @@ def test_it_is_read_back_by_candidate(store: Store) -> None:
         candidate = session.exec(select(Candidate).order_by(col(Candidate.id))).first()
         assert candidate is not None
         assert candidate.id is not None
-        found = relaxations.stored(candidate.relaxation)
+        found = StoredRelaxation.read(candidate.relaxation)
         assert found is not None
         assert found.requirement == "demo != 1.1"
-        assert relaxations.stored(None) is None  # not computed yet
+        assert StoredRelaxation.read(None) is None  # not computed yet
 
 
 def test_a_version_too_long_to_read_is_skipped_not_a_crash() -> None:
