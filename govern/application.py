@@ -214,6 +214,7 @@ def verifier(
     concludes only what a provider it is later given reports (the dashboard's webhooks).
     Every configured secret (:func:`configured_secrets`) is scrubbed out of what it stores;
     ``clock``: the time (default: now, in UTC)."""
+    from govern.locks.installed import pins_for
     from govern.service.verify import Verifier
     from govern.store.columns import utcnow
 
@@ -225,6 +226,8 @@ def verifier(
         attempts=(config or Config()).verify_attempts,
         clock=clock or utcnow,
         secrets=secrets or configured_secrets(config, store=store, index=index),
+        # A run installs the candidate with its intent's locks regenerated for it.
+        pins_for=pins_for(index),
     )
 
 

@@ -45,6 +45,10 @@ class Trial:
     files: tuple[DistributionFile, ...] = field(default=(), repr=False)
     files_index: str | None = field(default=None, repr=False)
     trusted_redirects: tuple[str, ...] = ()
+    # The versions of every other package the intent's locks hold once regenerated for the
+    # candidate (``name==version``; govern.locks.installed): the run installs the candidate
+    # with them, so its evidence covers what the change installs.
+    pins: tuple[str, ...] = ()
 
     @property
     def requirement(self) -> str:
@@ -53,8 +57,9 @@ class Trial:
 
     @property
     def constraints(self) -> str:
-        """The text of a pip constraints file that pins the candidate."""
-        return f"{self.requirement}\n"
+        """The text of a pip constraints file that pins the candidate (and, when its intent
+        has a lock, every other package to the lock's version)."""
+        return "".join(f"{pin}\n" for pin in (self.requirement, *self.pins))
 
 
 @dataclass(frozen=True, slots=True)

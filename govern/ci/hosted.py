@@ -59,7 +59,9 @@ def now() -> datetime:
 
 def trial_fields(trial: Trial) -> dict[str, str]:
     """The trial as strings: ``package``, ``version``, ``requirement``, ``profile``,
-    ``correlation_id`` and, when the exclusion has one, ``reproducer``."""
+    ``correlation_id`` and, when the exclusion has one, ``reproducer``; when its intent has
+    a lock, ``pins``: the lock's versions of every other package, a ``name==version`` a
+    line (a constraints file's text)."""
     fields = {
         "package": trial.package,
         "version": str(trial.version),
@@ -69,6 +71,8 @@ def trial_fields(trial: Trial) -> dict[str, str]:
     }
     if trial.reproducer:
         fields["reproducer"] = trial.reproducer
+    if trial.pins:
+        fields["pins"] = "\n".join(trial.pins)
     return fields
 
 

@@ -14,7 +14,7 @@ import hashlib
 import io
 import tarfile
 import zipfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from packaging.tags import parse_tag
@@ -30,11 +30,14 @@ def dist_name(name: str) -> str:
     return canonicalize_name(name).replace("-", "_")
 
 
-def metadata(name: str, version: str, requires_python: str | None = None) -> str:
-    """A core-metadata document (METADATA / PKG-INFO)."""
+def metadata(
+    name: str, version: str, requires_python: str | None = None, requires: Sequence[str] = ()
+) -> str:
+    """A core-metadata document (METADATA / PKG-INFO); ``requires``: its Requires-Dist."""
     lines = ["Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}"]
     if requires_python is not None:
         lines.append(f"Requires-Python: {requires_python}")
+    lines += [f"Requires-Dist: {requirement}" for requirement in requires]
     return "\n".join(lines) + "\n\n"
 
 
@@ -51,8 +54,10 @@ def build_wheel(
     tag: str = "py3-none-any",
     files: Mapping[str, str] | None = None,
     requires_python: str | None = None,
+    requires: Sequence[str] = (),
 ) -> Path:
-    """Write ``{dist}-{version}-{tag}.whl`` into directory and return its path.
+    """Write ``{dist}-{version}-{tag}.whl`` into directory and return its path
+    (``requires``: what it depends on, its Requires-Dist).
 
     ``files`` maps paths inside the wheel to their text (default: a package named after
     the project whose ``__init__`` holds ``__version__``). METADATA, WHEEL and RECORD (with
@@ -67,7 +72,7 @@ def build_wheel(
         path: text.encode()
         for path, text in (files or {f"{dist}/__init__.py": f'__version__ = "{version}"\n'}).items()
     }
-    contents[f"{info}/METADATA"] = metadata(name, version, requires_python).encode()
+    contents[f"{info}/METADATA"] = metadata(name, version, requires_python, requires).encode()
     wheel_lines = [
         "Wheel-Version: 1.0",
         "Generator: govern",

@@ -15,7 +15,15 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, time
 from pathlib import Path
 
-from govern.git.runner import GitMissing, environment, failed, git_error, run, toplevel
+from govern.git.runner import (
+    GitMissing,
+    environment,
+    failed,
+    git_error,
+    run,
+    toplevel,
+    unpack_tree,
+)
 
 __all__ = ["Commit", "Git", "Hunk", "Patch", "Revision", "pull_request_number"]
 
@@ -374,6 +382,15 @@ class Git:
         if proc.returncode == 1 and not proc.stderr.strip():
             return None  # --verify --quiet: HEAD does not resolve (an unborn branch)
         raise failed(args, proc, self._top)
+
+    def export(self, into: Path, ref: str = "HEAD") -> None:
+        """Write the files of ``ref`` (a tree-ish; default: HEAD, the checkout's last commit)
+        into the directory ``into``, without ``.git``: a copy to run a lock tool in."""
+        args = ("archive", "--format=tar", ref)
+        proc = self._git(*args)
+        if proc.returncode != 0:
+            raise failed(args, proc, self._top)
+        unpack_tree(proc.stdout, into)
 
     def file_history(self, path: str, *, since: date | None = None) -> list[Revision]:
         """The commits that changed one file, oldest first, following renames.

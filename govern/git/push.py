@@ -5,12 +5,10 @@ Notes: docs/internals.md#git.
 
 from __future__ import annotations
 
-import io
 import os
 import re
 import stat
 import subprocess
-import tarfile
 import tempfile
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -21,7 +19,7 @@ from urllib.parse import urlsplit
 
 from govern.errors import ForgeAuthError, ForgeError, ForgeUnavailable
 from govern.git.branches import BASE_TIP, local_default_branches
-from govern.git.runner import REPOSITORY_ENV, GitError, run, stderr_text
+from govern.git.runner import REPOSITORY_ENV, GitError, run, stderr_text, unpack_tree
 from govern.redact import redact, scrub
 
 __all__ = ["DEFAULT_AUTHOR", "PushError", "PushOutcome", "Pushed", "Pusher"]
@@ -303,9 +301,7 @@ class Pusher:
             proc = self._git(session.repo, session.env, "archive", "--format=tar", tip)
             if proc.returncode != 0:
                 raise PushError(f"git archive failed: {self._clean(proc.stderr)}")
-        with tarfile.open(fileobj=io.BytesIO(proc.stdout)) as archive:
-            members = [m for m in archive.getmembers() if m.isfile() or m.isdir()]
-            archive.extractall(into, members=members, filter="data")
+        unpack_tree(proc.stdout, into)
 
     # -- the push ------------------------------------------------------------------------------
 

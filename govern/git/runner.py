@@ -5,9 +5,11 @@ Notes: docs/internals.md#git.
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import subprocess
+import tarfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -24,6 +26,7 @@ __all__ = [
     "stderr_text",
     "strip_userinfo",
     "toplevel",
+    "unpack_tree",
 ]
 
 
@@ -155,3 +158,11 @@ def toplevel(start: Path, executable: str, timeout: float, env: Mapping[str, str
         raise failed(args, proc, start)
     top = os.fsdecode(proc.stdout.rstrip(b"\n"))
     return Path(top) if top else None
+
+
+def unpack_tree(archive: bytes, into: Path) -> None:
+    """Write the files of ``git archive --format=tar``'s output into ``into``: regular files
+    and directories only, never outside ``into`` (links and special files are skipped)."""
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        members = [m for m in tar.getmembers() if m.isfile() or m.isdir()]
+        tar.extractall(into, members=members, filter="data")

@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from govern.config import Config
 from govern.text import line
 
-__all__ = ["LockChange", "LockRefused", "Moved", "Regenerator", "locks_of"]
+__all__ = ["LockChange", "LockRefused", "Moved", "Regenerator", "locks_of", "pinned_versions"]
 
 TIMEOUT = 300.0  # seconds a lock tool may take
 _ERROR_CHARS = 2000  # of a tool's own error, kept
@@ -149,6 +149,17 @@ def _reach(tree: Path, found: Mapping[str, Source], lock: Source) -> set[str]:
     return seen
 
 
+def pinned_versions(tree: Path, lock: Source) -> dict[str, set[str]]:
+    """The versions the lock at ``lock.path`` under ``tree`` pins now, by package."""
+    from govern.audit import read_source
+
+    return _pins(
+        read_source(
+            tree / lock.path, display_path=lock.path, fmt=lock.format, root=tree, environ={}
+        )
+    )
+
+
 def _pins(source: Source) -> dict[str, set[str]]:
     pins: dict[str, set[str]] = {}
     for entry in source.entries:
@@ -214,12 +225,7 @@ class Regenerator:
             tool = self._run(
                 tree, lock, name, version, intent=intent, content=content, pinned=pinned
             )
-            from govern.audit import read_source
-
-            after_source = read_source(
-                tree / lock.path, display_path=lock.path, fmt=lock.format, root=tree, environ={}
-            )
-            after = _pins(after_source)
+            after = pinned_versions(tree, lock)
             if (name in before or name in after) and not _only(after.get(name), version):
                 found = _one(after.get(name)) or "nothing"
                 raise LockRefused(

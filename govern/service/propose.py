@@ -41,6 +41,7 @@ from govern.forge.base import (
     with_markers,
 )
 from govern.git.push import PushError, PushOutcome
+from govern.locks.installed import pinned_intent
 from govern.locks.regenerate import LockChange, LockRefused, Regenerator
 from govern.notify.base import Notifier
 from govern.service import outbox
@@ -360,7 +361,16 @@ class Proposer:
                 pusher,
                 base,
                 work,
-                (new_text, _pinned(work, content)),
+                (
+                    new_text,
+                    pinned_intent(
+                        content,
+                        ref=work.ref,
+                        fmt=work.format,
+                        version=work.version,
+                        hashes=work.hashes,
+                    ),
+                ),
                 self.regenerator_for(config),
                 config,
             )
@@ -967,26 +977,6 @@ def _theirs(number: object, branch: str) -> str:
 
 def _change_dict(change: ChangeRequest) -> dict[str, Any]:
     return {"number": change.number, "url": change.url, "state": str(change.state)}
-
-
-def _pinned(work: Work, content: bytes) -> bytes | None:
-    """The intent with the line pinned to the candidate (``NAME==V``), for a lock tool that
-    cannot upgrade one package (Poetry): it locks this first, then the relaxed line. None
-    when the file cannot be edited so."""
-    try:
-        done = relax_source(
-            content.decode("utf-8"),
-            ref=work.ref,
-            format=work.format,
-            specifier=f"=={work.version}",
-            candidate=work.version,
-            evidence=(),
-            bad_versions=(),
-            hashes=work.hashes or None,
-        )
-    except (UnicodeDecodeError, ValueError, GovernError):
-        return None
-    return done.text.encode()
 
 
 def _edit(work: Work, content: bytes) -> Edit | str:

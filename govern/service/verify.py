@@ -11,6 +11,7 @@ from collections import defaultdict
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from packaging.utils import canonicalize_name
@@ -43,6 +44,7 @@ from govern.store.polling import others_of
 from govern.store.queries import current_notes, failed_versions
 
 if TYPE_CHECKING:
+    from govern.locks.installed import LockPins, PinsFor
     from govern.store.db import Session
 
 # A row without a run id older than its provider's time-out plus this lost its process (a
@@ -203,10 +205,13 @@ class Verifier:
         clock: Callable[[], datetime] = utcnow,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         secrets: ConfiguredSecrets | None = None,
+        pins_for: PinsFor | None = None,
     ) -> None:
         """``provider_for(profile)`` picks the provider that starts a run on a profile;
         ``providers`` by name are those that may own runs still going (to poll them);
-        ``secrets`` are scrubbed out of every log and detail stored."""
+        ``secrets`` are scrubbed out of every log and detail stored; ``pins_for`` gives the
+        versions a run installs beside the candidate when its intent has a lock
+        (:mod:`govern.locks.installed`; None: the candidate alone)."""
         self.store = store
         self.secrets = secrets or ConfiguredSecrets()
         self.provider_for = provider_for
@@ -218,6 +223,8 @@ class Verifier:
         self.result = VerifyResult()
         # Providers that refused the credentials or asked to wait: no more runs this call.
         self._refused: set[str] = set()
+        self.pins_for = pins_for
+        self._pins: dict[tuple[int, str], LockPins | None] = {}
 
     # -- the call -------------------------------------------------------------------------
 
@@ -504,6 +511,7 @@ class Verifier:
         first = group[0]
         ref = first.waiting.ref
         run_version = first.run_version or first.version
+        locked = await self._lock_pins(first)
         indexes = self.index.indexes_for(ref.package) if self.index is not None else ()
         stored, files_index = self._files(first.waiting, run_version)
         trial = Trial(
@@ -519,6 +527,7 @@ class Verifier:
             files=files if files is not None else stored,
             files_index=files_index,
             trusted_redirects=self.index.trusted_redirects if self.index is not None else (),
+            pins=locked.pins if locked is not None else (),
         )
         try:
             started = await provider.start(trial)
@@ -537,7 +546,7 @@ class Verifier:
                     _QueuedEvent(
                         _exclusion_of(group, row),
                         EventKind.VERIFICATION_STARTED,
-                        self._detail(row, first),
+                        self._detail(row, first, locked),
                         now,
                         recorded_at,
                     )
@@ -781,9 +790,10 @@ class Verifier:
             "reason": reason,
         }
 
-    @staticmethod
-    def _detail(row: Verification, wanted: _Wanted) -> dict[str, Any]:
-        return {
+    def _detail(
+        self, row: Verification, wanted: _Wanted, locked: LockPins | None = None
+    ) -> dict[str, Any]:
+        detail: dict[str, Any] = {
             "version": str(wanted.version),
             "kind": row.kind.value,
             "ran": str(wanted.run_version or wanted.version),
@@ -792,6 +802,28 @@ class Verifier:
             "attempt": row.attempt,
             "run_url": row.run_url,
         }
+        if locked is not None:
+            lock = locked.detail()
+            if "refused" in lock:
+                lock["refused"] = self._hide(lock["refused"])
+            detail["lock"] = lock
+        return detail
+
+    async def _lock_pins(self, wanted: _Wanted) -> LockPins | None:
+        """What the runs of a candidate install beside it: its intent's locks regenerated
+        for it (once per call), or None when the intent has none."""
+        if self.pins_for is None or not wanted.waiting.root:
+            return None
+        key = (wanted.waiting.exclusion_id, str(wanted.version))
+        if key not in self._pins:
+            self._pins[key] = await asyncio.to_thread(
+                self.pins_for,
+                Path(wanted.waiting.root),
+                wanted.waiting.ref,
+                wanted.waiting.format,
+                str(wanted.version),
+            )
+        return self._pins[key]
 
 
 def log_tail(log: str | None, lines: int = 40) -> str | None:

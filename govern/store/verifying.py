@@ -97,6 +97,8 @@ class Waiting:
     profile: str
     ref: ExclusionRef
     kind: Kind
+    root: str = ""  # the repository's checkout, as tracked
+    format: str = ""  # the intent's format (its source's)
 
 
 def waiting(
@@ -106,7 +108,13 @@ def waiting(
     given), by exclusion, profile and release."""
     query = (
         columns(
-            Candidate, StoredRelease, StoredExclusion, col(StoredSource.path), col(Repository.name)
+            Candidate,
+            StoredRelease,
+            StoredExclusion,
+            col(StoredSource.path),
+            col(StoredSource.format),
+            col(Repository.name),
+            col(Repository.root),
         )
         .join(StoredRelease, col(StoredRelease.id) == col(Candidate.release_id))
         .join(StoredExclusion, col(StoredExclusion.id) == col(Candidate.exclusion_id))
@@ -124,7 +132,7 @@ def waiting(
     if profiles:
         query = query.where(col(Candidate.profile).in_(list(profiles)))
     out: list[Waiting] = []
-    for candidate, found, exclusion, path, name in session.execute(query).all():
+    for candidate, found, exclusion, path, fmt, name, root in session.execute(query).all():
         assert candidate.id is not None
         assert exclusion.id is not None
         assert found.id is not None
@@ -137,6 +145,8 @@ def waiting(
                 profile=candidate.profile,
                 ref=from_row(exclusion, repository=name, source=path),
                 kind=exclusion.kind,
+                root=root,
+                format=fmt,
             )
         )
     return out

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import os
 import shutil
 import subprocess
 import sys
@@ -20,6 +19,7 @@ from pathlib import Path
 import pytest
 from clirun import run_cli
 from gitrepo import Repo
+from lockworld import PYPROJECT, UV, tool_env
 from reminderworld import NOW, verify
 from sqlmodel import col, select
 
@@ -34,7 +34,6 @@ from govern.service.track import TrackOptions, track
 from govern.store.db import Store
 from govern.store.models import Event
 
-UV = shutil.which("uv") or str(Path(sys.executable).parent / "uv")
 PIP_COMPILE = shutil.which("pip-compile") or str(Path(sys.executable).parent / "pip-compile")
 
 
@@ -53,18 +52,7 @@ def index(tmp_path: Path) -> Iterator[LocalIndex]:
 
 
 def _tool_env(index: LocalIndex, home: Path) -> dict[str, str]:
-    """What the repository's owner ran the tools with: only the index, no user config."""
-    return {
-        "PATH": os.environ.get("PATH", os.defpath),
-        "HOME": str(home),
-        "PIP_CONFIG_FILE": os.devnull,
-        "PIP_INDEX_URL": index.url,
-        "UV_DEFAULT_INDEX": index.url,
-        "UV_NO_CONFIG": "1",
-        "UV_PYTHON_DOWNLOADS": "never",
-        "UV_PYTHON": sys.executable,
-        "UV_CACHE_DIR": str(home / "uv-cache"),
-    }
+    return tool_env(index.url, home)
 
 
 def _run(args: list[str], cwd: Path, env: dict[str, str]) -> str:
@@ -128,19 +116,6 @@ def _tracked(database_url: str, clone: Path) -> Store:
     track(store, clone, None, config=config, options=TrackOptions(now=NOW))
     verify(store, "14.1.1", package="cupy-demo")
     return store
-
-
-PYPROJECT = """\
-[project]
-name = "app"
-version = "0.1"
-requires-python = ">=3.11"
-dependencies = [
-    # 14.1.0 imports a module nobody ships (cupy/cupy#9963)
-    "cupy-demo<14.1.0",
-    "helper-demo<2",
-]
-"""
 
 
 def test_a_uv_project_gets_one_branch_with_the_intent_and_uv_lock(

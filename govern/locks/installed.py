@@ -1,0 +1,179 @@
+"""What a verification installs beside the candidate: the versions of the intent's locks,
+regenerated for it.
+
+A relaxation changes the intent and regenerates its locks (:mod:`govern.locks.regenerate`);
+what the change installs is then the candidate *and the regenerated lock's versions of
+everything else*. A verification that installed the candidate with whatever the index
+offers today would be evidence about another environment. So before a run starts, the
+intent's locks are regenerated for the candidate in a copy of the local checkout (its last
+commit), the intent pinned to ``NAME==V``, and every other package they then hold becomes a
+pin of the run (``Trial.pins``: the constraints file of a local command, the ``pins`` input
+of hosted CI). The control and the reproducer runs get the same pins: only the package's
+version differs between them and the candidate's run.
+
+When the locks cannot be regenerated, the run goes on without pins and says why
+(:attr:`LockPins.refused`); the proposal regenerates them again and is held, with the
+tool's own error, if they still cannot be.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from packaging.utils import canonicalize_name
+
+from govern.errors import GovernError
+from govern.exclusions.ref import ExclusionRef
+from govern.locks.regenerate import LockRefused, Regenerator, locks_of, pinned_versions
+from govern.text import line
+
+if TYPE_CHECKING:
+    from govern.config import Config
+    from govern.index.pipconfig import IndexSettings
+
+__all__ = ["LockPins", "PinsFor", "lock_pins", "pinned_intent", "pins_for"]
+
+# Not copied from a checkout that is not a git repository: environments and caches.
+_SKIPPED = (".git", ".venv", "venv", "node_modules", "__pycache__", ".tox", ".nox", ".mypy_cache")
+
+
+@dataclass(frozen=True, slots=True)
+class LockPins:
+    """The locks of an intent regenerated for a candidate, and the versions they hold of
+    every other package (``name==version``, sorted); ``refused``: why they could not be
+    regenerated (no pins then)."""
+
+    locks: tuple[str, ...]
+    pins: tuple[str, ...] = ()
+    refused: str | None = None
+
+    def detail(self) -> dict[str, Any]:
+        """For a run's ``verification-started`` event."""
+        out: dict[str, Any] = {"locks": list(self.locks), "pins": len(self.pins)}
+        if self.refused is not None:
+            out["refused"] = line(self.refused, 500)
+        return out
+
+
+#: ``(root, ref, format, version) -> LockPins | None`` (None: the intent has no lock).
+PinsFor = Callable[[Path, ExclusionRef, str, str], "LockPins | None"]
+
+
+def pinned_intent(
+    content: bytes, *, ref: ExclusionRef, fmt: str, version: str, hashes: tuple[str, ...] = ()
+) -> bytes | None:
+    """The intent ``content`` with the exclusion's line pinned to ``NAME==V``: what a lock
+    tool without an upgrade option (Poetry) locks first, and what a verification's locks
+    are regenerated from. None when the file cannot be edited so."""
+    from govern.edit import relax_source
+
+    try:
+        done = relax_source(
+            content.decode("utf-8"),
+            ref=ref,
+            format=fmt,
+            specifier=f"=={version}",
+            candidate=version,
+            evidence=(),
+            bad_versions=(),
+            hashes=hashes or None,
+        )
+    except (UnicodeDecodeError, ValueError, GovernError):
+        return None
+    return done.text.encode()
+
+
+def lock_pins(
+    root: Path,
+    *,
+    ref: ExclusionRef,
+    fmt: str,
+    version: str,
+    regenerator: Regenerator,
+    config: Config | None = None,
+) -> LockPins | None:
+    """The locks of ``ref``'s intent in the checkout at ``root`` regenerated for
+    ``version``, and what they then pin; None when the intent has no lock (or the checkout
+    is gone). ``config``: the checkout's own (its ``[[locks]]`` commands)."""
+    if not root.is_dir():
+        return None
+    package = canonicalize_name(ref.package)
+    with tempfile.TemporaryDirectory(prefix="govern-tree-") as scratch:
+        tree = Path(scratch)
+        try:
+            _copy(root, tree)
+        except (GovernError, OSError) as exc:
+            why = exc.message if isinstance(exc, GovernError) else str(exc)
+            return LockPins((), refused=f"the checkout could not be copied: {why}")
+        locks = locks_of(tree, ref.source, config)
+        if not locks:
+            return None
+        paths = tuple(lock.path for lock in locks)
+        try:
+            content = (tree / ref.source).read_bytes()
+        except OSError:
+            return LockPins(paths, refused=f"{ref.source} is not in the checkout's last commit")
+        pinned = pinned_intent(content, ref=ref, fmt=fmt, version=version)
+        if pinned is None:
+            return LockPins(paths, refused=f"{ref.source} cannot be pinned to {version}")
+        try:
+            regenerator.regenerate(
+                tree,
+                intent=ref.source,
+                content=pinned,
+                pinned=pinned,
+                package=package,
+                version=version,
+                config=config,
+            )
+        except LockRefused as exc:
+            return LockPins(paths, refused=exc.message)
+        pins: dict[str, str] = {}
+        for lock in locks:
+            for name, versions in pinned_versions(tree, lock).items():
+                # A package the lock holds at two versions (by marker) is left to the run.
+                if name != package and name not in pins and len(versions) == 1:
+                    pins[name] = next(iter(versions))
+    return LockPins(paths, tuple(f"{name}=={pins[name]}" for name in sorted(pins)))
+
+
+def _copy(root: Path, into: Path) -> None:
+    """The checkout's last commit (a git repository), else its files."""
+    from govern.git.history import Git
+
+    git = Git.discover(root)
+    if git is not None and git.head() is not None:
+        inside = root.resolve().relative_to(git.top.resolve()).as_posix()
+        git.export(into, "HEAD" if inside == "." else f"HEAD:{inside}")
+        return
+    shutil.copytree(root, into, ignore=shutil.ignore_patterns(*_SKIPPED), dirs_exist_ok=True)
+
+
+def pins_for(index: IndexSettings | None) -> PinsFor:
+    """:func:`lock_pins` as a verification asks it: the lock tools ask ``index`` (None:
+    their own configuration), with each checkout's own configuration (its ``[[locks]]``)."""
+    regenerator = (
+        Regenerator(index_url=index.index_url, extra_index_urls=index.extra_index_urls)
+        if index is not None
+        else Regenerator()
+    )
+
+    def pins(root: Path, ref: ExclusionRef, fmt: str, version: str) -> LockPins | None:
+        from govern.config import load_config
+
+        try:
+            config = load_config(root)
+        except GovernError as exc:
+            return LockPins(
+                (), refused=f"the checkout's configuration cannot be read: {exc.message}"
+            )
+        return lock_pins(
+            root, ref=ref, fmt=fmt, version=version, regenerator=regenerator, config=config
+        )
+
+    return pins
