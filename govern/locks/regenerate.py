@@ -19,7 +19,13 @@ moving the relaxed package to the verified candidate (``NAME==V``) and what it n
   relaxed intent (Dependabot's way: V stays, nothing else moves), with a Poetry of the
   lock's own major.minor.
 
-Other locks (PDM, ``pylock.toml``, ``Pipfile.lock``) are refused for now:
+- ``pdm.lock``: ``pdm lock --update-reuse`` of the intent pinned to ``NAME==V``, then of
+  the relaxed intent (every other pin reused).
+
+- ``pylock.toml`` written by pip: ``pip lock .`` with every other package constrained to the
+  version the lock holds (again with the package alone when the candidate needs more).
+
+Other locks (``Pipfile.lock``, a ``pylock.toml`` written by another tool) are refused:
 :class:`LockRefused`, and the proposal is held rather than made with a stale lock.
 
 The tool runs with a timeout, in the copy, with an environment of its own: ``PATH``, a
@@ -283,6 +289,7 @@ class Regenerator:
             if self.extra_index_urls:
                 env["PIP_EXTRA_INDEX_URL"] = " ".join(self.extra_index_urls)
             env["UV_DEFAULT_INDEX"] = self.index_url
+            env["PDM_PYPI_URL"] = self.index_url
             if self.extra_index_urls:
                 env["UV_INDEX"] = " ".join(self.extra_index_urls)
         env.update(extra)
@@ -317,6 +324,22 @@ class Regenerator:
             self._call("poetry lock", [poetry, "lock"], where, lock.path, {})
             (tree / intent).write_bytes(content)
             return self._call("poetry lock", [poetry, "lock"], where, lock.path, {})
+        if lock.format is SourceFormat.PDM_LOCK:
+            # PDM: the intent pinned to V, locked reusing every other pin; then the relaxed
+            # intent, locked the same way: V stays, nothing else moves unless V needs it.
+            pdm = self._tool("pdm")
+            if pinned is None:
+                raise LockRefused(
+                    f"{lock.path}: PDM cannot move one package to {version} without the "
+                    "intent pinned to it: the relaxation is not proposed"
+                )
+            args = [pdm, "lock", "--update-reuse", "--lockfile", Path(lock.path).name]
+            (tree / intent).write_bytes(pinned)
+            self._call("pdm lock", args, where, lock.path, {})
+            (tree / intent).write_bytes(content)
+            return self._call("pdm lock", args, where, lock.path, {})
+        if lock.format is SourceFormat.PYLOCK:
+            return self._pip_lock(tree, lock, name, version)
         if lock.format is SourceFormat.UV_LOCK:
             tool = "uv lock"
             uv = self._tool("uv")
@@ -358,6 +381,40 @@ class Regenerator:
             )
         return self._call(tool, args, where, lock.path, extra)
 
+    def _pip_lock(self, tree: Path, lock: Source, name: str, version: str) -> str:
+        """``pip lock`` of the project beside a pip-written ``pylock.toml``, with every
+        other package constrained to the version the lock holds and the package to
+        ``version``; when the candidate needs another version of something, again with
+        the package alone constrained (what moved is listed in the change request)."""
+        assert lock.lock is not None
+        if lock.lock.tool != "pip":
+            raise LockRefused(
+                f"{lock.path} was written by {line(lock.lock.tool, 64)}, not pip: govern "
+                "regenerates only pip's pylock.toml; the relaxation is not proposed",
+                tip="Relax the line and regenerate the lock by hand, or name the lock's "
+                "command in [[tool.govern.locks]].",
+            )
+        _check_pip_lock()
+        where = tree / Path(lock.path).parent
+        pin = f"{name}=={version}"
+        others = [
+            f"{other}=={next(iter(versions))}"
+            for other, versions in sorted(_pins(lock).items())
+            if other != name and len(versions) == 1
+        ]
+        with tempfile.TemporaryDirectory(prefix="govern-pins-") as scratch:
+            constraints = Path(scratch) / "constraints.txt"
+            args = [sys.executable, "-m", "pip", "lock", ".", "--output", Path(lock.path).name]
+            args += ["--constraint", str(constraints)]
+            for pins in ([pin, *others], [pin]) if others else ([pin],):
+                constraints.write_text("".join(f"{p}\n" for p in pins), encoding="utf-8")
+                try:
+                    return self._call("pip lock", args, where, lock.path, {})
+                except LockRefused:
+                    if len(pins) == 1:
+                        raise
+        raise AssertionError("unreachable")  # pragma: no cover
+
     def _call(
         self, tool: str, args: Sequence[str], where: Path, path: str, extra: Mapping[str, str]
     ) -> str:
@@ -375,6 +432,11 @@ class Regenerator:
                     "POETRY_CACHE_DIR": str(home / "poetry-cache"),
                     "POETRY_VIRTUALENVS_CREATE": "false",
                     "POETRY_NO_INTERACTION": "1",
+                    # PDM: no look for a newer PDM, no virtualenv in the copy.
+                    "PDM_CHECK_UPDATE": "false",
+                    "PDM_CACHE_DIR": str(home / "pdm-cache"),
+                    "PDM_USE_VENV": "false",
+                    "PDM_PYTHON": sys.executable,
                 }
             )
             try:
@@ -405,6 +467,25 @@ class Regenerator:
                 "are resolved.",
             )
         return tool
+
+
+def _check_pip_lock() -> None:
+    """The pip beside govern has ``pip lock`` (pip 25.1 and newer)."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        have = Version(installed("pip"))
+    except (PackageNotFoundError, InvalidVersion):
+        have = None
+    if have is None or have < Version("25.1"):
+        raise LockRefused(
+            f"pylock.toml is written by pip lock (pip 25.1 and newer); the pip beside govern "
+            f"is {have or 'missing'}: the lock is not regenerated",
+            tip="Install pip 25.1 or newer beside govern (pip install 'pip>=25.1').",
+        )
 
 
 def _check_poetry(poetry: str, lock: Source) -> None:

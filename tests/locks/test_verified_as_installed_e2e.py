@@ -148,9 +148,9 @@ def test_a_lock_that_cannot_be_regenerated_leaves_the_run_without_pins_and_says_
     root = tmp_path / "repo"
     root.mkdir()
     (root / "pyproject.toml").write_text(PYPROJECT, encoding="utf-8")
-    (root / "pdm.lock").write_text(
-        '[metadata]\nlock_version = "4.5.0"\n\n[[package]]\nname = "cupy-demo"\n'
-        'version = "14.0.1"\n',
+    (root / "pylock.toml").write_text(  # another tool's: govern regenerates only pip's
+        'lock-version = "1.0"\ncreated-by = "uv"\n\n'
+        '[[packages]]\nname = "cupy-demo"\nversion = "14.0.1"\n',
         encoding="utf-8",
     )
     ref = ExclusionRef(
@@ -165,13 +165,13 @@ def test_a_lock_that_cannot_be_regenerated_leaves_the_run_without_pins_and_says_
     )
     found = lock_pins(root, ref=ref, fmt="pyproject", version="14.1.1", regenerator=Regenerator())
     assert found is not None
-    assert found.locks == ("pdm.lock",)
+    assert found.locks == ("pylock.toml",)
     assert found.pins == ()
     assert found.refused is not None
-    assert "pdm.lock" in found.refused
+    assert "written by uv" in found.refused
     assert json.dumps(found.detail())  # the event's detail is JSON
     # An intent without a lock: nothing to pin, nothing copied to say so.
-    (root / "pdm.lock").unlink()
+    (root / "pylock.toml").unlink()
     assert (
         lock_pins(root, ref=ref, fmt="pyproject", version="14.1.1", regenerator=Regenerator())
         is None
