@@ -335,22 +335,34 @@ def history(
     """The governance thread: when each exclusion appeared and changed, in which commit
     and pull request, with its reasons and links."""
     from govern.store.columns import utcnow
-    from govern.store.history import threads
+    from govern.store.history import lock_history, threads
 
     with _open(db) as store, store.connection() as session:
         found = threads(session, query=query, now=utcnow())
+        # What the locks held of the package (track --history), the threads' or the query's.
+        packages = {e.package for thread in found for e in thread.exclusions} or {query}
+        held = [h for p in sorted(packages) for h in lock_history(session, package=p)]
     if fmt is ViewFormat.JSON:
         from govern.store.views import as_json
 
         shown = as_json(found)
-        _print_json({"schema": "govern.history/1", "query": query, "threads": shown})
+        _print_json(
+            {"schema": "govern.history/1", "query": query, "threads": shown, "locks": as_json(held)}
+        )
         return
-    if not found:
+    if not found and not held:
         raise UsageError(
             f"nothing tracked for '{line(query)}'",
             tip="Name a package or an exclusion id from `govern status`; run `govern track` first.",
         )
     print_threads(found)
+    if held:
+        typer.echo("locks (what each installed, from govern track --history):")
+        for item in held:
+            commits = f"  {item.since_commit[:10]}" + (
+                f"..{item.until_commit[:10]}" if item.until_commit else ""
+            )
+            typer.echo(visible(f"  {line(item.repository)}  {line(item.said, 300)}{commits}"))
 
 
 def print_threads(found: Sequence[ThreadPublic]) -> None:

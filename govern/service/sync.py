@@ -28,6 +28,7 @@ from govern.store.models import Repository, StoredSource
 from govern.store.refs import from_row
 
 if TYPE_CHECKING:
+    from govern.git.history import Revision
     from govern.store.db import Session
 
 
@@ -357,6 +358,23 @@ class Sync:
     def mark_replayed(self, path: str, fmt: str, sha: str) -> None:
         """Record the newest commit of ``path`` replayed into the store."""
         self._source(path, fmt, self.now).row.commit = sha
+
+    def lock_held(
+        self, path: str, fmt: str, revisions: Sequence[Revision], blobs: Sequence[bytes | None]
+    ) -> None:
+        """Record what the lock at ``path`` held at each of ``revisions`` (oldest first,
+        after its replay marker; ``blobs`` their texts), and move the marker."""
+        from govern.locks.history import held_over_time
+        from govern.sources.model import SourceFormat
+
+        if not revisions:
+            return
+        row = self._source(path, fmt, self.now).row
+        assert row.id is not None
+        still = tracking.open_lock_pins(self.session, source_id=row.id)
+        held = held_over_time(revisions, blobs, SourceFormat(fmt), open_=still)
+        tracking.record_lock_pins(self.session, source_id=row.id, held=held)
+        row.commit = revisions[-1].commit.sha
 
     def drop_sources(self, keep: Iterable[str], removal: Provenance) -> None:
         """Sources no longer present: their exclusions are removed."""

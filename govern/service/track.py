@@ -162,7 +162,9 @@ def _plan_replay(
     moved: dict[str, str] = {}
     for path, source in sources.items():
         if source.lock is not None:
-            continue  # a lock's history holds no exclusion events (its pins are none)
+            # A lock's history holds no exclusion events (its pins are none): what it held
+            # when is read instead (_plan_lock_replay).
+            continue
         git_path = _git_path(git, root, path)
         if git_path is None:
             continue
@@ -202,6 +204,55 @@ def _plan_replay(
         )
         plan.append(_Replay(source, last, revisions, first, patches, None))
     return plan, moved
+
+
+@dataclass(frozen=True, slots=True)
+class _LockReplay:
+    """The commits of one lock to read what it held, with their texts (None: deleted)."""
+
+    path: str
+    format: str
+    revisions: list[Revision]
+    blobs: list[bytes | None]
+
+
+def _plan_lock_replay(
+    git: Git,
+    root: Path,
+    sources: dict[str, SourceRecord],
+    stored: dict[str, SourceState],
+    options: TrackOptions,
+) -> list[_LockReplay]:
+    """The commits of each lock after its marker (its whole history with ``--history``
+    the first time; ``--since`` bounds it), read before the write lock."""
+    plan: list[_LockReplay] = []
+    for path, source in sources.items():
+        if source.lock is None:
+            continue
+        known = stored.get(path)
+        last = known.commit if known is not None else None
+        if last is None and not options.history:
+            continue
+        git_path = _git_path(git, root, path)
+        if git_path is None:
+            continue
+        revisions = git.file_history(git_path, since=options.since if last is None else None)
+        if last is not None:
+            shas = [revision.commit.sha for revision in revisions]
+            revisions = revisions[shas.index(last) + 1 :] if last in shas else []
+        if not revisions:
+            continue
+        blobs = git.read_blobs([(r.commit.sha, r.path) for r in revisions if not r.deleted])
+        texts = iter(blobs)
+        plan.append(
+            _LockReplay(
+                path,
+                str(source.format),
+                revisions,
+                [None if r.deleted else next(texts) for r in revisions],
+            )
+        )
+    return plan
 
 
 def _replay(
@@ -397,6 +448,7 @@ def track(
     with store.connection() as conn:
         stored = stored_sources(conn, name=name)
     plan: list[_Replay] = []
+    lock_plan: list[_LockReplay] = []
     moved: dict[str, str] = {}
     renamed: dict[str, tuple[str, Provenance]] = {}
     blamed: dict[str, dict[int, Commit]] = {}
@@ -405,6 +457,7 @@ def track(
         for new, (old, _) in renamed.items():
             stored[new] = stored.pop(old)
         plan, moved = _plan_replay(git, root, sources, stored, options, notes)
+        lock_plan = _plan_lock_replay(git, root, sources, stored, options)
         replayed_paths = {replay.source.path for replay in plan}
         for path, items in by_source.items():
             known = stored.get(path)
@@ -426,7 +479,9 @@ def track(
         return _provenance(commit) if commit is not None else here
 
     replayed = 0
-    total = sum(len(replay.revisions) for replay in plan)
+    total = sum(len(replay.revisions) for replay in plan) + sum(
+        len(lock.revisions) for lock in lock_plan
+    )
 
     def step(what: str) -> None:
         nonlocal replayed
@@ -442,6 +497,10 @@ def track(
         for replay in plan:
             assert git is not None  # a plan comes from git
             _replay(sync, replay, git=git, config=config, step=step, notes=notes)
+        for lock in lock_plan:
+            sync.lock_held(lock.path, lock.format, lock.revisions, lock.blobs)
+            for _revision in lock.revisions:
+                step(lock.path)
         for path, sha in moved.items():
             sync.mark_replayed(path, str(sources[path].format), sha)
         # The working tree last: uncommitted lines too, dated now.
@@ -471,23 +530,33 @@ def track(
             if discovered is not None and not broken
             else None
         )
-    notes.extend(_lock_notes(store, report))
+    notes.extend(_lock_notes(store, report, name))
     return TrackResult(
         repository=name, counts=sync.counts, replayed=replayed, commit=head, notes=tuple(notes)
     )
 
 
-def _lock_notes(store: Store, report: AuditReport) -> list[str]:
+def _lock_notes(store: Store, report: AuditReport, name: str) -> list[str]:
     """The repository's locks judged with what the store knows (every tracked repository's
     ``bad=`` and failed verifications): a lock holding a version found bad elsewhere, or one
     its intent keeps out, is said after the sync."""
     if not any(source.lock is not None for source in report.sources):
         return []
     from govern.policy.engine import evaluate
+    from govern.store.history import lock_history
     from govern.store.queries import known_bad
+    from govern.text import line
 
     with store.connection() as conn:
         known = known_bad(conn)
+        # A known-bad version a lock here held in the past (track --history): when.
+        past = [
+            (held, why)
+            for package, versions in sorted(known.items())
+            for held in lock_history(conn, package=package, versions=versions, repository_name=name)
+            if held.until is not None
+            for why in (versions[held.version],)
+        ]
     findings = evaluate(
         report.policy,
         report.sources,
@@ -499,4 +568,10 @@ def _lock_notes(store: Store, report: AuditReport) -> list[str]:
         f"{f.source}:{f.line}: {f.rule}: {f.message}"
         for f in findings
         if f.rule in ("lock-stale", "lock-holds-known-bad")
+    ] + [
+        f"{held.path}: {held.package} {held.version} was installed from "
+        f"{held.since.date()} to {held.until.date()} ({held.since_commit[:10]}.."
+        f"{(held.until_commit or '')[:10]}); it is known bad: {line(why, 200)}"
+        for held, why in past
+        if held.until is not None
     ]

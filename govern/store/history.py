@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Collection
 from datetime import datetime
 from typing import Any
 
@@ -21,19 +22,77 @@ from govern.store.queries import (
     newest_first,
     ordered_rows,
 )
-from govern.store.schema import annotation, candidate, event, exclusion, proposal, release
+from govern.store.schema import (
+    annotation,
+    candidate,
+    event,
+    exclusion,
+    lock_pin,
+    proposal,
+    release,
+    repository,
+    source,
+)
 from govern.store.schema import verification as run
 from govern.store.views import (
     CandidatePublic,
     EventPublic,
     ExclusionDetail,
     ExclusionPublic,
+    LockHeldPublic,
     ProposalPublic,
     ThreadPublic,
     VerificationPublic,
 )
 
 _BATCH = 500
+
+
+def lock_history(
+    session: Reader,
+    *,
+    package: str,
+    versions: Collection[str] | None = None,
+    repository_name: str | None = None,
+) -> list[LockHeldPublic]:
+    """What the tracked locks held of ``package`` over time (``govern track --history``),
+    oldest first; only ``versions`` and one repository's locks when given."""
+    statement = (
+        select(
+            repository.c.name,
+            source.c.path,
+            lock_pin.c.package,
+            lock_pin.c.version,
+            lock_pin.c.since,
+            lock_pin.c.since_commit,
+            lock_pin.c.until,
+            lock_pin.c.until_commit,
+        )
+        .select_from(lock_pin)
+        .join(source, source.c.id == lock_pin.c.source_id)
+        .join(repository, repository.c.id == source.c.repository_id)
+        .where(lock_pin.c.package == canonicalize_name(package))
+        .order_by(lock_pin.c.since, repository.c.name, source.c.path, lock_pin.c.id)
+    )
+    if versions is not None:
+        statement = statement.where(lock_pin.c.version.in_(list(versions)))
+    if repository_name is not None:
+        statement = statement.where(repository.c.name == repository_name)
+    return [
+        LockHeldPublic(
+            repository=name,
+            path=path,
+            package=pkg,
+            version=version,
+            since=as_utc(since),
+            since_commit=since_commit,
+            until=as_utc(until) if until is not None else None,
+            until_commit=until_commit,
+        )
+        for name, path, pkg, version, since, since_commit, until, until_commit in session.execute(
+            statement
+        )
+    ]
 
 
 def threads(session: Reader, *, query: str, now: datetime) -> list[ThreadPublic]:

@@ -18,7 +18,7 @@ from govern.redact import redact
 ENV_VAR = "GOVERN_DATABASE_URL"
 #: The newest revision in migrations/versions (a test checks they agree). A database at
 #: this revision is opened without loading Alembic at all (a start-up cost per command).
-SCHEMA_REVISION = "0012"
+SCHEMA_REVISION = "0013"
 # How long a writer waits for another one's transaction. Git is read before the lock is
 # taken, so a sync holds it only for its database work; ten minutes is generous.
 SQLITE_BUSY_MS = 600_000

@@ -105,6 +105,24 @@ class StoredSource(SQLModel, table=True):
     commit: str | None = Field(default=None, max_length=64)
 
 
+class LockPin(SQLModel, table=True):
+    """A version a lock held, and when (``govern track --history``): from the commit that
+    wrote it to the one that took it out (``until`` None: the lock still holds it)."""
+
+    __tablename__ = "lock_pin"
+
+    __table_args__ = (Index("ix_lock_pin_package", "package", "version"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    source_id: int = Field(foreign_key="source.id", index=True)
+    package: str = Field(max_length=256)  # canonical (PEP 503)
+    version: str = Field(max_length=128)
+    since: datetime = _when()
+    since_commit: str = Field(max_length=64)
+    until: datetime | None = _when(nullable=True)
+    until_commit: str | None = Field(default=None, max_length=64)
+
+
 class StoredAnnotation(SQLModel, table=True):
     """One version of what is known about an exclusion (reason, links, owner, ...).
 

@@ -111,6 +111,19 @@ index_page = Table(
     Column("fresh_until", UTCDateTime()),
 )
 
+lock_pin = Table(
+    "lock_pin",
+    metadata,
+    Column("id", Integer(), primary_key=True),
+    Column("source_id", Integer(), nullable=False),
+    Column("package", String(256), nullable=False),
+    Column("version", String(128), nullable=False),
+    Column("since", UTCDateTime(), nullable=False),
+    Column("since_commit", String(64), nullable=False),
+    Column("until", UTCDateTime()),
+    Column("until_commit", String(64)),
+)
+
 outbox = Table(
     "outbox",
     metadata,

@@ -21,6 +21,7 @@ from govern.store.db import BULK
 from govern.store.models import (
     Candidate,
     Event,
+    LockPin,
     Outbox,
     Proposal,
     Repository,
@@ -28,8 +29,10 @@ from govern.store.models import (
     StoredExclusion,
     StoredSource,
     Verification,
+    as_utc,
 )
 from govern.store.outbox import owned_by
+from govern.store.views import LockHeld as Held
 
 # -- the sync's reads and writes, under the repository's lock -----------------------------
 
@@ -234,6 +237,46 @@ def forget_repository(session: Session, *, name: str, keyed: str) -> dict[str, i
         .values(predecessor_id=None)
     )
     gone("exclusions", delete(StoredExclusion).where(mine))
+    sources = select(col(StoredSource.id)).where(col(StoredSource.repository_id) == found.id)
+    gone("lock pins", delete(LockPin).where(col(LockPin.source_id).in_(sources)))
     gone("sources", delete(StoredSource).where(col(StoredSource.repository_id) == found.id))
     gone("repositories", delete(Repository).where(col(Repository.id) == found.id))
     return counts
+
+
+# -- what a lock held over time (govern/locks/history.py) ----------------------------------
+
+
+def open_lock_pins(session: Session, *, source_id: int) -> list[Held]:
+    """The versions a lock still holds as its history was last replayed."""
+    rows = session.exec(
+        orm_select(LockPin).where(LockPin.source_id == source_id, col(LockPin.until).is_(None))
+    ).all()
+    return [Held(r.package, r.version, as_utc(r.since), r.since_commit) for r in rows]
+
+
+def record_lock_pins(session: Session, *, source_id: int, held: Sequence[Held]) -> None:
+    """Write what :func:`govern.locks.history.held_over_time` found: an interval still open
+    in the store is closed, a new one added."""
+    open_rows = {
+        (r.package, r.version, r.since_commit): r
+        for r in session.exec(
+            orm_select(LockPin).where(LockPin.source_id == source_id, col(LockPin.until).is_(None))
+        )
+    }
+    for item in held:
+        row = open_rows.get((item.package, item.version, item.since_commit))
+        if row is not None:
+            row.until, row.until_commit = item.until, item.until_commit
+            continue
+        session.add(
+            LockPin(
+                source_id=source_id,
+                package=item.package[:256],
+                version=item.version[:128],
+                since=item.since,
+                since_commit=item.since_commit,
+                until=item.until,
+                until_commit=item.until_commit,
+            )
+        )

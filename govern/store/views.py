@@ -126,6 +126,33 @@ class ThreadPublic:
     events: list[EventPublic]
 
 
+@dataclass(frozen=True, slots=True)
+class LockHeld:
+    """One version of one package a lock held, from ``since`` to ``until`` (None: it still
+    does): govern/locks/history.py finds them, the ``lock_pin`` table keeps them."""
+
+    package: str
+    version: str
+    since: datetime
+    since_commit: str
+    until: datetime | None = None
+    until_commit: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class LockHeldPublic(LockHeld):
+    """What a lock of a tracked repository held, and when (``govern history``)."""
+
+    repository: str
+    path: str
+
+    @property
+    def said(self) -> str:
+        """``uv.lock held cupy-demo 14.1.0 from 2026-05-23 to 2026-08-10``."""
+        until = f"to {self.until.date()}" if self.until is not None else "(still held)"
+        return f"{self.path} held {self.package} {self.version} from {self.since.date()} {until}"
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class RunPublic:
     """What a CI run of a candidate said: where it ran, how it ended and why."""

@@ -6,13 +6,15 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
+from clirun import run_cli
 from gitrepo import Repo
-from sqlmodel import select
+from sqlmodel import col, select
 
 from govern.config import Config
 from govern.service.track import TrackOptions, track
 from govern.store.db import Store
-from govern.store.models import Event, StoredExclusion, StoredSource
+from govern.store.models import Event, LockPin, StoredExclusion, StoredSource
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 HEADER = """\
@@ -66,4 +68,108 @@ def test_a_compiled_lock_has_no_history_of_exclusions(tmp_path: Path, database_u
         ("flask", "<3", False),
     ]
     assert {e.kind for e in events} == {"added", "changed"}
-    assert result.replayed == 2  # the intent's two commits; the lock's three are not replayed
+    # The intent's two commits, and the lock's three read for what it held (no exclusion).
+    assert result.replayed == 5
+
+
+def _held(store: Store) -> list[tuple[str, str, str, str | None]]:
+    """(package, version, since day, until day) of every lock pin row."""
+    with store.session() as session:
+        rows = session.exec(select(LockPin).order_by(col(LockPin.id))).all()
+    return sorted(
+        (r.package, r.version, str(r.since.date()), str(r.until.date()) if r.until else None)
+        for r in rows
+    )
+
+
+def test_a_locks_history_says_which_version_was_installed_when(
+    tmp_path: Path, database_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = Repo(tmp_path / "app")
+    intent = "# 3.0 drops our extension API\n# govern: bad=2.3.3\nflask<3\n"
+    repo.commit(
+        "start",
+        "2026-05-01T00:00:00+00:00",
+        {"requirements.in": intent, "requirements.txt": _compiled("flask==2.3.2")},
+    )
+    repo.commit(
+        "bump", "2026-05-02T00:00:00+00:00", {"requirements.txt": _compiled("flask==2.3.3")}
+    )
+    repo.commit(
+        "more",
+        "2026-05-03T00:00:00+00:00",
+        {"requirements.txt": _compiled("click==8.1.7", "flask==2.3.3")},
+    )
+    options = TrackOptions(history=True, now=NOW)
+    with Store(database_url) as store:
+        track(store, repo.root, None, config=Config(), options=options)
+        assert _held(store) == [
+            ("click", "8.1.7", "2026-05-03", None),
+            ("flask", "2.3.2", "2026-05-01", "2026-05-02"),
+            ("flask", "2.3.3", "2026-05-02", None),
+        ]
+        # A later sync continues from where the replay stopped: 2.3.3 leaves, 2.3.4 comes.
+        repo.commit(
+            "fix",
+            "2026-05-05T00:00:00+00:00",
+            {"requirements.txt": _compiled("click==8.1.7", "flask==2.3.4")},
+        )
+        result = track(store, repo.root, None, config=Config(), options=TrackOptions(now=NOW))
+        assert _held(store) == [
+            ("click", "8.1.7", "2026-05-03", None),
+            ("flask", "2.3.2", "2026-05-01", "2026-05-02"),
+            ("flask", "2.3.3", "2026-05-02", "2026-05-05"),
+            ("flask", "2.3.4", "2026-05-05", None),
+        ]
+        with store.session() as session:
+            kinds = {e.kind for e in session.exec(select(Event)).all()}
+        assert kinds == {"added"}  # the lock's moves are no exclusion events
+    # The known-bad version the lock installed in the past, said with when.
+    (note,) = [n for n in result.notes if "was installed" in n]
+    assert note.startswith(
+        "requirements.txt: flask 2.3.3 was installed from 2026-05-02 to 2026-05-05"
+    )
+    assert "known bad: bad= in" in note
+    code, out, _ = run_cli(["history", "flask", "--db", database_url], capsys)
+    assert code == 0
+    assert "locks (what each installed, from govern track --history):" in out
+    assert "requirements.txt held flask 2.3.3 from 2026-05-02 to 2026-05-05" in out
+    assert "requirements.txt held flask 2.3.4 from 2026-05-05 (still held)" in out
+    # A package only a lock holds has a history too.
+    code, out, _ = run_cli(["history", "click", "--db", database_url], capsys)
+    assert code == 0
+    assert "requirements.txt held click 8.1.7 from 2026-05-03 (still held)" in out
+
+
+def test_a_toml_lock_and_a_deleted_lock_close_what_they_held(
+    tmp_path: Path, database_url: str
+) -> None:
+    def uv_lock(version: str) -> str:
+        return (
+            'version = 1\nrequires-python = ">=3.11"\n\n'
+            f'[[package]]\nname = "cupy-demo"\nversion = "{version}"\n'
+            'source = { registry = "https://pkgs.example.invalid/simple" }\n'
+        )
+
+    project = '[project]\nname = "app"\nversion = "0.1"\ndependencies = ["cupy-demo<14.1.0"]\n'
+    repo = Repo(tmp_path / "app")
+    repo.commit(
+        "start",
+        "2026-05-01T00:00:00+00:00",
+        {"pyproject.toml": project, "uv.lock": uv_lock("14.0.1")},
+    )
+    repo.commit("move", "2026-05-23T00:00:00+00:00", {"uv.lock": uv_lock("14.1.0")})
+    repo.commit("back", "2026-08-10T00:00:00+00:00", {"uv.lock": uv_lock("14.0.1")})
+    repo.commit("no lock", "2026-09-01T00:00:00+00:00", {"uv.lock": None})
+    with Store(database_url) as store:
+        track(store, repo.root, None, config=Config(), options=TrackOptions(history=True, now=NOW))
+        assert _held(store) == []  # gone from the tree: not a source, not read
+    repo.commit("lock again", "2026-10-01T00:00:00+00:00", {"uv.lock": uv_lock("14.0.1")})
+    with Store(database_url) as store:
+        track(store, repo.root, None, config=Config(), options=TrackOptions(history=True, now=NOW))
+        assert _held(store) == [
+            ("cupy-demo", "14.0.1", "2026-05-01", "2026-05-23"),
+            ("cupy-demo", "14.0.1", "2026-08-10", "2026-09-01"),
+            ("cupy-demo", "14.0.1", "2026-10-01", None),
+            ("cupy-demo", "14.1.0", "2026-05-23", "2026-08-10"),
+        ]

@@ -28,6 +28,7 @@ TABLES = {
     "poll_run",
     "outbox",
     "store_secret",
+    "lock_pin",
 }
 
 

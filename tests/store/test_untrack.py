@@ -173,7 +173,7 @@ def test_untrack_asks_and_a_no_keeps_everything(
     monkeypatch.setattr("sys.stdin", _Terminal("y\n"))
     code, out, err = run_cli(["untrack", name, "--db", db], capsys)
     assert code == 0, err
-    assert "1 exclusions, 1 sources" in out
+    assert "1 exclusions, 0 lock pins, 1 sources" in out
     with Store(db) as store, store.session() as session:
         assert session.exec(select(StoredExclusion)).all() == []
         assert session.exec(select(Repository)).all() == []

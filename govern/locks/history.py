@@ -1,0 +1,134 @@
+"""What a lock held over time: the versions of each package, from the commit that wrote one
+to the commit that took it out (``govern track --history``).
+
+A lock's pins are never exclusions, so its history holds no exclusion events; what it does
+hold is when each version was installed. "14.1.0 was installed from 2026-05-23 to
+2026-08-10" is what a known-bad release found later needs to be told about the past.
+
+Each revision's text is read whole (one ``git cat-file --batch`` for them all) and only its
+pins are taken: a requirements-shaped lock line by line (``name==version`` at the start of
+a line), a TOML or JSON lock by its reader. Intervals open at the first commit holding a
+version and close at the first one that does not (or that deletes the file).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import tempfile
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from packaging.utils import canonicalize_name
+
+from govern.git.history import Revision
+from govern.sources.model import SourceFormat
+from govern.store.views import LockHeld as Held
+
+__all__ = ["Held", "held_over_time", "pins_in"]
+
+# A pin of a requirements-shaped lock: at the start of its line, before any marker,
+# hash continuation or comment (``name[extra] == 1.0 ; marker \``).
+_PIN_RE = re.compile(
+    rb"^([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)\s*(?:\[[^\]\n]*\])?\s*===?\s*([^\s;\\#]+)",
+    re.MULTILINE,
+)
+_MAX_VERSION = 128
+
+
+@functools.lru_cache(maxsize=4096)
+def _name(raw: bytes) -> str:
+    """A pinned name, canonical (the same few hundred names, thousands of revisions)."""
+    return canonicalize_name(raw.decode("ascii"))
+
+
+def pins_in(data: bytes, fmt: SourceFormat, path: str) -> set[tuple[str, str]]:
+    """The ``(package, version)`` pairs a lock's text pins (a package may have several,
+    by marker)."""
+    if fmt in (SourceFormat.COMPILED, SourceFormat.REQUIREMENTS, SourceFormat.CONSTRAINTS):
+        return {
+            (_name(name), version.decode("ascii", "replace"))
+            for name, version in _PIN_RE.findall(data)
+            if len(version) <= _MAX_VERSION
+        }
+    from govern.locks.regenerate import pinned_versions
+    from govern.sources.locks import read_lock
+
+    with tempfile.TemporaryDirectory(prefix="govern-lock-") as scratch:
+        tree = Path(scratch)
+        file = tree / Path(path).name
+        file.write_bytes(data)
+        source = read_lock(file, display_path=file.name, fmt=fmt, root=tree)
+        return {
+            (name, version)
+            for name, versions in pinned_versions(tree, source).items()
+            for version in versions
+        }
+
+
+_LINE_FORMATS = (SourceFormat.COMPILED, SourceFormat.REQUIREMENTS, SourceFormat.CONSTRAINTS)
+
+
+def _line_pin(raw: bytes) -> tuple[str, str] | None:
+    found = _PIN_RE.match(raw)
+    if found is None or len(found.group(2)) > _MAX_VERSION:
+        return None
+    return _name(found.group(1)), found.group(2).decode("ascii", "replace")
+
+
+def held_over_time(
+    revisions: Sequence[Revision],
+    blobs: Sequence[bytes | None],
+    fmt: SourceFormat,
+    *,
+    open_: Iterable[Held] = (),
+) -> list[Held]:
+    """The versions held over ``revisions`` (oldest first; ``blobs`` their texts, None for a
+    deletion), continuing the intervals still ``open_`` from an earlier replay: every
+    interval opened or closed by them (a closed one of ``open_`` comes back closed).
+
+    A requirements-shaped lock is compared line by line with the revision before: only the
+    lines a commit changed are parsed (a bot's lock changes a few of its hundreds)."""
+    still = tuple(open_)
+    current: dict[tuple[str, str], Held] = {(h.package, h.version): h for h in still}
+    out: list[Held] = []
+    by_line = fmt in _LINE_FORMATS
+    lines: set[bytes] = set()
+    counts: Counter[tuple[str, str]] = Counter()
+    for index, (revision, blob) in enumerate(zip(revisions, blobs, strict=True)):
+        commit = revision.commit
+        gone = revision.deleted or blob is None
+        if not by_line:
+            now = set() if gone else pins_in(blob or b"", fmt, revision.path)
+            leaving, coming = set(current) - now, now - set(current)
+        else:
+            fresh = set() if gone else set((blob or b"").splitlines())
+            touched: set[tuple[str, str]] = set()
+            changed = [(r, -1) for r in lines - fresh] + [(r, 1) for r in fresh - lines]
+            for raw, step in changed:
+                pin = _line_pin(raw)
+                if pin is not None:
+                    counts[pin] += step
+                    touched.add(pin)
+            lines = fresh
+            if index == 0:  # against what an earlier replay left open: every pin
+                touched = set(current) | {pin for pin, n in counts.items() if n > 0}
+            leaving = {pin for pin in touched if counts[pin] <= 0 and pin in current}
+            coming = {pin for pin in touched if counts[pin] > 0 and pin not in current}
+        for key in sorted(leaving):
+            held = current.pop(key)
+            out.append(
+                Held(
+                    held.package,
+                    held.version,
+                    held.since,
+                    held.since_commit,
+                    until=commit.date,
+                    until_commit=commit.sha,
+                )
+            )
+        for package, version in sorted(coming):
+            current[(package, version)] = Held(package, version, commit.date, commit.sha)
+    out.extend(held for held in current.values() if held not in still)
+    return out
