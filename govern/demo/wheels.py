@@ -89,7 +89,9 @@ def build_wheel(
     with zipfile.ZipFile(target, "w", compression=zipfile.ZIP_DEFLATED) as archive:
         for path, data in contents.items():
             entry = zipfile.ZipInfo(path, date_time=_ZIP_TIME)
-            entry.external_attr = 0o644 << 16
+            # A script (``*.data/scripts/``) is executable, as the wheel's installer keeps it.
+            mode = 0o100755 if ".data/scripts/" in path else 0o100644  # regular files
+            entry.external_attr = mode << 16
             entry.compress_type = zipfile.ZIP_DEFLATED
             archive.writestr(entry, data)
     return target

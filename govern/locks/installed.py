@@ -157,11 +157,7 @@ def _copy(root: Path, into: Path) -> None:
 def pins_for(index: IndexSettings | None) -> PinsFor:
     """:func:`lock_pins` as a verification asks it: the lock tools ask ``index`` (None:
     their own configuration), with each checkout's own configuration (its ``[[locks]]``)."""
-    regenerator = (
-        Regenerator(index_url=index.index_url, extra_index_urls=index.extra_index_urls)
-        if index is not None
-        else Regenerator()
-    )
+    regenerator = Regenerator.for_index(index)
 
     def pins(root: Path, ref: ExclusionRef, fmt: str, version: str) -> LockPins | None:
         from govern.config import load_config

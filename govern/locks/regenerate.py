@@ -35,7 +35,7 @@ never on its command line); no forge, notification or CI secret reaches it.
 
 from __future__ import annotations
 
-import os
+import dataclasses
 import shlex
 import shutil
 import subprocess
@@ -47,7 +47,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
 
 from govern.errors import GovernError
 from govern.redact import redact, scrub
@@ -55,6 +57,8 @@ from govern.sources.model import Source, SourceFormat
 
 if TYPE_CHECKING:
     from govern.config import Config
+    from govern.index.pipconfig import IndexSettings
+    from govern.locks.tools import ToolCache
 from govern.text import line
 
 __all__ = ["LockChange", "LockRefused", "Moved", "Regenerator", "locks_of", "pinned_versions"]
@@ -62,7 +66,6 @@ __all__ = ["LockChange", "LockRefused", "Moved", "Regenerator", "locks_of", "pin
 TIMEOUT = 300.0  # seconds a lock tool may take
 _ERROR_CHARS = 2000  # of a tool's own error, kept
 _OUTPUT = ("-o", "--output-file")
-_TRUST = ("SSL_CERT_FILE", "SSL_CERT_DIR", "PIP_CERT", "REQUESTS_CA_BUNDLE")
 
 
 class LockRefused(GovernError):
@@ -179,8 +182,6 @@ def _pins(source: Source) -> dict[str, set[str]]:
 
 def _only(versions: set[str] | None, version: str) -> bool:
     """Whether the lock pins ``version`` and nothing else for the package (PEP 440)."""
-    from packaging.version import InvalidVersion, Version
-
     try:
         return bool(versions) and {Version(v) for v in versions or ()} == {Version(version)}
     except InvalidVersion:
@@ -200,6 +201,21 @@ class Regenerator:
     extra_index_urls: tuple[str, ...] = ()
     timeout: float = TIMEOUT
     tools: Mapping[str, str] | None = None
+    # Where a tool at the version the project asks for is installed when the one beside
+    # govern is another (None: such a lock is refused, with what to install).
+    cache: ToolCache | None = None
+
+    @classmethod
+    def for_index(cls, index: IndexSettings | None) -> Regenerator:
+        """Tools asking ``index`` (None: their own configuration), and a tool the project
+        asks for at another version installed from it into govern's cache."""
+        from govern.locks.tools import ToolCache
+
+        if index is None:
+            return cls(cache=ToolCache())
+        main, extra = index.index_url, index.extra_index_urls
+        cache = ToolCache(index_url=main, extra_index_urls=extra)
+        return cls(index_url=main, extra_index_urls=extra, cache=cache)
 
     def regenerate(
         self,
@@ -274,20 +290,22 @@ class Regenerator:
             )
         return found
 
+    def _wanted(self, tool: str, wanted: _Wanted | str, path: str) -> str:
+        """The tool beside govern (``wanted`` is its path: the project accepts it), else
+        the version the project asks for, from govern's cache (LockRefused without one)."""
+        if isinstance(wanted, str):
+            return wanted
+        if self.cache is None:
+            raise LockRefused(wanted.refusal, tip=wanted.tip)
+        cache = dataclasses.replace(self.cache, clean=self._scrub)
+        return str(cache.executable(tool, wanted.accepted, tool))
+
     def _env(self, home: Path, extra: Mapping[str, str]) -> dict[str, str]:
-        env = {
-            "PATH": os.environ.get("PATH", os.defpath),
-            "HOME": str(home),
-            "LANG": "C.UTF-8",
-            "TMPDIR": str(home),
-        }
-        # Which certificates to trust is part of reaching the index (no secret in it).
-        env.update({k: os.environ[k] for k in _TRUST if os.environ.get(k)})
+        from govern.locks.tools import tool_environment
+
+        env = tool_environment(home, self.index_url, self.extra_index_urls)
+        env["TMPDIR"] = str(home)
         if self.index_url is not None:
-            env["PIP_CONFIG_FILE"] = os.devnull
-            env["PIP_INDEX_URL"] = self.index_url
-            if self.extra_index_urls:
-                env["PIP_EXTRA_INDEX_URL"] = " ".join(self.extra_index_urls)
             env["UV_DEFAULT_INDEX"] = self.index_url
             env["PDM_PYPI_URL"] = self.index_url
             if self.extra_index_urls:
@@ -312,8 +330,7 @@ class Regenerator:
         where = tree / Path(lock.path).parent
         extra: dict[str, str] = {}
         if lock.format is SourceFormat.POETRY_LOCK:
-            poetry = self._tool("poetry")
-            _check_poetry(poetry, lock)
+            poetry = self._wanted("poetry", _poetry_wanted(self._tool("poetry"), lock), lock.path)
             if pinned is None:
                 raise LockRefused(
                     f"{lock.path}: Poetry cannot move one package to {version} without the "
@@ -342,8 +359,7 @@ class Regenerator:
             return self._pip_lock(tree, lock, name, version)
         if lock.format is SourceFormat.UV_LOCK:
             tool = "uv lock"
-            uv = self._tool("uv")
-            _check_required_uv(uv, where, lock.path)
+            uv = self._wanted("uv", _uv_wanted(self._tool("uv"), where, lock.path), lock.path)
             args = [uv, "lock", "--upgrade-package", pin]
         elif lock.format is SourceFormat.COMPILED and lock.lock.tool in (
             "pip-compile",
@@ -428,7 +444,6 @@ class Regenerator:
                     "UV_NO_CONFIG": "1",
                     "UV_PYTHON_DOWNLOADS": "never",
                     "UV_PYTHON": sys.executable,
-                    "PIP_DISABLE_PIP_VERSION_CHECK": "1",
                     "POETRY_CACHE_DIR": str(home / "poetry-cache"),
                     "POETRY_VIRTUALENVS_CREATE": "false",
                     "POETRY_NO_INTERACTION": "1",
@@ -474,8 +489,6 @@ def _check_pip_lock() -> None:
     from importlib.metadata import PackageNotFoundError
     from importlib.metadata import version as installed
 
-    from packaging.version import InvalidVersion, Version
-
     try:
         have = Version(installed("pip"))
     except (PackageNotFoundError, InvalidVersion):
@@ -488,39 +501,60 @@ def _check_pip_lock() -> None:
         )
 
 
-def _check_poetry(poetry: str, lock: Source) -> None:
-    """The Poetry here writes the lock's format: the same major.minor as the one its header
-    names (a lock rewritten by another Poetry changes more than the package)."""
-    from packaging.version import InvalidVersion, Version
+@dataclass(frozen=True, slots=True)
+class _Wanted:
+    """A tool version the project asks for that the one beside govern is not."""
 
+    accepted: SpecifierSet
+    refusal: str  # why the one beside govern is not used
+    tip: str
+
+
+def _version_of(tool: str, word: int) -> Version | None:
+    """What ``tool --version`` says its version is (the ``word``-th word), or None."""
+    try:
+        said = (
+            subprocess.run(
+                [tool, "--version"], capture_output=True, text=True, timeout=60, check=False
+            )
+            .stdout.strip()
+            .rstrip(")")
+            .split()
+        )
+        return Version(said[word])
+    except (OSError, subprocess.TimeoutExpired, InvalidVersion, IndexError):
+        return None
+
+
+def _poetry_wanted(poetry: str, lock: Source) -> _Wanted | str:
+    """``poetry`` when it writes the lock's format (the same major.minor as the Poetry its
+    header names: another one changes more than the package), else what is wanted."""
     assert lock.lock is not None
     if lock.lock.tool_version is None:
-        return
+        return poetry
     try:
-        said = subprocess.run(
-            [poetry, "--version"], capture_output=True, text=True, timeout=60, check=False
-        ).stdout
-        have = Version(said.strip().rstrip(")").split()[-1])
         wanted = Version(lock.lock.tool_version)
-    except (OSError, subprocess.TimeoutExpired, InvalidVersion, IndexError):
-        return
-    if have.release[:2] != wanted.release[:2]:
-        raise LockRefused(
-            f"{lock.path} was written by Poetry {wanted}; the Poetry beside govern is {have}: "
-            "the lock is not regenerated with another Poetry",
-            tip=f"Install Poetry {wanted.major}.{wanted.minor} beside govern "
-            f"(pip install 'poetry=={wanted.major}.{wanted.minor}.*').",
-        )
+    except InvalidVersion:
+        return poetry
+    have = _version_of(poetry, -1)
+    if have is None or have.release[:2] == wanted.release[:2]:
+        return poetry
+    accepted = SpecifierSet(f"=={wanted.major}.{wanted.minor}.*")
+    return _Wanted(
+        accepted,
+        f"{lock.path} was written by Poetry {wanted}; the Poetry beside govern is {have}: "
+        "the lock is not regenerated with another Poetry",
+        f"Install Poetry {wanted.major}.{wanted.minor} beside govern "
+        f"(pip install 'poetry{accepted}').",
+    )
 
 
-def _check_required_uv(uv: str, folder: Path, lock: str) -> None:
-    """The uv here is one the project accepts (``[tool.uv] required-version`` of the
-    ``pyproject.toml`` beside the lock, or ``required-version`` in a ``uv.toml`` there):
-    a lock written by another uv than the project asks for is not proposed."""
+def _uv_wanted(uv: str, folder: Path, lock: str) -> _Wanted | str:
+    """``uv`` when the project accepts it (``[tool.uv] required-version`` of the
+    ``pyproject.toml`` beside the lock, or ``required-version`` in a ``uv.toml`` there),
+    else what is wanted: a lock written by another uv than the project asks for is not
+    proposed."""
     import tomllib
-
-    from packaging.specifiers import InvalidSpecifier, SpecifierSet
-    from packaging.version import InvalidVersion, Version
 
     wanted: str | None = None
     for name, keys in (("uv.toml", ()), ("pyproject.toml", ("tool", "uv"))):
@@ -535,22 +569,21 @@ def _check_required_uv(uv: str, folder: Path, lock: str) -> None:
             wanted = found
             break
     if wanted is None:
-        return
+        return uv
     try:
-        said = subprocess.run(
-            [uv, "--version"], capture_output=True, text=True, timeout=60, check=False
-        ).stdout.split()
-        have = Version(said[1]) if len(said) > 1 else None
         accepted = SpecifierSet(wanted if wanted[:1] in "<>=!~" else f"=={wanted}")
-    except (OSError, subprocess.TimeoutExpired, InvalidVersion, InvalidSpecifier):
-        return  # uv itself says what it accepts when it runs
-    if have is not None and not accepted.contains(have, prereleases=True):
-        raise LockRefused(
-            f"{lock}: the project asks for uv {line(wanted, 100)} (required-version); the uv "
-            f"beside govern is {have}: the lock is not regenerated with another uv",
-            tip=f"Install a uv that matches {line(wanted, 100)} beside govern "
-            f"(pip install 'uv{accepted}').",
-        )
+    except InvalidSpecifier:
+        return uv  # uv itself says what it accepts when it runs
+    have = _version_of(uv, 1)
+    if have is None or accepted.contains(have, prereleases=True):
+        return uv
+    return _Wanted(
+        accepted,
+        f"{lock}: the project asks for uv {line(wanted, 100)} (required-version); the uv "
+        f"beside govern is {have}: the lock is not regenerated with another uv",
+        f"Install a uv that matches {line(wanted, 100)} beside govern (pip install "
+        f"'uv{accepted}').",
+    )
 
 
 def _compile_words(lock: Source) -> list[str]:

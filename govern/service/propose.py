@@ -233,8 +233,8 @@ def _regenerator(config: Config) -> Regenerator:
     try:
         index = index_settings(config, None)
     except IndexNotConfigured:
-        return Regenerator()
-    return Regenerator(index_url=index.index_url, extra_index_urls=index.extra_index_urls)
+        return Regenerator.for_index(None)
+    return Regenerator.for_index(index)
 
 
 class Proposer:

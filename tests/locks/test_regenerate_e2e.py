@@ -29,6 +29,7 @@ from govern.demo.wheels import build_wheel
 from govern.exclusions.states import EventKind, RunState, Via
 from govern.git.push import Pusher
 from govern.locks.regenerate import Regenerator
+from govern.locks.tools import ToolCache
 from govern.service.propose import Proposer
 from govern.service.track import TrackOptions, track
 from govern.store.db import Store
@@ -242,6 +243,69 @@ def test_a_project_that_asks_for_another_uv_is_held_with_what_it_asks(
     assert "asks for uv ==0.0.1 (required-version)" in outcome.message
     assert outcome.tip is not None
     assert "pip install 'uv==0.0.1'" in outcome.tip
+
+
+def test_the_uv_the_project_asks_for_is_installed_into_govern_s_cache(
+    tmp_path: Path, index: LocalIndex, database_url: str
+) -> None:
+    """The uv beside govern says 0.0.1; the project asks for the real one's version: govern
+    installs that uv from the configured index into its cache (a fresh venv, pip, wheels
+    only) and regenerates the lock with it; a second proposal finds it installed.
+
+    The index's ``uv`` wheel is one the test builds: its command runs the real uv."""
+    real = subprocess.run([UV, "--version"], capture_output=True, text=True, check=True)
+    version = real.stdout.split()[1]
+    wheel = build_wheel(
+        tmp_path / "dists" / "uv" / version,
+        "uv",
+        version,
+        files={
+            f"uv-{version}.data/scripts/uv": f'#!/bin/sh\nexec "{UV}" "$@"\n',
+            "uv/__init__.py": "",
+        },
+    )
+    index.publish("uv", wheel, "2026-05-01T00:00:00Z")
+    beside = tmp_path / "old-uv"
+    beside.write_text("#!/bin/sh\necho 'uv 0.0.1'\nexit 3\n", encoding="utf-8")
+    beside.chmod(0o755)
+    seed, _ = _world(tmp_path, {"pyproject.toml": PYPROJECT})
+    _run([UV, "lock"], seed, _tool_env(index, tmp_path / "home"))
+    with (seed / "pyproject.toml").open("a", encoding="utf-8") as stream:
+        stream.write(f'\n[tool.uv]\nrequired-version = "=={version}"\n')
+    bare, clone = _publish(seed, tmp_path)
+    tools = tmp_path / "tools"
+    regenerator = Regenerator(
+        index_url=index.url,
+        tools={"uv": str(beside)},
+        cache=ToolCache(root=tools, index_url=index.url),
+    )
+    with _tracked(database_url, clone) as store:
+        proposer = _propose(store, clone, index)
+        proposer.regenerator_for = lambda _config: regenerator
+        (outcome,) = asyncio.run(proposer.run(dry_run=True)).proposals
+        assert outcome.state == RunState.DRY_RUN, outcome
+        (installed,) = tools.iterdir()
+        assert (installed / "bin" / "uv").exists()
+        (outcome,) = asyncio.run(proposer.run()).proposals
+    assert outcome.state == RunState.SENT, outcome
+    assert outcome.branch is not None
+    assert 'name = "cupy-demo"\nversion = "14.1.1"' in _show(bare, outcome.branch, "uv.lock")
+    assert [p.name for p in tools.iterdir()] == [installed.name]  # installed once
+
+
+def test_a_tool_the_index_does_not_have_is_refused_and_leaves_nothing_behind(
+    tmp_path: Path, index: LocalIndex
+) -> None:
+    from packaging.specifiers import SpecifierSet
+
+    from govern.locks.regenerate import LockRefused
+
+    cache = ToolCache(root=tmp_path / "tools", index_url=index.url)
+    with pytest.raises(LockRefused) as refused:
+        cache.executable("uv", SpecifierSet("==0.0.1"), "uv")
+    assert "uv==0.0.1 could not be installed into govern's cache" in refused.value.message
+    assert "No matching distribution" in refused.value.message  # pip's own words
+    assert list((tmp_path / "tools").iterdir()) == []  # no half-installed tool
 
 
 REGEN = """\
