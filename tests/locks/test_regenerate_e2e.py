@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import shutil
 import subprocess
 import sys
@@ -183,6 +184,16 @@ def test_a_pip_compile_lock_moves_only_the_package_and_keeps_its_hashes(
     subprocess.run(["git", "clone", "-q", "-b", outcome.branch, str(bare), str(work)], check=True)
     _run([PIP_COMPILE, "--generate-hashes", "--no-emit-index-url", "requirements.in"], work, env)
     assert (work / "requirements.txt").read_text() == after
+    # The branch's lock installs the candidate (hash-checked, from the index).
+    install = [sys.executable, "-m", "pip", "install", "--dry-run", "--quiet", "--report", "-"]
+    report = _run(
+        [*install, "--ignore-installed", "--require-hashes", "-r", "requirements.txt"], work, env
+    )
+    installs = {
+        item["metadata"]["name"]: item["metadata"]["version"]
+        for item in json.loads(report)["install"]
+    }
+    assert installs == {"cupy-demo": "14.1.1", "helper-demo": "1.0"}
 
 
 def test_a_lock_govern_cannot_regenerate_holds_the_proposal_and_says_why_once(

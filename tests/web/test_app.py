@@ -151,6 +151,32 @@ def test_one_exclusion_page_shows_its_timeline(served: tuple[TestClient, str, St
     assert client.get("/api/v1/exclusions/nope").status_code == 404
 
 
+def test_a_held_proposal_shows_the_lock_tools_own_error(
+    served: tuple[TestClient, str, Store],
+) -> None:
+    """Issue 25: a lock that cannot be regenerated holds the proposal, with the tool's own
+    words on the exclusion's page (as text: a tool's output is data)."""
+    from sqlmodel import select
+
+    from govern.exclusions.states import EventKind
+    from govern.store import events
+    from govern.store.models import StoredExclusion
+
+    client, key, store = served
+    said = "uv lock could not regenerate uv.lock (exit status 1): No solution <b>found</b>"
+    with store.session(write=True) as session:
+        row = session.exec(select(StoredExclusion).where(StoredExclusion.key == key)).one()
+        assert row.id is not None
+        events.record(
+            session, row.id, EventKind.PROPOSAL_HELD, {"version": "14.1.1", "why": said}, NOW
+        )
+    page = client.get(f"/exclusions/{key}").text
+    timeline = page[page.index('id="timeline"') :]
+    timeline = timeline[: timeline.index("</ol>")]
+    assert "proposal-held" in timeline
+    assert "No solution &lt;b&gt;found&lt;/b&gt;" in timeline
+
+
 def test_repository_text_is_escaped_everywhere(served: tuple[TestClient, str, Store]) -> None:
     client, _, _ = served
     found = client.get("/api/v1/exclusions", params={"q": "owned", "per_page": 1}).json()
