@@ -18,6 +18,7 @@ from sqlmodel import select
 
 from govern.ci.base import Conclusion, Provider, RunRef, RunStatus, Started, Trial
 from govern.exclusions.states import State
+from govern.locks.installed import PinsFor
 from govern.service.verify import Verifier
 from govern.store.db import Store
 from govern.store.models import Candidate, StoredExclusion, StoredRelease
@@ -43,8 +44,10 @@ class Passes(Provider):
 
     def __init__(self) -> None:
         super().__init__("cuda13-ci", timeout=3600.0)
+        self.trials: list[Trial] = []
 
     async def start(self, trial: Trial) -> Started:
+        self.trials.append(trial)
         ref = RunRef(f"run-{trial.version}", f"https://ci.example/runs/{trial.version}")
         return Started(ref, RunStatus(Conclusion.PASSED, "exit 0", installed=str(trial.version)))
 
@@ -55,8 +58,11 @@ class Passes(Provider):
         return None
 
 
-def verify(store: Store, version: str, package: str = "cupy-cuda13x") -> None:
-    """Publish ``version`` as ``package``'s candidate and verify it (it passes)."""
+def verify(
+    store: Store, version: str, package: str = "cupy-cuda13x", pins_for: PinsFor | None = None
+) -> Passes:
+    """Publish ``version`` as ``package``'s candidate and verify it (it passes); the
+    provider, with the trials it was given."""
     with store.session(write=True) as session:
         exclusion = session.exec(
             select(StoredExclusion).where(StoredExclusion.package == package)
@@ -79,5 +85,7 @@ def verify(store: Store, version: str, package: str = "cupy-cuda13x") -> None:
         provider_for=lambda _profile: provider,
         providers={provider.name: provider},
         clock=lambda: NOW,
+        pins_for=pins_for,
     )
     asyncio.run(verifier.run())
+    return provider

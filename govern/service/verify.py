@@ -816,13 +816,20 @@ class Verifier:
             return None
         key = (wanted.waiting.exclusion_id, str(wanted.version))
         if key not in self._pins:
-            self._pins[key] = await asyncio.to_thread(
-                self.pins_for,
-                Path(wanted.waiting.root),
-                wanted.waiting.ref,
-                wanted.waiting.format,
-                str(wanted.version),
-            )
+            try:
+                found = await asyncio.to_thread(
+                    self.pins_for,
+                    Path(wanted.waiting.root),
+                    wanted.waiting.ref,
+                    wanted.waiting.format,
+                    str(wanted.version),
+                )
+            except (GovernError, OSError) as exc:  # the run goes on, and says why
+                from govern.locks.installed import LockPins
+
+                why = exc.message if isinstance(exc, GovernError) else str(exc)
+                found = LockPins((), refused=f"the locks could not be read: {why}")
+            self._pins[key] = found
         return self._pins[key]
 
 

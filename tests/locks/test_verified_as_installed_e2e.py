@@ -189,3 +189,47 @@ def test_hosted_ci_gets_the_pins_as_an_input_only_when_there_are_some() -> None:
     )
     assert trial_fields(pinned)["pins"] == "a==1\nhelper-demo==1.0"
     assert pinned.constraints == "cupy-demo==14.1.1\na==1\nhelper-demo==1.0\n"
+
+
+def test_the_pins_reach_the_trial_and_a_failure_to_find_them_is_said_not_fatal(
+    tmp_path: Path, database_url: str
+) -> None:
+    from reminderworld import verify
+
+    from govern.config import Config
+    from govern.errors import GovernError
+    from govern.locks.installed import LockPins
+    from govern.service.track import TrackOptions, track
+
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "pyproject.toml").write_text(PYPROJECT, encoding="utf-8")
+    with Store(database_url) as store:
+        track(store, root, None, config=Config(), options=TrackOptions())
+        asked: list[tuple[Path, str, str, str]] = []
+
+        def pins(where: Path, ref: ExclusionRef, fmt: str, version: str) -> LockPins:
+            asked.append((where, ref.package, fmt, version))
+            return LockPins(("uv.lock",), ("helper-demo==1.0",))
+
+        provider = verify(store, "14.1.1", package="cupy-demo", pins_for=pins)
+        assert asked == [(root.resolve(), "cupy-demo", "pyproject", "14.1.1")]
+        (trial,) = provider.trials
+        assert trial.pins == ("helper-demo==1.0",)
+        assert trial.constraints == "cupy-demo==14.1.1\nhelper-demo==1.0\n"
+
+    def broken(*_args: object) -> LockPins:
+        raise GovernError("git archive failed: the object store is corrupt")
+
+    with Store(f"sqlite:///{tmp_path / 'other.db'}") as store:
+        track(store, root, None, config=Config(), options=TrackOptions())
+        provider = verify(store, "14.1.1", package="cupy-demo", pins_for=broken)
+        (trial,) = provider.trials  # the run went on, without pins
+        assert trial.pins == ()
+        with store.session() as session:
+            started = session.exec(
+                select(Event).where(col(Event.kind) == EventKind.VERIFICATION_STARTED)
+            ).one()
+    assert started.detail["lock"]["refused"] == (
+        "the locks could not be read: git archive failed: the object store is corrupt"
+    )
