@@ -328,12 +328,26 @@ def _toml_tool(data: dict[str, Any], text: str, fmt: SourceFormat) -> tuple[str,
     return (created[:64] if isinstance(created, str) and created else "pip"), None
 
 
+def _nearest_pyproject(folder: Path, root: Path) -> Path:
+    """``pyproject.toml`` in ``folder``, else in the nearest folder above it up to
+    ``root`` (the one beside when there is none)."""
+    top = root.resolve()
+    here = folder.resolve()
+    while True:
+        if (here / "pyproject.toml").is_file():
+            return here / "pyproject.toml"
+        if here == top or top not in here.parents:
+            return folder / "pyproject.toml"
+        here = here.parent
+
+
 def _toml_inputs(file: Path, data: dict[str, Any], fmt: SourceFormat, root: Path) -> list[str]:
-    """The intent a TOML lock resolves: the pyproject beside it and, for a uv workspace,
-    each member's (the packages whose source is ``editable``/``virtual`` path)."""
+    """The intent a TOML lock resolves: the pyproject beside it (else the nearest above it,
+    inside the repository) and, for a uv workspace, each member's (the packages whose
+    source is ``editable``/``virtual`` path)."""
     if fmt is SourceFormat.PIPFILE_LOCK:
         return _existing((file.parent / "Pipfile",), root)
-    candidates = [file.parent / "pyproject.toml"]
+    candidates = [_nearest_pyproject(file.parent, root)]
     if fmt is SourceFormat.UV_LOCK:
         for table in data.get("package") or ():
             source = table.get("source") if isinstance(table, dict) else None

@@ -327,3 +327,28 @@ def test_a_file_the_configuration_names_as_a_lock_is_one(tmp_path: Path) -> None
         ("lock-holds-known-bad", "upper-constraints.txt", 1, 1),
         ("lock-stale", "upper-constraints.txt", 1, 1),
     ]
+
+
+def test_a_toml_lock_without_a_pyproject_beside_it_resolves_the_nearest_above(
+    tmp_path: Path,
+) -> None:
+    """A lock kept in a folder of its own (``locks/pylock.toml``) resolves the project's
+    ``pyproject.toml`` above it; one beside it wins."""
+    _write(
+        tmp_path,
+        {
+            "pyproject.toml": '[project]\nname = "app"\nversion = "0.1"\n'
+            'dependencies = ["cupy-demo<14.1.0"]\n',
+            "locks/pylock.toml": 'lock-version = "1.0"\ncreated-by = "pip"\n\n'
+            '[[packages]]\nname = "cupy-demo"\nversion = "14.0.1"\n',
+            "tools/sub/pyproject.toml": '[project]\nname = "tool"\nversion = "0.1"\n',
+            "tools/sub/uv.lock": 'version = 1\n\n[[package]]\nname = "tool"\nversion = "0.1"\n',
+        },
+    )
+    by_path = {s.path: s for s in _audit(tmp_path).sources}
+    lock = by_path["locks/pylock.toml"].lock
+    assert lock is not None
+    assert lock.inputs == ("pyproject.toml",)
+    beside = by_path["tools/sub/uv.lock"].lock
+    assert beside is not None
+    assert beside.inputs == ("tools/sub/pyproject.toml",)
