@@ -264,19 +264,22 @@ def record_lock_pins(session: Session, *, source_id: int, held: Sequence[Held]) 
             orm_select(LockPin).where(LockPin.source_id == source_id, col(LockPin.until).is_(None))
         )
     }
+    new: list[dict[str, Any]] = []
     for item in held:
         row = open_rows.get((item.package, item.version, item.since_commit))
         if row is not None:
             row.until, row.until_commit = item.until, item.until_commit
             continue
-        session.add(
-            LockPin(
-                source_id=source_id,
-                package=item.package[:256],
-                version=item.version[:128],
-                since=item.since,
-                since_commit=item.since_commit,
-                until=item.until,
-                until_commit=item.until_commit,
-            )
+        new.append(
+            {
+                "source_id": source_id,
+                "package": item.package[:256],
+                "version": item.version[:128],
+                "since": item.since,
+                "since_commit": item.since_commit,
+                "until": item.until,
+                "until_commit": item.until_commit,
+            }
         )
+    if new:  # a bot's lock gives thousands: in batches, without an object each
+        session.execute(insert(LockPin), new, execution_options=BULK)
