@@ -18,9 +18,10 @@ tool's own error, if they still cannot be.
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -35,8 +36,17 @@ from govern.text import line
 if TYPE_CHECKING:
     from govern.config import Config
     from govern.index.pipconfig import IndexSettings
+    from govern.sources.model import Source
 
-__all__ = ["LockPins", "PinsFor", "lock_pins", "pinned_intent", "pins_for"]
+__all__ = [
+    "LockPins",
+    "PinsFor",
+    "lock_pins",
+    "other_pins",
+    "pinned_intent",
+    "pins_digest",
+    "pins_for",
+]
 
 # Not copied from a checkout that is not a git repository: environments and caches.
 _SKIPPED = (".git", ".venv", "venv", "node_modules", "__pycache__", ".tox", ".nox", ".mypy_cache")
@@ -53,8 +63,10 @@ class LockPins:
     refused: str | None = None
 
     def detail(self) -> dict[str, Any]:
-        """For a run's ``verification-started`` event."""
+        """For a run's ``verification-started`` event (``digest``: :func:`pins_digest`)."""
         out: dict[str, Any] = {"locks": list(self.locks), "pins": len(self.pins)}
+        if self.refused is None:
+            out["digest"] = pins_digest(self.pins)
         if self.refused is not None:
             out["refused"] = line(self.refused, 500)
         return out
@@ -133,13 +145,25 @@ def lock_pins(
             )
         except LockRefused as exc:
             return LockPins(paths, refused=exc.message)
-        pins: dict[str, str] = {}
-        for lock in locks:
-            for name, versions in pinned_versions(tree, lock).items():
-                # A package the lock holds at two versions (by marker) is left to the run.
-                if name != package and name not in pins and len(versions) == 1:
-                    pins[name] = next(iter(versions))
-    return LockPins(paths, tuple(f"{name}=={pins[name]}" for name in sorted(pins)))
+        return LockPins(paths, other_pins(tree, locks, package))
+
+
+def other_pins(tree: Path, locks: Sequence[Source], package: str) -> tuple[str, ...]:
+    """What the ``locks`` under ``tree`` pin now of every package but ``package``
+    (``name==version``, sorted; the first lock's version where two differ). A package a
+    lock holds at two versions (by marker) is left out: a constraints file takes one."""
+    pins: dict[str, str] = {}
+    for lock in locks:
+        for name, versions in pinned_versions(tree, lock).items():
+            if name != package and name not in pins and len(versions) == 1:
+                pins[name] = next(iter(versions))
+    return tuple(f"{name}=={pins[name]}" for name in sorted(pins))
+
+
+def pins_digest(pins: Sequence[str]) -> str:
+    """A short name for a set of pins: the verification records it, the proposal compares
+    its branch's with it."""
+    return hashlib.sha256("\n".join(sorted(pins)).encode()).hexdigest()[:16]
 
 
 def _copy(root: Path, into: Path) -> None:

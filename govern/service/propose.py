@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
 
 from govern.config import Config, ProposeConfig, load_config
 from govern.edit import Edit, Superseded, relax_source
@@ -41,8 +42,8 @@ from govern.forge.base import (
     with_markers,
 )
 from govern.git.push import PushError, PushOutcome
-from govern.locks.installed import pinned_intent
-from govern.locks.regenerate import LockChange, LockRefused, Regenerator
+from govern.locks.installed import other_pins, pinned_intent, pins_digest
+from govern.locks.regenerate import LockChange, LockRefused, Regenerator, locks_of
 from govern.notify.base import Notifier
 from govern.service import outbox
 from govern.service.outcome import SCHEMA as SCHEMA
@@ -137,6 +138,28 @@ def title(work: Work, new: str) -> str:
     return f"Relax {work.ref.package} to {quoted(new)} ({work.version} verified)"
 
 
+def _covered(work: Work, pins: Sequence[str] | None) -> str:
+    """Whether the verification installed what this branch's locks pin of every other
+    package (its runs record a digest of the pins they were given)."""
+    if pins is None:
+        return ""
+    if pins_digest(pins) in work.lock_digests:
+        return (
+            f"\nThe verification installed the candidate with these locks' versions of the "
+            f"{len(pins)} other packages they pin.\n"
+        )
+    if work.lock_digests:
+        return (
+            "\n**The verification installed other versions of the other packages than these "
+            "locks pin** (the base branch moved since it ran): run the checks on this branch "
+            "before merging.\n"
+        )
+    return (
+        "\nThe verification did not install these locks' versions of the other packages "
+        "(it ran without them): run the checks on this branch before merging.\n"
+    )
+
+
 def body(
     work: Work,
     *,
@@ -145,6 +168,7 @@ def body(
     diff: str,
     elsewhere: Sequence[str] = (),
     locks: Sequence[LockChange] = (),
+    pins: Sequence[str] | None = None,
 ) -> str:
     """A body a reviewer can decide from (its markers are added when it is sent);
     ``elsewhere``: the other exclusions of the file that the audit reads differently after
@@ -194,7 +218,7 @@ def body(
         + "\n"
         for change in locks
     )
-    lock_section = f"\n### Locks\n{regenerated}" if locks else ""
+    lock_section = f"\n### Locks\n{regenerated}{_covered(work, pins)}" if locks else ""
     return f"""\
 govern proposes relaxing an exclusion whose candidate passed verification.
 
@@ -356,7 +380,7 @@ class Proposer:
             return self._outcome(work, via, state=RunState.UNCHANGED, message=admitted)
         new_text, old_line, new_line, diff = edit.text.encode(), edit.old, edit.new, edit.diff
         try:
-            locks = await asyncio.to_thread(
+            locks, pins = await asyncio.to_thread(
                 self._locks,
                 pusher,
                 base,
@@ -387,7 +411,13 @@ class Proposer:
                 tip=exc.tip,
             )
         text = body(
-            work, old=old_line, new=new_line, diff=diff, elsewhere=edit.elsewhere, locks=locks
+            work,
+            old=old_line,
+            new=new_line,
+            diff=diff,
+            elsewhere=edit.elsewhere,
+            locks=locks,
+            pins=pins,
         )
         if dry_run:
             return self._outcome(
@@ -485,15 +515,17 @@ class Proposer:
         intents: tuple[bytes, bytes | None],
         regenerator: Regenerator,
         config: Config,
-    ) -> list[LockChange]:
+    ) -> tuple[list[LockChange], tuple[str, ...] | None]:
         """The locks of the relaxed intent, regenerated in a copy of the base branch (with
         the local checkout's configuration: a command named there runs, never one a branch
-        on the remote names)."""
+        on the remote names), and what they then pin of every other package (None: the
+        intent has no lock)."""
         with tempfile.TemporaryDirectory(prefix="govern-tree-") as scratch:
             tree = Path(scratch)
             pusher.export(base, tree)
             content, pinned = intents
-            return regenerator.regenerate(
+            locks = locks_of(tree, work.ref.source, config)
+            changes = regenerator.regenerate(
                 tree,
                 intent=work.ref.source,
                 content=content,
@@ -502,6 +534,8 @@ class Proposer:
                 version=work.version,
                 config=config,
             )
+            package = canonicalize_name(work.ref.package)
+            return changes, other_pins(tree, locks, package) if locks else None
 
     def _undelivered(self, work: Work, via: Via, done: outbox.Delivered, **values: Any) -> Outcome:
         """The outcome of an action not sent: another run is at it (this one stood aside),

@@ -82,6 +82,9 @@ class Work:
     # ``sha256:<hex>`` of every file of the candidate on the index, for ``--hash`` lines;
     # empty when the index's file list cannot give every one
     hashes: tuple[str, ...] = ()
+    # What the candidate's runs installed beside it: the digest of the locks' pins each was
+    # given (govern.locks.installed.pins_digest; none when its intent has no lock).
+    lock_digests: tuple[str, ...] = ()
 
 
 def verified(
@@ -133,9 +136,30 @@ def verified(
                 runs=_runs(session, release.version, exclusion.id),
                 history=_history(session, exclusion.id),
                 hashes=file_hashes(release.files),
+                lock_digests=_lock_digests(session, exclusion.id, release.version),
             )
         )
     return out
+
+
+def _lock_digests(session: Session, exclusion_id: int, version: str) -> tuple[str, ...]:
+    """The digests of the lock pins the candidate's own runs of ``version`` were given."""
+    found: set[str] = set()
+    for detail in session.exec(
+        select(Event.detail).where(
+            col(Event.exclusion_id) == exclusion_id,
+            col(Event.kind) == EventKind.VERIFICATION_STARTED,
+        )
+    ):
+        if not isinstance(detail, dict) or detail.get("version") != version:
+            continue
+        if detail.get("kind", RunKind.CANDIDATE.value) != RunKind.CANDIDATE.value:
+            continue
+        lock = detail.get("lock")
+        digest = lock.get("digest") if isinstance(lock, dict) else None
+        if isinstance(digest, str):
+            found.add(digest)
+    return tuple(sorted(found))
 
 
 def file_hashes(files: Sequence[dict[str, Any]]) -> tuple[str, ...]:

@@ -27,8 +27,10 @@ from sqlmodel import col, select
 from govern.config import ProposeConfig, load_config
 from govern.demo.index import LocalIndex
 from govern.demo.wheels import build_wheel
+from govern.exclusions.ref import ExclusionRef
 from govern.exclusions.states import EventKind, RunState, Via
 from govern.git.push import Pusher
+from govern.locks.installed import LockPins, PinsFor, lock_pins
 from govern.locks.regenerate import Regenerator
 from govern.locks.tools import ToolCache
 from govern.service.propose import Proposer
@@ -112,11 +114,11 @@ def _propose(store: Store, clone: Path, index: LocalIndex) -> Proposer:
     )
 
 
-def _tracked(database_url: str, clone: Path) -> Store:
+def _tracked(database_url: str, clone: Path, pins_for: PinsFor | None = None) -> Store:
     store = Store(database_url)
     config = dataclasses.replace(load_config(clone), repository="acme/app")  # its [[locks]]
     track(store, clone, None, config=config, options=TrackOptions(now=NOW))
-    verify(store, "14.1.1", package="cupy-demo")
+    verify(store, "14.1.1", package="cupy-demo", pins_for=pins_for)
     return store
 
 
@@ -143,6 +145,36 @@ def test_a_uv_project_gets_one_branch_with_the_intent_and_uv_lock(
     lock = (work / "uv.lock").read_text()
     assert 'name = "cupy-demo"\nversion = "14.1.1"' in lock
     assert 'name = "helper-demo"\nversion = "1.0"' in lock  # nothing else moved
+
+
+def test_the_body_says_whether_the_verification_installed_the_branch_s_lock(
+    tmp_path: Path, index: LocalIndex, database_url: str
+) -> None:
+    """The runs record what they were given of the lock (a digest of its other pins); the
+    change request says whether that is what its branch's lock pins. The base branch
+    moving helper-demo after the verification makes it say so."""
+    seed, _ = _world(tmp_path, {"pyproject.toml": PYPROJECT})
+    env = _tool_env(index, tmp_path / "home")
+    _run([UV, "lock"], seed, env)
+    bare, clone = _publish(seed, tmp_path)
+    regenerator = Regenerator(index_url=index.url)
+
+    def pins(root: Path, ref: ExclusionRef, fmt: str, version: str) -> LockPins | None:
+        return lock_pins(root, ref=ref, fmt=fmt, version=version, regenerator=regenerator)
+
+    with _tracked(database_url, clone, pins_for=pins) as store:
+        (dry,) = asyncio.run(_propose(store, clone, index).run(dry_run=True)).proposals
+        assert dry.body is not None
+        assert "The verification installed the candidate with these locks' versions" in dry.body
+        # The base branch moves helper-demo (1.5 appears; the owner upgrades it).
+        wheel = build_wheel(tmp_path / "dists" / "helper-demo" / "1.5", "helper-demo", "1.5")
+        index.publish("helper-demo", wheel, "2026-06-01T00:00:00Z")
+        _run([UV, "lock", "--upgrade-package", "helper-demo"], seed, env)
+        Repo(seed).git("commit", "-q", "-am", "helper-demo 1.5")
+        Repo(seed).git("push", "-q", str(bare), "main")
+        (moved,) = asyncio.run(_propose(store, clone, index).run(dry_run=True)).proposals
+    assert moved.body is not None
+    assert "**The verification installed other versions of the other packages" in moved.body
 
 
 def test_a_pip_compile_lock_moves_only_the_package_and_keeps_its_hashes(

@@ -28,7 +28,7 @@ from govern.demo.index import LocalIndex
 from govern.demo.wheels import build_wheel
 from govern.exclusions.ref import ExclusionRef
 from govern.exclusions.states import EventKind
-from govern.locks.installed import lock_pins
+from govern.locks.installed import lock_pins, pins_digest
 from govern.locks.regenerate import Regenerator
 from govern.store.db import Store
 from govern.store.models import Event, Verification
@@ -115,7 +115,11 @@ def test_the_run_installs_the_candidate_with_the_regenerated_locks_versions(
         started = session.exec(
             select(Event).where(col(Event.kind) == EventKind.VERIFICATION_STARTED)
         ).one()
-    assert started.detail["lock"] == {"locks": ["uv.lock"], "pins": 1}
+    assert started.detail["lock"] == {
+        "locks": ["uv.lock"],
+        "pins": 1,
+        "digest": pins_digest(("helper-demo==1.0",)),  # the proposal compares its lock's
+    }
     # The checkout was only read: its lock is as it was.
     assert 'name = "cupy-demo"\nversion = "14.0.1"' in (root / "uv.lock").read_text()
 
