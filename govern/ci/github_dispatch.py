@@ -56,6 +56,23 @@ class GitHubDispatch(GitHubActions):
         return trial_fields(trial)
 
     async def _dispatch(self, trial: Trial) -> RunRef | None:
+        """Send the dispatch; the run when GitHub says which it is, else None. A workflow
+        that does not declare an input govern sends refuses the dispatch (no run): the
+        error says which inputs to declare."""
+        try:
+            return await self._send(trial)
+        except CIError as exc:
+            if exc.status != 422 or "Unexpected inputs" not in exc.message:
+                raise
+            raise CIError(
+                exc.message,
+                tip="Declare every input govern sends in the workflow's workflow_dispatch: "
+                f"{', '.join(sorted(self.inputs(trial)))} (reproducer and pins are optional "
+                "strings: see docs/commands/verify.md).",
+                status=exc.status,
+            ) from None
+
+    async def _send(self, trial: Trial) -> RunRef | None:
         """Send the dispatch; the run when GitHub says which it is, else None."""
         body: dict[str, Any] = {"ref": self.ref, "inputs": self.inputs(trial)}
         path = self.workflow_path("dispatches")

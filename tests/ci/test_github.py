@@ -191,6 +191,28 @@ def test_a_dispatch_the_server_rejects_is_an_error_with_its_message() -> None:
         assert type(caught.value) is CIError
         assert caught.value.status == 422
         assert not gh.fake.run_ids()
+        assert caught.value.tip is not None
+        assert "correlation_id, package, profile, reproducer, requirement, version" in (
+            caught.value.tip
+        )
+
+
+def test_a_trial_s_lock_pins_are_a_dispatch_input() -> None:
+    """Issue 25: the run installs the candidate with the lock's other versions, given as
+    the ``pins`` input (a constraints file's text); a workflow without it says so."""
+    pins = ("fastrlock==0.8.3", "numpy==2.2.6")
+    trial = Trial("cupy-cuda13x", Version("14.1.1"), "p", "govern-9-1", pins=pins)
+    with GitHubVendor().serving() as gh:
+        started = gh.using(lambda p: p.start(trial))
+        (run_id,) = gh.fake.run_ids()
+        assert started.run.run_id == str(run_id)
+        assert gh.fake.inputs_of(run_id)["pins"] == "fastrlock==0.8.3\nnumpy==2.2.6"
+    declared = ("package", "version", "requirement", "profile", "correlation_id")
+    with GitHubVendor(inputs=declared).serving() as gh:
+        with pytest.raises(CIError, match="Unexpected inputs provided") as caught:
+            gh.using(lambda p: p.start(trial))
+        assert caught.value.tip is not None
+        assert "pins" in caught.value.tip
 
 
 # -- status ---------------------------------------------------------------------------------

@@ -47,8 +47,16 @@ from fakes.api import FakeServer, Recorded, Reply, json_reply
 
 API_VERSION = "2022-11-28"
 DOCS = "https://docs.github.com/rest"
-#: The inputs the README's verify workflow declares (reproducer is optional).
-WORKFLOW_INPUTS = ("package", "version", "requirement", "profile", "correlation_id", "reproducer")
+#: The inputs the documented verify workflow declares (reproducer and pins are optional).
+WORKFLOW_INPUTS = (
+    "package",
+    "version",
+    "requirement",
+    "profile",
+    "correlation_id",
+    "reproducer",
+    "pins",
+)
 REQUIRED_INPUTS = ("package", "version", "requirement", "profile", "correlation_id")
 
 
