@@ -276,12 +276,16 @@ class Regenerator:
                 secrets += [part for part in (userinfo, *userinfo.split(":", 1)) if len(part) > 3]
         return scrub(redact(text), tuple(secrets))
 
-    def _tool(self, name: str) -> str:
+    def _found(self, name: str) -> str | None:
+        """Where the tool ``name`` is: as configured, on ``PATH``, or beside govern's Python."""
         chosen = (self.tools or {}).get(name)
         if chosen:
             return chosen
         beside = Path(sys.executable).parent / name
-        found = shutil.which(name) or (str(beside) if beside.exists() else None)
+        return shutil.which(name) or (str(beside) if beside.exists() else None)
+
+    def _tool(self, name: str) -> str:
+        found = self._found(name)
         if found is None:
             package = {"pip-compile": "pip-tools"}.get(name, name)
             raise LockRefused(
@@ -290,9 +294,12 @@ class Regenerator:
             )
         return found
 
-    def _wanted(self, tool: str, wanted: _Wanted | str, path: str) -> str:
-        """The tool beside govern (``wanted`` is its path: the project accepts it), else
-        the version the project asks for, from govern's cache (LockRefused without one)."""
+    def _wanted(self, tool: str, wanted: _Wanted | str | None, path: str) -> str:
+        """The tool beside govern (``wanted`` is its path: the project accepts it; None: it
+        asks for no version), else the version the project asks for, from govern's cache
+        (LockRefused without one)."""
+        if wanted is None:
+            return self._tool(tool)
         if isinstance(wanted, str):
             return wanted
         if self.cache is None:
@@ -330,7 +337,7 @@ class Regenerator:
         where = tree / Path(lock.path).parent
         extra: dict[str, str] = {}
         if lock.format is SourceFormat.POETRY_LOCK:
-            poetry = self._wanted("poetry", _poetry_wanted(self._tool("poetry"), lock), lock.path)
+            poetry = self._wanted("poetry", _poetry_wanted(self._found("poetry"), lock), lock.path)
             if pinned is None:
                 raise LockRefused(
                     f"{lock.path}: Poetry cannot move one package to {version} without the "
@@ -359,7 +366,7 @@ class Regenerator:
             return self._pip_lock(tree, lock, name, version)
         if lock.format is SourceFormat.UV_LOCK:
             tool = "uv lock"
-            uv = self._wanted("uv", _uv_wanted(self._tool("uv"), where, lock.path), lock.path)
+            uv = self._wanted("uv", _uv_wanted(self._found("uv"), where, lock.path), lock.path)
             args = [uv, "lock", "--upgrade-package", pin]
         elif lock.format is SourceFormat.COMPILED and lock.lock.tool in (
             "pip-compile",
@@ -526,30 +533,30 @@ def _version_of(tool: str, word: int) -> Version | None:
         return None
 
 
-def _poetry_wanted(poetry: str, lock: Source) -> _Wanted | str:
-    """``poetry`` when it writes the lock's format (the same major.minor as the Poetry its
-    header names: another one changes more than the package), else what is wanted."""
+def _poetry_wanted(poetry: str | None, lock: Source) -> _Wanted | str | None:
+    """``poetry`` (None: it is not installed) when it writes the lock's format (the same
+    major.minor as the Poetry its header names: another one changes more than the package),
+    else what is wanted; None when the lock names no Poetry."""
     assert lock.lock is not None
-    if lock.lock.tool_version is None:
-        return poetry
     try:
-        wanted = Version(lock.lock.tool_version)
+        wanted = Version(lock.lock.tool_version or "")
     except InvalidVersion:
         return poetry
-    have = _version_of(poetry, -1)
-    if have is None or have.release[:2] == wanted.release[:2]:
+    have = _version_of(poetry, -1) if poetry is not None else None
+    if poetry is not None and (have is None or have.release[:2] == wanted.release[:2]):
         return poetry
     accepted = SpecifierSet(f"=={wanted.major}.{wanted.minor}.*")
+    beside = f"the Poetry beside govern is {have}" if poetry else "no Poetry is beside govern"
     return _Wanted(
         accepted,
-        f"{lock.path} was written by Poetry {wanted}; the Poetry beside govern is {have}: "
-        "the lock is not regenerated with another Poetry",
+        f"{lock.path} was written by Poetry {wanted}; {beside}: the lock is not regenerated "
+        "with another Poetry",
         f"Install Poetry {wanted.major}.{wanted.minor} beside govern "
         f"(pip install 'poetry{accepted}').",
     )
 
 
-def _uv_wanted(uv: str, folder: Path, lock: str) -> _Wanted | str:
+def _uv_wanted(uv: str | None, folder: Path, lock: str) -> _Wanted | str | None:
     """``uv`` when the project accepts it (``[tool.uv] required-version`` of the
     ``pyproject.toml`` beside the lock, or ``required-version`` in a ``uv.toml`` there),
     else what is wanted: a lock written by another uv than the project asks for is not
@@ -574,13 +581,14 @@ def _uv_wanted(uv: str, folder: Path, lock: str) -> _Wanted | str:
         accepted = SpecifierSet(wanted if wanted[:1] in "<>=!~" else f"=={wanted}")
     except InvalidSpecifier:
         return uv  # uv itself says what it accepts when it runs
-    have = _version_of(uv, 1)
-    if have is None or accepted.contains(have, prereleases=True):
+    have = _version_of(uv, 1) if uv is not None else None
+    if uv is not None and (have is None or accepted.contains(have, prereleases=True)):
         return uv
+    beside = f"the uv beside govern is {have}" if uv else "no uv is beside govern"
     return _Wanted(
         accepted,
-        f"{lock}: the project asks for uv {line(wanted, 100)} (required-version); the uv "
-        f"beside govern is {have}: the lock is not regenerated with another uv",
+        f"{lock}: the project asks for uv {line(wanted, 100)} (required-version); {beside}: "
+        "the lock is not regenerated with another uv",
         f"Install a uv that matches {line(wanted, 100)} beside govern (pip install "
         f"'uv{accepted}').",
     )

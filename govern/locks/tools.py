@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -78,38 +80,53 @@ class ToolCache:
     def executable(self, package: str, wanted: SpecifierSet, command: str) -> Path:
         """The ``command`` of ``package`` at a version in ``wanted``, installed here first
         when it is not yet; raises :class:`~govern.locks.regenerate.LockRefused` when it
-        cannot be."""
+        cannot be.
+
+        The environment is made where it stays (console scripts name their Python by its
+        path), under a lock file, and marked complete only once the command answers
+        ``--version``: a failed, interrupted or concurrent install is never run, and the
+        next call makes it again."""
         from govern.locks.regenerate import LockRefused
 
         name = canonicalize_name(package)
         key = hashlib.sha256(f"{name}{wanted}".encode()).hexdigest()[:12]
         home = (self.root or default_tools_dir()) / f"{name}-{key}"
         found = _bin(home, command)
-        if found.exists():
+        if (home / _COMPLETE).is_file():
             return found
-        home.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(prefix=f".{name}-", dir=home.parent) as scratch:
-            venv = Path(scratch) / "venv"
-            said = self._install(venv, f"{name}{wanted}")
-            if said is not None:
-                raise LockRefused(
-                    f"{name}{wanted} could not be installed into govern's cache: {said}",
-                    tip=f"Install it by hand beside govern, or check the index ({name} "
-                    "must be there as a wheel).",
-                )
-            if not _bin(venv, command).exists():
-                raise LockRefused(f"{name}{wanted} was installed but has no {command} command")
-            try:
-                venv.rename(home)  # another process may have won the race: its copy is used
-            except OSError:
-                if not found.exists():
-                    raise
+        try:
+            home.parent.mkdir(parents=True, exist_ok=True)
+            with _locked(home.parent / f"{home.name}.lock"):
+                if (home / _COMPLETE).is_file():  # another process made it meanwhile
+                    return found
+                shutil.rmtree(home, ignore_errors=True)  # what a failed install left
+                said = self._install(home, f"{name}{wanted}")
+                if said is None and not _answers(found):
+                    said = f"its {command} command does not run"
+                if said is not None:
+                    shutil.rmtree(home, ignore_errors=True)
+                    raise LockRefused(
+                        f"{name}{wanted} could not be installed into govern's cache: {said}",
+                        tip=f"Install it by hand beside govern, or check the index ({name} "
+                        "must be there as a wheel).",
+                    )
+                (home / _COMPLETE).write_text(f"{name}{wanted}\n", encoding="utf-8")
+        except OSError as exc:
+            raise LockRefused(
+                f"{name}{wanted} could not be installed into govern's cache at {home}: "
+                f"{exc.strerror or exc}",
+                tip=f"Make {home.parent} writable, or set {ENV_VAR} to a folder that is.",
+            ) from None
         return found
 
     def _install(self, venv: Path, requirement: str) -> str | None:
         """Create ``venv`` and install ``requirement`` into it; None, or what failed."""
-        env = tool_environment(venv.parent, self.index_url, self.extra_index_urls)
-        env["PIP_NO_INPUT"] = "1"
+        with tempfile.TemporaryDirectory(prefix="govern-tool-") as scratch:
+            env = tool_environment(Path(scratch), self.index_url, self.extra_index_urls)
+            env["PIP_NO_INPUT"] = "1"
+            return self._steps(venv, requirement, env)
+
+    def _steps(self, venv: Path, requirement: str, env: dict[str, str]) -> str | None:
         steps = (
             [sys.executable, "-m", "venv", "--without-pip", str(venv)],
             [
@@ -137,6 +154,33 @@ class ToolCache:
                 text = (done.stderr or done.stdout).decode("utf-8", "replace").strip()
                 return self.clean(text[-_ERROR_CHARS:])
         return None
+
+
+_COMPLETE = ".govern-complete"
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """An exclusive lock on ``path`` (created) for the block: one install at a time."""
+    import fcntl
+
+    with path.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _answers(command: Path) -> bool:
+    """Whether ``command --version`` runs and exits 0."""
+    try:
+        done = subprocess.run(
+            [str(command), "--version"], capture_output=True, timeout=60, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0
 
 
 def _bin(venv: Path, command: str) -> Path:

@@ -812,8 +812,8 @@ class Verifier:
     async def _lock_pins(self, wanted: _Wanted) -> LockPins | None:
         """What the runs of a candidate install beside it: its intent's locks regenerated
         for it (once per call), or None when the intent has none."""
-        if self.pins_for is None or not wanted.waiting.root:
-            return None
+        if self.pins_for is None or not wanted.waiting.root or not wanted.waiting.locked:
+            return None  # no lock tracked in the repository: nothing to copy or regenerate
         key = (wanted.waiting.exclusion_id, str(wanted.version))
         if key not in self._pins:
             try:

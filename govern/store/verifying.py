@@ -10,14 +10,17 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from packaging.version import InvalidVersion, Version
 from sqlalchemy import select as columns
+from sqlalchemy.orm import aliased
 from sqlmodel import Session, col, func, select
 
 from govern.exclusions.model import Kind
 from govern.exclusions.ref import ExclusionRef
 from govern.exclusions.states import CandidateStatus, Conclusion, RunKind
+from govern.sources.model import SourceFormat
 from govern.store.models import (
     Candidate,
     IndexPage,
@@ -99,6 +102,22 @@ class Waiting:
     kind: Kind
     root: str = ""  # the repository's checkout, as tracked
     format: str = ""  # the intent's format (its source's)
+    locked: bool = False  # the repository has a lock (sources/locks.py): its runs get pins
+
+
+def _has_lock() -> Any:
+    """Whether the repository of the row has a lock among its present sources."""
+    lock = aliased(StoredSource)
+    formats = [str(f) for f in SourceFormat if f.is_lock]
+    return (
+        columns(col(lock.id))
+        .where(
+            col(lock.repository_id) == col(Repository.id),
+            col(lock.present),
+            col(lock.format).in_(formats),
+        )
+        .exists()
+    )
 
 
 def waiting(
@@ -115,6 +134,7 @@ def waiting(
             col(StoredSource.format),
             col(Repository.name),
             col(Repository.root),
+            _has_lock(),
         )
         .join(StoredRelease, col(StoredRelease.id) == col(Candidate.release_id))
         .join(StoredExclusion, col(StoredExclusion.id) == col(Candidate.exclusion_id))
@@ -132,7 +152,7 @@ def waiting(
     if profiles:
         query = query.where(col(Candidate.profile).in_(list(profiles)))
     out: list[Waiting] = []
-    for candidate, found, exclusion, path, fmt, name, root in session.execute(query).all():
+    for candidate, found, exclusion, path, fmt, name, root, locked in session.execute(query).all():
         assert candidate.id is not None
         assert exclusion.id is not None
         assert found.id is not None
@@ -147,6 +167,7 @@ def waiting(
                 kind=exclusion.kind,
                 root=root,
                 format=fmt,
+                locked=bool(locked),
             )
         )
     return out

@@ -327,13 +327,13 @@ def test_the_uv_the_project_asks_for_is_installed_into_govern_s_cache(
         proposer.regenerator_for = lambda _config: regenerator
         (outcome,) = asyncio.run(proposer.run(dry_run=True)).proposals
         assert outcome.state == RunState.DRY_RUN, outcome
-        (installed,) = tools.iterdir()
+        (installed,) = [p for p in tools.iterdir() if p.is_dir()]
         assert (installed / "bin" / "uv").exists()
         (outcome,) = asyncio.run(proposer.run()).proposals
     assert outcome.state == RunState.SENT, outcome
     assert outcome.branch is not None
     assert 'name = "cupy-demo"\nversion = "14.1.1"' in _show(bare, outcome.branch, "uv.lock")
-    assert [p.name for p in tools.iterdir()] == [installed.name]  # installed once
+    assert [p.name for p in tools.iterdir() if p.is_dir()] == [installed.name]  # once
 
 
 def test_a_tool_the_index_does_not_have_is_refused_and_leaves_nothing_behind(
@@ -348,7 +348,31 @@ def test_a_tool_the_index_does_not_have_is_refused_and_leaves_nothing_behind(
         cache.executable("uv", SpecifierSet("==0.0.1"), "uv")
     assert "uv==0.0.1 could not be installed into govern's cache" in refused.value.message
     assert "No matching distribution" in refused.value.message  # pip's own words
-    assert list((tmp_path / "tools").iterdir()) == []  # no half-installed tool
+    assert [p for p in (tmp_path / "tools").iterdir() if p.is_dir()] == []  # no half tool
+
+
+def test_a_python_tool_from_the_cache_runs_where_it_was_installed(
+    tmp_path: Path, index: LocalIndex
+) -> None:
+    """A console script names its Python by path: the environment is made where it stays
+    (Poetry is such a tool)."""
+    from packaging.specifiers import SpecifierSet
+
+    wheel = build_wheel(
+        tmp_path / "dists" / "toolpkg",
+        "toolpkg",
+        "1.0",
+        files={
+            "toolpkg/__init__.py": "def main():\n    print('toolpkg 1.0')\n",
+            "toolpkg-1.0.dist-info/entry_points.txt": "[console_scripts]\ntoolcmd = toolpkg:main\n",
+        },
+    )
+    index.publish("toolpkg", wheel, "2026-05-01T00:00:00Z")
+    cache = ToolCache(root=tmp_path / "tools", index_url=index.url)
+    command = cache.executable("toolpkg", SpecifierSet("==1.0"), "toolcmd")
+    said = subprocess.run([str(command)], capture_output=True, text=True, check=True).stdout
+    assert said == "toolpkg 1.0\n"
+    assert cache.executable("toolpkg", SpecifierSet("==1.0"), "toolcmd") == command  # kept
 
 
 REGEN = """\
@@ -572,3 +596,23 @@ def test_a_pip_lock_moves_only_the_package_and_keeps_its_hashes(
     held.write_text("helper-demo==1.0\n", encoding="utf-8")
     _run([*pip_lock, "--constraint", str(held)], work, env)
     assert (work / "pylock.toml").read_text() == after
+
+
+def test_a_tool_missing_beside_govern_is_taken_from_the_cache_when_the_project_names_it(
+    tmp_path: Path,
+) -> None:
+    from govern.locks.regenerate import _uv_wanted
+
+    (tmp_path / "pyproject.toml").write_text(
+        '[project]\nname = "app"\nversion = "0.1"\n\n[tool.uv]\nrequired-version = ">=0.5"\n',
+        encoding="utf-8",
+    )
+    wanted = _uv_wanted(None, tmp_path, "uv.lock")
+    assert not isinstance(wanted, str)
+    assert wanted is not None
+    assert str(wanted.accepted) == ">=0.5"
+    assert "no uv is beside govern" in wanted.refusal
+    # A project that names no uv: the one beside govern, or the usual "not installed".
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "app"\n', encoding="utf-8")
+    assert _uv_wanted(None, tmp_path, "uv.lock") is None
+    assert _uv_wanted("/usr/bin/uv", tmp_path, "uv.lock") == "/usr/bin/uv"

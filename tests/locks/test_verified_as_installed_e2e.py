@@ -208,6 +208,10 @@ def test_the_pins_reach_the_trial_and_a_failure_to_find_them_is_said_not_fatal(
     root = tmp_path / "repo"
     root.mkdir()
     (root / "pyproject.toml").write_text(PYPROJECT, encoding="utf-8")
+    (root / "uv.lock").write_text(  # a repository with a lock: its runs get pins
+        'version = 1\n\n[[package]]\nname = "cupy-demo"\nversion = "14.0.1"\n',
+        encoding="utf-8",
+    )
     with Store(database_url) as store:
         track(store, root, None, config=Config(), options=TrackOptions())
         asked: list[tuple[Path, str, str, str]] = []
@@ -237,3 +241,26 @@ def test_the_pins_reach_the_trial_and_a_failure_to_find_them_is_said_not_fatal(
     assert started.detail["lock"]["refused"] == (
         "the locks could not be read: git archive failed: the object store is corrupt"
     )
+
+
+def test_a_repository_without_a_lock_is_not_copied_for_pins(
+    tmp_path: Path, database_url: str
+) -> None:
+    from reminderworld import verify
+
+    from govern.config import Config
+    from govern.service.track import TrackOptions, track
+
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "pyproject.toml").write_text(PYPROJECT, encoding="utf-8")
+    asked: list[str] = []
+
+    def pins(*args: object) -> None:
+        asked.append(str(args))
+
+    with Store(database_url) as store:
+        track(store, root, None, config=Config(), options=TrackOptions())
+        provider = verify(store, "14.1.1", package="cupy-demo", pins_for=pins)
+    assert asked == []  # the store knows it has no lock: nothing regenerated, nothing copied
+    assert provider.trials[0].pins == ()
