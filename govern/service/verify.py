@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import logging
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -46,6 +47,8 @@ from govern.store.queries import current_notes, failed_versions
 if TYPE_CHECKING:
     from govern.locks.installed import LockPins, PinsFor
     from govern.store.db import Session
+
+log = logging.getLogger(__name__)
 
 # A row without a run id older than its provider's time-out plus this lost its process (a
 # local command has no run id until it ends; installs may take half an hour more).
@@ -478,6 +481,9 @@ class Verifier:
                 return False
             run_version, files = found
             group = [dataclasses.replace(w, run_version=run_version) for w in group]
+        # The locks are regenerated before any run is claimed (it may take minutes): a run
+        # row never waits without a run for them.
+        await self._lock_pins(first)
         now = self.clock()
         with self.store.session(write=True) as session:
             # Read again under the write lock: another call (the dashboard, another process,
@@ -511,7 +517,7 @@ class Verifier:
         first = group[0]
         ref = first.waiting.ref
         run_version = first.run_version or first.version
-        locked = await self._lock_pins(first)
+        locked = await self._lock_pins(first)  # known by now (the same candidate's, or fresh)
         indexes = self.index.indexes_for(ref.package) if self.index is not None else ()
         stored, files_index = self._files(first.waiting, run_version)
         trial = Trial(
@@ -803,10 +809,7 @@ class Verifier:
             "run_url": row.run_url,
         }
         if locked is not None:
-            lock = locked.detail()
-            if "refused" in lock:
-                lock["refused"] = self._hide(lock["refused"])
-            detail["lock"] = lock
+            detail["lock"] = locked.detail()
         return detail
 
     async def _lock_pins(self, wanted: _Wanted) -> LockPins | None:
@@ -824,11 +827,16 @@ class Verifier:
                     wanted.waiting.format,
                     str(wanted.version),
                 )
-            except (GovernError, OSError) as exc:  # the run goes on, and says why
+            except Exception as exc:  # the run goes on without pins, and says why
                 from govern.locks.installed import LockPins
 
-                why = exc.message if isinstance(exc, GovernError) else str(exc)
+                why = exc.message if isinstance(exc, GovernError) else repr(exc)
+                if not isinstance(exc, GovernError):  # a bug: its traceback, in the log
+                    log.warning("regenerating the locks for %s failed", key, exc_info=True)
                 found = LockPins((), refused=f"the locks could not be read: {why}")
+            if found is not None and found.refused is not None:
+                # Secrets hidden in the whole text, before any of it is cut for the event.
+                found = dataclasses.replace(found, refused=self._hide(found.refused))
             self._pins[key] = found
         return self._pins[key]
 

@@ -264,3 +264,60 @@ def test_a_repository_without_a_lock_is_not_copied_for_pins(
         provider = verify(store, "14.1.1", package="cupy-demo", pins_for=pins)
     assert asked == []  # the store knows it has no lock: nothing regenerated, nothing copied
     assert provider.trials[0].pins == ()
+
+
+def test_a_secret_in_a_refusal_is_hidden_before_the_refusal_is_cut(
+    tmp_path: Path, database_url: str
+) -> None:
+    """The event keeps 500 characters of why the locks were not regenerated; a configured
+    secret straddling that cut is hidden in the whole text first, so none of it is kept."""
+    import asyncio
+
+    from reminderworld import NOW, Passes
+
+    from govern.config import Config
+    from govern.exclusions.states import State
+    from govern.locks.installed import LockPins
+    from govern.redact import ConfiguredSecrets
+    from govern.service.track import TrackOptions, track
+    from govern.service.verify import Verifier
+    from govern.store.models import Candidate, StoredExclusion, StoredRelease
+
+    secret = "s3cr3t-t0ken-" + "x" * 30
+    why = "a" * 490 + secret + " refused"
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "pyproject.toml").write_text(PYPROJECT, encoding="utf-8")
+    (root / "uv.lock").write_text('version = 1\n\n[[package]]\nname = "cupy-demo"\n', "utf-8")
+    with Store(database_url) as store:
+        track(store, root, None, config=Config(), options=TrackOptions())
+        with store.session(write=True) as session:
+            row = session.exec(
+                select(StoredExclusion).where(StoredExclusion.package == "cupy-demo")
+            ).one()
+            release = StoredRelease(package="cupy-demo", version="14.1.1", first_seen_at=NOW)
+            session.add(release)
+            session.flush()
+            session.add(
+                Candidate(
+                    exclusion_id=row.id or 0, release_id=release.id or 0, profile="p", found_at=NOW
+                )
+            )
+            row.state = State.CANDIDATE
+        provider = Passes()
+        verifier = Verifier(
+            store,
+            provider_for=lambda _profile: provider,
+            providers={provider.name: provider},
+            clock=lambda: NOW,
+            secrets=ConfiguredSecrets(values=(secret,)),
+            pins_for=lambda *_args: LockPins(("uv.lock",), refused=why),
+        )
+        asyncio.run(verifier.run())
+        with store.session() as session:
+            started = session.exec(
+                select(Event).where(col(Event.kind) == EventKind.VERIFICATION_STARTED)
+            ).one()
+    kept = started.detail["lock"]["refused"]
+    assert "s3cr3t" not in kept
+    assert kept.startswith("a" * 490)
