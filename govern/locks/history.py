@@ -31,8 +31,9 @@ __all__ = ["Held", "held_over_time", "pins_in"]
 # A pin of a requirements-shaped lock: at the start of its line, before any marker,
 # hash continuation or comment (``name[extra] == 1.0 ; marker \``).
 _PIN_RE = re.compile(
-    rb"^([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)\s*(?:\[[^\]\n]*\])?\s*===?\s*([^\s;\\#]+)",
-    re.MULTILINE,
+    rb"([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)"  # the name
+    rb"[ \t]*(?:\[[^\]]*\])?[ \t]*===?[ \t]*"  # [extras] == or ===
+    rb"([^\s;\\#]+)"  # the version
 )
 _MAX_VERSION = 128
 
@@ -43,28 +44,24 @@ def _name(raw: bytes) -> str:
     return canonicalize_name(raw.decode("ascii"))
 
 
-def pins_in(data: bytes, fmt: SourceFormat, path: str) -> set[tuple[str, str]]:
+def pins_in(data: bytes, fmt: SourceFormat, path: str) -> set[tuple[str, str]] | None:
     """The ``(package, version)`` pairs a lock's text pins (a package may have several,
-    by marker)."""
-    if fmt in (SourceFormat.COMPILED, SourceFormat.REQUIREMENTS, SourceFormat.CONSTRAINTS):
-        return {
-            (_name(name), version.decode("ascii", "replace"))
-            for name, version in _PIN_RE.findall(data)
-            if len(version) <= _MAX_VERSION
-        }
-    from govern.locks.regenerate import pinned_versions
+    by marker); None when the text cannot be read as its format (a commit with conflict
+    markers, say): such a revision says nothing about what was installed."""
+    if fmt in _LINE_FORMATS:
+        return {pin for raw in data.splitlines() if (pin := _line_pin(raw)) is not None}
+    from govern.locks.regenerate import source_pins
     from govern.sources.locks import read_lock
 
     with tempfile.TemporaryDirectory(prefix="govern-lock-") as scratch:
-        tree = Path(scratch)
-        file = tree / Path(path).name
+        file = Path(scratch) / Path(path).name
         file.write_bytes(data)
-        source = read_lock(file, display_path=file.name, fmt=fmt, root=tree)
-        return {
-            (name, version)
-            for name, versions in pinned_versions(tree, source).items()
-            for version in versions
-        }
+        source = read_lock(file, display_path=file.name, fmt=fmt, root=Path(scratch))
+    if any(problem.rule == "parse-error" for problem in source.problems):
+        return None
+    return {
+        (name, version) for name, versions in source_pins(source).items() for version in versions
+    }
 
 
 _LINE_FORMATS = (SourceFormat.COMPILED, SourceFormat.REQUIREMENTS, SourceFormat.CONSTRAINTS)
@@ -101,6 +98,8 @@ def held_over_time(
         gone = revision.deleted or blob is None
         if not by_line:
             now = set() if gone else pins_in(blob or b"", fmt, revision.path)
+            if now is None:
+                continue  # unreadable: nothing changes until a readable revision
             leaving, coming = set(current) - now, now - set(current)
         else:
             fresh = set() if gone else set((blob or b"").splitlines())

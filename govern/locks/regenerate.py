@@ -61,7 +61,15 @@ if TYPE_CHECKING:
     from govern.locks.tools import ToolCache
 from govern.text import line
 
-__all__ = ["LockChange", "LockRefused", "Moved", "Regenerator", "locks_of", "pinned_versions"]
+__all__ = [
+    "LockChange",
+    "LockRefused",
+    "Moved",
+    "Regenerator",
+    "locks_of",
+    "pinned_versions",
+    "source_pins",
+]
 
 TIMEOUT = 300.0  # seconds a lock tool may take
 _ERROR_CHARS = 2000  # of a tool's own error, kept
@@ -162,14 +170,15 @@ def pinned_versions(tree: Path, lock: Source) -> dict[str, set[str]]:
     """The versions the lock at ``lock.path`` under ``tree`` pins now, by package."""
     from govern.audit import read_source
 
-    return _pins(
+    return source_pins(
         read_source(
             tree / lock.path, display_path=lock.path, fmt=lock.format, root=tree, environ={}
         )
     )
 
 
-def _pins(source: Source) -> dict[str, set[str]]:
+def source_pins(source: Source) -> dict[str, set[str]]:
+    """The versions a read lock pins, by package (``==``/``===`` of its entries)."""
     pins: dict[str, set[str]] = {}
     for entry in source.entries:
         if entry.name is None or entry.requirement is None:
@@ -242,7 +251,7 @@ class Regenerator:
         (tree / intent).write_bytes(content)
         changes: list[LockChange] = []
         for lock in locks:
-            before = _pins(lock)
+            before = source_pins(lock)
             original = (tree / lock.path).read_bytes()
             tool = self._run(
                 tree, lock, name, version, intent=intent, content=content, pinned=pinned
@@ -422,7 +431,7 @@ class Regenerator:
         pin = f"{name}=={version}"
         others = [
             f"{other}=={next(iter(versions))}"
-            for other, versions in sorted(_pins(lock).items())
+            for other, versions in sorted(source_pins(lock).items())
             if other != name and len(versions) == 1
         ]
         with tempfile.TemporaryDirectory(prefix="govern-pins-") as scratch:

@@ -360,10 +360,17 @@ class Sync:
         self._source(path, fmt, self.now).row.commit = sha
 
     def lock_held(
-        self, path: str, fmt: str, revisions: Sequence[Revision], blobs: Sequence[bytes | None]
+        self,
+        path: str,
+        fmt: str,
+        revisions: Sequence[Revision],
+        blobs: Sequence[bytes | None],
+        *,
+        rebuild: bool = False,
     ) -> None:
         """Record what the lock at ``path`` held at each of ``revisions`` (oldest first,
-        after its replay marker; ``blobs`` their texts), and move the marker."""
+        after its replay marker; ``blobs`` their texts), and move the marker; ``rebuild``:
+        ``revisions`` are its whole history, what was recorded before is replaced."""
         from govern.locks.history import held_over_time
         from govern.sources.model import SourceFormat
 
@@ -371,19 +378,26 @@ class Sync:
             return
         row = self._source(path, fmt, self.now).row
         assert row.id is not None
+        if rebuild:
+            tracking.forget_lock_pins(self.session, source_id=row.id)
         still = tracking.open_lock_pins(self.session, source_id=row.id)
         held = held_over_time(revisions, blobs, SourceFormat(fmt), open_=still)
         tracking.record_lock_pins(self.session, source_id=row.id, held=held)
         row.commit = revisions[-1].commit.sha
 
     def drop_sources(self, keep: Iterable[str], removal: Provenance) -> None:
-        """Sources no longer present: their exclusions are removed."""
+        """Sources no longer present: their exclusions are removed (a lock's versions, no
+        longer held)."""
         wanted = set(keep)
         for path, state in self.sources.items():
             if path in wanted or not state.row.present:
                 continue
             for row in list(state.active.values()):
                 self._remove(state, row, removal, {"clause": row.ref.clause})
+            if state.row.id is not None:  # a lock gone holds nothing any more
+                tracking.close_lock_pins(
+                    self.session, source_id=state.row.id, at=removal.at, commit=removal.commit
+                )
             state.row.present = False
             state.row.last_seen_at = removal.at
 

@@ -214,6 +214,7 @@ class _LockReplay:
     format: str
     revisions: list[Revision]
     blobs: list[bytes | None]
+    rebuild: bool = False  # the history was rewritten: what was recorded is read again
 
 
 def _plan_lock_replay(
@@ -222,6 +223,7 @@ def _plan_lock_replay(
     sources: dict[str, SourceRecord],
     stored: dict[str, SourceState],
     options: TrackOptions,
+    notes: list[str],
 ) -> list[_LockReplay]:
     """The commits of each lock after its marker (its whole history with ``--history``
     the first time; ``--since`` bounds it), read before the write lock."""
@@ -237,9 +239,17 @@ def _plan_lock_replay(
         if git_path is None:
             continue
         revisions = git.file_history(git_path, since=options.since if last is None else None)
+        rebuild = False
         if last is not None:
             shas = [revision.commit.sha for revision in revisions]
-            revisions = revisions[shas.index(last) + 1 :] if last in shas else []
+            if last in shas:
+                revisions = revisions[shas.index(last) + 1 :]
+            else:  # the history was rewritten (rebased?): what the lock held is read again
+                rebuild = True
+                notes.append(
+                    f"{path}: its last read commit {last[:10]} is no longer in the history "
+                    "(rebased?); what the lock held is read again from its whole history"
+                )
         if not revisions:
             continue
         blobs = git.read_blobs([(r.commit.sha, r.path) for r in revisions if not r.deleted])
@@ -250,6 +260,7 @@ def _plan_lock_replay(
                 str(source.format),
                 revisions,
                 [None if r.deleted else next(texts) for r in revisions],
+                rebuild,
             )
         )
     return plan
@@ -457,7 +468,7 @@ def track(
         for new, (old, _) in renamed.items():
             stored[new] = stored.pop(old)
         plan, moved = _plan_replay(git, root, sources, stored, options, notes)
-        lock_plan = _plan_lock_replay(git, root, sources, stored, options)
+        lock_plan = _plan_lock_replay(git, root, sources, stored, options, notes)
         replayed_paths = {replay.source.path for replay in plan}
         for path, items in by_source.items():
             known = stored.get(path)
@@ -498,7 +509,7 @@ def track(
             assert git is not None  # a plan comes from git
             _replay(sync, replay, git=git, config=config, step=step, notes=notes)
         for lock in lock_plan:
-            sync.lock_held(lock.path, lock.format, lock.revisions, lock.blobs)
+            sync.lock_held(lock.path, lock.format, lock.revisions, lock.blobs, rebuild=lock.rebuild)
             for _revision in lock.revisions:
                 step(lock.path)
         for path, sha in moved.items():
@@ -542,6 +553,7 @@ def _lock_notes(store: Store, report: AuditReport, name: str) -> list[str]:
     its intent keeps out, is said after the sync."""
     if not any(source.lock is not None for source in report.sources):
         return []
+    from govern.edit.blocks import same_version
     from govern.policy.engine import evaluate
     from govern.store.history import lock_history
     from govern.store.queries import known_bad
@@ -549,13 +561,15 @@ def _lock_notes(store: Store, report: AuditReport, name: str) -> list[str]:
 
     with store.connection() as conn:
         known = known_bad(conn)
-        # A known-bad version a lock here held in the past (track --history): when.
+        # A known-bad version a lock here held in the past (track --history): when. The
+        # versions compare as PEP 440 ("2.0" is "2.0.0").
         past = [
             (held, why)
             for package, versions in sorted(known.items())
-            for held in lock_history(conn, package=package, versions=versions, repository_name=name)
+            for held in lock_history(conn, package=package, repository_name=name)
             if held.until is not None
-            for why in (versions[held.version],)
+            for bad, why in versions.items()
+            if same_version(held.version, bad)
         ]
     findings = evaluate(
         report.policy,

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Collection
 from datetime import datetime
 from typing import Any
 
@@ -52,11 +51,10 @@ def lock_history(
     session: Reader,
     *,
     package: str,
-    versions: Collection[str] | None = None,
     repository_name: str | None = None,
 ) -> list[LockHeldPublic]:
     """What the tracked locks held of ``package`` over time (``govern track --history``),
-    oldest first; only ``versions`` and one repository's locks when given."""
+    oldest first; only one repository's locks when given."""
     statement = (
         select(
             repository.c.name,
@@ -74,8 +72,6 @@ def lock_history(
         .where(lock_pin.c.package == canonicalize_name(package))
         .order_by(lock_pin.c.since, repository.c.name, source.c.path, lock_pin.c.id)
     )
-    if versions is not None:
-        statement = statement.where(lock_pin.c.version.in_(list(versions)))
     if repository_name is not None:
         statement = statement.where(repository.c.name == repository_name)
     return [

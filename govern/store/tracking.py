@@ -283,3 +283,17 @@ def record_lock_pins(session: Session, *, source_id: int, held: Sequence[Held]) 
         )
     if new:  # a bot's lock gives thousands: in batches, without an object each
         session.execute(insert(LockPin), new, execution_options=BULK)
+
+
+def close_lock_pins(session: Session, *, source_id: int, at: datetime, commit: str | None) -> None:
+    """A lock that is gone: every version it still held, held until ``at``."""
+    session.execute(
+        update(LockPin)
+        .where(col(LockPin.source_id) == source_id, col(LockPin.until).is_(None))
+        .values(until=at, until_commit=commit)
+    )
+
+
+def forget_lock_pins(session: Session, *, source_id: int) -> None:
+    """What a lock was recorded to hold, forgotten (its history is read again)."""
+    session.execute(delete(LockPin).where(col(LockPin.source_id) == source_id))

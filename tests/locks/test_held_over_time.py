@@ -92,3 +92,16 @@ def test_pins_in_reads_names_as_pep_503_and_skips_what_is_no_pin() -> None:
         ("flask-login", "0.6.3"),
         ("zope-interface", "6.4.post2"),
     }
+
+
+def test_an_unreadable_revision_of_a_toml_lock_changes_nothing() -> None:
+    """A commit that left conflict markers in uv.lock says nothing about what was
+    installed: no false gap, no false "installed from ... to"."""
+    good = b'version = 1\n\n[[package]]\nname = "cupy-demo"\nversion = "14.0.1"\n'
+    broken = b"<<<<<<< HEAD\n" + good + b"=======\n>>>>>>> theirs\n"
+    texts: list[bytes | None] = [good, broken, good]
+    revisions = [Revision(r.commit, "uv.lock", deleted=False) for r in _revisions(texts)]
+    held = held_over_time(revisions, texts, SourceFormat.UV_LOCK)
+    assert [(h.package, h.version, h.since_commit, h.until) for h in held] == [
+        ("cupy-demo", "14.0.1", revisions[0].commit.sha, None)
+    ]

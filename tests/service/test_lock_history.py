@@ -86,7 +86,8 @@ def test_a_locks_history_says_which_version_was_installed_when(
     tmp_path: Path, database_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     repo = Repo(tmp_path / "app")
-    intent = "# 3.0 drops our extension API\n# govern: bad=2.3.3\nflask<3\n"
+    # bad= spelled 2.3.3.0: the same PEP 440 version as the lock's 2.3.3.
+    intent = "# 3.0 drops our extension API\n# govern: bad=2.3.3.0\nflask<3\n"
     repo.commit(
         "start",
         "2026-05-01T00:00:00+00:00",
@@ -172,4 +173,39 @@ def test_a_toml_lock_and_a_deleted_lock_close_what_they_held(
             ("cupy-demo", "14.0.1", "2026-08-10", "2026-09-01"),
             ("cupy-demo", "14.0.1", "2026-10-01", None),
             ("cupy-demo", "14.1.0", "2026-05-23", "2026-08-10"),
+        ]
+
+
+def test_a_lock_deleted_or_rewritten_does_not_stay_held(tmp_path: Path, database_url: str) -> None:
+    repo = Repo(tmp_path / "app")
+    repo.commit(
+        "start",
+        "2026-05-01T00:00:00+00:00",
+        {"requirements.in": "flask<3\n", "requirements.txt": _compiled("flask==2.3.2")},
+    )
+    repo.commit(
+        "bump", "2026-05-02T00:00:00+00:00", {"requirements.txt": _compiled("flask==2.3.3")}
+    )
+    options = TrackOptions(history=True, now=NOW)
+    with Store(database_url) as store:
+        track(store, repo.root, None, config=Config(), options=options)
+        # The last commit rewritten (amended to another version): read again, no stale row.
+        repo.git("reset", "-q", "--hard", "HEAD~1")
+        repo.commit(
+            "bump again",
+            "2026-05-03T00:00:00+00:00",
+            {"requirements.txt": _compiled("flask==2.3.4")},
+        )
+        result = track(store, repo.root, None, config=Config(), options=TrackOptions(now=NOW))
+        assert any("no longer in the history" in note for note in result.notes)
+        assert _held(store) == [
+            ("flask", "2.3.2", "2026-05-01", "2026-05-03"),
+            ("flask", "2.3.4", "2026-05-03", None),
+        ]
+        # The lock deleted: what it held is held no more.
+        repo.commit("no lock", "2026-05-04T00:00:00+00:00", {"requirements.txt": None})
+        track(store, repo.root, None, config=Config(), options=TrackOptions(now=NOW))
+        assert _held(store) == [
+            ("flask", "2.3.2", "2026-05-01", "2026-05-03"),
+            ("flask", "2.3.4", "2026-05-03", str(NOW.date())),
         ]
