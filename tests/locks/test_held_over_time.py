@@ -33,6 +33,7 @@ def _whole(texts: list[bytes | None], open_: tuple[Held, ...] = ()) -> list[Held
     out: list[Held] = []
     for revision, text in zip(_revisions(texts), texts, strict=True):
         now = set() if text is None else pins_in(text, SourceFormat.COMPILED, revision.path)
+        assert now is not None  # a requirements-shaped lock always reads
         for key in sorted(set(current) - now):
             h = current.pop(key)
             out.append(
