@@ -30,7 +30,13 @@ from packaging.utils import canonicalize_name
 
 from govern.errors import GovernError
 from govern.exclusions.ref import ExclusionRef
-from govern.locks.regenerate import LockRefused, Regenerator, locks_of, pinned_versions
+from govern.locks.regenerate import (
+    LockRefused,
+    Regenerator,
+    locks_of,
+    pinned_versions,
+    single_pins,
+)
 from govern.text import line
 
 if TYPE_CHECKING:
@@ -154,10 +160,9 @@ def other_pins(tree: Path, locks: Sequence[Source], package: str) -> tuple[str, 
     lock holds at two versions (by marker) is left out: a constraints file takes one."""
     pins: dict[str, str] = {}
     for lock in locks:
-        for name, versions in pinned_versions(tree, lock).items():
-            if name != package and name not in pins and len(versions) == 1:
-                pins[name] = next(iter(versions))
-    return tuple(f"{name}=={pins[name]}" for name in sorted(pins))
+        for pin in single_pins(pinned_versions(tree, lock), skip=package):
+            pins.setdefault(pin.partition("==")[0], pin)
+    return tuple(pins[name] for name in sorted(pins))
 
 
 def pins_digest(pins: Sequence[str]) -> str:
@@ -175,7 +180,10 @@ def _copy(root: Path, into: Path) -> None:
         inside = root.resolve().relative_to(git.top.resolve()).as_posix()
         git.export(into, "HEAD" if inside == "." else f"HEAD:{inside}")
         return
-    shutil.copytree(root, into, ignore=shutil.ignore_patterns(*_SKIPPED), dirs_exist_ok=True)
+    # Links are copied as links, never followed (a loop, a folder outside the checkout).
+    shutil.copytree(
+        root, into, symlinks=True, ignore=shutil.ignore_patterns(*_SKIPPED), dirs_exist_ok=True
+    )
 
 
 def pins_for(index: IndexSettings | None) -> PinsFor:

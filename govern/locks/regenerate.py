@@ -36,6 +36,7 @@ never on its command line); no forge, notification or CI secret reaches it.
 from __future__ import annotations
 
 import dataclasses
+import os
 import shlex
 import shutil
 import subprocess
@@ -68,11 +69,12 @@ __all__ = [
     "Regenerator",
     "locks_of",
     "pinned_versions",
+    "single_pins",
     "source_pins",
 ]
 
 TIMEOUT = 300.0  # seconds a lock tool may take
-_ERROR_CHARS = 2000  # of a tool's own error, kept
+ERROR_CHARS = 2000  # of a tool's own error, kept
 _OUTPUT = ("-o", "--output-file")
 
 
@@ -187,6 +189,16 @@ def source_pins(source: Source) -> dict[str, set[str]]:
             if spec.operator in ("==", "==="):
                 pins.setdefault(entry.name, set()).add(spec.version)
     return pins
+
+
+def single_pins(pins: Mapping[str, set[str]], *, skip: str) -> list[str]:
+    """``name==version`` of every package but ``skip`` pinned at one version (sorted); a
+    package pinned at two (by marker) is left out: a constraints file takes one."""
+    return [
+        f"{name}=={next(iter(versions))}"
+        for name, versions in sorted(pins.items())
+        if name != skip and len(versions) == 1
+    ]
 
 
 def _only(versions: set[str] | None, version: str) -> bool:
@@ -345,32 +357,26 @@ class Regenerator:
         assert lock.lock is not None
         where = tree / Path(lock.path).parent
         extra: dict[str, str] = {}
-        if lock.format is SourceFormat.POETRY_LOCK:
-            poetry = self._wanted("poetry", _poetry_wanted(self._found("poetry"), lock), lock.path)
+        if lock.format in (SourceFormat.POETRY_LOCK, SourceFormat.PDM_LOCK):
+            # No option moves one package (Poetry) or keeps V once the line changes (PDM):
+            # the intent pinned to V is locked, then the relaxed intent, every other pin
+            # reused: V stays, nothing else moves unless V needs it (Dependabot's way).
+            if lock.format is SourceFormat.POETRY_LOCK:
+                found = _poetry_wanted(self._found("poetry"), lock)
+                tool, args = "poetry lock", [self._wanted("poetry", found, lock.path), "lock"]
+            else:
+                tool = "pdm lock"
+                args = [self._tool("pdm"), "lock", "--update-reuse"]
+                args += ["--lockfile", Path(lock.path).name]
             if pinned is None:
                 raise LockRefused(
-                    f"{lock.path}: Poetry cannot move one package to {version} without the "
+                    f"{lock.path}: {tool} cannot move one package to {version} without the "
                     "intent pinned to it: the relaxation is not proposed"
                 )
-            # The intent pinned to V, locked; then the relaxed intent, locked: V stays.
             (tree / intent).write_bytes(pinned)
-            self._call("poetry lock", [poetry, "lock"], where, lock.path, {})
+            self._call(tool, args, where, lock.path, {})
             (tree / intent).write_bytes(content)
-            return self._call("poetry lock", [poetry, "lock"], where, lock.path, {})
-        if lock.format is SourceFormat.PDM_LOCK:
-            # PDM: the intent pinned to V, locked reusing every other pin; then the relaxed
-            # intent, locked the same way: V stays, nothing else moves unless V needs it.
-            pdm = self._tool("pdm")
-            if pinned is None:
-                raise LockRefused(
-                    f"{lock.path}: PDM cannot move one package to {version} without the "
-                    "intent pinned to it: the relaxation is not proposed"
-                )
-            args = [pdm, "lock", "--update-reuse", "--lockfile", Path(lock.path).name]
-            (tree / intent).write_bytes(pinned)
-            self._call("pdm lock", args, where, lock.path, {})
-            (tree / intent).write_bytes(content)
-            return self._call("pdm lock", args, where, lock.path, {})
+            return self._call(tool, args, where, lock.path, {})
         if lock.format is SourceFormat.PYLOCK:
             return self._pip_lock(tree, lock, name, version)
         if lock.format is SourceFormat.UV_LOCK:
@@ -427,24 +433,34 @@ class Regenerator:
                 "command in [[tool.govern.locks]].",
             )
         _check_pip_lock()
-        where = tree / Path(lock.path).parent
+        # pip lock runs where the intent is (the pyproject beside the lock, or above it).
+        intent = tree / (lock.lock.inputs[0] if lock.lock.inputs else lock.path)
+        where = intent.parent
+        output = os.path.relpath(tree / lock.path, where)
+        before = source_pins(lock)
         pin = f"{name}=={version}"
-        others = [
-            f"{other}=={next(iter(versions))}"
-            for other, versions in sorted(source_pins(lock).items())
-            if other != name and len(versions) == 1
-        ]
+        others = single_pins(before, skip=name)
         with tempfile.TemporaryDirectory(prefix="govern-pins-") as scratch:
             constraints = Path(scratch) / "constraints.txt"
-            args = [sys.executable, "-m", "pip", "lock", ".", "--output", Path(lock.path).name]
+            args = [sys.executable, "-m", "pip", "lock", ".", "--output", output]
             args += ["--constraint", str(constraints)]
             for pins in ([pin, *others], [pin]) if others else ([pin],):
                 constraints.write_text("".join(f"{p}\n" for p in pins), encoding="utf-8")
                 try:
-                    return self._call("pip lock", args, where, lock.path, {})
+                    tool = self._call("pip lock", args, where, lock.path, {})
                 except LockRefused:
                     if len(pins) == 1:
                         raise
+                    continue
+                gone = sorted(set(before) - set(pinned_versions(tree, lock)) - {name})
+                if gone:  # made with extras or groups govern cannot know: not the same lock
+                    raise LockRefused(
+                        f"pip lock of {os.path.relpath(where, tree)} no longer holds "
+                        f"{', '.join(gone[:10])} in {lock.path}: it was made with extras or "
+                        "groups govern does not know; the relaxation is not proposed",
+                        tip="Name the lock's command in [[tool.govern.locks]].",
+                    )
+                return tool
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _call(
@@ -489,11 +505,11 @@ class Regenerator:
         if done.returncode != 0:
             # The index's credentials never leave in the tool's words (a URL it failed on).
             said = self._scrub(
-                (done.stderr or done.stdout).decode("utf-8", "replace").strip()[-_ERROR_CHARS:]
+                (done.stderr or done.stdout).decode("utf-8", "replace").strip()[-ERROR_CHARS:]
             )
             raise LockRefused(
                 f"{tool} could not regenerate {path} (exit status {done.returncode}): "
-                f"{line(said, _ERROR_CHARS)}",
+                f"{line(said, ERROR_CHARS)}",
                 tip="The resolver's own words are above; the relaxation is held until they "
                 "are resolved.",
             )

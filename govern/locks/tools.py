@@ -30,7 +30,6 @@ __all__ = ["ToolCache", "default_tools_dir", "tool_environment"]
 
 ENV_VAR = "GOVERN_TOOLS_DIR"
 _TRUST = ("SSL_CERT_FILE", "SSL_CERT_DIR", "PIP_CERT", "REQUESTS_CA_BUNDLE")
-_ERROR_CHARS = 2000
 
 
 def tool_environment(
@@ -152,7 +151,9 @@ class ToolCache:
                 return exc.strerror or type(exc).__name__
             if done.returncode != 0:
                 text = (done.stderr or done.stdout).decode("utf-8", "replace").strip()
-                return self.clean(text[-_ERROR_CHARS:])
+                from govern.locks.regenerate import ERROR_CHARS
+
+                return self.clean(text[-ERROR_CHARS:])
         return None
 
 
