@@ -165,6 +165,10 @@ def _pages(app: FastAPI) -> None:
             done=done if done in _DONE else None,
             today=now.date(),
             proposable=actions.proposable(session, key),
+            # What the repository's locks installed of the package, when (track --history).
+            locks=history.lock_history(
+                session, package=shown.exclusion.package, repository_name=shown.exclusion.repository
+            ),
         )
 
     @app.get("/debt", response_class=HTMLResponse, include_in_schema=False)

@@ -177,6 +177,56 @@ def test_a_held_proposal_shows_the_lock_tools_own_error(
     assert "No solution &lt;b&gt;found&lt;/b&gt;" in timeline
 
 
+def test_the_exclusion_page_says_what_the_locks_installed_when(
+    served: tuple[TestClient, str, Store],
+) -> None:
+    """Issue 25: what a lock of the repository held of the package (track --history)."""
+    from datetime import timedelta
+
+    from sqlmodel import select
+
+    from govern.store.models import LockPin, StoredExclusion, StoredSource
+
+    client, key, store = served
+    assert "What the locks installed" not in client.get(f"/exclusions/{key}").text
+    with store.session(write=True) as session:
+        row = session.exec(select(StoredExclusion).where(StoredExclusion.key == key)).one()
+        lock = StoredSource(
+            repository_id=row.repository_id,
+            path="<b>uv.lock</b>",
+            format="uv.lock",
+            first_seen_at=NOW,
+            last_seen_at=NOW,
+        )
+        session.add(lock)
+        session.flush()
+        assert lock.id is not None
+        for version, since, until in (
+            ("14.1.0", NOW - timedelta(days=90), NOW - timedelta(days=30)),
+            ("14.0.1", NOW - timedelta(days=30), None),
+        ):
+            session.add(
+                LockPin(
+                    source_id=lock.id,
+                    package=row.package,
+                    version=version,
+                    since=since,
+                    since_commit="a" * 40,
+                    until=until,
+                    until_commit="b" * 40 if until else None,
+                )
+            )
+    page = client.get(f"/exclusions/{key}").text
+    shown = page[page.index('id="locks"') :]
+    shown = shown[: shown.index("</ul>")]
+    assert "&lt;b&gt;uv.lock&lt;/b&gt;" in shown  # a path from the repository is text
+    assert (
+        f'<strong>14.1.0</strong> from <time datetime="{(NOW - timedelta(days=90)).isoformat()}'
+        in shown
+    )
+    assert "(still held)" in shown
+
+
 def test_repository_text_is_escaped_everywhere(served: tuple[TestClient, str, Store]) -> None:
     client, _, _ = served
     found = client.get("/api/v1/exclusions", params={"q": "owned", "per_page": 1}).json()
