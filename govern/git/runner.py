@@ -5,11 +5,9 @@ Notes: docs/internals.md#git.
 
 from __future__ import annotations
 
-import io
 import os
 import re
 import subprocess
-import tarfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -163,6 +161,9 @@ def toplevel(start: Path, executable: str, timeout: float, env: Mapping[str, str
 def unpack_tree(archive: bytes, into: Path) -> None:
     """Write the files of ``git archive --format=tar``'s output into ``into``: regular files
     and directories only, never outside ``into`` (links and special files are skipped)."""
+    import io
+    import tarfile  # only where a tree is copied: not on every git command's import
+
     with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
         members = [m for m in tar.getmembers() if m.isfile() or m.isdir()]
         tar.extractall(into, members=members, filter="data")
