@@ -144,6 +144,8 @@ def verified(
 
 def _lock_digests(session: Session, exclusion_id: int, version: str) -> tuple[str, ...]:
     """The digests of the lock pins the candidate's own runs of ``version`` were given."""
+    from govern.edit.blocks import same_version  # the proposal's stack: loaded already
+
     found: set[str] = set()
     for detail in session.exec(
         select(Event.detail).where(
@@ -151,7 +153,8 @@ def _lock_digests(session: Session, exclusion_id: int, version: str) -> tuple[st
             col(Event.kind) == EventKind.VERIFICATION_STARTED,
         )
     ):
-        if not isinstance(detail, dict) or detail.get("version") != version:
+        said = detail.get("version") if isinstance(detail, dict) else None
+        if not isinstance(said, str) or not same_version(said, version):  # "14.01" is 14.1
             continue
         if detail.get("kind", RunKind.CANDIDATE.value) != RunKind.CANDIDATE.value:
             continue
