@@ -95,7 +95,9 @@ def held_over_time(
     counts: Counter[tuple[str, str]] = Counter()
     for index, (revision, blob) in enumerate(zip(revisions, blobs, strict=True)):
         commit = revision.commit
-        gone = revision.deleted or blob is None
+        gone = revision.deleted
+        if blob is None and not gone:
+            continue  # git could not give this revision's text: it says nothing
         if not by_line:
             now = set() if gone else pins_in(blob or b"", fmt, revision.path)
             if now is None:
