@@ -18,6 +18,7 @@ tool's own error, if they still cannot be.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import shutil
 import tempfile
@@ -67,10 +68,15 @@ class LockPins:
     locks: tuple[str, ...]
     pins: tuple[str, ...] = ()
     refused: str | None = None
+    # Where the copy came from: the remote's base branch the proposal will change, else the
+    # checkout's last commit.
+    origin: str = ""
 
     def detail(self) -> dict[str, Any]:
         """For a run's ``verification-started`` event (``digest``: :func:`pins_digest`)."""
         out: dict[str, Any] = {"locks": list(self.locks), "pins": len(self.pins)}
+        if self.origin:
+            out["from"] = self.origin
         if self.refused is None:
             out["digest"] = pins_digest(self.pins)
         if self.refused is not None:
@@ -115,43 +121,61 @@ def lock_pins(
     regenerator: Regenerator,
     config: Config | None = None,
 ) -> LockPins | None:
-    """The locks of ``ref``'s intent in the checkout at ``root`` regenerated for
-    ``version``, and what they then pin; None when the intent has no lock (or the checkout
-    is gone). ``config``: the checkout's own (its ``[[locks]]`` commands)."""
+    """The locks of ``ref``'s intent regenerated for ``version``, and what they then pin;
+    None when the intent has no lock (or the checkout is gone). The copy is of the remote's
+    base branch (``config.propose``'s: what the proposal will change), else of the checkout's
+    last commit. ``config``: the checkout's own (its ``[[locks]]`` commands)."""
     if not root.is_dir():
         return None
-    package = canonicalize_name(ref.package)
     with tempfile.TemporaryDirectory(prefix="govern-tree-") as scratch:
         tree = Path(scratch)
         try:
-            _copy(root, tree)
+            origin = _copy(root, tree, config)
         except (GovernError, OSError) as exc:
             why = exc.message if isinstance(exc, GovernError) else str(exc)
             return LockPins((), refused=f"the checkout could not be copied: {why}")
         locks = locks_of(tree, ref.source, config)
         if not locks:
             return None
-        paths = tuple(lock.path for lock in locks)
-        try:
-            content = (tree / ref.source).read_bytes()
-        except OSError:
-            return LockPins(paths, refused=f"{ref.source} is not in the checkout's last commit")
-        pinned = pinned_intent(content, ref=ref, fmt=fmt, version=version)
-        if pinned is None:
-            return LockPins(paths, refused=f"{ref.source} cannot be pinned to {version}")
-        try:
-            regenerator.regenerate(
-                tree,
-                intent=ref.source,
-                content=pinned,
-                pinned=pinned,
-                package=package,
-                version=version,
-                config=config,
-            )
-        except LockRefused as exc:
-            return LockPins(paths, refused=exc.message)
-        return LockPins(paths, other_pins(tree, locks, package))
+        found = _regenerated(
+            tree, locks, ref=ref, fmt=fmt, version=version, regenerator=regenerator, config=config
+        )
+    return dataclasses.replace(found, origin=origin)
+
+
+def _regenerated(
+    tree: Path,
+    locks: Sequence[Source],
+    *,
+    ref: ExclusionRef,
+    fmt: str,
+    version: str,
+    regenerator: Regenerator,
+    config: Config | None,
+) -> LockPins:
+    """The ``locks`` under ``tree`` regenerated for ``version``, and what they then pin."""
+    package = canonicalize_name(ref.package)
+    paths = tuple(lock.path for lock in locks)
+    try:
+        content = (tree / ref.source).read_bytes()
+    except OSError:
+        return LockPins(paths, refused=f"{ref.source} is not in the copy")
+    pinned = pinned_intent(content, ref=ref, fmt=fmt, version=version)
+    if pinned is None:
+        return LockPins(paths, refused=f"{ref.source} cannot be pinned to {version}")
+    try:
+        regenerator.regenerate(
+            tree,
+            intent=ref.source,
+            content=pinned,
+            pinned=pinned,
+            package=package,
+            version=version,
+            config=config,
+        )
+    except LockRefused as exc:
+        return LockPins(paths, refused=exc.message)
+    return LockPins(paths, other_pins(tree, locks, package))
 
 
 def other_pins(tree: Path, locks: Sequence[Source], package: str) -> tuple[str, ...]:
@@ -171,19 +195,33 @@ def pins_digest(pins: Sequence[str]) -> str:
     return hashlib.sha256("\n".join(sorted(pins)).encode()).hexdigest()[:16]
 
 
-def _copy(root: Path, into: Path) -> None:
-    """The checkout's last commit (a git repository), else its files."""
+def _copy(root: Path, into: Path, config: Config | None) -> str:
+    """Copy into ``into`` the remote's base branch the proposal would change (``[propose]``
+    remote and base), else the checkout's last commit (no remote, offline), else its files
+    (not a git repository); where the copy came from."""
     from govern.git.history import Git
+    from govern.git.push import Pusher
 
+    if config is not None:
+        settings = config.propose
+        try:
+            pusher = Pusher(root, remote=settings.remote, token_env=settings.token_env)
+            base = settings.base or pusher.default_branch()
+            pusher.export(base, into)
+        except GovernError:
+            pass  # the checkout itself, then
+        else:
+            return f"{base} of {settings.remote}"
     git = Git.discover(root)
     if git is not None and git.head() is not None:
         inside = root.resolve().relative_to(git.top.resolve()).as_posix()
         git.export(into, "HEAD" if inside == "." else f"HEAD:{inside}")
-        return
+        return "the checkout's last commit"
     # Links are copied as links, never followed (a loop, a folder outside the checkout).
     shutil.copytree(
         root, into, symlinks=True, ignore=shutil.ignore_patterns(*_SKIPPED), dirs_exist_ok=True
     )
+    return "the checkout's files"
 
 
 def pins_for(index: IndexSettings | None) -> PinsFor:

@@ -175,6 +175,35 @@ def test_the_body_says_whether_the_verification_installed_the_branch_s_lock(
         (moved,) = asyncio.run(_propose(store, clone, index).run(dry_run=True)).proposals
     assert moved.body is not None
     assert "**The verification installed other versions of the other packages" in moved.body
+    # Verified again now, with the checkout's configuration: the copy is of the remote's base
+    # branch (what the proposal changes), not of the checkout that is behind it.
+    ref = _exclusion_ref(database_url)
+    again = lock_pins(
+        clone,
+        ref=ref,
+        fmt="pyproject",
+        version="14.1.1",
+        regenerator=regenerator,
+        config=load_config(clone),
+    )
+    assert again is not None
+    assert again.origin == "main of origin"
+    assert "helper-demo==1.5" in again.pins
+    local = lock_pins(clone, ref=ref, fmt="pyproject", version="14.1.1", regenerator=regenerator)
+    assert local is not None
+    assert local.origin == "the checkout's last commit"
+    assert "helper-demo==1.0" in local.pins
+
+
+def _exclusion_ref(database_url: str) -> ExclusionRef:
+    from govern.store.models import StoredExclusion
+    from govern.store.refs import from_row
+
+    with Store(database_url) as store, store.session() as session:
+        row = session.exec(
+            select(StoredExclusion).where(StoredExclusion.package == "cupy-demo")
+        ).one()
+        return from_row(row, repository="acme/app", source="pyproject.toml")
 
 
 def test_a_pip_compile_lock_moves_only_the_package_and_keeps_its_hashes(

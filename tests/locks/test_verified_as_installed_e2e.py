@@ -117,6 +117,7 @@ def test_the_run_installs_the_candidate_with_the_regenerated_locks_versions(
         ).one()
     assert started.detail["lock"] == {
         "locks": ["uv.lock"],
+        "from": "the checkout's last commit",  # no remote to fetch the base branch from
         "pins": 1,
         "digest": pins_digest(("helper-demo==1.0",)),  # the proposal compares its lock's
     }
