@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import functools
 import re
-import tempfile
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -24,9 +23,9 @@ from packaging.utils import canonicalize_name
 
 from govern.git.history import Revision
 from govern.sources.model import SourceFormat
-from govern.store.views import LockHeld as Held
+from govern.store.views import LockHeld
 
-__all__ = ["Held", "held_over_time", "pins_in"]
+__all__ = ["held_over_time", "pins_in"]
 
 # A pin of a requirements-shaped lock: at the start of its line, before any marker,
 # hash continuation or comment (``name[extra] == 1.0 ; marker \``).
@@ -51,12 +50,9 @@ def pins_in(data: bytes, fmt: SourceFormat, path: str) -> set[tuple[str, str]] |
     if fmt in _LINE_FORMATS:
         return {pin for raw in data.splitlines() if (pin := _line_pin(raw)) is not None}
     from govern.locks.regenerate import source_pins
-    from govern.sources.locks import read_lock
+    from govern.sources.locks import parse_lock
 
-    with tempfile.TemporaryDirectory(prefix="govern-lock-") as scratch:
-        file = Path(scratch) / Path(path).name
-        file.write_bytes(data)
-        source = read_lock(file, display_path=file.name, fmt=fmt, root=Path(scratch))
+    source = parse_lock(data, file=Path(path), display_path=path, fmt=fmt, root=None)
     if any(problem.rule == "parse-error" for problem in source.problems):
         return None
     return {
@@ -79,8 +75,8 @@ def held_over_time(
     blobs: Sequence[bytes | None],
     fmt: SourceFormat,
     *,
-    open_: Iterable[Held] = (),
-) -> list[Held]:
+    open_: Iterable[LockHeld] = (),
+) -> list[LockHeld]:
     """The versions held over ``revisions`` (oldest first; ``blobs`` their texts, None for a
     deletion), continuing the intervals still ``open_`` from an earlier replay: every
     interval opened or closed by them (a closed one of ``open_`` comes back closed).
@@ -88,8 +84,8 @@ def held_over_time(
     A requirements-shaped lock is compared line by line with the revision before: only the
     lines a commit changed are parsed (a bot's lock changes a few of its hundreds)."""
     still = tuple(open_)
-    current: dict[tuple[str, str], Held] = {(h.package, h.version): h for h in still}
-    out: list[Held] = []
+    current: dict[tuple[str, str], LockHeld] = {(h.package, h.version): h for h in still}
+    out: list[LockHeld] = []
     by_line = fmt in _LINE_FORMATS
     lines: set[bytes] = set()
     counts: Counter[tuple[str, str]] = Counter()
@@ -120,7 +116,7 @@ def held_over_time(
         for key in sorted(leaving):
             held = current.pop(key)
             out.append(
-                Held(
+                LockHeld(
                     held.package,
                     held.version,
                     held.since,
@@ -130,6 +126,6 @@ def held_over_time(
                 )
             )
         for package, version in sorted(coming):
-            current[(package, version)] = Held(package, version, commit.date, commit.sha)
+            current[(package, version)] = LockHeld(package, version, commit.date, commit.sha)
     out.extend(held for held in current.values() if held not in still)
     return out

@@ -5,8 +5,9 @@ A relaxation changes the intent and regenerates its locks (:mod:`govern.locks.re
 what the change installs is then the candidate *and the regenerated lock's versions of
 everything else*. A verification that installed the candidate with whatever the index
 offers today would be evidence about another environment. So before a run starts, the
-intent's locks are regenerated for the candidate in a copy of the local checkout (its last
-commit), the intent pinned to ``NAME==V``, and every other package they then hold becomes a
+intent's locks are regenerated for the candidate in a copy of the base branch the proposal
+will change (else the checkout's last commit), the intent pinned to ``NAME==V``, and every
+other package they then hold becomes a
 pin of the run (``Trial.pins``: the constraints file of a local command, the ``pins`` input
 of hosted CI). The control and the reproducer runs get the same pins: only the package's
 version differs between them and the candidate's run.
@@ -79,7 +80,7 @@ class LockPins:
             out["from"] = self.origin
         if self.refused is None:
             out["digest"] = pins_digest(self.pins)
-        if self.refused is not None:
+        else:
             out["refused"] = line(self.refused, 500)
         return out
 
@@ -172,6 +173,7 @@ def _regenerated(
             package=package,
             version=version,
             config=config,
+            locks=locks,
         )
     except LockRefused as exc:
         return LockPins(paths, refused=exc.message)

@@ -248,18 +248,21 @@ class Regenerator:
         version: str,
         config: Config | None = None,
         pinned: bytes | None = None,
+        locks: Sequence[Source] | None = None,
     ) -> list[LockChange]:
         """Write the relaxed ``content`` at ``intent`` in ``tree`` (a copy of the repository
         at the base branch) and regenerate every lock that resolves it; the changed locks.
 
         ``pinned`` is the intent with the package pinned to ``NAME==V`` instead: the tools
         without an upgrade option (Poetry) lock it first, then the relaxed intent, so that
-        only the package moves (Dependabot's way).
+        only the package moves (Dependabot's way). ``locks``: :func:`locks_of` the intent,
+        when the caller has found them already.
 
         Raises :class:`LockRefused` when one cannot be regenerated, or when its tool did
         not move ``package`` to ``version``."""
         name = canonicalize_name(package)
-        locks = locks_of(tree, intent, config)
+        if locks is None:
+            locks = locks_of(tree, intent, config)
         (tree / intent).write_bytes(content)
         changes: list[LockChange] = []
         for lock in locks:
@@ -315,7 +318,7 @@ class Regenerator:
             )
         return found
 
-    def _wanted(self, tool: str, wanted: _Wanted | str | None, path: str) -> str:
+    def _wanted(self, tool: str, wanted: _Wanted | str | None) -> str:
         """The tool beside govern (``wanted`` is its path: the project accepts it; None: it
         asks for no version), else the version the project asks for, from govern's cache
         (LockRefused without one)."""
@@ -363,7 +366,7 @@ class Regenerator:
             # reused: V stays, nothing else moves unless V needs it (Dependabot's way).
             if lock.format is SourceFormat.POETRY_LOCK:
                 found = _poetry_wanted(self._found("poetry"), lock)
-                tool, args = "poetry lock", [self._wanted("poetry", found, lock.path), "lock"]
+                tool, args = "poetry lock", [self._wanted("poetry", found), "lock"]
             else:
                 tool = "pdm lock"
                 args = [self._tool("pdm"), "lock", "--update-reuse"]
@@ -381,7 +384,7 @@ class Regenerator:
             return self._pip_lock(tree, lock, name, version)
         if lock.format is SourceFormat.UV_LOCK:
             tool = "uv lock"
-            uv = self._wanted("uv", _uv_wanted(self._found("uv"), where, lock.path), lock.path)
+            uv = self._wanted("uv", _uv_wanted(self._found("uv"), where, lock.path))
             args = [uv, "lock", "--upgrade-package", pin]
         elif lock.format is SourceFormat.COMPILED and lock.lock.tool in (
             "pip-compile",

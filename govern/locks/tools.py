@@ -120,40 +120,28 @@ class ToolCache:
 
     def _install(self, venv: Path, requirement: str) -> str | None:
         """Create ``venv`` and install ``requirement`` into it; None, or what failed."""
+        from govern.locks.regenerate import ERROR_CHARS
+
+        pip = [sys.executable, "-m", "pip", "--python", str(_bin(venv, "python"))]
+        steps = (
+            [sys.executable, "-m", "venv", "--without-pip", str(venv)],
+            [*pip, "install", "--only-binary=:all:", "--no-cache-dir", requirement],
+        )
         with tempfile.TemporaryDirectory(prefix="govern-tool-") as scratch:
             env = tool_environment(Path(scratch), self.index_url, self.extra_index_urls)
             env["PIP_NO_INPUT"] = "1"
-            return self._steps(venv, requirement, env)
-
-    def _steps(self, venv: Path, requirement: str, env: dict[str, str]) -> str | None:
-        steps = (
-            [sys.executable, "-m", "venv", "--without-pip", str(venv)],
-            [
-                sys.executable,
-                "-m",
-                "pip",
-                "--python",
-                str(_bin(venv, "python")),
-                "install",
-                "--only-binary=:all:",
-                "--no-cache-dir",
-                requirement,
-            ],
-        )
-        for args in steps:
-            try:
-                done = subprocess.run(
-                    args, env=env, capture_output=True, timeout=self.timeout, check=False
-                )
-            except subprocess.TimeoutExpired:
-                return f"not done within {self.timeout:.0f} s"
-            except OSError as exc:
-                return exc.strerror or type(exc).__name__
-            if done.returncode != 0:
-                text = (done.stderr or done.stdout).decode("utf-8", "replace").strip()
-                from govern.locks.regenerate import ERROR_CHARS
-
-                return self.clean(text[-ERROR_CHARS:])
+            for args in steps:
+                try:
+                    done = subprocess.run(
+                        args, env=env, capture_output=True, timeout=self.timeout, check=False
+                    )
+                except subprocess.TimeoutExpired:
+                    return f"not done within {self.timeout:.0f} s"
+                except OSError as exc:
+                    return exc.strerror or type(exc).__name__
+                if done.returncode != 0:
+                    text = (done.stderr or done.stdout).decode("utf-8", "replace").strip()
+                    return self.clean(text[-ERROR_CHARS:])
         return None
 
 

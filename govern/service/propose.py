@@ -533,6 +533,7 @@ class Proposer:
                 package=work.ref.package,
                 version=work.version,
                 config=config,
+                locks=locks,
             )
             package = canonicalize_name(work.ref.package)
             return changes, other_pins(tree, locks, package) if locks else None

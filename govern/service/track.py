@@ -252,17 +252,9 @@ def _plan_lock_replay(
                 )
         if not revisions:
             continue
-        blobs = git.read_blobs([(r.commit.sha, r.path) for r in revisions if not r.deleted])
-        texts = iter(blobs)
-        plan.append(
-            _LockReplay(
-                path,
-                str(source.format),
-                revisions,
-                [None if r.deleted else next(texts) for r in revisions],
-                rebuild,
-            )
-        )
+        # A deletion's path names no file at its commit: git gives None for it.
+        blobs = git.read_blobs([(r.commit.sha, r.path) for r in revisions])
+        plan.append(_LockReplay(path, str(source.format), revisions, blobs, rebuild))
     return plan
 
 

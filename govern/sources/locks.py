@@ -46,6 +46,7 @@ __all__ = [
     "compiled_header",
     "lock_format_for",
     "looks_compiled",
+    "parse_lock",
     "read_lock",
 ]
 
@@ -212,13 +213,23 @@ def as_compiled_lock(
 def read_lock(file: Path, *, display_path: str, fmt: SourceFormat, root: Path) -> Source:
     """A ``uv.lock``, ``poetry.lock``, ``pdm.lock``, ``pylock*.toml`` or ``Pipfile.lock``,
     its pins as entries on their lines. Never raises: what cannot be read is a problem."""
-    empty = Source(path=display_path, file=file, format=fmt)
     raw = read_bounded(file, shown=display_path)
     if isinstance(raw, Unreadable):
-        return dataclasses.replace(
-            empty,
+        return Source(
+            path=display_path,
+            file=file,
+            format=fmt,
             problems=(Problem(raw.rule or "parse-error", 1, raw.message, hint=raw.hint),),
         )
+    return parse_lock(raw, file=file, display_path=display_path, fmt=fmt, root=root)
+
+
+def parse_lock(
+    raw: bytes, *, file: Path, display_path: str, fmt: SourceFormat, root: Path | None
+) -> Source:
+    """A TOML or JSON lock's text read as :func:`read_lock` reads its file; ``root`` None:
+    the text of no tree (a past revision), tied to no intent. Never raises."""
+    empty = Source(path=display_path, file=file, format=fmt)
     text = raw.decode("utf-8", errors="replace")
     try:
         loaded: object = (
@@ -242,7 +253,7 @@ def read_lock(file: Path, *, display_path: str, fmt: SourceFormat, root: Path) -
         tool=tool,
         tool_version=version,
         command=None,
-        inputs=tuple(_toml_inputs(file, data, fmt, root)),
+        inputs=tuple(_toml_inputs(file, data, fmt, root)) if root is not None else (),
     )
     return dataclasses.replace(empty, entries=entries, lock=origin)
 

@@ -32,7 +32,7 @@ from govern.store.models import (
     as_utc,
 )
 from govern.store.outbox import owned_by
-from govern.store.views import LockHeld as Held
+from govern.store.views import LockHeld
 
 # -- the sync's reads and writes, under the repository's lock -----------------------------
 
@@ -247,15 +247,15 @@ def forget_repository(session: Session, *, name: str, keyed: str) -> dict[str, i
 # -- what a lock held over time (govern/locks/history.py) ----------------------------------
 
 
-def open_lock_pins(session: Session, *, source_id: int) -> list[Held]:
+def open_lock_pins(session: Session, *, source_id: int) -> list[LockHeld]:
     """The versions a lock still holds as its history was last replayed."""
     rows = session.exec(
         orm_select(LockPin).where(LockPin.source_id == source_id, col(LockPin.until).is_(None))
     ).all()
-    return [Held(r.package, r.version, as_utc(r.since), r.since_commit) for r in rows]
+    return [LockHeld(r.package, r.version, as_utc(r.since), r.since_commit) for r in rows]
 
 
-def record_lock_pins(session: Session, *, source_id: int, held: Sequence[Held]) -> None:
+def record_lock_pins(session: Session, *, source_id: int, held: Sequence[LockHeld]) -> None:
     """Write what :func:`govern.locks.history.held_over_time` found: an interval still open
     in the store is closed, a new one added."""
     open_rows = {

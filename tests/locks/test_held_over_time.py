@@ -10,8 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from govern.git.history import Commit, Revision
-from govern.locks.history import Held, held_over_time, pins_in
+from govern.locks.history import held_over_time, pins_in
 from govern.sources.model import SourceFormat
+from govern.store.views import LockHeld
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -27,17 +28,17 @@ def _revisions(texts: list[bytes | None]) -> list[Revision]:
     ]
 
 
-def _whole(texts: list[bytes | None], open_: tuple[Held, ...] = ()) -> list[Held]:
+def _whole(texts: list[bytes | None], open_: tuple[LockHeld, ...] = ()) -> list[LockHeld]:
     """The same intervals, from every revision's pins read whole."""
     current = {(h.package, h.version): h for h in open_}
-    out: list[Held] = []
+    out: list[LockHeld] = []
     for revision, text in zip(_revisions(texts), texts, strict=True):
         now = set() if text is None else pins_in(text, SourceFormat.COMPILED, revision.path)
         assert now is not None  # a requirements-shaped lock always reads
         for key in sorted(set(current) - now):
             h = current.pop(key)
             out.append(
-                Held(
+                LockHeld(
                     h.package,
                     h.version,
                     h.since,
@@ -47,7 +48,7 @@ def _whole(texts: list[bytes | None], open_: tuple[Held, ...] = ()) -> list[Held
                 )
             )
         for package, version in sorted(now - set(current)):
-            current[(package, version)] = Held(
+            current[(package, version)] = LockHeld(
                 package, version, revision.commit.date, revision.commit.sha
             )
     return out + [h for h in current.values() if h not in open_]
